@@ -1,0 +1,20 @@
+//! `cargo xtask bench ...`: figures for the slow paths, printed, never asserted.
+
+use anyhow::{bail, Result};
+use clap::Subcommand;
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Time an import of one release and a rebase of the series across every release.
+    Store,
+    /// Time cold, cached and incremental glibc builds.
+    Build,
+    /// Time the resolution matrix once builds are cached.
+    Resolution,
+}
+
+impl Command {
+    pub fn run(self) -> Result<()> {
+        bail!("not implemented yet")
+    }
+}

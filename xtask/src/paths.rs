@@ -1,0 +1,60 @@
+//! Where things live: the project checkout, and the cache outside it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+/// The root of the ld-fallback checkout this binary was built from.
+pub fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
+
+/// `patches/` of the checkout: one directory per supported release.
+pub fn patches_dir() -> PathBuf {
+    project_root().join("patches")
+}
+
+/// The cache root, outside the repository so that builds survive a fresh clone:
+/// `$LD_FALLBACK_CACHE`, else `$XDG_CACHE_HOME/ld-fallback`, else `~/.cache/ld-fallback`.
+pub fn cache_dir() -> Result<PathBuf> {
+    if let Some(dir) = non_empty_env("LD_FALLBACK_CACHE") {
+        return Ok(dir);
+    }
+    if let Some(dir) = non_empty_env("XDG_CACHE_HOME") {
+        return Ok(dir.join("ld-fallback"));
+    }
+    match non_empty_env("HOME") {
+        Some(home) => Ok(home.join(".cache").join("ld-fallback")),
+        None => bail!("cannot place the cache: set LD_FALLBACK_CACHE, XDG_CACHE_HOME or HOME"),
+    }
+}
+
+/// The glibc source store: `--store`, else `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`.
+pub fn store_dir(flag: Option<&Path>) -> Result<PathBuf> {
+    if let Some(dir) = flag {
+        return Ok(dir.to_path_buf());
+    }
+    if let Some(dir) = non_empty_env("LD_FALLBACK_STORE") {
+        return Ok(dir);
+    }
+    Ok(cache_dir()?.join("glibc.git"))
+}
+
+/// Downloaded release tarballs, kept so that a re-import needs no network.
+pub fn downloads_dir() -> Result<PathBuf> {
+    Ok(cache_dir()?.join("downloads"))
+}
+
+/// Published glibc builds (sysroots), one directory per cache key.
+pub fn builds_dir() -> Result<PathBuf> {
+    Ok(cache_dir()?.join("builds"))
+}
+
+fn non_empty_env(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
