@@ -15,5 +15,6 @@ pub mod resolution;
 pub mod series;
 pub mod series_rebase;
 pub mod store;
+pub mod store_bench;
 pub mod tools;
 pub mod worktree;

@@ -36,6 +36,14 @@ pub fn normalize(text: &str) -> String {
     out
 }
 
+fn without_hunk_context(normalized: &str) -> String {
+    normalized
+        .lines()
+        .map(|l| if l.starts_with("@@") { "@@" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// One line per patch of `from`, and the content diff under each changed one.
 pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> String {
     let mut out = format!(
@@ -56,7 +64,13 @@ pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> 
                 if a == b {
                     let _ = writeln!(out, "  {:<50} unchanged -> {}", old.name, patch.name);
                 } else {
-                    let _ = writeln!(out, "  {:<50} changed -> {}", old.name, patch.name);
+                    // Only the functions named in hunk headers differ: the code moved upstream.
+                    let label = if without_hunk_context(&a) == without_hunk_context(&b) {
+                        "unchanged, hunks now in other functions"
+                    } else {
+                        "changed"
+                    };
+                    let _ = writeln!(out, "  {:<50} {label} -> {}", old.name, patch.name);
                     let diff = TextDiff::from_lines(&a, &b);
                     let old_name = format!("{}/{}", from.base, old.name);
                     let new_name = format!("{onto}/{}", patch.name);

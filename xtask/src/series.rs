@@ -278,9 +278,12 @@ impl PatchMail {
         let (body, after) = if let Some(after) = rest.strip_prefix("---\n") {
             ("", after)
         } else {
-            rest.split_once("\n---\n")
-                .map(|(b, a)| (b, a))
-                .context("no `---` line before the diffstat")?
+            rest.split_once(
+                "
+---
+",
+            )
+            .context("no `---` line before the diffstat")?
         };
         let body = if body.is_empty() {
             String::new()
