@@ -14,6 +14,7 @@ pub mod release;
 pub mod resolution;
 pub mod series;
 pub mod series_rebase;
+pub mod staging;
 pub mod store;
 pub mod store_bench;
 pub mod tools;

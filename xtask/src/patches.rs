@@ -49,10 +49,9 @@ pub enum State {
 /// A row per release (importing the ones the store lacks).
 pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, State)>> {
     let newest = ws.newest_series().ok();
-    let newest_commits = match &newest {
-        Some(series) => Some(ws.commit_series(series)?.1),
-        None => None,
-    };
+    let newest_commits = newest
+        .as_ref()
+        .map(|series| ws.commit_series(series).map(|c| c.1));
     let mut rows = Vec::new();
     for release in releases.iter().copied() {
         let state = if ws.releases_with_series().contains(&release) {
@@ -72,7 +71,15 @@ pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, Stat
                     why: format!("{e:#}"),
                 },
             }
-        } else if let (Some(series), Some(commits)) = (&newest, &newest_commits) {
+        } else if let (Some(series), Some(Err(e))) = (&newest, &newest_commits) {
+            State::DoesNotApply {
+                base: "-".into(),
+                why: format!(
+                    "no series; patches/{} itself does not apply: {e:#}",
+                    series.base
+                ),
+            }
+        } else if let (Some(series), Some(Ok(commits))) = (&newest, &newest_commits) {
             let head = ws.store.ensure_release(release)?;
             let mut steps = Vec::new();
             match series_rebase::pick(ws.store.repo(), commits, 0, head, &mut steps)? {

@@ -60,10 +60,7 @@ impl RebaseState {
     ) -> Result<Vec<ConflictFile>> {
         std::fs::create_dir_all(&ws.rebase_dir)
             .with_context(|| format!("cannot create {}", ws.rebase_dir.display()))?;
-        let staging = tempfile::Builder::new()
-            .prefix(".rebase-")
-            .tempdir_in(&ws.rebase_dir)
-            .context("cannot create a rebase state directory")?;
+        let staging = crate::staging::tempdir_in(&ws.rebase_dir, "rebase")?;
         from.write(&staging.path().join("from"))?;
         let conflicts =
             write_conflict_tree(ws.store.repo(), index, &staging.path().join("tree"), labels)?;

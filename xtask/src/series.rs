@@ -170,10 +170,7 @@ impl Series {
         let parent = dir.parent().context("series dir has no parent")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
-        let staging = tempfile::Builder::new()
-            .prefix(".series-")
-            .tempdir_in(parent)
-            .context("cannot create a staging directory for the series")?;
+        let staging = crate::staging::tempdir_in(parent, "series")?;
         std::fs::write(staging.path().join(SERIES_FILE), &self.series_text)
             .context("cannot write series")?;
         for patch in &self.patches {

@@ -122,10 +122,8 @@ impl SourceStore {
     }
 
     fn import_tarball(&self, release: Release, tarball: &Path, expected: Oid) -> Result<Oid> {
-        let staging = tempfile::Builder::new()
-            .prefix(".import-")
-            .tempdir_in(self.dir.parent().unwrap_or(Path::new(".")))
-            .context("cannot create a staging directory next to the store")?;
+        let staging =
+            crate::staging::tempdir_in(self.dir.parent().unwrap_or(Path::new(".")), "import")?;
         let top = import::tarball::extract(tarball, staging.path())?;
         let snapshot = Snapshot::of_dir(&top, &[import::DROPPED_TOP_LEVEL])?;
         if snapshot.root != expected {
@@ -243,10 +241,7 @@ fn open_or_create(dir: &Path) -> Result<Repository> {
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    let staging = tempfile::Builder::new()
-        .prefix(".store-")
-        .tempdir_in(parent)
-        .context("cannot create a staging directory for the store")?;
+    let staging = crate::staging::tempdir_in(parent, "store")?;
     Repository::init_bare(staging.path()).context("cannot initialize the store")?;
     let staged = staging.keep();
     if let Err(e) = std::fs::rename(&staged, dir) {

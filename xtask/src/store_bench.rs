@@ -53,10 +53,7 @@ pub fn run() -> Result<()> {
     let newest = Release::newest();
 
     let tarball = debian::fetch_orig(newest, ws.store.downloads())?;
-    let scratch = tempfile::Builder::new()
-        .prefix(".bench-")
-        .tempdir_in(crate::paths::cache_dir()?)
-        .context("cannot create a scratch store")?;
+    let scratch = crate::staging::tempdir_in(&crate::paths::cache_dir()?, "bench")?;
     let fresh = SourceStore::open(&scratch.path().join("glibc.git"))?;
     let started = Instant::now();
     fresh.import(newest, &Source::Tarball(tarball.clone()))?;

@@ -95,6 +95,27 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     }
     assert_eq!(Snapshot::of_dir(&plain, &[]).unwrap().root, expected_tree);
 
+    // quilt, where installed (package quilt), reads the same series file.
+    if xtask::tools::find_program("quilt").is_some() {
+        let q = t.tmp.path().join("quilt");
+        t.store.export_tree(release, None, &q).unwrap();
+        let out = std::process::Command::new("quilt")
+            .args(["push", "-a", "--quiltrc=-"])
+            .env("QUILT_PATCHES", &dir)
+            .current_dir(&q)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::remove_dir_all(q.join(".pc")).unwrap();
+        assert_eq!(Snapshot::of_dir(&q, &[]).unwrap().root, expected_tree);
+    } else {
+        eprintln!("quilt is not installed: skipping the quilt part");
+    }
+
     // git am on a repository of the release.
     let am = t.tmp.path().join("am");
     t.store.export_tree(release, None, &am).unwrap();

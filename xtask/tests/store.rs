@@ -225,8 +225,11 @@ fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
 fn a_new_store_appears_whole_or_not_at_all() {
     let tmp = tempfile::TempDir::new().unwrap();
     let dir = tmp.path().join("cache/glibc.git");
-    // A leftover of a creation interrupted before its rename is ignored.
-    std::fs::create_dir_all(tmp.path().join("cache/.store-leftover")).unwrap();
+    // A leftover of a creation killed before its rename (its process is gone) is removed;
+    // one of a process still running is left alone.
+    std::fs::create_dir_all(tmp.path().join("cache/.store-999999999-abc")).unwrap();
+    let alive = format!("cache/.store-{}-abc", std::process::id());
+    std::fs::create_dir_all(tmp.path().join(&alive)).unwrap();
     let store = SourceStore::open(&dir).unwrap();
     assert!(store.list().unwrap().is_empty());
     assert!(dir.join("HEAD").is_file());

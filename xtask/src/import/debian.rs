@@ -107,10 +107,8 @@ impl PrivateApt {
     /// from the mirror while the orig tarball (checked against the index's hashes) downloads
     /// fine: the tarball's presence is what counts.
     fn download(&self, release: Release, dest: &Path) -> Result<()> {
-        let staging = tempfile::Builder::new()
-            .prefix(".download-")
-            .tempdir_in(dest.parent().expect("downloads dir"))
-            .context("cannot create a download directory")?;
+        let staging =
+            crate::staging::tempdir_in(dest.parent().expect("downloads dir"), "download")?;
         let log = self.root.join(format!("source-{}.log", release.version));
         let mut cmd = self.command();
         cmd.current_dir(staging.path())

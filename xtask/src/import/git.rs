@@ -19,10 +19,8 @@ pub fn import_tag(
     expected: Oid,
 ) -> Result<Oid> {
     tools::require(&[Tool::new("git", "git")])?;
-    let scratch = tempfile::Builder::new()
-        .prefix(".fetch-")
-        .tempdir_in(store_dir.parent().unwrap_or(Path::new(".")))
-        .context("cannot create a scratch repository")?;
+    let scratch =
+        crate::staging::tempdir_in(store_dir.parent().unwrap_or(Path::new(".")), "fetch")?;
     let tag = release.tag();
     let sh = Shell::new()?;
     let dir = scratch.path();
