@@ -15,16 +15,18 @@ pub fn extract(tarball: &Path, into: &Path) -> Result<PathBuf> {
         bail!("tarball {} does not exist", tarball.display());
     }
     let sh = Shell::new()?;
-    cmd!(sh, "tar -xf {tarball} -C {into} --no-same-owner")
+    let out = cmd!(sh, "tar -xf {tarball} -C {into} --no-same-owner")
         .quiet()
-        .ignore_stdout()
-        .run()
-        .with_context(|| {
-            format!(
-                "cannot extract {}: is it a complete, uncorrupted tarball?",
-                tarball.display()
-            )
-        })?;
+        .ignore_status()
+        .output()
+        .context("cannot run tar")?;
+    if !out.status.success() {
+        bail!(
+            "cannot extract {}: is it a complete, uncorrupted tarball? tar said:\n{}",
+            tarball.display(),
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        );
+    }
     let mut tops = std::fs::read_dir(into)?
         .map(|e| e.map(|e| e.path()))
         .collect::<std::io::Result<Vec<_>>>()?;
