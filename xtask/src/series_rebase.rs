@@ -119,16 +119,17 @@ pub fn pick(
 ) -> Result<Picked> {
     for (at, id) in commits.iter().enumerate().skip(start) {
         let commit = repo.find_commit(*id)?;
-        let ours = repo.find_commit(head)?;
-        let mut index = repo
-            .cherrypick_commit(&commit, &ours, 0, None)
-            .with_context(|| format!("cannot cherry-pick {id}"))?;
-        if index.has_conflicts() {
-            return Ok(Picked::Conflict { at, head, index });
-        }
-        let tree = index
-            .write_tree_to(repo)
-            .context("cannot write the merged tree")?;
+        let tree = match merge_touched(repo, &commit, head)? {
+            Some(tree) => tree,
+            None => {
+                // The full cherry-pick gives the whole merged index the work tree needs.
+                let ours = repo.find_commit(head)?;
+                let index = repo
+                    .cherrypick_commit(&commit, &ours, 0, Some(&merge_options()))
+                    .with_context(|| format!("cannot cherry-pick {id}"))?;
+                return Ok(Picked::Conflict { at, head, index });
+            }
+        };
         match commit_like(repo, &commit, head, tree)? {
             Some(new) => {
                 head = new;
@@ -138,6 +139,75 @@ pub fn pick(
         }
     }
     Ok(Picked::Done { head })
+}
+
+/// The cherry-pick of `commit` onto `head` as a tree, or `None` on conflict.
+///
+/// Same 3-way merge as `cherrypick_commit` (ancestor = the commit's parent), restricted to
+/// the paths the commit touches: every other path is unchanged on the commit's side, so the
+/// merge keeps `head`'s version anyway. Merging three small trees instead of three whole
+/// glibc trees makes a pick take milliseconds instead of a quarter second.
+fn merge_touched(repo: &Repository, commit: &git2::Commit<'_>, head: Oid) -> Result<Option<Oid>> {
+    let parent_tree = commit.parent(0)?.tree()?;
+    let theirs_tree = commit.tree()?;
+    let ours_tree = repo.find_commit(head)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&parent_tree), Some(&theirs_tree), None)?;
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for delta in diff.deltas() {
+        for file in [delta.old_file(), delta.new_file()] {
+            if let Some(path) = file.path() {
+                if !paths.iter().any(|p| p == path) {
+                    paths.push(path.to_path_buf());
+                }
+            }
+        }
+    }
+    let empty = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+    let reduce = |tree: &git2::Tree<'_>| -> Result<git2::Tree<'_>> {
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for path in &paths {
+            if let Ok(entry) = tree.get_path(path) {
+                update.upsert(path, entry.id(), file_mode(entry.filemode() as u32));
+            }
+        }
+        Ok(repo.find_tree(update.create_updated(repo, &empty)?)?)
+    };
+    let (ancestor, ours, theirs) = (
+        reduce(&parent_tree)?,
+        reduce(&ours_tree)?,
+        reduce(&theirs_tree)?,
+    );
+    let index = repo.merge_trees(&ancestor, &ours, &theirs, Some(&merge_options()))?;
+    if index.has_conflicts() {
+        return Ok(None);
+    }
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for path in &paths {
+        match index.get_path(path, 0) {
+            Some(entry) => update.upsert(path, entry.id, file_mode(entry.mode)),
+            None => update.remove(path),
+        };
+    }
+    Ok(Some(update.create_updated(repo, &ours_tree)?))
+}
+
+fn file_mode(mode: u32) -> git2::FileMode {
+    match mode {
+        0o100755 => git2::FileMode::BlobExecutable,
+        0o120000 => git2::FileMode::Link,
+        0o160000 => git2::FileMode::Commit,
+        0o040000 => git2::FileMode::Tree,
+        _ => git2::FileMode::Blob,
+    }
+}
+
+/// Rename detection would compare every file added and removed between two releases for
+/// each patch (seconds per pick); glibc moves files rarely, and a patch on a moved file then
+/// shows up as a conflict to resolve by hand, which is the safe failure.
+fn merge_options() -> git2::MergeOptions {
+    let mut opts = git2::MergeOptions::new();
+    opts.find_renames(false);
+    opts
 }
 
 /// Commits `tree` on `parent` with `like`'s author and message (committer = author, so the

@@ -328,3 +328,64 @@ fn status_has_a_row_per_release() {
 fn snapshot(dir: &Path) -> Oid {
     xtask::import::Snapshot::of_dir(dir, &[]).unwrap().root
 }
+
+#[test]
+fn picking_only_touched_paths_equals_a_full_cherry_pick() {
+    let f = fixture();
+    let repo = f.t.repo();
+    let series = Series::load(&f.ws.series_dir(rel("2.41"))).unwrap();
+    let (base, mut commits) = f.ws.commit_series(&series).unwrap();
+    // Also a commit that adds a file (in a new directory) and deletes one.
+    let last = repo.find_commit(*commits.last().unwrap()).unwrap();
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    update.upsert(
+        "elf/fallback/dl-fallback.c",
+        repo.blob(b"int fb;\n").unwrap(),
+        git2::FileMode::Blob,
+    );
+    update.remove("elf/rtld.c");
+    let tree = repo
+        .find_tree(update.create_updated(repo, &last.tree().unwrap()).unwrap())
+        .unwrap();
+    let sig = last.author();
+    commits.push(
+        repo.commit(None, &sig, &sig, "add and delete\n", &tree, &[&last])
+            .unwrap(),
+    );
+    assert_ne!(base, commits[0]);
+
+    for onto in ["2.42", "2.44"] {
+        let head = f.ws.store.ensure_release(rel(onto)).unwrap();
+        let mut steps = Vec::new();
+        let xtask::series_rebase::Picked::Done { head: fast } =
+            xtask::series_rebase::pick(repo, &commits, 0, head, &mut steps).unwrap()
+        else {
+            panic!("unexpected conflict onto {onto}")
+        };
+        // The same picks with libgit2's whole-tree cherry-pick.
+        let mut full = head;
+        for id in &commits {
+            let mut index = repo
+                .cherrypick_commit(
+                    &repo.find_commit(*id).unwrap(),
+                    &repo.find_commit(full).unwrap(),
+                    0,
+                    None,
+                )
+                .unwrap();
+            let tree = index.write_tree_to(repo).unwrap();
+            if let Some(new) =
+                xtask::series_rebase::commit_like(repo, &repo.find_commit(*id).unwrap(), full, tree)
+                    .unwrap()
+            {
+                full = new;
+            }
+        }
+        assert_eq!(fast, full, "onto {onto}");
+        let tree = repo.find_commit(fast).unwrap().tree().unwrap();
+        assert!(tree
+            .get_path(Path::new("elf/fallback/dl-fallback.c"))
+            .is_ok());
+        assert!(tree.get_path(Path::new("elf/rtld.c")).is_err());
+    }
+}
