@@ -124,8 +124,16 @@ impl SourceStore {
     fn import_tarball(&self, release: Release, tarball: &Path, expected: Oid) -> Result<Oid> {
         let staging =
             crate::staging::tempdir_in(self.dir.parent().unwrap_or(Path::new(".")), "import")?;
+        let started = std::time::Instant::now();
+        eprintln!("glibc {release}: extracting {}", tarball.display());
         let top = import::tarball::extract(tarball, staging.path())?;
         let snapshot = Snapshot::of_dir(&top, &[import::DROPPED_TOP_LEVEL])?;
+        eprintln!(
+            "glibc {release}: {} files hashed, tree {} ({:.0} s)",
+            snapshot.files,
+            snapshot.root,
+            started.elapsed().as_secs_f64()
+        );
         if snapshot.root != expected {
             bail!(
                 "{} does not hold glibc {release} as pinned: its tree (minus manual/) is {}, \
@@ -135,6 +143,7 @@ impl SourceStore {
                 snapshot.root
             );
         }
+        eprintln!("glibc {release}: tree verified; writing it into the store");
         snapshot
             .write(
                 &self
