@@ -295,13 +295,19 @@ impl PatchMail {
                 .context("no `diff --git` in the patch")?
                 + 1
         };
+        let diff = &after[diff_start..];
+        if diff.contains("\nGIT binary patch\n") || diff.contains("\nBinary files ") {
+            bail!(
+                "the patch has a binary hunk; the series must stay text-only (quilt and patch -p1)"
+            );
+        }
         Ok(PatchMail {
             author_name: author_name.to_string(),
             author_email: author_email.to_string(),
             time,
             subject: subject.to_string(),
             body,
-            diff: after[diff_start..].to_string(),
+            diff: diff.to_string(),
         })
     }
 

@@ -195,3 +195,7 @@ fn a_patch_made_against_other_content_does_not_apply() {
     let err = format!("{:#}", series.commit_on(t.repo(), other).unwrap_err());
     assert!(err.contains("elf/dl-load.c is blob"), "{err}");
 }
+
+fn base_child(t: &TestStore, base: git2::Oid) -> git2::Oid {
+    t.commit(base, "text change\n", &[("README", "y\n")], 1_764_000_000)
+}
