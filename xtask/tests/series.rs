@@ -173,6 +173,15 @@ fn binary_changes_are_refused() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("blob.bin is binary"), "{err}");
+
+    // A hand-made binary hunk is refused on reading too.
+    let text = Series::from_commits(t.repo(), release, &[base_child(&t, base)])
+        .unwrap()
+        .patches[0]
+        .text
+        .replace("--- a/README", "GIT binary patch\nliteral 0\n--- a/README");
+    let err = format!("{:#}", xtask::series::PatchMail::parse(&text).unwrap_err());
+    assert!(err.contains("binary hunk"), "{err}");
 }
 
 #[test]
