@@ -26,6 +26,18 @@ pub fn fetch_orig(release: Release, downloads: &Path) -> Result<PathBuf> {
     tools::require(&[Tool::new("apt-get", "apt")])?;
     std::fs::create_dir_all(downloads)
         .with_context(|| format!("cannot create {}", downloads.display()))?;
+    // One download at a time per cache: apt locks its private index, and a second process
+    // wanting the same tarball should just wait for it.
+    let lock_path = downloads.join(".apt.lock");
+    let lock = std::fs::File::create(&lock_path)
+        .with_context(|| format!("cannot create {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        eprintln!("waiting for another download into {}", downloads.display());
+        lock.lock().context("cannot lock the downloads dir")?;
+    }
+    if tarball.is_file() {
+        return Ok(tarball);
+    }
     let apt = PrivateApt::new(&downloads.join("apt"))?;
     let refreshed = apt.index_is_stale();
     if refreshed {
