@@ -257,6 +257,15 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
         report.ok = false;
         let _ = writeln!(report.text, "no series in {}", ws.patches_dir.display());
     }
+    for stray in ws.unknown_series_dirs()? {
+        report.ok = false;
+        let _ = writeln!(
+            report.text,
+            "FAILED  {}: not a supported release ({}); move or delete it",
+            stray.display(),
+            crate::release::supported_list()
+        );
+    }
     for release in releases {
         let dir = ws.series_dir(release);
         let result = ws.load_series(release).and_then(|series| {

@@ -48,6 +48,27 @@ impl Workspace {
             .collect()
     }
 
+    /// Directories in `patches/` that are not a supported release (typos, dropped releases).
+    pub fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
+        let Ok(entries) = std::fs::read_dir(&self.patches_dir) else {
+            return Ok(Vec::new());
+        };
+        let mut stray = Vec::new();
+        for entry in entries {
+            let entry =
+                entry.with_context(|| format!("cannot read {}", self.patches_dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_dir()
+                && !name.starts_with('.')
+                && !SUPPORTED.iter().any(|r| r.version == name)
+            {
+                stray.push(entry.path());
+            }
+        }
+        stray.sort();
+        Ok(stray)
+    }
+
     pub fn load_series(&self, release: Release) -> Result<Series> {
         let series = Series::load(&self.series_dir(release))?;
         if series.base.version != release.version {

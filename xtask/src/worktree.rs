@@ -27,7 +27,7 @@ pub fn write_tree(repo: &Repository, tree: Oid, dest: &Path) -> Result<()> {
         .find_tree(tree)
         .context("tree to export is missing from the store")?;
     let mut failure = None;
-    tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+    let walked = tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
         let path = dest
             .join(dir)
             .join(std::ffi::OsStr::from_bytes(entry.name_bytes()));
@@ -38,11 +38,11 @@ pub fn write_tree(repo: &Repository, tree: Oid, dest: &Path) -> Result<()> {
                 TreeWalkResult::Abort
             }
         }
-    })
-    .ok();
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(()),
+    });
+    match (failure, walked) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(e).context("cannot walk the tree to export"),
+        (None, Ok(())) => Ok(()),
     }
 }
 

@@ -288,6 +288,15 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
         "{}",
         check.text
     );
+
+    // A series dir for a release that is not supported is reported, not skipped.
+    std::fs::create_dir_all(f.ws.patches_dir.join("2.39")).unwrap();
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(
+        check.text.contains("2.39: not a supported release"),
+        "{}",
+        check.text
+    );
 }
 
 #[test]
