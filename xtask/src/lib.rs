@@ -5,6 +5,7 @@ pub mod build;
 pub mod glibc;
 pub mod import;
 pub mod logged;
+pub mod mail_date;
 pub mod patches;
 pub mod paths;
 pub mod range_diff;
