@@ -15,6 +15,9 @@ pub enum Command {
 
 impl Command {
     pub fn run(self) -> Result<()> {
-        bail!("not implemented yet")
+        match self {
+            Command::Store => crate::store_bench::run(),
+            Command::Build | Command::Resolution => bail!("not implemented yet"),
+        }
     }
 }
