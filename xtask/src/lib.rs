@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod build;
+pub mod ci;
 pub mod diffstat;
 pub mod glibc;
 pub mod import;

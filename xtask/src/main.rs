@@ -4,7 +4,7 @@
 //! Each subcommand lives in its own module; this file only dispatches.
 
 use clap::{Parser, Subcommand};
-use xtask::{bench, build, glibc, patches, rebase, resolution};
+use xtask::{bench, build, ci, glibc, patches, rebase, resolution};
 
 #[derive(Parser)]
 #[command(
@@ -35,6 +35,8 @@ enum Command {
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(bench::Command),
+    /// Run everything CI checks (series, builds, tests, matrix on x86_64 and aarch64).
+    Ci(ci::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -45,5 +47,6 @@ fn main() -> anyhow::Result<()> {
         Command::BuildGlibc(args) => args.run(),
         Command::TestResolution(args) => args.run(),
         Command::Bench(cmd) => cmd.run(),
+        Command::Ci(args) => args.run(),
     }
 }

@@ -1,0 +1,102 @@
+//! `cargo xtask ci`: everything CI checks, in the order a failure is cheapest to find.
+//!
+//! Each step runs this same binary (or cargo) as a child process, so a step behaves exactly
+//! as the command it prints, and a developer can rerun the one that failed.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Skip the aarch64 (QEMU) builds and matrix.
+    #[arg(long)]
+    pub no_aarch64: bool,
+}
+
+struct Step {
+    /// What a developer types to rerun it.
+    shown: String,
+    command: Command,
+}
+
+impl Step {
+    fn xtask(args: &[&str]) -> Result<Step> {
+        let exe = std::env::current_exe().context("cannot find the xtask binary")?;
+        let mut command = Command::new(exe);
+        command.args(args);
+        Ok(Step {
+            shown: format!("cargo xtask {}", args.join(" ")),
+            command,
+        })
+    }
+
+    fn cargo(args: &[&str]) -> Step {
+        let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        command.args(args);
+        Step {
+            shown: format!("cargo {}", args.join(" ")),
+            command,
+        }
+    }
+}
+
+impl Args {
+    pub fn run(self) -> Result<()> {
+        let mut steps = vec![Step::xtask(&["rebase-glibc", "--check"])?];
+        let targets: &[&str] = if self.no_aarch64 {
+            &["x86_64"]
+        } else {
+            &["x86_64", "aarch64"]
+        };
+        for target in targets {
+            steps.push(Step::xtask(&["build-glibc", "--target", target])?);
+            steps.push(Step::xtask(&[
+                "build-glibc",
+                "--target",
+                target,
+                "--unpatched",
+            ])?);
+        }
+        steps.push(Step::cargo(&["test", "--workspace"]));
+        for target in targets {
+            steps.push(Step::xtask(&["test-resolution", "--target", target])?);
+            steps.push(Step::xtask(&[
+                "test-resolution",
+                "--target",
+                target,
+                "--unpatched",
+            ])?);
+        }
+
+        let mut failed = Vec::new();
+        let total = steps.len();
+        for (i, mut step) in steps.into_iter().enumerate() {
+            eprintln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
+            let started = Instant::now();
+            let status = step
+                .command
+                .status()
+                .with_context(|| format!("cannot run {}", step.shown))?;
+            let secs = started.elapsed().as_secs_f64();
+            let verdict = if status.success() { "ok" } else { "FAILED" };
+            eprintln!("==== {verdict} in {secs:.1} s: {}", step.shown);
+            if !status.success() {
+                failed.push(step.shown);
+            }
+        }
+        println!(
+            "ci: {} passed, {} failed",
+            total - failed.len(),
+            failed.len()
+        );
+        if !failed.is_empty() {
+            bail!(
+                "failed steps (rerun them locally):\n  {}",
+                failed.join("\n  ")
+            );
+        }
+        Ok(())
+    }
+}
