@@ -8,13 +8,16 @@ pub enum Command {
     /// Time an import of one release and a rebase of the series across every release.
     Store,
     /// Time cold, cached and incremental glibc builds.
-    Build,
+    Build(crate::build::BenchArgs),
     /// Time the resolution matrix once builds are cached.
     Resolution,
 }
 
 impl Command {
     pub fn run(self) -> Result<()> {
-        bail!("not implemented yet")
+        match self {
+            Command::Build(args) => args.run(),
+            Command::Store | Command::Resolution => bail!("not implemented yet"),
+        }
     }
 }
