@@ -5,6 +5,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 
@@ -51,9 +52,16 @@ impl WorkDir {
     /// Two keys of one flavour (say, two edits of a patch) share this directory.
     pub fn lock(&self) -> Result<FileLock> {
         lock::acquire(
-            &self.root.with_extension("lock"),
+            &self.lock_path(),
             &format!("the work directory {}", self.root.display()),
         )
+    }
+
+    /// `<root>.lock`: next to the directory, so that removing the directory keeps the lock.
+    fn lock_path(&self) -> PathBuf {
+        let mut path = self.root.clone().into_os_string();
+        path.push(".lock");
+        PathBuf::from(path)
     }
 
     /// Makes `src/` the tree `export` writes, rewriting only files whose content differs so
@@ -145,6 +153,13 @@ fn sync_dir(from: &Path, to: &Path, stats: &mut SyncStats) -> Result<()> {
                 remove_any(&dst)?;
             }
             fs::rename(&src, &dst).with_context(|| format!("cannot write {}", dst.display()))?;
+            if !kind.is_symlink() {
+                // An exporter that keeps old mtimes (`cp -a`, tar) must not hide a change
+                // from make.
+                fs::File::open(&dst)
+                    .and_then(|f| f.set_modified(SystemTime::now()))
+                    .with_context(|| format!("cannot set the mtime of {}", dst.display()))?;
+            }
             stats.written += 1;
         }
     }
@@ -193,7 +208,7 @@ fn remove_any(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, SystemTime};
+    use std::time::Duration;
 
     fn write(path: &Path, text: &str) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -269,6 +284,19 @@ mod tests {
     }
 
     #[test]
+    fn changed_file_is_newer_even_if_exported_with_an_old_mtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("from"), dir.path().join("to"));
+        write(&to.join("dl-load.c"), "patched");
+        write(&from.join("dl-load.c"), "pristine");
+        age(&to.join("dl-load.c"));
+        age(&from.join("dl-load.c"));
+        let before = mtime(&to.join("dl-load.c"));
+        sync_tree(&from, &to).unwrap();
+        assert!(mtime(&to.join("dl-load.c")) > before);
+    }
+
+    #[test]
     fn executable_bit_change_is_a_change() {
         let dir = tempfile::tempdir().unwrap();
         let (from, to) = (dir.path().join("from"), dir.path().join("to"));
@@ -286,6 +314,21 @@ mod tests {
                 & 0o100
                 != 0
         );
+    }
+
+    #[test]
+    fn every_flavour_has_its_own_lock() {
+        let paths: std::collections::HashSet<PathBuf> = [
+            "2.44-x86_64-patched",
+            "2.44-x86_64-unpatched",
+            "2.44-aarch64-patched",
+            "2.43-x86_64-patched",
+        ]
+        .into_iter()
+        .map(|name| WorkDir::new(Path::new("/cache/work").join(name)).lock_path())
+        .collect();
+        assert_eq!(paths.len(), 4, "{paths:?}");
+        assert!(paths.contains(Path::new("/cache/work/2.44-x86_64-patched.lock")));
     }
 
     #[test]
