@@ -75,6 +75,12 @@ impl Args {
             None => vec![Release::newest()],
         };
         let targets = parse_targets(&self.target)?;
+        if !self.unpatched {
+            // Fail before hours of `--release all` builds, not in the middle of them.
+            for &release in &releases {
+                source::load_series(&paths::patches_dir(), release)?;
+            }
+        }
         let builder = Builder {
             layout,
             store: self.store.clone(),
