@@ -16,8 +16,9 @@ pub enum Command {
 impl Command {
     pub fn run(self) -> Result<()> {
         match self {
+            Command::Store => crate::store_bench::run(),
             Command::Build(args) => args.run(),
-            Command::Store | Command::Resolution => bail!("not implemented yet"),
+            Command::Resolution => bail!("not implemented yet"),
         }
     }
 }
