@@ -231,7 +231,8 @@ impl Builder {
         let started = Instant::now();
 
         eprintln!("{label}: writing sources into {}", work.src().display());
-        let stats = work.update_source(|dest| source.export(dest))?;
+        let tree = source.source_tree()?;
+        let stats = work.update_source(source.repo(), tree, |dest| source.export(dest))?;
         eprintln!(
             "{label}: sources: {} files written, {} removed, {} unchanged ({:.1} s)",
             stats.written,
