@@ -198,8 +198,11 @@ impl BuildCache {
 
     /// The per-key lock: one build (or prune) of a key at a time.
     pub fn lock(&self, name: &str) -> Result<FileLock> {
-        let path = self.root.join(".locks").join(format!("{name}.lock"));
-        lock::acquire(&path, &format!("the build lock of {name}"))
+        lock::acquire(&self.lock_path(name), &format!("the build lock of {name}"))
+    }
+
+    fn lock_path(&self, name: &str) -> PathBuf {
+        self.root.join(".locks").join(format!("{name}.lock"))
     }
 
     /// A fresh staging directory for `name`, clearing what killed builds of it left behind.
@@ -249,8 +252,13 @@ impl BuildCache {
         Ok(entries)
     }
 
-    /// Removes every build but the newest per release, target and flavour; returns the removed.
+    /// Removes every build but the newest per release, target and flavour, and what killed
+    /// builds left behind (unless their key is being built right now); returns the removed
+    /// builds.
     pub fn prune(&self) -> Result<Vec<Entry>> {
+        if self.root.exists() {
+            self.remove_abandoned_staging()?;
+        }
         let mut seen = std::collections::HashSet::new();
         let mut removed = Vec::new();
         for entry in self.list()? {
@@ -264,6 +272,25 @@ impl BuildCache {
             removed.push(entry);
         }
         Ok(removed)
+    }
+
+    fn remove_abandoned_staging(&self) -> Result<()> {
+        for item in read_dir(&self.root)? {
+            let file_name = item.file_name().to_string_lossy().into_owned();
+            let Some(rest) = file_name
+                .strip_prefix(".tmp-")
+                .or_else(|| file_name.strip_prefix(".trash-"))
+            else {
+                continue;
+            };
+            let Some((name, _pid)) = rest.rsplit_once('-') else {
+                continue;
+            };
+            if let Some(_lock) = lock::try_acquire(&self.lock_path(name))? {
+                remove_dir(&item.path())?;
+            }
+        }
+        Ok(())
     }
 
     /// Takes a published directory out of sight with one rename, then deletes it.

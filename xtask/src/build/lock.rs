@@ -53,6 +53,30 @@ pub fn acquire(path: &Path, what: &str) -> Result<FileLock> {
     })
 }
 
+/// Takes the lock on `path` only if nobody holds it.
+pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open lock file {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(FileLock {
+            _file: file,
+            waited: Duration::ZERO,
+        })),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(err)) => {
+            Err(err).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +96,7 @@ mod tests {
             })
         };
         assert!(rx.recv_timeout(Duration::from_millis(300)).is_err());
+        assert!(try_acquire(&path).unwrap().is_none());
         drop(first);
         rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert!(waiter.join().unwrap() >= Duration::from_millis(200));

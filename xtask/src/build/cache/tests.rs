@@ -185,3 +185,20 @@ fn prune_keeps_the_newest_per_flavour() {
     assert_eq!(left, expected);
     assert!(!old_entry.dir.exists());
 }
+
+#[test]
+fn prune_removes_leftovers_of_killed_builds_but_not_of_running_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    let killed = inputs();
+    let mut running = inputs();
+    running.target = Target::Aarch64;
+    std::mem::forget(cache.stage(&killed.entry_name()).unwrap());
+    let _held = cache.lock(&running.entry_name()).unwrap();
+    let in_progress = cache.stage(&running.entry_name()).unwrap();
+    assert_eq!(visible(&cache).len(), 2);
+
+    cache.prune().unwrap();
+    assert_eq!(visible(&cache).len(), 1);
+    assert!(in_progress.dir().is_dir());
+}
