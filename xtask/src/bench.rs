@@ -8,7 +8,7 @@ pub enum Command {
     /// Time an import of one release and a rebase of the series across every release.
     Store,
     /// Time cold, cached and incremental glibc builds.
-    Build,
+    Build(crate::build::BenchArgs),
     /// Time the resolution matrix once builds are cached.
     Resolution,
 }
@@ -17,7 +17,8 @@ impl Command {
     pub fn run(self) -> Result<()> {
         match self {
             Command::Store => crate::store_bench::run(),
-            Command::Build | Command::Resolution => bail!("not implemented yet"),
+            Command::Build(args) => args.run(),
+            Command::Resolution => bail!("not implemented yet"),
         }
     }
 }

@@ -1,0 +1,106 @@
+//! The sources a build starts from: a release from the source store, plus the patch series.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository};
+
+use crate::release::Release;
+use crate::series::Series;
+use crate::store::SourceStore;
+
+/// A resolved build input: which tree and which series, ready to be written out.
+pub struct BuildSource {
+    store: SourceStore,
+    release: Release,
+    commit: Oid,
+    /// The git tree id of the release (pinned, or the store commit's tree).
+    pub tree_id: String,
+    pub series: Option<Series>,
+}
+
+impl BuildSource {
+    /// Imports the release into the store if needed.
+    pub fn resolve(
+        store_flag: Option<&Path>,
+        release: Release,
+        series: Option<Series>,
+    ) -> Result<BuildSource> {
+        let store = SourceStore::open_default(store_flag)?;
+        let commit = store.ensure_release(release)?;
+        let tree_id = if release.tree.is_empty() {
+            let commit = store
+                .repo()
+                .find_commit(commit)
+                .context("release commit missing from the store")?;
+            commit.tree_id().to_string()
+        } else {
+            release.tree.to_string()
+        };
+        Ok(BuildSource {
+            store,
+            release,
+            commit,
+            tree_id,
+            series,
+        })
+    }
+
+    pub fn series_id(&self) -> Option<String> {
+        self.series.as_ref().map(Series::content_id)
+    }
+
+    pub fn repo(&self) -> &Repository {
+        self.store.repo()
+    }
+
+    /// The tree the build's sources must equal: the release with the series committed on top.
+    pub fn source_tree(&self) -> Result<Oid> {
+        let repo = self.store.repo();
+        let mut head = self.commit;
+        if let Some(series) = &self.series {
+            let commits = series.commit_on(repo, self.commit).with_context(|| {
+                format!(
+                    "the patch series does not apply to glibc {}; fix it with \
+                     `cargo xtask rebase-glibc --onto {}`",
+                    self.release, self.release
+                )
+            })?;
+            head = commits.last().copied().unwrap_or(head);
+        }
+        Ok(repo
+            .find_commit(head)
+            .context("patched commit missing from the store")?
+            .tree_id())
+    }
+
+    /// Writes the release with the series applied into the empty directory `dest`.
+    pub fn export(&self, dest: &Path) -> Result<()> {
+        self.store
+            .export_tree(self.release, self.series.as_ref(), dest)
+            .with_context(|| format!("cannot write the glibc {} sources", self.release))
+    }
+}
+
+/// `patches/<X.Y>/`, or an error that says how to make it.
+pub fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
+    let dir = patches_dir.join(release.version);
+    if !dir.is_dir() {
+        bail!(
+            "glibc {release} has no patch series ({} does not exist); create it with \
+             `cargo xtask rebase-glibc --onto {release}`, or build with --unpatched",
+            dir.display()
+        );
+    }
+    let series = Series::load(&dir)
+        .with_context(|| format!("cannot load the patch series {}", dir.display()))?;
+    if series.base != release {
+        bail!(
+            "{} is based on glibc {}, not {release}; fix it with \
+             `cargo xtask rebase-glibc --onto {release}`",
+            dir.display(),
+            series.base
+        );
+    }
+    Ok(series)
+}

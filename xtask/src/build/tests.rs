@@ -1,0 +1,85 @@
+use super::*;
+
+#[test]
+fn patched_build_without_series_names_the_fix() {
+    let patches = tempfile::tempdir().unwrap();
+    let release = Release::parse("2.40").unwrap();
+    let Err(err) = source::load_series(patches.path(), release) else {
+        panic!("a release without patches/ loaded a series");
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("cargo xtask rebase-glibc --onto 2.40"),
+        "{err}"
+    );
+    assert!(err.contains("--unpatched"), "{err}");
+}
+
+#[test]
+fn loader_is_linked_where_the_target_expects_it() {
+    let root = tempfile::tempdir().unwrap();
+    let sysroot = root.path();
+    std::fs::create_dir_all(sysroot.join("lib64")).unwrap();
+    std::fs::write(sysroot.join("lib64/ld-linux-aarch64.so.1"), "elf").unwrap();
+    place_loader(sysroot, Target::Aarch64).unwrap();
+    let link = sysroot.join("lib/ld-linux-aarch64.so.1");
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        Path::new("../lib64/ld-linux-aarch64.so.1")
+    );
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "elf");
+    // Already in place: nothing to do.
+    place_loader(sysroot, Target::Aarch64).unwrap();
+}
+
+#[test]
+fn missing_loader_fails_the_build() {
+    let root = tempfile::tempdir().unwrap();
+    let err = place_loader(root.path(), Target::X86_64)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/lib64/ld-linux-x86-64.so.2"), "{err}");
+}
+
+#[test]
+fn target_selection() {
+    assert_eq!(parse_targets("aarch64").unwrap(), vec![Target::Aarch64]);
+    assert_eq!(parse_targets("all").unwrap().len(), 2);
+    assert!(parse_targets("riscv64")
+        .unwrap_err()
+        .to_string()
+        .contains("x86_64, aarch64"));
+}
+
+#[test]
+fn editing_a_patch_changes_the_key_and_nothing_else_does() {
+    let patches = tempfile::tempdir().unwrap();
+    let release = Release::parse("2.44").unwrap();
+    let dir = patches.path().join("2.44");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("series"),
+        format!("# base: glibc-2.44 {}\n0001-fallback.patch\n", release.tree),
+    )
+    .unwrap();
+    let patch = dir.join("0001-fallback.patch");
+    std::fs::write(&patch, "Subject: [PATCH] fallback\n\n+a\n").unwrap();
+    let key = || {
+        let series = source::load_series(patches.path(), release).unwrap();
+        KeyInputs {
+            release: "2.44".into(),
+            tree_id: release.tree.into(),
+            series_id: Some(series.content_id()),
+            target: Target::X86_64,
+            configure_flags: vec!["--prefix=/usr".into()],
+            environment: vec![],
+            compiler: "gcc 12".into(),
+            recipe: recipe::RECIPE_VERSION,
+        }
+        .key()
+    };
+    let first = key();
+    assert_eq!(key(), first);
+    std::fs::write(&patch, "Subject: [PATCH] fallback\n\n+b\n").unwrap();
+    assert_ne!(key(), first);
+}
