@@ -1,16 +1,184 @@
-//! `cargo xtask test-resolution`: the LD_FALLBACK_PATH resolution matrix.
+//! `cargo xtask test-resolution`: the LD_FALLBACK_PATH resolution matrix against built
+//! glibc sysroots, as a table (or JSON) with one verdict per scenario.
 
-use anyhow::{bail, Result};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use loader_tests::report::{self, Outcome};
+use loader_tests::root::Bench;
+use loader_tests::{Sysroot, Target};
+
+use crate::release::{parse_selection, Release};
+use crate::tools::{require, Tool};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// `X.Y` or `all`; default: the newest supported release.
     #[arg(long)]
     pub release: Option<String>,
+    /// `x86_64` (native) or `aarch64` (under QEMU user mode).
+    #[arg(long, default_value = "x86_64")]
+    pub target: String,
+    /// Run against glibc without the patch series: scenarios that need the patch must fail
+    /// the documented way, everything else must behave as with the patch.
+    #[arg(long)]
+    pub unpatched: bool,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Only scenarios whose id contains this text.
+    #[arg(long)]
+    pub scenario: Option<String>,
 }
 
 impl Args {
     pub fn run(self) -> Result<()> {
-        bail!("not implemented yet")
+        let target = parse_target(&self.target)?;
+        let releases = match &self.release {
+            Some(text) => parse_selection(text)?,
+            None => vec![Release::newest()],
+        };
+        let patched = !self.unpatched;
+        let mut failed = Vec::new();
+        let mut documents = Vec::new();
+        for release in releases {
+            let sysroot = obtain_sysroot(release, target, patched)?;
+            let (outcomes, _) = run_matrix(sysroot.clone(), self.scenario.as_deref())?;
+            if self.json {
+                documents.push(report::json(
+                    &sysroot.release,
+                    target.name(),
+                    patched,
+                    &outcomes,
+                ));
+            } else {
+                println!(
+                    "glibc {} {} ({}), {}",
+                    sysroot.release,
+                    target.name(),
+                    if patched { "patched" } else { "unpatched" },
+                    sysroot.path.display()
+                );
+                print!("{}", report::table(&outcomes));
+                println!("{}\n", report::summary(&outcomes));
+                if !patched && self.scenario.is_none() {
+                    println!("{}\n", sensitivity_line(&outcomes));
+                }
+            }
+            if outcomes.iter().any(|o| o.verdict.is_failure()) {
+                failed.push(format!("{release} {}", target.name()));
+            }
+        }
+        if self.json {
+            println!("[{}]", documents.join(","));
+        }
+        if !failed.is_empty() {
+            bail!(
+                "resolution matrix mismatches on glibc {}",
+                failed.join(", ")
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Runs the matrix (or the scenarios matching `filter`) and says how long the runs took,
+/// fixtures and roots included, sysroot build excluded.
+pub fn run_matrix(sysroot: Sysroot, filter: Option<&str>) -> Result<(Vec<Outcome>, Duration)> {
+    require(&[
+        Tool::new("bwrap", "bubblewrap"),
+        Tool::new("chroot", "coreutils"),
+        Tool::new(cc(sysroot.target), cc_package(sysroot.target)),
+    ])?;
+    let started = Instant::now();
+    let cache = crate::paths::cache_dir()?;
+    let bench = Bench::new(sysroot, &cache).context("cannot prepare the scenario bench")?;
+    let outcomes = report::run(&bench, filter);
+    Ok((outcomes, started.elapsed()))
+}
+
+/// Row 23 of the contract: without the patch, exactly the scenarios that need it fail.
+fn sensitivity_line(outcomes: &[Outcome]) -> String {
+    let failing: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| !matches!(o.verdict, report::Verdict::Skipped(_)))
+        .filter(|o| o.actual != o.scenario.expected)
+        .map(|o| o.scenario.id)
+        .collect();
+    let needing: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.scenario.needs_patch() && !matches!(o.verdict, report::Verdict::Skipped(_)))
+        .map(|o| o.scenario.id)
+        .collect();
+    if failing == needing {
+        format!(
+            "row 23: the {} scenarios that differ from the patched expectation are exactly those that need the patch",
+            failing.len()
+        )
+    } else {
+        format!("row 23: MISMATCH: differing {failing:?}, needing the patch {needing:?}")
+    }
+}
+
+/// A sysroot from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when set (for the newest
+/// release only), else from `build-glibc` and its cache.
+pub fn obtain_sysroot(release: Release, target: Target, patched: bool) -> Result<Sysroot> {
+    let var = loader_tests::sysroot_env_var(target, patched);
+    if let Some(path) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
+        let sysroot = Sysroot::at(&PathBuf::from(path), target, patched)
+            .with_context(|| format!("${var} does not name a usable sysroot"))?;
+        if sysroot.release == release.version {
+            return Ok(sysroot);
+        }
+    }
+    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "build-glibc",
+        "--release",
+        release.version,
+        "--target",
+        target.name(),
+    ]);
+    if !patched {
+        cmd.arg("--unpatched");
+    }
+    cmd.arg("--print-sysroot");
+    let out = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cannot run build-glibc")?;
+    if !out.status.success() {
+        bail!(
+            "build-glibc --release {release} --target {} failed ({}); or set ${var} to a ready sysroot",
+            target.name(),
+            out.status
+        );
+    }
+    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let path = path.lines().last().unwrap_or("").to_string();
+    Sysroot::at(&PathBuf::from(path), target, patched)
+}
+
+pub fn parse_target(text: &str) -> Result<Target> {
+    match Target::parse(text) {
+        Some(target) => Ok(target),
+        None => bail!("unknown target {text:?}; expected x86_64 or aarch64"),
+    }
+}
+
+fn cc(target: Target) -> &'static str {
+    match target {
+        Target::X86_64 => "gcc",
+        Target::Aarch64 => "aarch64-linux-gnu-gcc",
+    }
+}
+
+fn cc_package(target: Target) -> &'static str {
+    match target {
+        Target::X86_64 => "gcc",
+        Target::Aarch64 => "gcc-aarch64-linux-gnu",
     }
 }
