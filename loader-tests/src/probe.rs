@@ -74,6 +74,7 @@ impl<'r> Run<'r> {
             argv: self.argv.clone(),
             env: self.env.clone(),
             secure: self.secure,
+            placed: self.placements(),
         })
     }
 }
@@ -87,6 +88,8 @@ pub struct Invocation {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub secure: bool,
+    /// (directory, role) of the `libcuda.so.1` copies in the root.
+    pub placed: Vec<(String, String)>,
 }
 
 impl Invocation {

@@ -96,10 +96,23 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
     let explanation = match (&verdict, &last) {
         (Verdict::Mismatch, Some(invocation)) => {
             let traced = invocation.with_env("LD_DEBUG", "libs");
-            Some(match traced.run(Vec::new()) {
+            let mut text = match traced.run(Vec::new()) {
                 Ok(out) => explain(&out.stderr, &invocation.root),
                 Err(err) => format!("cannot rerun with LD_DEBUG=libs: {err:#}\n"),
-            })
+            };
+            let copies: Vec<String> = invocation
+                .placed
+                .iter()
+                .map(|(dir, role)| format!("{dir} ({role})"))
+                .collect();
+            if !copies.is_empty() {
+                let _ = writeln!(
+                    text,
+                    "libcuda.so.1 copies in the root: {}",
+                    copies.join(", ")
+                );
+            }
+            Some(text)
         }
         _ => None,
     };
@@ -111,6 +124,18 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         command: last.map(|i| i.display()),
         explanation,
     }
+}
+
+/// Runs `scenario`, then its last command again with `LD_DEBUG=libs`, and returns that
+/// trace normalised for snapshots.
+pub fn trace(bench: &Bench, scenario: &'static Scenario) -> anyhow::Result<String> {
+    let cx = Ctx::new(bench, scenario.id);
+    (scenario.run)(&cx)?;
+    let Some(invocation) = cx.last_invocation() else {
+        anyhow::bail!("{} ran no command", scenario.id);
+    };
+    let out = invocation.with_env("LD_DEBUG", "libs").run(Vec::new())?;
+    Ok(crate::explain::normalize_trace(&out.stderr))
 }
 
 /// The table: scenario, expected, actual, verdict; then an explanation of each mismatch.
