@@ -44,6 +44,8 @@ pub struct Outcome {
     pub command: Option<String>,
     /// For a mismatch: the libtree-like explanation of a rerun with `LD_DEBUG=libs`.
     pub explanation: Option<String>,
+    /// How long the scenario took (roots and runs; an explanation's rerun excluded).
+    pub elapsed: std::time::Duration,
 }
 
 /// What the loader under test is expected to do in `scenario`.
@@ -80,6 +82,7 @@ pub fn run(bench: &Bench, filter: Option<&str>) -> Vec<Outcome> {
 
 pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
     let patched = bench.sysroot.patched;
+    let started = std::time::Instant::now();
     let cx = Ctx::new(bench, scenario.id);
     let (actual, verdict) = match (scenario.run)(&cx) {
         Ok(observed) => {
@@ -92,6 +95,7 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         }
         Err(err) => (format!("scenario error: {err:#}"), Verdict::Mismatch),
     };
+    let elapsed = started.elapsed();
     let last = cx.last_invocation();
     let explanation = match (&verdict, &last) {
         (Verdict::Mismatch, Some(invocation)) => {
@@ -123,6 +127,7 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         verdict,
         command: last.map(|i| i.display()),
         explanation,
+        elapsed,
     }
 }
 

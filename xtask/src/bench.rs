@@ -10,11 +10,14 @@ pub enum Command {
     /// Time cold, cached and incremental glibc builds.
     Build,
     /// Time the resolution matrix once builds are cached.
-    Resolution,
+    Resolution(crate::resolution::BenchArgs),
 }
 
 impl Command {
     pub fn run(self) -> Result<()> {
-        bail!("not implemented yet")
+        match self {
+            Command::Resolution(args) => args.run(),
+            _ => bail!("not implemented yet"),
+        }
     }
 }

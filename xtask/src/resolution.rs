@@ -84,6 +84,79 @@ impl Args {
     }
 }
 
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// `x86_64` (native) or `aarch64` (under QEMU user mode).
+    #[arg(long, default_value = "x86_64")]
+    pub target: String,
+    /// Run against glibc without the patch series.
+    #[arg(long)]
+    pub unpatched: bool,
+    /// How many timed runs of the whole matrix (after one warm-up run).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+}
+
+impl BenchArgs {
+    /// Prints the matrix's wall time once sysroot and fixtures are cached: a warm-up run
+    /// (builds or fetches what is missing) and then `runs` timed runs.
+    pub fn run(self) -> Result<()> {
+        let target = parse_target(&self.target)?;
+        let patched = !self.unpatched;
+        let sysroot = obtain_sysroot(Release::newest(), target, patched)?;
+        let (warmup, warmup_time) = run_matrix(sysroot.clone(), None)?;
+        println!(
+            "resolution matrix, glibc {} {} ({}), {} scenarios, {} CPUs",
+            sysroot.release,
+            target.name(),
+            if patched { "patched" } else { "unpatched" },
+            warmup.len(),
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
+        println!(
+            "  warm-up run (fixtures checked/compiled): {:.2} s",
+            secs(warmup_time)
+        );
+        let mut times = Vec::new();
+        let mut last = warmup;
+        for i in 1..=self.runs.max(1) {
+            let (outcomes, time) = run_matrix(sysroot.clone(), None)?;
+            println!("  run {i}: {:.2} s", secs(time));
+            times.push(time);
+            last = outcomes;
+        }
+        times.sort();
+        println!(
+            "  min {:.2} s, median {:.2} s, max {:.2} s",
+            secs(times[0]),
+            secs(times[times.len() / 2]),
+            secs(times[times.len() - 1])
+        );
+        last.sort_by_key(|o| std::cmp::Reverse(o.elapsed));
+        let slowest: Vec<String> = last
+            .iter()
+            .take(5)
+            .map(|o| {
+                format!(
+                    "{} {:.0} ms",
+                    o.scenario.id,
+                    o.elapsed.as_secs_f64() * 1000.0
+                )
+            })
+            .collect();
+        println!("  slowest scenarios (last run): {}", slowest.join(", "));
+        let failures = last.iter().filter(|o| o.verdict.is_failure()).count();
+        if failures > 0 {
+            println!("  note: {failures} scenarios mismatched (see cargo xtask test-resolution)");
+        }
+        Ok(())
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
 /// Runs the matrix (or the scenarios matching `filter`) and says how long the runs took,
 /// fixtures and roots included, sysroot build excluded.
 pub fn run_matrix(sysroot: Sysroot, filter: Option<&str>) -> Result<(Vec<Outcome>, Duration)> {
