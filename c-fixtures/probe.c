@@ -5,6 +5,7 @@
 
    Commands (argv, in order; the first failing one ends the run with status 1):
      env                 env LD_FALLBACK_PATH=<value> | env LD_FALLBACK_PATH unset
+     secure              secure AT_SECURE=<0|1>
      needed              load how=needed ...        (the DT_NEEDED libcuda.so.1)
      dlopen NAME         load how=dlopen ...        (dlopen from the executable)
      dlmopen NAME        load how=dlmopen ...       (dlmopen (LM_ID_NEWLM, ...))
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include "marker.h"
 
 static struct link_map *maps[2];
@@ -149,6 +151,8 @@ main (int argc, char **argv)
           else
             printf ("env LD_FALLBACK_PATH unset\n");
         }
+      else if (strcmp (cmd, "secure") == 0)
+        printf ("secure AT_SECURE=%lu\n", getauxval (AT_SECURE));
       else if (strcmp (cmd, "needed") == 0)
         failed = needed ();
       else if (strcmp (cmd, "dlopen") == 0 && i + 1 < argc)

@@ -679,7 +679,7 @@ fn already_loaded(cx: &Ctx) -> Result<Observed> {
 
 const NOT_AS_ROOT: &str =
     "secure mode needs root: a setuid-root probe run as uid 65534 (run as root, as in CI)";
-const NOT_UNDER_QEMU: &str = "secure mode cannot be reproduced under QEMU user mode: it does not honour the setuid bit, so AT_SECURE stays 0";
+const NOT_UNDER_QEMU: &str = "secure mode cannot be reproduced under QEMU user mode: the kernel executes qemu, not the setuid program, so the guest loader never sees AT_SECURE";
 
 fn secure(cx: &Ctx, probe: &str) -> Result<Observed> {
     if cx.bench.qemu.is_some() {
@@ -694,10 +694,13 @@ fn secure(cx: &Ctx, probe: &str) -> Result<Observed> {
     root.cuda("driver", &l.tegra).setuid_copy(probe, &setuid);
     let out = root
         .command(&setuid)
-        .args(&["env", "dlopen", CUDA])
+        .args(&["secure", "env", "dlopen", CUDA])
         .env("LD_FALLBACK_PATH", &l.tegra)
         .secure()
         .output()?;
+    if !out.stdout.contains("secure AT_SECURE=1") {
+        return seen(format!("not in secure mode: {}", out.stdout.trim()));
+    }
     seen(format!(
         "{}; LD_FALLBACK_PATH {}",
         out.winner(),

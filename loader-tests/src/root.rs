@@ -180,8 +180,18 @@ impl Root {
     pub fn ldconfig(&mut self, dirs: &[&str]) -> &mut Root {
         let mut conf = dirs.join("\n");
         conf.push('\n');
-        let result = fs::write(self.inside("/etc/ld.so.conf"), conf)
+        let result = fs::create_dir_all(self.inside("/etc"))
+            .and_then(|()| fs::write(self.inside("/etc/ld.so.conf"), conf))
             .context("cannot write /etc/ld.so.conf")
+            .and_then(|()| {
+                if self.inside("/sbin/ldconfig").exists() {
+                    Ok(())
+                } else {
+                    Err(anyhow!(
+                        "the sysroot has no /sbin/ldconfig to make a cache with"
+                    ))
+                }
+            })
             .and_then(|()| {
                 let out = self.command("/sbin/ldconfig").output_quiet()?;
                 if out.code != Some(0) {

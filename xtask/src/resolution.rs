@@ -36,9 +36,9 @@ pub struct Args {
 impl Args {
     pub fn run(self) -> Result<()> {
         let target = parse_target(&self.target)?;
-        let releases = match &self.release {
-            Some(text) => parse_selection(text)?,
-            None => vec![Release::newest()],
+        let releases: Vec<Option<Release>> = match &self.release {
+            Some(text) => parse_selection(text)?.into_iter().map(Some).collect(),
+            None => vec![None],
         };
         let patched = !self.unpatched;
         let mut failed = Vec::new();
@@ -68,7 +68,7 @@ impl Args {
                 }
             }
             if outcomes.iter().any(|o| o.verdict.is_failure()) {
-                failed.push(format!("{release} {}", target.name()));
+                failed.push(format!("{} {}", sysroot.release, target.name()));
             }
         }
         if self.json {
@@ -103,7 +103,7 @@ impl BenchArgs {
     pub fn run(self) -> Result<()> {
         let target = parse_target(&self.target)?;
         let patched = !self.unpatched;
-        let sysroot = obtain_sysroot(Release::newest(), target, patched)?;
+        let sysroot = obtain_sysroot(None, target, patched)?;
         let (warmup, warmup_time) = run_matrix(sysroot.clone(), None)?;
         println!(
             "resolution matrix, glibc {} {} ({}), {} scenarios, {} CPUs",
@@ -195,17 +195,18 @@ fn sensitivity_line(outcomes: &[Outcome]) -> String {
     }
 }
 
-/// A sysroot from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when set (for the newest
-/// release only), else from `build-glibc` and its cache.
-pub fn obtain_sysroot(release: Release, target: Target, patched: bool) -> Result<Sysroot> {
+/// A sysroot from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when set (and of `release`,
+/// if one is asked for), else from `build-glibc` and its cache (default: newest release).
+pub fn obtain_sysroot(release: Option<Release>, target: Target, patched: bool) -> Result<Sysroot> {
     let var = loader_tests::sysroot_env_var(target, patched);
     if let Some(path) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
         let sysroot = Sysroot::at(&PathBuf::from(path), target, patched)
             .with_context(|| format!("${var} does not name a usable sysroot"))?;
-        if sysroot.release == release.version {
+        if release.is_none_or(|r| r.version == sysroot.release) {
             return Ok(sysroot);
         }
     }
+    let release = release.unwrap_or_else(Release::newest);
     let exe = std::env::current_exe().context("cannot find the xtask binary")?;
     let mut cmd = Command::new(exe);
     cmd.args([
