@@ -165,6 +165,14 @@ pub const MATRIX: &[Scenario] = &[
         |cx| list_nothing_set(cx, List::Option)
     ),
     scenario!(
+        "04-ldd-script-nothing-set",
+        4,
+        "the sysroot's ldd script, copy only in T, nothing set",
+        "not found",
+        SAME,
+        |cx| list_nothing_set(cx, List::Script)
+    ),
+    scenario!(
         "04-ldd-nothing-set",
         4,
         "ldd (LD_TRACE_LOADED_OBJECTS=1 ld.so), copy only in T, nothing set",
@@ -469,6 +477,14 @@ pub const MATRIX: &[Scenario] = &[
         |cx| list(cx, List::Option)
     ),
     scenario!(
+        "21-ldd-script",
+        21,
+        "the patched build's own ldd script resolves through FB=T",
+        "driver",
+        Some("not found"),
+        |cx| list(cx, List::Script)
+    ),
+    scenario!(
         "21-ldd",
         21,
         "ldd (LD_TRACE_LOADED_OBJECTS=1 ld.so) resolves through FB=T",
@@ -561,11 +577,23 @@ fn nothing_set(cx: &Ctx, via: Via) -> Result<Observed> {
 enum List {
     Option,
     Ldd,
+    /// The sysroot's `/usr/bin/ldd`, run by the host's bash copied into the root.
+    Script,
 }
 
+const NO_BASH: &str = "the ldd script needs bash, and the host has only an x86_64 bash (ldd's LD_TRACE_LOADED_OBJECTS run is checked instead)";
+
 impl List {
+    fn skipped(self, cx: &Ctx) -> Option<Observed> {
+        match self {
+            List::Script if cx.bench.qemu.is_some() => Some(Observed::Skipped(NO_BASH.into())),
+            _ => None,
+        }
+    }
+
     fn run<'r>(self, root: &'r Root, program: &str) -> Run<'r> {
         match self {
+            List::Script => root.command("/bin/bash").args(&["/usr/bin/ldd", program]),
             List::Option => root.ld_so().args(&["--list", program]),
             List::Ldd => root
                 .ld_so()
@@ -576,9 +604,15 @@ impl List {
 }
 
 fn list_nothing_set(cx: &Ctx, how: List) -> Result<Observed> {
+    if let Some(skip) = how.skipped(cx) {
+        return Ok(skip);
+    }
     let l = cx.layout;
     let mut root = cx.root();
     root.mkdir(&l.compat).cuda("driver", &l.tegra);
+    if let List::Script = how {
+        root.host_bash();
+    }
     let bin = format!("{}/needed-runpath", l.bin);
     seen(how.run(&root, &bin).output()?.listed())
 }
@@ -970,9 +1004,15 @@ fn audit(cx: &Ctx) -> Result<Observed> {
 }
 
 fn list(cx: &Ctx, how: List) -> Result<Observed> {
+    if let Some(skip) = how.skipped(cx) {
+        return Ok(skip);
+    }
     let l = cx.layout;
     let mut root = cx.root();
     root.cuda("driver", &l.tegra);
+    if let List::Script = how {
+        root.host_bash();
+    }
     let bin = format!("{}/needed", l.bin);
     seen(
         how.run(&root, &bin)

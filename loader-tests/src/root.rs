@@ -243,6 +243,37 @@ impl Root {
         *self.last.borrow_mut() = Some(invocation);
     }
 
+    /// The host's `/bin/bash` and the libraries it needs besides glibc's own, so that the
+    /// sysroot's `ldd` script can run (native targets only).
+    pub fn host_bash(&mut self) -> &mut Root {
+        let result = self.install_host_bash();
+        self.note(result);
+        self
+    }
+
+    fn install_host_bash(&self) -> Result<()> {
+        let listing = std::process::Command::new("ldd")
+            .arg("/bin/bash")
+            .output()
+            .context("cannot run the host's ldd on /bin/bash")?;
+        let listing = String::from_utf8_lossy(&listing.stdout);
+        for path in listing.lines().filter_map(|line| {
+            let path = line.split("=>").nth(1)?.split_whitespace().next()?;
+            let name = Path::new(path).file_name()?.to_str()?;
+            // glibc's own libraries come from the sysroot under test.
+            let glibc = name.starts_with("libc.so") || name.starts_with("ld-linux");
+            (!glibc && path.starts_with('/')).then(|| path.to_string())
+        }) {
+            let name = Path::new(&path).file_name().unwrap().to_string_lossy();
+            let to = format!("{}/{name}", self.bench_layout.libdir);
+            fs::create_dir_all(self.inside(&self.bench_layout.libdir))?;
+            fs::copy(&path, self.inside(&to)).with_context(|| format!("cannot copy {path}"))?;
+        }
+        fs::create_dir_all(self.inside("/bin"))?;
+        fs::copy("/bin/bash", self.inside("/bin/bash")).context("cannot copy /bin/bash")?;
+        Ok(())
+    }
+
     /// A setuid-root copy of probe `name` at `to`, for secure-mode runs.
     pub fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
