@@ -109,6 +109,14 @@ pub const MATRIX: &[Scenario] = &[
         |cx| bug(cx, Via::Dlopen)
     ),
     scenario!(
+        "01-rpath-order",
+        1,
+        "DT_RPATH=C outranks LLP=T (order step 1), FB=T changes nothing",
+        "compat",
+        SAME,
+        rpath_order
+    ),
+    scenario!(
         "02-needed-fix",
         2,
         "DT_NEEDED, the fix: FB=T, RUNPATH=C wins",
@@ -537,6 +545,19 @@ fn bug(cx: &Ctx, via: Via) -> Result<Observed> {
     winner(
         via.probe(&root, true)
             .env("LD_LIBRARY_PATH", &l.tegra)
+            .output()?,
+    )
+}
+
+fn rpath_order(cx: &Ctx) -> Result<Observed> {
+    let l = cx.layout;
+    let mut root = cx.root();
+    root.cuda("compat", &l.compat).cuda("driver", &l.tegra);
+    winner(
+        root.probe("needed-rpath")
+            .arg("needed")
+            .env("LD_LIBRARY_PATH", &l.tegra)
+            .env("LD_FALLBACK_PATH", &l.tegra)
             .output()?,
     )
 }

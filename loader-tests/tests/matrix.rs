@@ -29,6 +29,7 @@ macro_rules! scenarios {
 scenarios! {
     row01_needed_bug => "01-needed-bug",
     row01_dlopen_bug => "01-dlopen-bug",
+    row01_rpath_order => "01-rpath-order",
     row02_needed_fix => "02-needed-fix",
     row02_dlopen_fix => "02-dlopen-fix",
     row03_needed_runpath_miss => "03-needed-runpath-miss",
