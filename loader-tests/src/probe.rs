@@ -256,10 +256,10 @@ impl Output {
 
     /// The role of the copy the root placed at `path`, if any.
     pub fn role_at(&self, path: &str) -> Option<String> {
-        let dir = Path::new(path).parent()?.to_str()?;
+        let dir = lexical_dir(path)?;
         self.placed
             .iter()
-            .find(|(d, _)| d == dir)
+            .find(|(d, _)| *d == dir)
             .map(|(_, role)| role.clone())
     }
 
@@ -303,6 +303,22 @@ impl Output {
         self.role_at(path)
             .unwrap_or_else(|| format!("unexpected {path}"))
     }
+}
+
+/// The directory of `path` with `.` and `..` resolved lexically: the loader keeps them in a
+/// name built from `$ORIGIN/../fb`, and no root has symlinks where copies are placed.
+fn lexical_dir(path: &str) -> Option<String> {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in Path::new(path).parent()?.to_str()?.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
 }
 
 fn classify(message: &str) -> String {
@@ -379,5 +395,14 @@ mod tests {
             ..out
         };
         assert_eq!(moved.winner(), "driver from /t/libcuda.so.1");
+    }
+
+    #[test]
+    fn origin_paths_are_resolved_lexically() {
+        assert_eq!(
+            lexical_dir("/opt/app/bin/../fb/libcuda.so.1").unwrap(),
+            "/opt/app/fb"
+        );
+        assert_eq!(lexical_dir("/lib64/./libc.so.6").unwrap(), "/lib64");
     }
 }
