@@ -8,6 +8,7 @@
      secure              secure AT_SECURE=<0|1>
      needed              load how=needed ...        (the DT_NEEDED libcuda.so.1)
      dlopen NAME         load how=dlopen ...        (dlopen from the executable)
+     try NAME            like dlopen, but a failure does not end the run
      dlmopen NAME        load how=dlmopen ...       (dlmopen (LM_ID_NEWLM, ...))
      shim PATH NAME      load how=shim ...          (dlopen of NAME from inside library PATH)
      same                same-map yes|no            (were the last two loads one link map?)
@@ -159,6 +160,11 @@ main (int argc, char **argv)
         {
           const char *name = argv[++i];
           failed = report_handle ("dlopen", name, dlopen (name, RTLD_NOW));
+        }
+      else if (strcmp (cmd, "try") == 0 && i + 1 < argc)
+        {
+          const char *name = argv[++i];
+          report_handle ("try", name, dlopen (name, RTLD_NOW));
         }
       else if (strcmp (cmd, "dlmopen") == 0 && i + 1 < argc)
         {

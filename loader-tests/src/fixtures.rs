@@ -63,6 +63,10 @@ pub const MARKERS: &[Marker] = &[
         role: "other",
         version: 10050,
     },
+    Marker {
+        role: "dst",
+        version: 10060,
+    },
 ];
 
 pub fn marker(role: &str) -> Marker {
@@ -143,6 +147,10 @@ pub fn sources_dir() -> PathBuf {
 fn cache_key(sysroot: &Sysroot, sources: &Path) -> Result<u64> {
     let mut hash = Fnv::new();
     hash.add(RECIPE.as_bytes());
+    for m in MARKERS {
+        hash.add(m.role.as_bytes());
+        hash.add(&m.version.to_le_bytes());
+    }
     hash.add(sysroot.target.name().as_bytes());
     hash.add(sysroot.path.as_os_str().as_encoded_bytes());
     // A rebuilt sysroot at the same path must not reuse fixtures linked against the old one.

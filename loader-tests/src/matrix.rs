@@ -373,6 +373,26 @@ pub const MATRIX: &[Scenario] = &[
         |cx| origin(cx, "probe", &["dlopen", CUDA])
     ),
     scenario!(
+        "17-lib",
+        17,
+        "dlopen, FB='/opt/$LIB/fb'",
+        "dst",
+        Some("not found"),
+        |cx| dst(cx, "$LIB", &["lib64", "lib"])
+    ),
+    scenario!(
+        "17-platform",
+        17,
+        "dlopen, FB='/opt/$PLATFORM/fb'",
+        "dst",
+        Some("not found"),
+        |cx| dst(
+            cx,
+            "$PLATFORM",
+            &["x86_64", "haswell", "xeon_phi", "aarch64"]
+        )
+    ),
+    scenario!(
         "18-needed-wrong-class",
         18,
         "DT_NEEDED, FB=T32:T with an ELFCLASS32 copy first",
@@ -845,6 +865,22 @@ fn origin(cx: &Ctx, probe: &str, args: &[&str]) -> Result<Observed> {
     )
 }
 
+/// FB='/opt/<token>/fb' with a copy in each directory the token may expand to (which one
+/// depends on the target and, for `$PLATFORM` on x86_64, on the CPU): that one is found only
+/// if the token is expanded.
+fn dst(cx: &Ctx, token: &str, expansions: &[&str]) -> Result<Observed> {
+    let mut root = cx.root();
+    for value in expansions {
+        root.cuda("dst", &format!("/opt/{value}/fb"));
+    }
+    winner(
+        Via::Dlopen
+            .probe(&root, false)
+            .env("LD_FALLBACK_PATH", &format!("/opt/{token}/fb"))
+            .output()?,
+    )
+}
+
 fn wrong_class(cx: &Ctx, via: Via) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
@@ -857,11 +893,20 @@ fn wrong_class(cx: &Ctx, via: Via) -> Result<Observed> {
     )
 }
 
+/// Every fallback dir missing. The loader marks a search list whose dirs are all missing as
+/// unusable, which must not write to the RELRO-protected fallback list: repeated searches
+/// (dlopen twice before the final one) would crash there.
 fn missing_dirs(cx: &Ctx, via: Via) -> Result<Observed> {
     let root = cx.root();
+    let run = match via {
+        Via::Needed => via.probe(&root, false),
+        Via::Dlopen => {
+            root.probe("probe")
+                .args(&["try", CUDA, "try", "libnvrm_mem.so", "dlopen", CUDA])
+        }
+    };
     winner(
-        via.probe(&root, false)
-            .env("LD_FALLBACK_PATH", "/nope:/nope/too:/opt/nope")
+        run.env("LD_FALLBACK_PATH", "/nope:/nope/too:/opt/nope")
             .output()?,
     )
 }

@@ -26,6 +26,8 @@ pub struct Bench {
     /// `qemu-aarch64-static` when the target is not native.
     pub qemu: Option<PathBuf>,
     scratch: TempDir,
+    /// Numbers roots: tests may run the same scenario concurrently on one bench.
+    roots: std::sync::atomic::AtomicUsize,
 }
 
 impl Bench {
@@ -61,11 +63,19 @@ impl Bench {
             fixtures,
             qemu,
             scratch,
+            roots: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
     pub fn scratch(&self) -> &Path {
         self.scratch.path()
+    }
+
+    fn next_root(&self, name: &str) -> PathBuf {
+        let n = self
+            .roots
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.scratch().join(format!("{name}-{n}"))
     }
 }
 
@@ -75,7 +85,6 @@ pub struct Ctx<'b> {
     pub bench: &'b Bench,
     pub layout: &'b Layout,
     name: String,
-    roots: RefCell<usize>,
     pub(crate) last: Rc<RefCell<Option<Invocation>>>,
 }
 
@@ -85,19 +94,13 @@ impl<'b> Ctx<'b> {
             bench,
             layout: &bench.layout,
             name: name.to_string(),
-            roots: RefCell::new(0),
             last: Rc::new(RefCell::new(None)),
         }
     }
 
     /// A fresh root with the sysroot's runtime, the probes and the shims in it.
     pub fn root(&self) -> Root {
-        let n = {
-            let mut roots = self.roots.borrow_mut();
-            *roots += 1;
-            *roots
-        };
-        let path = self.bench.scratch().join(format!("{}-{n}", self.name));
+        let path = self.bench.next_root(&self.name);
         let mut root = Root {
             path,
             bench_layout: self.layout.clone(),

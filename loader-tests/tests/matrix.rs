@@ -62,6 +62,8 @@ scenarios! {
     row16_only_empty_entries => "16-only-empty-entries",
     row17_needed_origin => "17-needed-origin",
     row17_dlopen_origin => "17-dlopen-origin",
+    row17_lib => "17-lib",
+    row17_platform => "17-platform",
     row18_needed_wrong_class => "18-needed-wrong-class",
     row18_dlopen_wrong_class => "18-dlopen-wrong-class",
     row19_needed_missing_dirs => "19-needed-missing-dirs",
