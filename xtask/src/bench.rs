@@ -8,7 +8,7 @@ pub enum Command {
     /// Time an import of one release and a rebase of the series across every release.
     Store,
     /// Time cold, cached and incremental glibc builds.
-    Build,
+    Build(crate::build::BenchArgs),
     /// Time the resolution matrix once builds are cached.
     Resolution(crate::resolution::BenchArgs),
 }
@@ -16,8 +16,9 @@ pub enum Command {
 impl Command {
     pub fn run(self) -> Result<()> {
         match self {
+            Command::Build(args) => args.run(),
             Command::Resolution(args) => args.run(),
-            _ => bail!("not implemented yet"),
+            Command::Store => bail!("not implemented yet"),
         }
     }
 }

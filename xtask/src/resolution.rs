@@ -2,7 +2,6 @@
 //! glibc sysroots, as a table (or JSON) with one verdict per scenario.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -207,33 +206,13 @@ pub fn obtain_sysroot(release: Option<Release>, target: Target, patched: bool) -
         }
     }
     let release = release.unwrap_or_else(Release::newest);
-    let exe = std::env::current_exe().context("cannot find the xtask binary")?;
-    let mut cmd = Command::new(exe);
-    cmd.args([
-        "build-glibc",
-        "--release",
-        release.version,
-        "--target",
-        target.name(),
-    ]);
-    if !patched {
-        cmd.arg("--unpatched");
-    }
-    cmd.arg("--print-sysroot");
-    let out = cmd
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .context("cannot run build-glibc")?;
-    if !out.status.success() {
-        bail!(
-            "build-glibc --release {release} --target {} failed ({}); or set ${var} to a ready sysroot",
-            target.name(),
-            out.status
-        );
-    }
-    let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let path = path.lines().last().unwrap_or("").to_string();
-    Sysroot::at(&PathBuf::from(path), target, patched)
+    let jobs = std::thread::available_parallelism().map_or(2, |n| n.get());
+    crate::build::ensure_sysroot(release, target, patched, jobs).with_context(|| {
+        format!(
+            "cannot get the glibc {release} {} sysroot (or set ${var} to a ready one)",
+            target.name()
+        )
+    })
 }
 
 pub fn parse_target(text: &str) -> Result<Target> {

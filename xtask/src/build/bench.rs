@@ -1,0 +1,211 @@
+//! `cargo xtask bench build`: cold, cached and incremental build times for one release.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use loader_tests::Target;
+
+use super::cache::{flavour_name, BuildCache};
+use super::lock;
+use super::recipe::Toolchain;
+use super::source::{self, BuildSource};
+use super::{default_jobs, parse_targets, workdir, Builder, Layout};
+use crate::paths;
+use crate::release::Release;
+
+/// The file the incremental run touches: the loader's search code, which the series edits.
+const TOUCHED: &str = "elf/dl-load.c";
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// `X.Y`; default: the newest supported release.
+    #[arg(long)]
+    pub release: Option<String>,
+    /// `x86_64` or `aarch64`.
+    #[arg(long, default_value = "x86_64")]
+    pub target: String,
+    /// Time the unpatched build instead of the patched one.
+    #[arg(long)]
+    pub unpatched: bool,
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Cache root to build in (must not hold this build yet, or the cold run would not be
+    /// cold); default: a fresh directory under the cache root, removed afterwards.
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    #[arg(long, default_value_t = 5)]
+    pub hit_runs: usize,
+    #[arg(long, default_value_t = 1)]
+    pub incremental_runs: usize,
+    /// Also time a plain `configure && make && make install` of the same sources (~7 min).
+    #[arg(long)]
+    pub plain: bool,
+}
+
+impl BenchArgs {
+    pub fn run(self) -> Result<()> {
+        let release = match &self.release {
+            Some(text) => Release::parse(text)?,
+            None => Release::newest(),
+        };
+        let target = match parse_targets(&self.target)?.as_slice() {
+            [one] => *one,
+            _ => bail!("bench build times one target; pick x86_64 or aarch64"),
+        };
+        let patched = !self.unpatched;
+        let jobs = self.jobs.unwrap_or_else(default_jobs);
+        let scratch;
+        let root = match &self.cache {
+            Some(dir) => dir.clone(),
+            None => {
+                let cache = paths::cache_dir()?;
+                fs::create_dir_all(&cache)
+                    .with_context(|| format!("cannot create {}", cache.display()))?;
+                scratch = tempfile::Builder::new()
+                    .prefix("bench-")
+                    .tempdir_in(&cache)
+                    .context("cannot create a bench cache")?;
+                scratch.path().to_path_buf()
+            }
+        };
+        let layout = Layout::under(&root);
+        let work = layout.work_dir(release, target, patched);
+        let flavour = flavour_name(patched);
+        let cached = BuildCache::new(&layout.builds)
+            .list()?
+            .into_iter()
+            .any(|e| {
+                e.manifest.release == release.version
+                    && e.manifest.target == target.name()
+                    && e.manifest.flavour == flavour
+            });
+        if cached || work.root().exists() {
+            bail!(
+                "{} already holds a glibc {release} {} {flavour} build, so it cannot time a \
+                 cold one; pass another --cache",
+                root.display(),
+                target.name()
+            );
+        }
+        let mut builder = Builder {
+            layout: layout.clone(),
+            store: None,
+            patches_dir: paths::patches_dir(),
+            jobs,
+            rebuild: false,
+        };
+
+        let started = Instant::now();
+        let cold = builder.ensure(release, target, patched)?;
+        let cold_time = started.elapsed().saturating_sub(cold.lock_wait);
+
+        let mut hits = Vec::new();
+        for _ in 0..self.hit_runs.max(1) {
+            let started = Instant::now();
+            let outcome = builder.ensure(release, target, patched)?;
+            hits.push(started.elapsed());
+            if outcome.built {
+                bail!("a repeated build was not a cache hit");
+            }
+        }
+
+        builder.rebuild = true;
+        let mut incremental = Vec::new();
+        for _ in 0..self.incremental_runs.max(1) {
+            touch(&work.src().join(TOUCHED))?;
+            let started = Instant::now();
+            let outcome = builder.ensure(release, target, patched)?;
+            incremental.push(started.elapsed().saturating_sub(outcome.lock_wait));
+        }
+
+        let plain = match self.plain {
+            true => Some(plain_build(&root, release, target, patched, jobs)?),
+            false => None,
+        };
+
+        println!(
+            "glibc {release} {} {flavour}, make -j{jobs} (times exclude waiting for locks)",
+            target.name()
+        );
+        println!("cold build:           {} (1 run)", minutes(cold_time));
+        println!(
+            "cached hit:           {:.3} s (median of {})",
+            median(&mut hits).as_secs_f64(),
+            hits.len()
+        );
+        println!(
+            "incremental, {TOUCHED} touched: {} (median of {})",
+            minutes(median(&mut incremental)),
+            incremental.len()
+        );
+        match plain {
+            Some(time) => println!(
+                "plain configure && make -j{jobs} && make install: {} (1 run)",
+                minutes(time)
+            ),
+            None => println!("plain configure && make && make install: not run (pass --plain)"),
+        }
+        Ok(())
+    }
+}
+
+/// The baseline: what a developer would do by hand, in a fresh directory.
+fn plain_build(
+    root: &Path,
+    release: Release,
+    target: Target,
+    patched: bool,
+    jobs: usize,
+) -> Result<Duration> {
+    let dir = tempfile::Builder::new()
+        .prefix("plain-")
+        .tempdir_in(root)
+        .context("cannot create a directory for the plain build")?;
+    let (src, build, dest) = (
+        dir.path().join("src"),
+        dir.path().join("build"),
+        dir.path().join("dest"),
+    );
+    let series = match patched {
+        true => Some(source::load_series(&paths::patches_dir(), release)?),
+        false => None,
+    };
+    fs::create_dir_all(&src).context("cannot create the plain source dir")?;
+    BuildSource::resolve(None, release, series)?.export(&src)?;
+    workdir::add_manual_stub(&src)?;
+    fs::create_dir_all(&build).context("cannot create the plain build dir")?;
+    let log = dir.path().join("build.log");
+    let toolchain = Toolchain::for_target(target);
+    let label = format!("plain glibc {release} {}", target.name());
+    let machine_lock = lock::acquire(
+        Path::new(lock::MACHINE_LOCK),
+        "the machine-wide glibc build lock",
+    )?;
+    let started = Instant::now();
+    toolchain.configure(&src, &build, &log, &label)?;
+    toolchain.make(&build, jobs, &log, &label)?;
+    toolchain.install(&build, &dest, jobs, &log, &label)?;
+    let time = started.elapsed();
+    drop(machine_lock);
+    Ok(time)
+}
+
+fn touch(path: &Path) -> Result<()> {
+    fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(SystemTime::now()))
+        .with_context(|| format!("cannot touch {}", path.display()))
+}
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn minutes(time: Duration) -> String {
+    let secs = time.as_secs();
+    format!("{}:{:02} min", secs / 60, secs % 60)
+}

@@ -1,0 +1,187 @@
+use super::*;
+
+fn inputs() -> KeyInputs {
+    KeyInputs {
+        release: "2.44".into(),
+        tree_id: "1111111111111111111111111111111111111111".into(),
+        series_id: Some("series-a".into()),
+        target: Target::X86_64,
+        configure_flags: vec!["--prefix=/usr".into(), "--disable-werror".into()],
+        environment: vec![("CC".into(), "gcc".into())],
+        compiler: "gcc (Debian 12.2.0-14) 12.2.0".into(),
+        recipe: 1,
+    }
+}
+
+#[test]
+fn equal_inputs_give_equal_keys() {
+    assert_eq!(inputs().key(), inputs().key());
+    assert_eq!(inputs().entry_name(), inputs().entry_name());
+    assert!(inputs().entry_name().starts_with("2.44-x86_64-patched-"));
+}
+
+type Change = Box<dyn Fn(&mut KeyInputs)>;
+
+#[test]
+fn every_input_changes_the_key() {
+    let base = inputs().key();
+    let changes: Vec<(&str, Change)> = vec![
+        (
+            "series",
+            Box::new(|i| i.series_id = Some("series-b".into())),
+        ),
+        ("unpatched", Box::new(|i| i.series_id = None)),
+        ("tree", Box::new(|i| i.tree_id = "2222".into())),
+        ("release", Box::new(|i| i.release = "2.43".into())),
+        ("target", Box::new(|i| i.target = Target::Aarch64)),
+        (
+            "flags",
+            Box::new(|i| i.configure_flags.push("--enable-x".into())),
+        ),
+        ("env", Box::new(|i| i.environment[0].1 = "clang".into())),
+        (
+            "compiler",
+            Box::new(|i| i.compiler = "gcc (Debian 13.1.0-1) 13.1.0".into()),
+        ),
+        ("recipe", Box::new(|i| i.recipe = 2)),
+    ];
+    for (what, change) in changes {
+        let mut changed = inputs();
+        change(&mut changed);
+        assert_ne!(changed.key(), base, "changing the {what} kept the key");
+        assert_ne!(changed.entry_name(), inputs().entry_name(), "{what}");
+    }
+}
+
+#[test]
+fn manifest_round_trips() {
+    let manifest = Manifest::new(&inputs(), 412, Path::new("/tmp/x.log"));
+    assert_eq!(Manifest::parse(&manifest.render()).unwrap(), manifest);
+}
+
+/// A stand-in for configure/make/install: writes a few files into the staging sysroot.
+fn fake_install(staging: &Staging) {
+    let lib = staging.sysroot().join("lib64");
+    fs::create_dir_all(&lib).unwrap();
+    fs::write(lib.join("ld-linux-x86-64.so.2"), "loader").unwrap();
+}
+
+fn fake_build(cache: &BuildCache, inputs: &KeyInputs) -> Entry {
+    let name = inputs.entry_name();
+    let _lock = cache.lock(&name).unwrap();
+    let staging = cache.stage(&name).unwrap();
+    fake_install(&staging);
+    staging
+        .publish(&Manifest::new(inputs, 1, Path::new("/dev/null")))
+        .unwrap()
+}
+
+fn visible(cache: &BuildCache) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(cache.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != ".locks")
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn published_build_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    let name = inputs().entry_name();
+    assert!(cache.lookup(&name).is_none());
+    let entry = fake_build(&cache, &inputs());
+    let found = cache.lookup(&name).unwrap();
+    assert_eq!(found.dir, entry.dir);
+    assert_eq!(found.manifest.key, inputs().key());
+    assert!(found.sysroot().join("lib64/ld-linux-x86-64.so.2").is_file());
+    assert_eq!(visible(&cache), vec![name]);
+}
+
+#[test]
+fn failed_build_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    let name = inputs().entry_name();
+    let result: Result<Entry> = (|| {
+        let staging = cache.stage(&name)?;
+        fake_install(&staging);
+        bail!("make failed");
+    })();
+    assert!(result.is_err());
+    assert!(cache.lookup(&name).is_none());
+    assert!(visible(&cache).is_empty(), "{:?}", visible(&cache));
+}
+
+#[test]
+fn killed_build_is_never_taken_for_a_finished_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    let name = inputs().entry_name();
+    let staging = cache.stage(&name).unwrap();
+    fake_install(&staging);
+    // The process dies here: no destructor runs, the staging directory stays.
+    std::mem::forget(staging);
+    assert!(cache.lookup(&name).is_none());
+    assert!(cache.list().unwrap().is_empty());
+    assert_eq!(visible(&cache).len(), 1);
+
+    // The next build of the key clears the leftover and publishes.
+    fake_build(&cache, &inputs());
+    assert!(cache.lookup(&name).is_some());
+    assert_eq!(visible(&cache), vec![name]);
+}
+
+#[test]
+fn directory_without_manifest_is_ignored_and_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    let name = inputs().entry_name();
+    fs::create_dir_all(dir.path().join(&name).join("sysroot/lib64")).unwrap();
+    assert!(cache.lookup(&name).is_none());
+    assert!(cache.list().unwrap().is_empty());
+    let entry = fake_build(&cache, &inputs());
+    assert!(entry.dir.join(MANIFEST).is_file());
+}
+
+#[test]
+fn republishing_replaces_the_old_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    let first = fake_build(&cache, &inputs());
+    fs::write(first.sysroot().join("old-marker"), "").unwrap();
+    let second = fake_build(&cache, &inputs());
+    assert_eq!(first.dir, second.dir);
+    assert!(!second.sysroot().join("old-marker").exists());
+    assert_eq!(visible(&cache).len(), 1);
+}
+
+#[test]
+fn prune_keeps_the_newest_per_flavour() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    let mut old = inputs();
+    old.series_id = Some("old-series".into());
+    let old_entry = fake_build(&cache, &old);
+    // Manifests have one-second resolution: age the old one explicitly.
+    let manifest_path = old_entry.dir.join(MANIFEST);
+    let mut manifest = Manifest::parse(&fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    manifest.created -= 100;
+    fs::write(&manifest_path, manifest.render()).unwrap();
+    let new_entry = fake_build(&cache, &inputs());
+    let mut unpatched = inputs();
+    unpatched.series_id = None;
+    let unpatched_entry = fake_build(&cache, &unpatched);
+
+    let removed = cache.prune().unwrap();
+    assert_eq!(removed.len(), 1);
+    assert_eq!(removed[0].dir, old_entry.dir);
+    let mut left: Vec<PathBuf> = cache.list().unwrap().into_iter().map(|e| e.dir).collect();
+    left.sort();
+    let mut expected = vec![new_entry.dir, unpatched_entry.dir];
+    expected.sort();
+    assert_eq!(left, expected);
+    assert!(!old_entry.dir.exists());
+}

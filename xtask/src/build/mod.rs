@@ -1,0 +1,373 @@
+//! `cargo xtask build-glibc`: cached patched and unpatched glibc sysroots.
+//!
+//! A build writes the release (plus the series) into a persistent per-flavour work directory,
+//! rewriting only changed files, runs configure once and make incrementally, installs into a
+//! staging directory and publishes it under a key that hashes every input.
+
+mod bench;
+pub mod cache;
+pub mod lock;
+pub mod recipe;
+mod source;
+pub mod workdir;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use loader_tests::{Sysroot, Target};
+
+use crate::paths;
+use crate::release::{self, Release};
+use cache::{flavour_name, BuildCache, KeyInputs, Manifest};
+use recipe::Toolchain;
+use source::BuildSource;
+use workdir::WorkDir;
+
+pub use bench::BenchArgs;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// `X.Y` or `all`; default: the newest supported release.
+    #[arg(long)]
+    pub release: Option<String>,
+    /// `x86_64`, `aarch64` or `all`.
+    #[arg(long, default_value = "x86_64")]
+    pub target: String,
+    /// Build the release as is, without `patches/<X.Y>/`.
+    #[arg(long)]
+    pub unpatched: bool,
+    /// Parallel make jobs; default: the number of CPUs.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Print only the sysroot path(s) on stdout, after building them if needed.
+    #[arg(long)]
+    pub print_sysroot: bool,
+    /// Rebuild (incrementally) and republish even if the build is cached.
+    #[arg(long)]
+    pub rebuild: bool,
+    /// List cached builds and exit.
+    #[arg(long, conflicts_with = "prune")]
+    pub list: bool,
+    /// Remove all cached builds but the newest per release, target and flavour, and exit.
+    #[arg(long)]
+    pub prune: bool,
+    /// The source store; default: `$LD_FALLBACK_STORE` or `<cache>/glibc.git`.
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+}
+
+impl Args {
+    pub fn run(self) -> Result<()> {
+        let layout = Layout::from_env()?;
+        let cache = BuildCache::new(&layout.builds);
+        if self.list {
+            return print_list(&cache);
+        }
+        if self.prune {
+            for entry in cache.prune()? {
+                println!("removed {}", entry.dir.display());
+            }
+            return Ok(());
+        }
+        let releases = match &self.release {
+            Some(text) => release::parse_selection(text)?,
+            None => vec![Release::newest()],
+        };
+        let targets = parse_targets(&self.target)?;
+        if !self.unpatched {
+            // Fail before hours of `--release all` builds, not in the middle of them.
+            for &release in &releases {
+                source::load_series(&paths::patches_dir(), release)?;
+            }
+        }
+        let builder = Builder {
+            layout,
+            store: self.store.clone(),
+            patches_dir: paths::patches_dir(),
+            jobs: self.jobs.unwrap_or_else(default_jobs),
+            rebuild: self.rebuild,
+        };
+        for release in releases {
+            for &target in &targets {
+                let outcome = builder.ensure(release, target, !self.unpatched)?;
+                let path = outcome.sysroot.path.display();
+                if self.print_sysroot {
+                    println!("{path}");
+                } else {
+                    let how = if outcome.built { "built" } else { "cached" };
+                    println!(
+                        "glibc {release} {} {} ({how}): {path}",
+                        target.name(),
+                        flavour_name(!self.unpatched)
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The cached sysroot of `release` for `target`, built first if needed (see `cargo xtask
+/// build-glibc`). Progress goes to stderr.
+pub fn ensure_sysroot(
+    release: Release,
+    target: Target,
+    patched: bool,
+    jobs: usize,
+) -> Result<Sysroot> {
+    let builder = Builder {
+        layout: Layout::from_env()?,
+        store: None,
+        patches_dir: paths::patches_dir(),
+        jobs,
+        rebuild: false,
+    };
+    Ok(builder.ensure(release, target, patched)?.sysroot)
+}
+
+/// Where builds, work directories and logs live under one cache root.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub builds: PathBuf,
+    pub work: PathBuf,
+    pub logs: PathBuf,
+}
+
+impl Layout {
+    pub fn from_env() -> Result<Layout> {
+        Ok(Layout {
+            builds: paths::builds_dir()?,
+            ..Layout::under(&paths::cache_dir()?)
+        })
+    }
+
+    pub fn under(root: &Path) -> Layout {
+        Layout {
+            builds: root.join("builds"),
+            work: root.join("work"),
+            logs: root.join("logs"),
+        }
+    }
+
+    pub fn work_dir(&self, release: Release, target: Target, patched: bool) -> WorkDir {
+        WorkDir::new(self.work.join(format!(
+            "{release}-{}-{}",
+            target.name(),
+            flavour_name(patched)
+        )))
+    }
+}
+
+pub struct Builder {
+    pub layout: Layout,
+    pub store: Option<PathBuf>,
+    pub patches_dir: PathBuf,
+    pub jobs: usize,
+    pub rebuild: bool,
+}
+
+/// What `Builder::ensure` did.
+#[derive(Debug)]
+pub struct Outcome {
+    pub sysroot: Sysroot,
+    /// False for a cache hit.
+    pub built: bool,
+    /// Time spent waiting for locks held by other builds.
+    pub lock_wait: Duration,
+}
+
+impl Builder {
+    pub fn ensure(&self, release: Release, target: Target, patched: bool) -> Result<Outcome> {
+        let series = match patched {
+            true => Some(source::load_series(&self.patches_dir, release)?),
+            false => None,
+        };
+        let toolchain = Toolchain::for_target(target);
+        toolchain.require()?;
+        let source = BuildSource::resolve(self.store.as_deref(), release, series)?;
+        let inputs = KeyInputs {
+            release: release.version.to_string(),
+            tree_id: source.tree_id.clone(),
+            series_id: source.series_id(),
+            target,
+            configure_flags: toolchain.configure_flags(),
+            environment: toolchain
+                .environment()
+                .into_iter()
+                .map(|(var, value)| (var.to_string(), value))
+                .collect(),
+            compiler: toolchain.compiler_version()?,
+            recipe: recipe::RECIPE_VERSION,
+        };
+        let name = inputs.entry_name();
+        let cache = BuildCache::new(&self.layout.builds);
+        let sysroot = |path: PathBuf| Sysroot {
+            path,
+            target,
+            release: release.version.to_string(),
+            patched,
+        };
+        let hit = |lock_wait| {
+            let entry = cache.lookup(&name).filter(|_| !self.rebuild)?;
+            Some(Outcome {
+                sysroot: sysroot(entry.sysroot()),
+                built: false,
+                lock_wait,
+            })
+        };
+        if let Some(outcome) = hit(Duration::ZERO) {
+            return Ok(outcome);
+        }
+        let key_lock = cache.lock(&name)?;
+        if let Some(outcome) = hit(key_lock.waited) {
+            return Ok(outcome);
+        }
+        let work = self.layout.work_dir(release, target, patched);
+        let work_lock = work.lock()?;
+        let staging = cache.stage(&name)?;
+        let label = format!("glibc {release} {} {}", target.name(), inputs.flavour());
+        let log = self.new_log(&name)?;
+        let started = Instant::now();
+
+        eprintln!("{label}: writing sources into {}", work.src().display());
+        let stats = work.update_source(|dest| source.export(dest))?;
+        eprintln!(
+            "{label}: sources: {} files written, {} removed, {} unchanged ({:.1} s)",
+            stats.written,
+            stats.removed,
+            stats.unchanged,
+            started.elapsed().as_secs_f64()
+        );
+
+        let machine_lock = lock::acquire(
+            Path::new(lock::MACHINE_LOCK),
+            "the machine-wide glibc build lock",
+        )?;
+        let fingerprint = format!(
+            "recipe {}\ntarget {}\ncompiler {}\nconfigure {:?}\nenv {:?}\nsrc {}\n",
+            inputs.recipe,
+            target.name(),
+            inputs.compiler,
+            inputs.configure_flags,
+            inputs.environment,
+            work.src().display()
+        );
+        if !work.is_configured(&fingerprint) {
+            work.reset_build()?;
+            toolchain.configure(&work.src(), &work.build(), &log, &label)?;
+            work.mark_configured(&fingerprint)?;
+        }
+        toolchain.make(&work.build(), self.jobs, &log, &label)?;
+        toolchain.install(&work.build(), &staging.sysroot(), self.jobs, &log, &label)?;
+        let machine_wait = machine_lock.waited;
+        let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
+        drop(machine_lock);
+        place_loader(&staging.sysroot(), target)?;
+
+        let build_seconds = started.elapsed().saturating_sub(machine_wait).as_secs();
+        let entry = staging.publish(&Manifest::new(&inputs, build_seconds, &log))?;
+        eprintln!(
+            "{label}: published {} ({}:{:02}; log {})",
+            entry.dir.display(),
+            build_seconds / 60,
+            build_seconds % 60,
+            log.display()
+        );
+        Ok(Outcome {
+            sysroot: sysroot(entry.sysroot()),
+            built: true,
+            lock_wait,
+        })
+    }
+
+    fn new_log(&self, name: &str) -> Result<PathBuf> {
+        std::fs::create_dir_all(&self.layout.logs)
+            .with_context(|| format!("cannot create {}", self.layout.logs.display()))?;
+        Ok(self
+            .layout
+            .logs
+            .join(format!("{name}-{}.log", cache::now_secs())))
+    }
+}
+
+/// Makes the loader reachable at its standard path inside the sysroot, whatever directory
+/// glibc installed it in (a relative symlink, so it resolves from outside the root as well).
+fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
+    let wanted = sysroot.join(target.loader_path().trim_start_matches('/'));
+    if wanted.symlink_metadata().is_ok() {
+        return Ok(());
+    }
+    let file_name = wanted.file_name().expect("loader paths name a file");
+    let parent = wanted.parent().expect("loader paths have a directory");
+    for dir in ["lib64", "lib", "usr/lib64", "usr/lib"] {
+        let candidate = sysroot.join(dir).join(file_name);
+        if candidate.is_file() && candidate != wanted {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+            let depth = target.loader_path().matches('/').count() - 1;
+            let link = "../".repeat(depth) + dir + "/" + &file_name.to_string_lossy();
+            std::os::unix::fs::symlink(&link, &wanted)
+                .with_context(|| format!("cannot link {}", wanted.display()))?;
+            return Ok(());
+        }
+    }
+    bail!(
+        "make install put no dynamic loader {} into {}",
+        target.loader_path(),
+        sysroot.display()
+    )
+}
+
+fn parse_targets(text: &str) -> Result<Vec<Target>> {
+    if text == "all" {
+        return Ok(Target::ALL.to_vec());
+    }
+    match Target::parse(text) {
+        Some(target) => Ok(vec![target]),
+        None => bail!("unknown target `{text}`; expected x86_64, aarch64 or all"),
+    }
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+fn print_list(cache: &BuildCache) -> Result<()> {
+    let entries = cache.list()?;
+    if entries.is_empty() {
+        println!("no cached glibc builds in {}", cache.root().display());
+        return Ok(());
+    }
+    println!(
+        "{:<8} {:<8} {:<10} {:>9} {:>6}  path",
+        "release", "target", "flavour", "size", "age"
+    );
+    let now = cache::now_secs();
+    for entry in entries {
+        let m = &entry.manifest;
+        let size = cache::disk_usage(&entry.sysroot()) as f64 / (1024.0 * 1024.0);
+        println!(
+            "{:<8} {:<8} {:<10} {:>5.0} MiB {:>6}  {}",
+            m.release,
+            m.target,
+            m.flavour,
+            size,
+            format_age(now.saturating_sub(m.created)),
+            entry.dir.display()
+        );
+    }
+    Ok(())
+}
+
+fn format_age(secs: u64) -> String {
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m", secs / 60),
+        3600..86400 => format!("{}h", secs / 3600),
+        _ => format!("{}d", secs / 86400),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,52 @@
+use super::*;
+
+#[test]
+fn patched_build_without_series_names_the_fix() {
+    let patches = tempfile::tempdir().unwrap();
+    let release = Release::parse("2.40").unwrap();
+    let Err(err) = source::load_series(patches.path(), release) else {
+        panic!("a release without patches/ loaded a series");
+    };
+    let err = err.to_string();
+    assert!(
+        err.contains("cargo xtask rebase-glibc --onto 2.40"),
+        "{err}"
+    );
+    assert!(err.contains("--unpatched"), "{err}");
+}
+
+#[test]
+fn loader_is_linked_where_the_target_expects_it() {
+    let root = tempfile::tempdir().unwrap();
+    let sysroot = root.path();
+    std::fs::create_dir_all(sysroot.join("lib64")).unwrap();
+    std::fs::write(sysroot.join("lib64/ld-linux-aarch64.so.1"), "elf").unwrap();
+    place_loader(sysroot, Target::Aarch64).unwrap();
+    let link = sysroot.join("lib/ld-linux-aarch64.so.1");
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        Path::new("../lib64/ld-linux-aarch64.so.1")
+    );
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), "elf");
+    // Already in place: nothing to do.
+    place_loader(sysroot, Target::Aarch64).unwrap();
+}
+
+#[test]
+fn missing_loader_fails_the_build() {
+    let root = tempfile::tempdir().unwrap();
+    let err = place_loader(root.path(), Target::X86_64)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/lib64/ld-linux-x86-64.so.2"), "{err}");
+}
+
+#[test]
+fn target_selection() {
+    assert_eq!(parse_targets("aarch64").unwrap(), vec![Target::Aarch64]);
+    assert_eq!(parse_targets("all").unwrap().len(), 2);
+    assert!(parse_targets("riscv64")
+        .unwrap_err()
+        .to_string()
+        .contains("x86_64, aarch64"));
+}

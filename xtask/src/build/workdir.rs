@@ -1,0 +1,346 @@
+//! The persistent per-flavour work directory, `<cache>/work/<release>-<target>-<flavour>/`
+//! with `src/` and `build/`: kept between builds so that a patch edit recompiles only what the
+//! edit touches.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context, Result};
+
+use super::lock::{self, FileLock};
+
+/// Debian's orig tarballs (and the store) drop `manual/`, but glibc's top-level Makefile
+/// still descends into it; this stub is build support, not part of the patch series.
+const MANUAL_STUB: &str = "subdir := manual\n\ninclude ../Rules\n";
+
+/// Written into `build/` after configure succeeded, holding what configure saw; a build dir
+/// without it (configure interrupted, or other flags) is configured again from scratch.
+const CONFIGURED_MARKER: &str = ".ld-fallback-configured";
+
+#[derive(Debug, Clone)]
+pub struct WorkDir {
+    root: PathBuf,
+}
+
+/// What bringing `src/` up to date did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SyncStats {
+    pub written: usize,
+    pub removed: usize,
+    pub unchanged: usize,
+}
+
+impl WorkDir {
+    pub fn new(root: impl Into<PathBuf>) -> WorkDir {
+        WorkDir { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn src(&self) -> PathBuf {
+        self.root.join("src")
+    }
+
+    pub fn build(&self) -> PathBuf {
+        self.root.join("build")
+    }
+
+    /// Two keys of one flavour (say, two edits of a patch) share this directory.
+    pub fn lock(&self) -> Result<FileLock> {
+        lock::acquire(
+            &self.lock_path(),
+            &format!("the work directory {}", self.root.display()),
+        )
+    }
+
+    /// `<root>.lock`: next to the directory, so that removing the directory keeps the lock.
+    fn lock_path(&self) -> PathBuf {
+        let mut path = self.root.clone().into_os_string();
+        path.push(".lock");
+        PathBuf::from(path)
+    }
+
+    /// Makes `src/` the tree `export` writes, rewriting only files whose content differs so
+    /// that make sees unchanged files as up to date. The caller holds `lock()`.
+    pub fn update_source(&self, export: impl FnOnce(&Path) -> Result<()>) -> Result<SyncStats> {
+        let incoming = self.root.join("incoming");
+        if incoming.exists() {
+            fs::remove_dir_all(&incoming)
+                .with_context(|| format!("cannot remove {}", incoming.display()))?;
+        }
+        fs::create_dir_all(&incoming)
+            .with_context(|| format!("cannot create {}", incoming.display()))?;
+        export(&incoming)?;
+        add_manual_stub(&incoming)?;
+        let stats = sync_tree(&incoming, &self.src())?;
+        fs::remove_dir_all(&incoming)
+            .with_context(|| format!("cannot remove {}", incoming.display()))?;
+        Ok(stats)
+    }
+
+    /// Whether `build/` was configured, completely, with exactly `fingerprint`.
+    pub fn is_configured(&self, fingerprint: &str) -> bool {
+        fs::read_to_string(self.build().join(CONFIGURED_MARKER))
+            .is_ok_and(|text| text == fingerprint)
+    }
+
+    /// Empties `build/` for a fresh configure.
+    pub fn reset_build(&self) -> Result<()> {
+        let build = self.build();
+        if build.exists() {
+            fs::remove_dir_all(&build)
+                .with_context(|| format!("cannot remove {}", build.display()))?;
+        }
+        fs::create_dir_all(&build).with_context(|| format!("cannot create {}", build.display()))
+    }
+
+    pub fn mark_configured(&self, fingerprint: &str) -> Result<()> {
+        let marker = self.build().join(CONFIGURED_MARKER);
+        fs::write(&marker, fingerprint)
+            .with_context(|| format!("cannot write {}", marker.display()))
+    }
+}
+
+pub(super) fn add_manual_stub(tree: &Path) -> Result<()> {
+    let manual = tree.join("manual");
+    if manual.exists() {
+        return Ok(());
+    }
+    fs::create_dir(&manual).with_context(|| format!("cannot create {}", manual.display()))?;
+    fs::write(manual.join("Makefile"), MANUAL_STUB).context("cannot write the manual/ stub")
+}
+
+/// Makes `to` a copy of `from` by moving over only what differs (content, executable bit,
+/// symlink target, kind) and deleting what `from` lacks; unchanged files keep their mtimes.
+/// `from` is consumed: its changed files are renamed into `to`.
+pub fn sync_tree(from: &Path, to: &Path) -> Result<SyncStats> {
+    let mut stats = SyncStats::default();
+    if !to.is_dir() {
+        if to.symlink_metadata().is_ok() {
+            remove_any(to)?;
+        }
+        fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    }
+    sync_dir(from, to, &mut stats)?;
+    Ok(stats)
+}
+
+fn sync_dir(from: &Path, to: &Path, stats: &mut SyncStats) -> Result<()> {
+    let mut wanted = std::collections::HashSet::new();
+    for item in fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))? {
+        let item = item.with_context(|| format!("cannot read {}", from.display()))?;
+        let name = item.file_name();
+        let (src, dst) = (item.path(), to.join(&name));
+        wanted.insert(name);
+        let kind = item.file_type().context("cannot stat")?;
+        let existing = dst.symlink_metadata().ok();
+        if kind.is_dir() {
+            if existing.as_ref().is_some_and(|m| !m.is_dir()) {
+                remove_any(&dst)?;
+            }
+            if !dst.is_dir() {
+                fs::create_dir(&dst).with_context(|| format!("cannot create {}", dst.display()))?;
+            }
+            sync_dir(&src, &dst, stats)?;
+        } else if same_entry(&src, &dst, kind.is_symlink())? {
+            stats.unchanged += 1;
+        } else {
+            if existing.is_some() {
+                remove_any(&dst)?;
+            }
+            fs::rename(&src, &dst).with_context(|| format!("cannot write {}", dst.display()))?;
+            if !kind.is_symlink() {
+                // An exporter that keeps old mtimes (`cp -a`, tar) must not hide a change
+                // from make.
+                fs::File::open(&dst)
+                    .and_then(|f| f.set_modified(SystemTime::now()))
+                    .with_context(|| format!("cannot set the mtime of {}", dst.display()))?;
+            }
+            stats.written += 1;
+        }
+    }
+    for item in fs::read_dir(to).with_context(|| format!("cannot read {}", to.display()))? {
+        let item = item.with_context(|| format!("cannot read {}", to.display()))?;
+        if !wanted.contains(&item.file_name()) {
+            remove_any(&item.path())?;
+            stats.removed += 1;
+        }
+    }
+    Ok(())
+}
+
+fn same_entry(src: &Path, dst: &Path, symlink: bool) -> Result<bool> {
+    let Ok(meta) = dst.symlink_metadata() else {
+        return Ok(false);
+    };
+    if symlink {
+        return Ok(meta.file_type().is_symlink() && fs::read_link(src)? == fs::read_link(dst)?);
+    }
+    if !meta.is_file() {
+        return Ok(false);
+    }
+    let src_meta = src
+        .metadata()
+        .with_context(|| format!("cannot stat {}", src.display()))?;
+    if src_meta.len() != meta.len()
+        || src_meta.permissions().mode() & 0o111 != meta.permissions().mode() & 0o111
+    {
+        return Ok(false);
+    }
+    let read = |p: &Path| fs::read(p).with_context(|| format!("cannot read {}", p.display()));
+    Ok(read(src)? == read(dst)?)
+}
+
+fn remove_any(path: &Path) -> Result<()> {
+    let is_dir = path.symlink_metadata().is_ok_and(|m| m.is_dir());
+    let result = if is_dir {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    result.with_context(|| format!("cannot remove {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    fn mtime(path: &Path) -> SystemTime {
+        path.metadata().unwrap().modified().unwrap()
+    }
+
+    fn age(path: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    #[test]
+    fn only_changed_files_are_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = WorkDir::new(dir.path().join("w"));
+        let tree = |files: &'static [(&'static str, &'static str)]| {
+            move |dest: &Path| -> Result<()> {
+                for (name, text) in files {
+                    write(&dest.join(name), text);
+                }
+                std::os::unix::fs::symlink("COPYING", dest.join("COPYING.LIB"))?;
+                Ok(())
+            }
+        };
+        let first = work
+            .update_source(tree(&[
+                ("COPYING", "gpl"),
+                ("elf/dl-load.c", "v1"),
+                ("elf/rtld.c", "same"),
+                ("gone.c", "x"),
+            ]))
+            .unwrap();
+        assert_eq!(first.written, 6, "{first:?}"); // 4 files, the symlink, the manual stub
+        let src = work.src();
+        for name in ["elf/dl-load.c", "elf/rtld.c", "manual/Makefile"] {
+            age(&src.join(name));
+        }
+        let before_rtld = mtime(&src.join("elf/rtld.c"));
+
+        let second = work
+            .update_source(tree(&[
+                ("COPYING", "gpl"),
+                ("elf/dl-load.c", "v2"),
+                ("elf/rtld.c", "same"),
+            ]))
+            .unwrap();
+        assert_eq!(
+            second,
+            SyncStats {
+                written: 1,
+                removed: 1,
+                unchanged: 4
+            }
+        );
+        assert_eq!(mtime(&src.join("elf/rtld.c")), before_rtld);
+        assert!(mtime(&src.join("elf/dl-load.c")) > before_rtld);
+        assert_eq!(fs::read_to_string(src.join("elf/dl-load.c")).unwrap(), "v2");
+        assert!(!src.join("gone.c").exists());
+        assert_eq!(
+            fs::read_to_string(src.join("manual/Makefile")).unwrap(),
+            MANUAL_STUB
+        );
+        assert!(!work.root().join("incoming").exists());
+    }
+
+    #[test]
+    fn changed_file_is_newer_even_if_exported_with_an_old_mtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("from"), dir.path().join("to"));
+        write(&to.join("dl-load.c"), "patched");
+        write(&from.join("dl-load.c"), "pristine");
+        age(&to.join("dl-load.c"));
+        age(&from.join("dl-load.c"));
+        let before = mtime(&to.join("dl-load.c"));
+        sync_tree(&from, &to).unwrap();
+        assert!(mtime(&to.join("dl-load.c")) > before);
+    }
+
+    #[test]
+    fn executable_bit_change_is_a_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let (from, to) = (dir.path().join("from"), dir.path().join("to"));
+        write(&to.join("configure"), "#!/bin/sh\n");
+        write(&from.join("configure"), "#!/bin/sh\n");
+        fs::set_permissions(from.join("configure"), fs::Permissions::from_mode(0o755)).unwrap();
+        let stats = sync_tree(&from, &to).unwrap();
+        assert_eq!(stats.written, 1);
+        assert!(
+            to.join("configure")
+                .metadata()
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o100
+                != 0
+        );
+    }
+
+    #[test]
+    fn every_flavour_has_its_own_lock() {
+        let paths: std::collections::HashSet<PathBuf> = [
+            "2.44-x86_64-patched",
+            "2.44-x86_64-unpatched",
+            "2.44-aarch64-patched",
+            "2.43-x86_64-patched",
+        ]
+        .into_iter()
+        .map(|name| WorkDir::new(Path::new("/cache/work").join(name)).lock_path())
+        .collect();
+        assert_eq!(paths.len(), 4, "{paths:?}");
+        assert!(paths.contains(Path::new("/cache/work/2.44-x86_64-patched.lock")));
+    }
+
+    #[test]
+    fn configure_marker_must_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = WorkDir::new(dir.path());
+        work.reset_build().unwrap();
+        assert!(!work.is_configured("flags a"));
+        work.mark_configured("flags a").unwrap();
+        assert!(work.is_configured("flags a"));
+        assert!(!work.is_configured("flags b"));
+        work.reset_build().unwrap();
+        assert!(!work.is_configured("flags a"));
+    }
+}
