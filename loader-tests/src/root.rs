@@ -184,6 +184,7 @@ impl Root {
         let mut conf = dirs.join("\n");
         conf.push('\n');
         let result = fs::create_dir_all(self.inside("/etc"))
+            .and_then(|()| fresh_file(&self.inside("/etc/ld.so.conf")))
             .and_then(|()| fs::write(self.inside("/etc/ld.so.conf"), conf))
             .context("cannot write /etc/ld.so.conf")
             .and_then(|()| {
@@ -270,9 +271,11 @@ impl Root {
             let name = Path::new(&path).file_name().unwrap().to_string_lossy();
             let to = format!("{}/{name}", self.bench_layout.libdir);
             fs::create_dir_all(self.inside(&self.bench_layout.libdir))?;
+            fresh_file(&self.inside(&to))?;
             fs::copy(&path, self.inside(&to)).with_context(|| format!("cannot copy {path}"))?;
         }
         fs::create_dir_all(self.inside("/bin"))?;
+        fresh_file(&self.inside("/bin/bash"))?;
         fs::copy("/bin/bash", self.inside("/bin/bash")).context("cannot copy /bin/bash")?;
         Ok(())
     }
@@ -283,6 +286,7 @@ impl Root {
         let dest = self.inside(to);
         let result = (|| {
             fs::create_dir_all(dest.parent().unwrap())?;
+            fresh_file(&dest)?;
             fs::copy(&from, &dest)?;
             fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755))
         })()
@@ -372,6 +376,15 @@ fn link_tree(from_root: &Path, to_root: &Path, rel: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Removes `path` if it exists, so that writing it creates a new inode: files in a root are
+/// hard links into the shared, read-only sysroot, and writing through one would change it.
+fn fresh_file(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
 }
 
 fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
