@@ -285,6 +285,14 @@ pub const MATRIX: &[Scenario] = &[
         |cx| secure(cx, "probe")
     ),
     scenario!(
+        "12-secure-needed",
+        12,
+        "setuid DT_NEEDED program, FB=T: as uid 65534 vs. without AT_SECURE",
+        "secure: not found; not secure: driver",
+        Some("secure: not found; not secure: not found"),
+        secure_needed
+    ),
+    scenario!(
         "13-static-dlopen",
         13,
         "static program dlopen, FB=T",
@@ -780,6 +788,37 @@ fn secure(cx: &Ctx, probe: &str) -> Result<Observed> {
         "{}; LD_FALLBACK_PATH {}",
         out.winner(),
         out.fallback_env()
+    ))
+}
+
+/// The same setuid `needed` binary, with FB=T, run as uid 65534 (AT_SECURE: the fallback is
+/// ignored) and through bwrap (no_new_privs: not secure, the fallback is used).
+fn secure_needed(cx: &Ctx) -> Result<Observed> {
+    if cx.bench.qemu.is_some() {
+        return Ok(Observed::Skipped(NOT_UNDER_QEMU.into()));
+    }
+    if !crate::is_root() {
+        return Ok(Observed::Skipped(NOT_AS_ROOT.into()));
+    }
+    let l = cx.layout;
+    let mut root = cx.root();
+    let setuid = format!("{}/needed-setuid", l.bin);
+    root.cuda("driver", &l.tegra).setuid_copy("needed", &setuid);
+    let plain = root
+        .command(&setuid)
+        .arg("needed")
+        .env("LD_FALLBACK_PATH", &l.tegra)
+        .output()?;
+    let secure = root
+        .command(&setuid)
+        .arg("needed")
+        .env("LD_FALLBACK_PATH", &l.tegra)
+        .secure()
+        .output()?;
+    seen(format!(
+        "secure: {}; not secure: {}",
+        secure.winner(),
+        plain.winner()
     ))
 }
 

@@ -227,7 +227,10 @@ impl Output {
         }
         let records = self.records();
         match records.last() {
-            Some(r) if r.kind == "fail" => return classify(&r.error),
+            Some(r) if r.kind == "fail" && self.code == Some(1) => return classify(&r.error),
+            Some(r) if r.kind == "fail" => {
+                return format!("{} but {}", classify(&r.error), self.status_text())
+            }
             Some(r) if r.kind == "load" && self.code == Some(0) => return self.name(r),
             _ => {}
         }

@@ -51,6 +51,7 @@ scenarios! {
     row10_dlopen_llp_empty => "10-dlopen-llp-empty",
     row11_already_loaded => "11-already-loaded",
     row12_secure_dynamic => "12-secure-dynamic",
+    row12_secure_needed => "12-secure-needed",
     row13_static_dlopen => "13-static-dlopen",
     row13_static_secure => "13-static-secure",
     row14_needed_nodefaultlib => "14-needed-nodefaultlib",
