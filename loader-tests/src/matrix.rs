@@ -983,13 +983,23 @@ fn option_overrides(cx: &Ctx, probe: &str, args: &[&str]) -> Result<Observed> {
     let mut root = cx.root();
     root.cuda("driver", &l.tegra).cuda("other", &l.other);
     let bin = format!("{}/{probe}", l.bin);
-    winner(
-        root.ld_so()
-            .args(&["--fallback-path", &l.tegra, &bin])
-            .args(args)
-            .env("LD_FALLBACK_PATH", &l.other)
-            .output()?,
-    )
+    let out = root
+        .ld_so()
+        .args(&["--fallback-path", &l.tegra, &bin, "env"])
+        .args(args)
+        .env("LD_FALLBACK_PATH", &l.other)
+        .output()?;
+    // Like --library-path, the option applies to this run only: the environment (what child
+    // processes inherit) keeps the variable as it was.
+    let environ = format!("env LD_FALLBACK_PATH={}\n", l.other);
+    if out.code == Some(0) && !out.stdout.contains(&environ) {
+        return seen(format!(
+            "{}; environ changed: {}",
+            out.winner(),
+            out.stdout.trim()
+        ));
+    }
+    winner(out)
 }
 
 /// The `search path=...` line of an `LD_DEBUG=libs` trace that searched `dir`, by its label.
