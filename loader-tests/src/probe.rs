@@ -79,6 +79,9 @@ impl<'r> Run<'r> {
     }
 }
 
+/// Where [`Root::setuid_qemu`](crate::root::Root::setuid_qemu) puts QEMU inside a root.
+pub const SETUID_QEMU: &str = "/qemu-setuid";
+
 /// Everything needed to run a command again (with `LD_DEBUG=libs` to explain a miss).
 #[derive(Debug, Clone)]
 pub struct Invocation {
@@ -148,6 +151,11 @@ impl Invocation {
             cmd.env_clear().env("PATH", PATH);
             for (name, value) in &self.env {
                 cmd.env(name, value);
+            }
+            if self.qemu.is_some() {
+                // A setuid-root copy of QEMU (Root::setuid_qemu): the kernel gives QEMU
+                // AT_SECURE, and QEMU passes its own AT_SECURE on to the guest.
+                cmd.arg(SETUID_QEMU);
             }
         } else {
             // The variables go to the program through bwrap's --setenv, not to bwrap itself:

@@ -280,6 +280,22 @@ impl Root {
         Ok(())
     }
 
+    /// A setuid-root copy of the target's QEMU, for secure-mode runs under QEMU user mode.
+    pub fn setuid_qemu(&mut self) -> &mut Root {
+        let Some(qemu) = self.qemu.clone() else {
+            return self;
+        };
+        let dest = self.inside(crate::probe::SETUID_QEMU);
+        let result = (|| {
+            fresh_file(&dest)?;
+            fs::copy(&qemu, &dest)?;
+            fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755))
+        })()
+        .with_context(|| format!("cannot make a setuid copy of {}", qemu.display()));
+        self.note(result);
+        self
+    }
+
     /// A setuid-root copy of probe `name` at `to`, for secure-mode runs.
     pub fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);

@@ -36,7 +36,7 @@ fn aarch64_patched_matrix() {
         "{}",
         report::table(&outcomes)
     );
-    assert_only_secure_mode_skipped(&outcomes);
+    assert_only_ldd_script_skipped(&outcomes);
 }
 
 #[test]
@@ -66,5 +66,5 @@ fn aarch64_unpatched_fails_exactly_the_scenarios_that_need_the_patch() {
         "{}",
         report::table(&outcomes)
     );
-    assert_only_secure_mode_skipped(&outcomes);
+    assert_only_ldd_script_skipped(&outcomes);
 }

@@ -70,7 +70,7 @@ pub(super) enum List {
     Script,
 }
 
-const NO_BASH: &str = "the ldd script needs bash, and the host has only an x86_64 bash (ldd's LD_TRACE_LOADED_OBJECTS run is checked instead)";
+const NO_BASH: &str = "the ldd script needs a bash that can exec the aarch64 loader: the host has no aarch64 bash and no binfmt_misc registration for QEMU (ldd's LD_TRACE_LOADED_OBJECTS run, 04-ldd/21-ldd, is checked instead)";
 
 impl List {
     pub(super) fn skipped(self, cx: &Ctx) -> Option<Observed> {
@@ -202,19 +202,16 @@ pub(super) fn already_loaded(cx: &Ctx) -> Result<Observed> {
 
 const NOT_AS_ROOT: &str =
     "secure mode needs root: a setuid-root probe run as uid 65534 (run as root, as in CI)";
-const NOT_UNDER_QEMU: &str = "secure mode cannot be reproduced under QEMU user mode: the kernel executes qemu, not the setuid program, so the guest loader never sees AT_SECURE";
-
 pub(super) fn secure(cx: &Ctx, probe: &str) -> Result<Observed> {
-    if cx.bench.qemu.is_some() {
-        return Ok(Observed::Skipped(NOT_UNDER_QEMU.into()));
-    }
     if !crate::is_root() {
         return Ok(Observed::Skipped(NOT_AS_ROOT.into()));
     }
     let l = cx.layout;
     let mut root = cx.root();
     let setuid = format!("{}/{probe}-setuid", l.bin);
-    root.cuda("driver", &l.tegra).setuid_copy(probe, &setuid);
+    root.cuda("driver", &l.tegra)
+        .setuid_copy(probe, &setuid)
+        .setuid_qemu();
     let out = root
         .command(&setuid)
         .args(&["secure", "env", "dlopen", CUDA])
@@ -234,16 +231,15 @@ pub(super) fn secure(cx: &Ctx, probe: &str) -> Result<Observed> {
 /// The same setuid `needed` binary, with FB=T, run as uid 65534 (AT_SECURE: the fallback is
 /// ignored) and through bwrap (no_new_privs: not secure, the fallback is used).
 pub(super) fn secure_needed(cx: &Ctx) -> Result<Observed> {
-    if cx.bench.qemu.is_some() {
-        return Ok(Observed::Skipped(NOT_UNDER_QEMU.into()));
-    }
     if !crate::is_root() {
         return Ok(Observed::Skipped(NOT_AS_ROOT.into()));
     }
     let l = cx.layout;
     let mut root = cx.root();
     let setuid = format!("{}/needed-setuid", l.bin);
-    root.cuda("driver", &l.tegra).setuid_copy("needed", &setuid);
+    root.cuda("driver", &l.tegra)
+        .setuid_copy("needed", &setuid)
+        .setuid_qemu();
     let plain = root
         .command(&setuid)
         .arg("needed")
