@@ -258,10 +258,15 @@ pub(super) fn secure_needed(cx: &Ctx) -> Result<Observed> {
     ))
 }
 
-pub(super) fn static_dlopen(cx: &Ctx) -> Result<Observed> {
+/// A static program's dlopen, with a copy in the default dir too when `system` is set (it
+/// must win over the fallback, as for dynamic programs).
+pub(super) fn static_dlopen(cx: &Ctx, system: bool) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
     root.cuda("driver", &l.tegra);
+    if system {
+        root.cuda("system", &l.libdir);
+    }
     winner(
         root.probe("probe-static")
             .args(&["dlopen", CUDA])
@@ -438,10 +443,14 @@ pub(super) fn option_overrides(cx: &Ctx, probe: &str, args: &[&str]) -> Result<O
     winner(out)
 }
 
-pub(super) fn dlmopen(cx: &Ctx) -> Result<Observed> {
+/// dlmopen into a new namespace, with a copy in the default dir too when `system` is set.
+pub(super) fn dlmopen(cx: &Ctx, system: bool) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
     root.cuda("driver", &l.tegra);
+    if system {
+        root.cuda("system", &l.libdir);
+    }
     winner(
         root.probe("probe")
             .args(&["dlmopen", CUDA])
