@@ -1,6 +1,6 @@
 //! `cargo xtask bench ...`: figures for the slow paths, printed, never asserted.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Subcommand;
 
 #[derive(Subcommand)]
@@ -16,9 +16,9 @@ pub enum Command {
 impl Command {
     pub fn run(self) -> Result<()> {
         match self {
+            Command::Store => crate::store_bench::run(),
             Command::Build(args) => args.run(),
             Command::Resolution(args) => args.run(),
-            Command::Store => bail!("not implemented yet"),
         }
     }
 }

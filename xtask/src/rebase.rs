@@ -1,16 +1,302 @@
 //! `cargo xtask rebase-glibc`: move a patch series onto another release with a 3-way merge.
 
-use anyhow::{bail, Result};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+
+use crate::import::Snapshot;
+use crate::range_diff;
+use crate::rebase_state::{self, ConflictFile, RebaseState};
+use crate::release::Release;
+use crate::series::Series;
+use crate::series_rebase::{self, applied, commit_like, Picked, Step, Workspace};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The release to move the series onto.
     #[arg(long)]
     pub onto: Option<String>,
+    /// The series to move (default: the newest one in patches/).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Go on after resolving the conflicts in the work tree.
+    #[arg(long = "continue", conflicts_with_all = ["abort", "check", "from"])]
+    pub continue_: bool,
+    /// Give up a stopped rebase; patches/ was never touched.
+    #[arg(long, conflicts_with_all = ["check", "from"])]
+    pub abort: bool,
+    /// Verify that every series applies exactly to its release and re-exports byte for byte.
+    #[arg(long, conflicts_with_all = ["onto", "from"])]
+    pub check: bool,
+    /// The source store (default: `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+}
+
+/// How a rebase ended.
+pub enum Outcome {
+    /// `patches/<onto>/` was written; the summary says what happened to each patch.
+    Written(String),
+    /// Stopped at a conflict; the report names the files and how to go on.
+    Conflict(String),
 }
 
 impl Args {
     pub fn run(self) -> Result<()> {
-        bail!("not implemented yet")
+        let ws = Workspace::open_default(self.store.as_deref())?;
+        let onto = self.onto.as_deref().map(Release::parse).transpose()?;
+        if self.check {
+            let report = check(&ws)?;
+            print!("{}", report.text);
+            if !report.ok {
+                bail!(
+                    "the series in {} need attention (see above)",
+                    ws.patches_dir.display()
+                );
+            }
+            return Ok(());
+        }
+        if self.abort {
+            let onto = stopped_rebase(&ws, onto)?;
+            abort(&ws, onto)?;
+            println!("aborted the rebase onto glibc {onto}; patches/ is unchanged");
+            return Ok(());
+        }
+        let outcome = if self.continue_ {
+            continue_rebase(&ws, stopped_rebase(&ws, onto)?)?
+        } else {
+            let Some(onto) = onto else {
+                bail!("say which release to rebase onto: --onto X.Y (or --continue, --abort, --check)");
+            };
+            let from = self.from.as_deref().map(Release::parse).transpose()?;
+            start(&ws, from, onto)?
+        };
+        match outcome {
+            Outcome::Written(summary) => {
+                print!("{summary}");
+                Ok(())
+            }
+            Outcome::Conflict(report) => {
+                eprint!("{report}");
+                bail!("the rebase stopped at a conflict")
+            }
+        }
     }
+}
+
+/// Moves the series of `from` (default: the newest) onto `onto`.
+pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Outcome> {
+    if rebase_state::state_dir(ws, onto).join("state").exists() {
+        bail!("a rebase onto glibc {onto} is already in progress: finish it with --continue or drop it with --abort");
+    }
+    let from = match from {
+        Some(release) => ws.load_series(release)?,
+        None => ws.newest_series()?,
+    };
+    let (_, commits) = ws.commit_series(&from)?;
+    let head = ws.store.ensure_release(onto)?;
+    let mut steps = Vec::new();
+    let picked = series_rebase::pick(ws.store.repo(), &commits, 0, head, &mut steps)?;
+    settle(ws, &from, onto, steps, picked)
+}
+
+/// Takes the resolved work tree of the stopped rebase onto `onto` and goes on.
+pub fn continue_rebase(ws: &Workspace, onto: Release) -> Result<Outcome> {
+    let (state, from) = RebaseState::load(ws, onto)?;
+    let tree_dir = rebase_state::tree_dir(ws, onto);
+    let unresolved = state.unresolved(&tree_dir);
+    if !unresolved.is_empty() {
+        bail!(
+            "conflict markers remain in {} (below {}): resolve them, then run `cargo xtask rebase-glibc --continue` again",
+            unresolved.join(", "),
+            tree_dir.display()
+        );
+    }
+    let (_, commits) = ws.commit_series(&from)?;
+    let repo = ws.store.repo();
+    let snapshot =
+        Snapshot::of_dir(&tree_dir, &[]).context("cannot read the resolved work tree")?;
+    snapshot.write(&repo.odb()?)?;
+    let original = repo.find_commit(commits[state.at])?;
+    let mut steps = state.steps;
+    let head = match commit_like(repo, &original, state.head, snapshot.root)? {
+        Some(id) => {
+            steps.push(Step::Applied(id));
+            id
+        }
+        None => {
+            steps.push(Step::Dropped);
+            state.head
+        }
+    };
+    let picked = series_rebase::pick(repo, &commits, state.at + 1, head, &mut steps)?;
+    settle(ws, &from, onto, steps, picked)
+}
+
+/// Drops the state of the stopped rebase onto `onto`.
+pub fn abort(ws: &Workspace, onto: Release) -> Result<()> {
+    rebase_state::remove(&rebase_state::state_dir(ws, onto))
+}
+
+/// Writes the series when every patch went through, else saves the state at the conflict.
+fn settle(
+    ws: &Workspace,
+    from: &Series,
+    onto: Release,
+    steps: Vec<Step>,
+    picked: Picked,
+) -> Result<Outcome> {
+    match picked {
+        Picked::Done { .. } => {
+            let commits = applied(&steps);
+            if commits.is_empty() {
+                bail!("every patch of the series is already in glibc {onto}: nothing to write");
+            }
+            let new = Series::from_commits(ws.store.repo(), onto, &commits)?;
+            let dir = ws.series_dir(onto);
+            new.write(&dir)?;
+            rebase_state::remove(&rebase_state::state_dir(ws, onto))?;
+            let mut summary = range_diff::summarize(from, onto, &new, &steps);
+            let _ = writeln!(summary, "wrote {}", dir.display());
+            Ok(Outcome::Written(summary))
+        }
+        Picked::Conflict { at, head, index } => {
+            let patch = &from.patches[at];
+            let state = RebaseState {
+                onto,
+                head,
+                at,
+                steps,
+                conflicts: Vec::new(),
+            };
+            let files = state.save(
+                ws,
+                from,
+                &index,
+                (&format!("glibc {onto} (+ patches so far)"), &patch.name),
+            )?;
+            Ok(Outcome::Conflict(conflict_report(
+                ws, from, onto, &state, &files,
+            )))
+        }
+    }
+}
+
+fn conflict_report(
+    ws: &Workspace,
+    from: &Series,
+    onto: Release,
+    state: &RebaseState,
+    files: &[ConflictFile],
+) -> String {
+    let patch = &from.patches[state.at];
+    let mut out = format!(
+        "patch {}/{} {} does not merge into glibc {onto}:\n",
+        state.at + 1,
+        from.patches.len(),
+        patch.name
+    );
+    for file in files {
+        let _ = writeln!(out, "  conflict in {}:", file.path);
+        for (line, hunk) in &file.hunks {
+            if *line > 0 {
+                let _ = writeln!(out, "    at line {line}:");
+            }
+            for text in hunk.lines() {
+                let _ = writeln!(out, "      {text}");
+            }
+        }
+    }
+    let tree = rebase_state::tree_dir(ws, onto);
+    let _ = write!(
+        out,
+        "The work tree {} holds glibc {onto} with the patches so far and conflict markers in the files above.\n\
+         Resolve them there (remove every marker), then run:\n    cargo xtask rebase-glibc --continue\n\
+         or give up with:\n    cargo xtask rebase-glibc --abort\n{} is untouched.\n",
+        tree.display(),
+        ws.patches_dir.display()
+    );
+    out
+}
+
+/// The stopped rebase `--continue`/`--abort` mean: the one named, or the only one.
+fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> {
+    if let Some(onto) = onto {
+        return Ok(onto);
+    }
+    match rebase_state::in_progress(ws).as_slice() {
+        [one] => Ok(*one),
+        [] => bail!(
+            "no rebase is in progress (state lives in {})",
+            ws.rebase_dir.display()
+        ),
+        many => bail!(
+            "rebases onto {} are in progress: say which with --onto X.Y",
+            many.iter()
+                .map(|r| r.version)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+pub struct CheckReport {
+    pub ok: bool,
+    pub text: String,
+}
+
+/// Every series in `patches/` applies exactly to its release and re-exports byte for byte.
+pub fn check(ws: &Workspace) -> Result<CheckReport> {
+    let releases = ws.releases_with_series();
+    let mut report = CheckReport {
+        ok: true,
+        text: String::new(),
+    };
+    if releases.is_empty() {
+        report.ok = false;
+        let _ = writeln!(report.text, "no series in {}", ws.patches_dir.display());
+    }
+    for release in releases {
+        let dir = ws.series_dir(release);
+        let result = ws.load_series(release).and_then(|series| {
+            let (_, commits) = ws.commit_series(&series)?;
+            let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
+            Ok((series, again.drift_against(&dir)?))
+        });
+        match result {
+            Ok((series, drift)) if drift.is_empty() => {
+                let _ = writeln!(
+                    report.text,
+                    "ok      {}: {} patch(es) apply exactly to {} (tree {}) and re-export byte for byte",
+                    dir.display(),
+                    series.patches.len(),
+                    series.base.tag(),
+                    series.base_tree
+                );
+            }
+            Ok((_, drift)) => {
+                report.ok = false;
+                let _ = writeln!(
+                    report.text,
+                    "DRIFT   {}: {}",
+                    dir.display(),
+                    drift.join("; ")
+                );
+                let _ = writeln!(
+                    report.text,
+                    "        the files differ from what the series' own commits export (edited by hand?); to regenerate them locally:\n            cargo xtask rebase-glibc --from {release} --onto {release}"
+                );
+            }
+            Err(e) => {
+                report.ok = false;
+                let _ = writeln!(report.text, "FAILED  {}: {e:#}", dir.display());
+                let _ = writeln!(
+                    report.text,
+                    "        to reproduce locally: cargo xtask rebase-glibc --check; to move a newer series here: cargo xtask rebase-glibc --onto {release}"
+                );
+            }
+        }
+    }
+    Ok(report)
 }

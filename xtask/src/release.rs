@@ -21,32 +21,32 @@ pub const SUPPORTED: &[Release] = &[
     Release {
         version: "2.36",
         debian_version: "2.36-9+deb12u14",
-        tree: "",
+        tree: "a546e5bcde59319e8b4e8b0b003436507fab5cb0",
     },
     Release {
         version: "2.40",
         debian_version: "2.40-5",
-        tree: "",
+        tree: "3f92bd5eb4b453265b7c61752606c13f4807bc22",
     },
     Release {
         version: "2.41",
         debian_version: "2.41-12+deb13u5",
-        tree: "",
+        tree: "1eb2ab87021ce79bc0aa92c3bdc7ef13689a09a6",
     },
     Release {
         version: "2.42",
         debian_version: "2.42-17",
-        tree: "",
+        tree: "753c4a4594f0fb36bf93e334476a885b33f7ad5b",
     },
     Release {
         version: "2.43",
         debian_version: "2.43-7",
-        tree: "",
+        tree: "1fbcd978e2051d72273231f03b921b1503e0e424",
     },
     Release {
         version: "2.44",
         debian_version: "2.44-3",
-        tree: "",
+        tree: "1ee46ca3668e9ff3226d5796530d933b2ede128a",
     },
 ];
 

@@ -202,36 +202,56 @@ impl Builder {
         };
         let name = inputs.entry_name();
         let cache = BuildCache::new(&self.layout.builds);
-        let sysroot = |path: PathBuf| Sysroot {
-            path,
-            target,
-            release: release.version.to_string(),
-            patched,
+        let outcome = |entry: cache::Entry, built, lock_wait| Outcome {
+            sysroot: Sysroot {
+                path: entry.sysroot(),
+                target,
+                release: release.version.to_string(),
+                patched,
+            },
+            built,
+            lock_wait,
         };
-        let hit = |lock_wait| {
-            let entry = cache.lookup(&name).filter(|_| !self.rebuild)?;
-            Some(Outcome {
-                sysroot: sysroot(entry.sysroot()),
-                built: false,
-                lock_wait,
-            })
-        };
-        if let Some(outcome) = hit(Duration::ZERO) {
-            return Ok(outcome);
+        let cached = || cache.lookup(&name).filter(|_| !self.rebuild);
+        if let Some(entry) = cached() {
+            return Ok(outcome(entry, false, Duration::ZERO));
         }
         let key_lock = cache.lock(&name)?;
-        if let Some(outcome) = hit(key_lock.waited) {
-            return Ok(outcome);
+        // Whoever held the lock may just have built it.
+        if let Some(entry) = cached() {
+            return Ok(outcome(entry, false, key_lock.waited));
         }
         let work = self.layout.work_dir(release, target, patched);
         let work_lock = work.lock()?;
+        let (entry, machine_wait) = self.build(&cache, &inputs, &toolchain, &source, &work)?;
+        let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
+        Ok(outcome(entry, true, lock_wait))
+    }
+
+    /// Brings the work dir up to date, compiles, installs and publishes; the caller holds the
+    /// key's and the work dir's locks. Returns the entry and the wait for the machine lock.
+    fn build(
+        &self,
+        cache: &BuildCache,
+        inputs: &KeyInputs,
+        toolchain: &Toolchain,
+        source: &BuildSource,
+        work: &WorkDir,
+    ) -> Result<(cache::Entry, Duration)> {
+        let name = inputs.entry_name();
         let staging = cache.stage(&name)?;
-        let label = format!("glibc {release} {} {}", target.name(), inputs.flavour());
+        let label = format!(
+            "glibc {} {} {}",
+            inputs.release,
+            inputs.target.name(),
+            inputs.flavour()
+        );
         let log = self.new_log(&name)?;
         let started = Instant::now();
 
         eprintln!("{label}: writing sources into {}", work.src().display());
-        let stats = work.update_source(|dest| source.export(dest))?;
+        let tree = source.source_tree()?;
+        let stats = work.update_source(source.repo(), tree, |dest| source.export(dest))?;
         eprintln!(
             "{label}: sources: {} files written, {} removed, {} unchanged ({:.1} s)",
             stats.written,
@@ -244,10 +264,12 @@ impl Builder {
             Path::new(lock::MACHINE_LOCK),
             "the machine-wide glibc build lock",
         )?;
+        // What configure saw; the sources may change under a configured build dir (make
+        // copes), these may not.
         let fingerprint = format!(
             "recipe {}\ntarget {}\ncompiler {}\nconfigure {:?}\nenv {:?}\nsrc {}\n",
             inputs.recipe,
-            target.name(),
+            inputs.target.name(),
             inputs.compiler,
             inputs.configure_flags,
             inputs.environment,
@@ -261,12 +283,11 @@ impl Builder {
         toolchain.make(&work.build(), self.jobs, &log, &label)?;
         toolchain.install(&work.build(), &staging.sysroot(), self.jobs, &log, &label)?;
         let machine_wait = machine_lock.waited;
-        let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
         drop(machine_lock);
-        place_loader(&staging.sysroot(), target)?;
+        place_loader(&staging.sysroot(), inputs.target)?;
 
         let build_seconds = started.elapsed().saturating_sub(machine_wait).as_secs();
-        let entry = staging.publish(&Manifest::new(&inputs, build_seconds, &log))?;
+        let entry = staging.publish(&Manifest::new(inputs, build_seconds, &log))?;
         eprintln!(
             "{label}: published {} ({}:{:02}; log {})",
             entry.dir.display(),
@@ -274,11 +295,7 @@ impl Builder {
             build_seconds % 60,
             log.display()
         );
-        Ok(Outcome {
-            sysroot: sysroot(entry.sysroot()),
-            built: true,
-            lock_wait,
-        })
+        Ok((entry, machine_wait))
     }
 
     fn new_log(&self, name: &str) -> Result<PathBuf> {

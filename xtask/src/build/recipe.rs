@@ -31,8 +31,10 @@ const AARCH64_HEADERS: &str = "/usr/aarch64-linux-gnu/include";
 pub struct Toolchain {
     pub target: Target,
     pub cc: Tool,
-    /// Only glibc's C++ tests use it; configure carries on without one.
-    pub cxx: Option<&'static str>,
+    /// Only glibc's test programs use C++. Always named for the target: left unset, configure
+    /// would pick the host's `g++` and link x86_64 objects into aarch64 programs. A cross
+    /// `g++` that is not installed is fine: configure then disables C++.
+    pub cxx: &'static str,
 }
 
 impl Toolchain {
@@ -41,12 +43,12 @@ impl Toolchain {
             Target::X86_64 => Toolchain {
                 target,
                 cc: Tool::new("gcc", "gcc"),
-                cxx: None,
+                cxx: "g++",
             },
             Target::Aarch64 => Toolchain {
                 target,
                 cc: Tool::new("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
-                cxx: tools::find_program("aarch64-linux-gnu-g++").map(|_| "aarch64-linux-gnu-g++"),
+                cxx: "aarch64-linux-gnu-g++",
             },
         }
     }
@@ -105,7 +107,7 @@ impl Toolchain {
     pub fn environment(&self) -> Vec<(&'static str, String)> {
         vec![
             ("CC", self.cc.program.to_string()),
-            ("CXX", self.cxx.unwrap_or("").to_string()),
+            ("CXX", self.cxx.to_string()),
         ]
     }
 
@@ -213,6 +215,9 @@ mod tests {
         assert!(flags.contains(&"--host=aarch64-linux-gnu".to_string()));
         assert!(flags.contains(&"--prefix=/usr".to_string()));
         assert_eq!(chain.cc.package, "gcc-aarch64-linux-gnu");
+        for (var, value) in chain.environment() {
+            assert!(value.starts_with("aarch64-linux-gnu-"), "{var}={value}");
+        }
         let programs: Vec<&str> = chain.tools().iter().map(|t| t.program).collect();
         assert!(programs.contains(&"aarch64-linux-gnu-gcc"), "{programs:?}");
         assert!(programs.contains(&"gcc"), "{programs:?}");
@@ -227,7 +232,7 @@ mod tests {
         let chain = Toolchain {
             target: Target::X86_64,
             cc: Tool::new("ld-fallback-no-such-cc", "gcc-ld-fallback-test"),
-            cxx: None,
+            cxx: "g++",
         };
         let err = chain.require().unwrap_err().to_string();
         assert!(

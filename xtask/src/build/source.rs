@@ -3,15 +3,17 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository};
 
 use crate::release::Release;
-
-use standin::{Series, SourceStore};
+use crate::series::Series;
+use crate::store::SourceStore;
 
 /// A resolved build input: which tree and which series, ready to be written out.
 pub struct BuildSource {
     store: SourceStore,
     release: Release,
+    commit: Oid,
     /// The git tree id of the release (pinned, or the store commit's tree).
     pub tree_id: String,
     pub series: Option<Series>,
@@ -27,13 +29,18 @@ impl BuildSource {
         let store = SourceStore::open_default(store_flag)?;
         let commit = store.ensure_release(release)?;
         let tree_id = if release.tree.is_empty() {
-            store.tree_id(commit)?
+            let commit = store
+                .repo()
+                .find_commit(commit)
+                .context("release commit missing from the store")?;
+            commit.tree_id().to_string()
         } else {
             release.tree.to_string()
         };
         Ok(BuildSource {
             store,
             release,
+            commit,
             tree_id,
             series,
         })
@@ -41,6 +48,30 @@ impl BuildSource {
 
     pub fn series_id(&self) -> Option<String> {
         self.series.as_ref().map(Series::content_id)
+    }
+
+    pub fn repo(&self) -> &Repository {
+        self.store.repo()
+    }
+
+    /// The tree the build's sources must equal: the release with the series committed on top.
+    pub fn source_tree(&self) -> Result<Oid> {
+        let repo = self.store.repo();
+        let mut head = self.commit;
+        if let Some(series) = &self.series {
+            let commits = series.commit_on(repo, self.commit).with_context(|| {
+                format!(
+                    "the patch series does not apply to glibc {}; fix it with \
+                     `cargo xtask rebase-glibc --onto {}`",
+                    self.release, self.release
+                )
+            })?;
+            head = commits.last().copied().unwrap_or(head);
+        }
+        Ok(repo
+            .find_commit(head)
+            .context("patched commit missing from the store")?
+            .tree_id())
     }
 
     /// Writes the release with the series applied into the empty directory `dest`.
@@ -65,94 +96,11 @@ pub fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
         .with_context(|| format!("cannot load the patch series {}", dir.display()))?;
     if series.base != release {
         bail!(
-            "{} is based on glibc {}, not {release}",
+            "{} is based on glibc {}, not {release}; fix it with \
+             `cargo xtask rebase-glibc --onto {release}`",
             dir.display(),
             series.base
         );
     }
     Ok(series)
-}
-
-/// TEMPORARY stand-in for the store helper's `store::SourceStore` / `series::Series`, with the
-/// same signatures; removed when wip/store lands.
-mod standin {
-    use std::path::{Path, PathBuf};
-    use std::process::Command;
-
-    use anyhow::{bail, Context, Result};
-
-    use crate::release::Release;
-
-    pub struct SourceStore;
-
-    pub struct Series {
-        pub base: Release,
-        pub patches: Vec<PathBuf>,
-    }
-
-    impl SourceStore {
-        pub fn open_default(_flag: Option<&Path>) -> Result<SourceStore> {
-            Ok(SourceStore)
-        }
-        pub fn ensure_release(&self, release: Release) -> Result<git2::Oid> {
-            if release.version != "2.44" {
-                bail!("stand-in store has only 2.44");
-            }
-            Ok(git2::Oid::zero())
-        }
-        pub fn tree_id(&self, _commit: git2::Oid) -> Result<String> {
-            Ok("standin-2.44".into())
-        }
-        pub fn export_tree(
-            &self,
-            _release: Release,
-            series: Option<&Series>,
-            dest: &Path,
-        ) -> Result<()> {
-            let status = Command::new("cp")
-                .args([
-                    "-a",
-                    "/work/scratch/src/glibc-2.44/.",
-                    &dest.to_string_lossy(),
-                ])
-                .status()?;
-            if !status.success() {
-                bail!("cp failed");
-            }
-            for patch in series.map(|s| s.patches.as_slice()).unwrap_or_default() {
-                let status = Command::new("patch")
-                    .args(["-s", "-p1", "-d", &dest.to_string_lossy(), "-i"])
-                    .arg(patch)
-                    .status()?;
-                if !status.success() {
-                    bail!("patch {} failed", patch.display());
-                }
-            }
-            Ok(())
-        }
-    }
-
-    impl Series {
-        pub fn load(dir: &Path) -> Result<Series> {
-            let mut patches: Vec<PathBuf> = std::fs::read_dir(dir)?
-                .map(|e| e.map(|e| e.path()))
-                .collect::<std::io::Result<_>>()?;
-            patches.retain(|p| p.extension().is_some_and(|e| e == "patch"));
-            patches.sort();
-            let version = dir.file_name().context("no name")?.to_string_lossy();
-            Ok(Series {
-                base: Release::parse(&version)?,
-                patches,
-            })
-        }
-        pub fn content_id(&self) -> String {
-            let mut all = Vec::new();
-            for p in &self.patches {
-                all.extend(std::fs::read(p).unwrap_or_default());
-            }
-            git2::Oid::hash_object(git2::ObjectType::Blob, &all)
-                .unwrap()
-                .to_string()
-        }
-    }
 }

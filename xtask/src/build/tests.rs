@@ -50,3 +50,36 @@ fn target_selection() {
         .to_string()
         .contains("x86_64, aarch64"));
 }
+
+#[test]
+fn editing_a_patch_changes_the_key_and_nothing_else_does() {
+    let patches = tempfile::tempdir().unwrap();
+    let release = Release::parse("2.44").unwrap();
+    let dir = patches.path().join("2.44");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("series"),
+        format!("# base: glibc-2.44 {}\n0001-fallback.patch\n", release.tree),
+    )
+    .unwrap();
+    let patch = dir.join("0001-fallback.patch");
+    std::fs::write(&patch, "Subject: [PATCH] fallback\n\n+a\n").unwrap();
+    let key = || {
+        let series = source::load_series(patches.path(), release).unwrap();
+        KeyInputs {
+            release: "2.44".into(),
+            tree_id: release.tree.into(),
+            series_id: Some(series.content_id()),
+            target: Target::X86_64,
+            configure_flags: vec!["--prefix=/usr".into()],
+            environment: vec![],
+            compiler: "gcc 12".into(),
+            recipe: recipe::RECIPE_VERSION,
+        }
+        .key()
+    };
+    let first = key();
+    assert_eq!(key(), first);
+    std::fs::write(&patch, "Subject: [PATCH] fallback\n\n+b\n").unwrap();
+    assert_ne!(key(), first);
+}

@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result};
+use git2::{Oid, Repository};
 
 use super::lock::{self, FileLock};
+use crate::worktree;
 
 /// Debian's orig tarballs (and the store) drop `manual/`, but glibc's top-level Makefile
 /// still descends into it; this stub is build support, not part of the patch series.
@@ -18,6 +20,9 @@ const MANUAL_STUB: &str = "subdir := manual\n\ninclude ../Rules\n";
 /// Written into `build/` after configure succeeded, holding what configure saw; a build dir
 /// without it (configure interrupted, or other flags) is configured again from scratch.
 const CONFIGURED_MARKER: &str = ".ld-fallback-configured";
+
+/// In the work dir: the git tree `src/` holds, written after an update completed.
+const SOURCE_TREE_MARKER: &str = "src.tree";
 
 #[derive(Debug, Clone)]
 pub struct WorkDir {
@@ -64,9 +69,41 @@ impl WorkDir {
         PathBuf::from(path)
     }
 
-    /// Makes `src/` the tree `export` writes, rewriting only files whose content differs so
-    /// that make sees unchanged files as up to date. The caller holds `lock()`.
-    pub fn update_source(&self, export: impl FnOnce(&Path) -> Result<()>) -> Result<SyncStats> {
+    /// Makes `src/` hold `tree` (plus the manual stub), rewriting only files whose content
+    /// differs so that make sees unchanged files as up to date. When `src/` is known to hold
+    /// an earlier tree, only the git diff between the two is written (milliseconds);
+    /// otherwise `export` writes the whole tree aside and it is compared file by file.
+    /// The caller holds `lock()`.
+    pub fn update_source(
+        &self,
+        repo: &Repository,
+        tree: Oid,
+        export: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<SyncStats> {
+        let marker = self.root.join(SOURCE_TREE_MARKER);
+        let previous = fs::read_to_string(&marker)
+            .ok()
+            .and_then(|text| Oid::from_str(text.trim()).ok())
+            .filter(|old| self.src().is_dir() && repo.find_tree(*old).is_ok());
+        if previous == Some(tree) {
+            return Ok(SyncStats::default());
+        }
+        // Until the marker is rewritten, `src/` is in an unknown state: an interrupted update
+        // is finished by a full comparison next time.
+        if marker.exists() {
+            fs::remove_file(&marker)
+                .with_context(|| format!("cannot remove {}", marker.display()))?;
+        }
+        let stats = match previous {
+            Some(old) => apply_tree_diff(repo, old, tree, &self.src())?,
+            None => self.full_sync(export)?,
+        };
+        fs::write(&marker, format!("{tree}\n"))
+            .with_context(|| format!("cannot write {}", marker.display()))?;
+        Ok(stats)
+    }
+
+    fn full_sync(&self, export: impl FnOnce(&Path) -> Result<()>) -> Result<SyncStats> {
         let incoming = self.root.join("incoming");
         if incoming.exists() {
             fs::remove_dir_all(&incoming)
@@ -112,6 +149,44 @@ pub(super) fn add_manual_stub(tree: &Path) -> Result<()> {
     }
     fs::create_dir(&manual).with_context(|| format!("cannot create {}", manual.display()))?;
     fs::write(manual.join("Makefile"), MANUAL_STUB).context("cannot write the manual/ stub")
+}
+
+/// Writes into `dest` (holding tree `old`) what differs in tree `new`.
+fn apply_tree_diff(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result<SyncStats> {
+    let (old, new) = (repo.find_tree(old)?, repo.find_tree(new)?);
+    let diff = repo
+        .diff_tree_to_tree(Some(&old), Some(&new), None)
+        .context("cannot diff the source trees")?;
+    let mut stats = SyncStats::default();
+    for delta in diff.deltas() {
+        let (before, after) = (delta.old_file(), delta.new_file());
+        if let Some(path) = before.path().filter(|_| before.exists()) {
+            let path = dest.join(path);
+            if path.symlink_metadata().is_ok() {
+                remove_any(&path)?;
+            }
+            if !after.exists() {
+                stats.removed += 1;
+            }
+        }
+        if let Some(path) = after.path().filter(|_| after.exists()) {
+            let path = dest.join(path);
+            // A directory that became a file: its files were deleted above, the directory not.
+            if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                remove_any(&path)?;
+            }
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            let blob = repo
+                .find_blob(after.id())
+                .with_context(|| format!("blob of {} is missing", path.display()))?;
+            worktree::write_file(&path, blob.content(), i32::from(after.mode()))?;
+            stats.written += 1;
+        }
+    }
+    Ok(stats)
 }
 
 /// Makes `to` a copy of `from` by moving over only what differs (content, executable bit,
@@ -220,7 +295,7 @@ mod tests {
     }
 
     fn age(path: &Path) {
-        let old = SystemTime::now() - Duration::from_secs(3600);
+        let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
         fs::File::options()
             .write(true)
             .open(path)
@@ -229,58 +304,113 @@ mod tests {
             .unwrap();
     }
 
+    fn tree_of(repo: &Repository, files: &[(&str, &str, git2::FileMode)]) -> Oid {
+        let empty = repo.treebuilder(None).unwrap().write().unwrap();
+        let empty = repo.find_tree(empty).unwrap();
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for (path, text, mode) in files {
+            update.upsert(*path, repo.blob(text.as_bytes()).unwrap(), *mode);
+        }
+        update.create_updated(repo, &empty).unwrap()
+    }
+
+    const FILE: git2::FileMode = git2::FileMode::Blob;
+    const EXEC: git2::FileMode = git2::FileMode::BlobExecutable;
+
+    fn no_export(_: &Path) -> Result<()> {
+        panic!("a known previous tree must be updated from the diff, not a full export")
+    }
+
     #[test]
-    fn only_changed_files_are_rewritten() {
+    fn patch_edit_rewrites_only_the_changed_files() {
         let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
         let work = WorkDir::new(dir.path().join("w"));
-        let tree = |files: &'static [(&'static str, &'static str)]| {
-            move |dest: &Path| -> Result<()> {
-                for (name, text) in files {
-                    write(&dest.join(name), text);
-                }
-                std::os::unix::fs::symlink("COPYING", dest.join("COPYING.LIB"))?;
-                Ok(())
-            }
-        };
-        let first = work
-            .update_source(tree(&[
-                ("COPYING", "gpl"),
-                ("elf/dl-load.c", "v1"),
-                ("elf/rtld.c", "same"),
-                ("gone.c", "x"),
-            ]))
+        let first = tree_of(
+            &repo,
+            &[
+                ("COPYING", "gpl", FILE),
+                ("configure", "#!/bin/sh", FILE),
+                ("elf/dl-load.c", "v1", FILE),
+                ("elf/rtld.c", "same", FILE),
+                ("gone/gone.c", "x", FILE),
+            ],
+        );
+        let stats = work
+            .update_source(&repo, first, |dest| {
+                worktree::write_tree(&repo, first, dest)
+            })
             .unwrap();
-        assert_eq!(first.written, 6, "{first:?}"); // 4 files, the symlink, the manual stub
+        assert_eq!(stats.written, 6, "{stats:?}"); // 5 files and the manual stub
         let src = work.src();
-        for name in ["elf/dl-load.c", "elf/rtld.c", "manual/Makefile"] {
+        for name in [
+            "elf/dl-load.c",
+            "elf/rtld.c",
+            "configure",
+            "manual/Makefile",
+        ] {
             age(&src.join(name));
         }
-        let before_rtld = mtime(&src.join("elf/rtld.c"));
+        let before = mtime(&src.join("elf/rtld.c"));
 
-        let second = work
-            .update_source(tree(&[
-                ("COPYING", "gpl"),
-                ("elf/dl-load.c", "v2"),
-                ("elf/rtld.c", "same"),
-            ]))
-            .unwrap();
-        assert_eq!(
-            second,
-            SyncStats {
-                written: 1,
-                removed: 1,
-                unchanged: 4
-            }
+        let second = tree_of(
+            &repo,
+            &[
+                ("COPYING", "gpl", FILE),
+                ("configure", "#!/bin/sh", EXEC),
+                ("elf/dl-load.c", "v2", FILE),
+                ("elf/rtld.c", "same", FILE),
+                ("elf/new.c", "n", FILE),
+            ],
         );
-        assert_eq!(mtime(&src.join("elf/rtld.c")), before_rtld);
-        assert!(mtime(&src.join("elf/dl-load.c")) > before_rtld);
+        let stats = work.update_source(&repo, second, no_export).unwrap();
+        assert_eq!((stats.written, stats.removed), (3, 1), "{stats:?}");
+        assert_eq!(mtime(&src.join("elf/rtld.c")), before);
+        assert_eq!(mtime(&src.join("manual/Makefile")), before);
+        assert!(mtime(&src.join("elf/dl-load.c")) > before);
         assert_eq!(fs::read_to_string(src.join("elf/dl-load.c")).unwrap(), "v2");
-        assert!(!src.join("gone.c").exists());
+        assert_eq!(fs::read_to_string(src.join("elf/new.c")).unwrap(), "n");
+        assert!(
+            src.join("configure")
+                .metadata()
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o100
+                != 0
+        );
+        assert!(!src.join("gone/gone.c").exists());
+
+        // Nothing changed: nothing is touched.
+        let stats = work.update_source(&repo, second, no_export).unwrap();
+        assert_eq!(stats, SyncStats::default());
+        assert!(!work.root().join("incoming").exists());
+    }
+
+    #[test]
+    fn interrupted_update_is_finished_by_a_full_comparison() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
+        let work = WorkDir::new(dir.path().join("w"));
+        let first = tree_of(&repo, &[("a.c", "1", FILE), ("b.c", "1", FILE)]);
+        let second = tree_of(&repo, &[("a.c", "2", FILE), ("b.c", "2", FILE)]);
+        let repo = &repo;
+        let export = |tree| move |dest: &Path| worktree::write_tree(repo, tree, dest);
+        work.update_source(repo, first, export(first)).unwrap();
+        // Killed halfway through the update to `second`: a.c written, b.c not, marker gone.
+        fs::write(work.src().join("a.c"), "2").unwrap();
+        fs::remove_file(work.root().join(SOURCE_TREE_MARKER)).unwrap();
+        age(&work.src().join("a.c"));
+        let before = mtime(&work.src().join("a.c"));
+
+        let stats = work.update_source(repo, second, export(second)).unwrap();
+        assert_eq!((stats.written, stats.removed), (1, 0), "{stats:?}");
+        assert_eq!(mtime(&work.src().join("a.c")), before);
+        assert_eq!(fs::read_to_string(work.src().join("b.c")).unwrap(), "2");
         assert_eq!(
-            fs::read_to_string(src.join("manual/Makefile")).unwrap(),
+            fs::read_to_string(work.src().join("manual/Makefile")).unwrap(),
             MANUAL_STUB
         );
-        assert!(!work.root().join("incoming").exists());
     }
 
     #[test]

@@ -1,0 +1,238 @@
+//! Where a release's files come from, and how they become one deterministic git tree.
+//!
+//! Every source ends up here: a directory of extracted files (Debian or other tarball) or an
+//! upstream tag's tree (git). The stored tree of every release is the upstream tag minus
+//! `manual/`, whatever the source: Debian's orig tarballs drop `manual/` for licensing, so git
+//! imports (and any tarball that has it) drop it too, and all sources agree on one tree id.
+
+pub mod debian;
+pub mod git;
+pub mod tarball;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use git2::{ObjectType, Odb, Oid};
+
+/// The directory every stored tree leaves out (see the module docs).
+pub const DROPPED_TOP_LEVEL: &str = "manual";
+
+/// Where `cargo xtask glibc import` takes a release from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Debian's `glibc_X.Y.orig.tar.xz`, downloaded through apt (kept in the downloads dir).
+    Debian,
+    /// A release tarball on disk (any compression `tar` understands).
+    Tarball(PathBuf),
+    /// An upstream glibc git repository (URL or path) holding the tag `glibc-X.Y`.
+    Git(String),
+}
+
+impl Source {
+    /// Parses `debian`, `tarball:<path>` or `git:<url-or-path>`.
+    pub fn parse(text: &str) -> Result<Source> {
+        if text == "debian" {
+            return Ok(Source::Debian);
+        }
+        if let Some(path) = text.strip_prefix("tarball:") {
+            return Ok(Source::Tarball(PathBuf::from(path)));
+        }
+        if let Some(url) = text.strip_prefix("git:") {
+            return Ok(Source::Git(url.to_string()));
+        }
+        bail!(
+            "unknown import source `{text}`; use `debian`, `tarball:<path>` or `git:<url-or-path>`"
+        )
+    }
+}
+
+/// A tree built from a directory, serialized exactly as git would, so that its id can be
+/// checked against the pinned one before a single object is written to the store.
+pub struct Snapshot {
+    pub root: Oid,
+    blobs: Vec<(Oid, BlobSource)>,
+    trees: Vec<(Oid, Vec<u8>)>,
+    pub files: usize,
+}
+
+enum BlobSource {
+    File(PathBuf),
+    Symlink(Vec<u8>),
+}
+
+impl Snapshot {
+    /// Hashes every file below `dir`, as `git add -A -f && git write-tree` would: ignore files
+    /// are not honoured, the executable bit gives 100755, symlinks give 120000, empty
+    /// directories vanish. `drop_top_level` names top-level entries to leave out.
+    pub fn of_dir(dir: &Path, drop_top_level: &[&str]) -> Result<Snapshot> {
+        let mut snapshot = Snapshot {
+            root: Oid::zero(),
+            blobs: Vec::new(),
+            trees: Vec::new(),
+            files: 0,
+        };
+        match snapshot.add_dir(dir, drop_top_level)? {
+            Some(root) => snapshot.root = root,
+            None => bail!("{} holds no files", dir.display()),
+        }
+        Ok(snapshot)
+    }
+
+    fn add_dir(&mut self, dir: &Path, drop: &[&str]) -> Result<Option<Oid>> {
+        let mut entries = Vec::new();
+        for entry in
+            std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?
+        {
+            let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+            let name = entry.file_name();
+            // git never stores a `.git` entry; dropped directories are dropped at the top only.
+            if name == ".git" || drop.iter().any(|d| OsStr::new(d) == name) {
+                continue;
+            }
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path)
+                .with_context(|| format!("cannot stat {}", path.display()))?;
+            let kind = meta.file_type();
+            let (mode, oid) = if kind.is_dir() {
+                match self.add_dir(&path, &[])? {
+                    Some(oid) => (TreeMode::Tree, oid),
+                    None => continue,
+                }
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(&path)
+                    .with_context(|| format!("cannot read link {}", path.display()))?;
+                let bytes = target.as_os_str().as_bytes().to_vec();
+                let oid = Oid::hash_object(ObjectType::Blob, &bytes)?;
+                self.blobs.push((oid, BlobSource::Symlink(bytes)));
+                self.files += 1;
+                (TreeMode::Symlink, oid)
+            } else if kind.is_file() {
+                let oid = Oid::hash_file(ObjectType::Blob, &path)
+                    .with_context(|| format!("cannot hash {}", path.display()))?;
+                self.blobs.push((oid, BlobSource::File(path.clone())));
+                self.files += 1;
+                let exec = meta.permissions().mode() & 0o100 != 0;
+                (
+                    if exec {
+                        TreeMode::Executable
+                    } else {
+                        TreeMode::File
+                    },
+                    oid,
+                )
+            } else {
+                bail!(
+                    "{} is neither a file, a directory nor a symlink",
+                    path.display()
+                )
+            };
+            entries.push(TreeEntry {
+                name: name.as_bytes().to_vec(),
+                mode,
+                oid,
+            });
+        }
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let bytes = serialize_tree(entries);
+        let oid = Oid::hash_object(ObjectType::Tree, &bytes)?;
+        self.trees.push((oid, bytes));
+        Ok(Some(oid))
+    }
+
+    /// Writes every object into `odb` (those already there are skipped).
+    pub fn write(&self, odb: &Odb) -> Result<()> {
+        for (oid, source) in &self.blobs {
+            if odb.exists(*oid) {
+                continue;
+            }
+            let data = match source {
+                BlobSource::File(path) => std::fs::read(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+                BlobSource::Symlink(bytes) => bytes.clone(),
+            };
+            let written = odb
+                .write(ObjectType::Blob, &data)
+                .context("cannot write blob")?;
+            if written != *oid {
+                bail!("a file changed while it was imported (blob {oid} became {written})");
+            }
+        }
+        for (oid, bytes) in &self.trees {
+            let written = odb
+                .write(ObjectType::Tree, bytes)
+                .context("cannot write tree")?;
+            debug_assert_eq!(written, *oid);
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum TreeMode {
+    File,
+    Executable,
+    Symlink,
+    Tree,
+}
+
+impl TreeMode {
+    fn octal(self) -> &'static [u8] {
+        match self {
+            TreeMode::File => b"100644",
+            TreeMode::Executable => b"100755",
+            TreeMode::Symlink => b"120000",
+            TreeMode::Tree => b"40000",
+        }
+    }
+}
+
+pub struct TreeEntry {
+    pub name: Vec<u8>,
+    pub mode: TreeMode,
+    pub oid: Oid,
+}
+
+/// git's tree format: entries sorted by name, a directory sorting as if its name ended in `/`.
+pub fn serialize_tree(mut entries: Vec<TreeEntry>) -> Vec<u8> {
+    let key = |e: &TreeEntry| {
+        let mut k = e.name.clone();
+        if e.mode == TreeMode::Tree {
+            k.push(b'/');
+        }
+        k
+    };
+    entries.sort_by_cached_key(key);
+    let mut bytes = Vec::new();
+    for e in entries {
+        bytes.extend_from_slice(e.mode.octal());
+        bytes.push(b' ');
+        bytes.extend_from_slice(&e.name);
+        bytes.push(0);
+        bytes.extend_from_slice(e.oid.as_bytes());
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_parses_all_forms() {
+        assert_eq!(Source::parse("debian").unwrap(), Source::Debian);
+        assert_eq!(
+            Source::parse("tarball:/x/y.tar.xz").unwrap(),
+            Source::Tarball("/x/y.tar.xz".into())
+        );
+        assert_eq!(
+            Source::parse("git:https://example.invalid/glibc.git").unwrap(),
+            Source::Git("https://example.invalid/glibc.git".into())
+        );
+        assert!(Source::parse("ftp:x").is_err());
+    }
+}

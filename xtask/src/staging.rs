@@ -1,0 +1,39 @@
+//! Temporary directories next to their destination, so that a rename publishes a result
+//! atomically; leftovers of killed processes are removed by the next one.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use tempfile::TempDir;
+
+/// `<parent>/.<kind>-<pid>-XXXXXX`, after removing `.<kind>-*` dirs whose process is gone.
+pub fn tempdir_in(parent: &Path, kind: &str) -> Result<TempDir> {
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    remove_orphans(parent, kind);
+    tempfile::Builder::new()
+        .prefix(&format!(".{kind}-{}-", std::process::id()))
+        .tempdir_in(parent)
+        .with_context(|| {
+            format!(
+                "cannot create a {kind} staging directory in {}",
+                parent.display()
+            )
+        })
+}
+
+fn remove_orphans(parent: &Path, kind: &str) {
+    let prefix = format!(".{kind}-");
+    for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Synthetic glibc-like releases for the store and rebase tests: small trees, real tarballs,
+//! stores in temp dirs (never the user's cache).
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use git2::{Oid, Repository, Signature, Time};
+use tempfile::TempDir;
+use xtask::import::{Snapshot, Source};
+use xtask::release::Release;
+use xtask::store::SourceStore;
+
+/// A release whose pinned tree is the one of `dir` (tests cannot use the real pins).
+pub fn release_of(version: &'static str, dir: &Path) -> Release {
+    let tree = Snapshot::of_dir(dir, &["manual"]).unwrap().root.to_string();
+    let real = Release::parse(version).unwrap();
+    Release {
+        tree: Box::leak(tree.into_boxed_str()),
+        ..real
+    }
+}
+
+/// Writes `files` below `root/glibc-<version>/` and returns that directory.
+pub fn source_dir(root: &Path, version: &str, files: &[(&str, &str)]) -> PathBuf {
+    let top = root.join(format!("glibc-{version}"));
+    for (path, text) in files {
+        let path = top.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+    top
+}
+
+pub fn make_executable(path: &Path) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `tar -cJf` of `top` (named `glibc-X.Y`), as Debian ships it.
+pub fn tarball(top: &Path, dest: &Path) -> PathBuf {
+    let status = Command::new("tar")
+        .arg("-cJf")
+        .arg(dest)
+        .arg("-C")
+        .arg(top.parent().unwrap())
+        .arg(top.file_name().unwrap())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dest.to_path_buf()
+}
+
+/// `dl-load.c` of a pretend release: `n` numbered lines around a search function.
+pub fn dl_load(version: &str, extra_top: &str) -> String {
+    let mut text = format!("/* glibc {version} */\n{extra_top}");
+    for i in 0..40 {
+        text.push_str(&format!("static int line{i};\n"));
+    }
+    text.push_str("int\nsearch (void)\n{\n  /* Finally, try the default path.  */\n  return default_path ();\n}\n");
+    for i in 40..60 {
+        text.push_str(&format!("static int line{i};\n"));
+    }
+    text
+}
+
+/// A fresh store in a temp dir holding the given synthetic releases.
+pub struct TestStore {
+    pub tmp: TempDir,
+    pub store: SourceStore,
+}
+
+impl TestStore {
+    pub fn new() -> TestStore {
+        let tmp = TempDir::new().unwrap();
+        let store = SourceStore::open(&tmp.path().join("glibc.git"))
+            .unwrap()
+            .with_downloads(&tmp.path().join("downloads"));
+        TestStore { tmp, store }
+    }
+
+    /// Imports a synthetic release from a tarball of `files`.
+    pub fn add(&self, version: &'static str, files: &[(&str, &str)]) -> (Release, Oid) {
+        let src = self.tmp.path().join(format!("src-{version}"));
+        let top = source_dir(&src, version, files);
+        let release = release_of(version, &top);
+        let tar = tarball(
+            &top,
+            &self.tmp.path().join(format!("glibc_{version}.tar.xz")),
+        );
+        let commit = self.store.import(release, &Source::Tarball(tar)).unwrap();
+        (release, commit)
+    }
+
+    pub fn repo(&self) -> &Repository {
+        self.store.repo()
+    }
+
+    /// Commits `files` (path, new text) on `parent`, as a developer would.
+    pub fn commit(
+        &self,
+        parent: Oid,
+        subject_and_body: &str,
+        files: &[(&str, &str)],
+        when: i64,
+    ) -> Oid {
+        let repo = self.repo();
+        let parent = repo.find_commit(parent).unwrap();
+        let mut tree = parent.tree().unwrap();
+        for (path, text) in files {
+            let blob = repo.blob(text.as_bytes()).unwrap();
+            tree = replace_path(repo, &tree, path, blob);
+        }
+        let sig =
+            Signature::new("A U Thor", "author@example.invalid", &Time::new(when, 60)).unwrap();
+        repo.commit(None, &sig, &sig, subject_and_body, &tree, &[&parent])
+            .unwrap()
+    }
+}
+
+fn replace_path<'r>(
+    repo: &'r Repository,
+    tree: &git2::Tree<'r>,
+    path: &str,
+    blob: Oid,
+) -> git2::Tree<'r> {
+    let mut builder = repo.treebuilder(Some(tree)).unwrap();
+    match path.split_once('/') {
+        None => {
+            builder.insert(path, blob, 0o100644).unwrap();
+        }
+        Some((dir, rest)) => {
+            let sub = match tree.get_name(dir) {
+                Some(entry) => repo.find_tree(entry.id()).unwrap(),
+                None => repo
+                    .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+                    .unwrap(),
+            };
+            let sub = replace_path(repo, &sub, rest, blob);
+            builder.insert(dir, sub.id(), 0o040000).unwrap();
+        }
+    }
+    repo.find_tree(builder.write().unwrap()).unwrap()
+}
+
+/// Runs a command in `dir`, panicking with its output on failure.
+pub fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

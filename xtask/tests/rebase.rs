@@ -1,0 +1,330 @@
+//! `rebase-glibc` on synthetic releases: clean moves, changed context, patches already
+//! upstream, conflicts with --continue and --abort, and drift caught by --check.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use git2::Oid;
+use xtask::patches::{self, State};
+use xtask::rebase::{self, Outcome};
+use xtask::release::Release;
+use xtask::series::Series;
+use xtask::series_rebase::Workspace;
+use xtask::store::SourceStore;
+
+const OLD_LINE: &str = "  return default_path ();\n";
+const NEW_LINES: &str = "  if (default_path () == 0)\n    return 0;\n  return fallback_path ();\n";
+
+struct Fixture {
+    t: TestStore,
+    ws: Workspace,
+}
+
+fn rel(v: &str) -> Release {
+    Release::parse(v).unwrap()
+}
+
+/// 2.41 carries a two-patch series; 2.42 moves and rewords context; 2.43 changes the patched
+/// line; 2.44 already has the second patch.
+fn fixture() -> Fixture {
+    let t = TestStore::new();
+    let rtld = "int rtld;\n";
+    let (r41, base) = t.add(
+        "2.41",
+        &[
+            ("elf/dl-load.c", &dl_load("2.41", "")),
+            ("elf/rtld.c", rtld),
+        ],
+    );
+    let moved = dl_load("2.42", "int moved_a;\nint moved_b;\n")
+        .replace("search (void)", "search (int mode)");
+    t.add("2.42", &[("elf/dl-load.c", &moved), ("elf/rtld.c", rtld)]);
+    let clash = dl_load("2.43", "").replace(OLD_LINE, "  return default_path (flags);\n");
+    t.add("2.43", &[("elf/dl-load.c", &clash), ("elf/rtld.c", rtld)]);
+    t.add(
+        "2.44",
+        &[
+            ("elf/dl-load.c", &dl_load("2.44", "")),
+            ("elf/rtld.c", "int rtld;\nint fallback;\n"),
+        ],
+    );
+
+    let c1 = t.commit(
+        base,
+        "elf: Search LD_FALLBACK_PATH last\n",
+        &[(
+            "elf/dl-load.c",
+            &dl_load("2.41", "").replace(OLD_LINE, NEW_LINES),
+        )],
+        1_764_000_000,
+    );
+    let c2 = t.commit(
+        c1,
+        "elf: Parse LD_FALLBACK_PATH\n",
+        &[("elf/rtld.c", "int rtld;\nint fallback;\n")],
+        1_764_000_100,
+    );
+    let series = Series::from_commits(t.repo(), r41, &[c1, c2]).unwrap();
+    let ws = Workspace {
+        store: SourceStore::open(t.store.dir()).unwrap(),
+        patches_dir: t.tmp.path().join("patches"),
+        rebase_dir: t.tmp.path().join("rebase"),
+    };
+    series.write(&ws.series_dir(r41)).unwrap();
+    Fixture { t, ws }
+}
+
+fn written(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Written(summary) => summary,
+        Outcome::Conflict(report) => panic!("unexpected conflict:\n{report}"),
+    }
+}
+
+fn conflict(outcome: Outcome) -> String {
+    match outcome {
+        Outcome::Written(summary) => panic!("expected a conflict, got:\n{summary}"),
+        Outcome::Conflict(report) => report,
+    }
+}
+
+fn file_in_series_tree(f: &Fixture, release: Release, path: &str) -> String {
+    let series = Series::load(&f.ws.series_dir(release)).unwrap();
+    let dest =
+        f.t.tmp
+            .path()
+            .join(format!("export-{release}-{}", path.replace('/', "-")));
+    f.ws.store
+        .export_tree(release, Some(&series), &dest)
+        .unwrap();
+    std::fs::read_to_string(dest.join(path)).unwrap()
+}
+
+#[test]
+fn clean_rebase_reports_changed_context_and_writes_a_series_that_checks() {
+    let f = fixture();
+    let summary = written(rebase::start(&f.ws, None, rel("2.42")).unwrap());
+    // Patch 1's context line was reworded upstream: only that shows, not the moved hunk.
+    assert!(
+        summary.contains("0001-elf-Search-LD_FALLBACK_PATH-last.patch")
+            && summary.contains("changed ->"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- search (void)\n") && summary.contains("+ search (int mode)\n"),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("@@ -"),
+        "line numbers must be stripped:\n{summary}"
+    );
+    assert!(
+        summary.contains("0002-elf-Parse-LD_FALLBACK_PATH.patch")
+            && summary.contains("unchanged -> 0002"),
+        "{summary}"
+    );
+    assert!(
+        file_in_series_tree(&f, rel("2.42"), "elf/dl-load.c").contains("return fallback_path ();")
+    );
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(check.ok, "{}", check.text);
+    assert_eq!(
+        check.text.lines().filter(|l| l.starts_with("ok")).count(),
+        2,
+        "{}",
+        check.text
+    );
+}
+
+#[test]
+fn a_patch_already_upstream_is_dropped() {
+    let f = fixture();
+    let summary = written(rebase::start(&f.ws, Some(rel("2.41")), rel("2.44")).unwrap());
+    assert!(
+        summary.contains("0002-elf-Parse-LD_FALLBACK_PATH.patch")
+            && summary.contains("dropped: already in glibc 2.44"),
+        "{summary}"
+    );
+    let series = Series::load(&f.ws.series_dir(rel("2.44"))).unwrap();
+    assert_eq!(series.patches.len(), 1);
+    assert!(series.patches[0]
+        .text
+        .contains("Subject: [PATCH 1/1] elf: Search LD_FALLBACK_PATH last"));
+}
+
+#[test]
+fn conflict_stops_then_continue_finishes() {
+    let f = fixture();
+    let report = conflict(rebase::start(&f.ws, None, rel("2.43")).unwrap());
+    assert!(
+        report.contains(
+            "patch 1/2 0001-elf-Search-LD_FALLBACK_PATH-last.patch does not merge into glibc 2.43"
+        ),
+        "{report}"
+    );
+    assert!(report.contains("conflict in elf/dl-load.c"), "{report}");
+    assert!(
+        report.contains("<<<<<<< glibc 2.43") && report.contains("return default_path (flags);"),
+        "{report}"
+    );
+    assert!(
+        report.contains("cargo xtask rebase-glibc --continue") && report.contains("--abort"),
+        "{report}"
+    );
+    assert!(
+        !f.ws.series_dir(rel("2.43")).exists(),
+        "patches/ must stay untouched"
+    );
+
+    let tree = f.ws.rebase_dir.join("2.43/tree");
+    let conflicted = std::fs::read_to_string(tree.join("elf/dl-load.c")).unwrap();
+    assert!(
+        conflicted.contains(">>>>>>> 0001-elf-Search-LD_FALLBACK_PATH-last.patch"),
+        "{conflicted}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.join("elf/rtld.c")).unwrap(),
+        "int rtld;\n"
+    );
+
+    // A second start is refused while the first is stopped.
+    assert!(rebase::start(&f.ws, None, rel("2.43")).is_err());
+    // Markers left: refused.
+    let err = rebase::continue_rebase(&f.ws, rel("2.43"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("conflict markers remain in elf/dl-load.c"),
+        "{err}"
+    );
+
+    let resolved = dl_load("2.43", "").replace(
+        OLD_LINE,
+        "  if (default_path (flags) == 0)\n    return 0;\n  return fallback_path ();\n",
+    );
+    std::fs::write(tree.join("elf/dl-load.c"), &resolved).unwrap();
+    let summary = written(rebase::continue_rebase(&f.ws, rel("2.43")).unwrap());
+    assert!(summary.contains("unchanged -> 0002"), "{summary}");
+    assert!(!f.ws.rebase_dir.join("2.43").exists(), "state must be gone");
+    assert_eq!(
+        file_in_series_tree(&f, rel("2.43"), "elf/dl-load.c"),
+        resolved
+    );
+    assert_eq!(
+        file_in_series_tree(&f, rel("2.43"), "elf/rtld.c"),
+        "int rtld;\nint fallback;\n"
+    );
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(check.ok, "{}", check.text);
+}
+
+#[test]
+fn abort_drops_the_state_and_leaves_patches_alone() {
+    let f = fixture();
+    let before = snapshot(&f.ws.patches_dir);
+    conflict(rebase::start(&f.ws, None, rel("2.43")).unwrap());
+    rebase::abort(&f.ws, rel("2.43")).unwrap();
+    assert!(!f.ws.rebase_dir.join("2.43").exists());
+    assert_eq!(snapshot(&f.ws.patches_dir), before);
+    // and the rebase can start over
+    conflict(rebase::start(&f.ws, None, rel("2.43")).unwrap());
+}
+
+#[test]
+fn check_catches_drift_and_patches_that_do_not_apply() {
+    let f = fixture();
+    let dir = f.ws.series_dir(rel("2.41"));
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(check.ok, "{}", check.text);
+
+    // A hand edit that still applies: the re-export differs.
+    let name = "0002-elf-Parse-LD_FALLBACK_PATH.patch";
+    let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    std::fs::write(
+        dir.join(name),
+        text.replace("\n\n---\n", "\n\nHand-written note.\n---\n"),
+    )
+    .unwrap();
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(!check.ok);
+    assert!(
+        check.text.contains("DRIFT") && check.text.contains(&format!("{name} differs")),
+        "{}",
+        check.text
+    );
+    assert!(
+        check
+            .text
+            .contains("cargo xtask rebase-glibc --from 2.41 --onto 2.41"),
+        "{}",
+        check.text
+    );
+
+    // A context line that is not in the release: does not apply.
+    std::fs::write(
+        dir.join(name),
+        text.replace(" int rtld;\n", " int rtld2;\n"),
+    )
+    .unwrap();
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(!check.ok);
+    assert!(
+        check.text.contains("FAILED") && check.text.contains("does not apply to glibc 2.41"),
+        "{}",
+        check.text
+    );
+
+    // An extra file in the series dir is drift too.
+    std::fs::write(dir.join(name), &text).unwrap();
+    std::fs::write(dir.join("0003-stray.patch"), "x").unwrap();
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(
+        check
+            .text
+            .contains("0003-stray.patch is not part of the series"),
+        "{}",
+        check.text
+    );
+}
+
+#[test]
+fn status_has_a_row_per_release() {
+    let f = fixture();
+    let releases = [rel("2.41"), rel("2.42"), rel("2.43"), rel("2.44")];
+    let rows = patches::states(&f.ws, &releases).unwrap();
+    assert!(
+        matches!(&rows[0].1, State::AppliesCleanly { base } if base.starts_with("glibc-2.41 ")),
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(
+        rows[1].1,
+        State::NeedsRebase {
+            from: rel("2.41"),
+            dropped: 0
+        }
+    );
+    assert_eq!(
+        rows[2].1,
+        State::Conflicts {
+            from: rel("2.41"),
+            files: vec!["elf/dl-load.c".into()]
+        }
+    );
+    assert_eq!(
+        rows[3].1,
+        State::NeedsRebase {
+            from: rel("2.41"),
+            dropped: 1
+        }
+    );
+    let table = patches::status(&f.ws, &releases).unwrap();
+    assert!(table.contains("2.43     conflicts"), "{table}");
+}
+
+fn snapshot(dir: &Path) -> Oid {
+    xtask::import::Snapshot::of_dir(dir, &[]).unwrap().root
+}

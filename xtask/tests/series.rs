@@ -1,0 +1,197 @@
+//! The series format: round trips byte for byte, and stays consumable by git am and patch -p1.
+
+mod common;
+
+use common::*;
+use xtask::import::Snapshot;
+use xtask::series::Series;
+
+fn v1_files() -> Vec<(&'static str, String)> {
+    vec![
+        ("elf/dl-load.c", dl_load("2.41", "")),
+        ("elf/rtld.c", "int rtld;\n".to_string()),
+        ("README", "glibc\n".to_string()),
+        ("manual/libc.texi", "dropped\n".to_string()),
+    ]
+}
+
+fn borrowed<'a>(files: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    files.iter().map(|(p, t)| (*p, t.as_str())).collect()
+}
+
+#[test]
+fn series_round_trips_and_applies_with_git_am_and_patch() {
+    let t = TestStore::new();
+    let files = v1_files();
+    let (release, base) = t.add("2.41", &borrowed(&files));
+    let dl = dl_load("2.41", "").replace(
+        "  return default_path ();\n",
+        "  if (default_path () == 0)\n    return 0;\n  return fallback_path ();\n",
+    );
+    let c1 = t.commit(
+        base,
+        "elf: Search LD_FALLBACK_PATH last\n\nAfter the default path.\n",
+        &[("elf/dl-load.c", &dl)],
+        1_764_000_000,
+    );
+    let c2 = t.commit(
+        c1,
+        "elf: Parse LD_FALLBACK_PATH\n",
+        &[("elf/rtld.c", "int rtld;\nint fallback;\n")],
+        1_764_000_100,
+    );
+
+    let series = Series::from_commits(t.repo(), release, &[c1, c2]).unwrap();
+    assert_eq!(
+        series.patches[0].name,
+        "0001-elf-Search-LD_FALLBACK_PATH-last.patch"
+    );
+    let text = &series.patches[0].text;
+    assert!(
+        text.starts_with(&format!(
+            "From {c1} Mon Sep 17 00:00:00 2001\nFrom: A U Thor <author@example.invalid>\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("Subject: [PATCH 1/2] elf: Search LD_FALLBACK_PATH last\n\nAfter the default path.\n---\n"), "{text}");
+    assert!(text.contains("\nindex "), "{text}");
+    assert!(text.ends_with("\n-- \nld-fallback\n"), "{text}");
+
+    let dir = t.tmp.path().join("patches/2.41");
+    series.write(&dir).unwrap();
+    let loaded = Series::load(&dir).unwrap();
+    assert_eq!(loaded.base.version, release.version);
+    assert_eq!(loaded.base_tree.to_string(), release.tree);
+    assert_eq!(loaded.content_id(), series.content_id());
+    // Same metadata, same parents: the commits and so the files come back byte for byte.
+    let again = loaded.commit_on(t.repo(), base).unwrap();
+    assert_eq!(again, vec![c1, c2]);
+    assert!(Series::from_commits(t.repo(), release, &again)
+        .unwrap()
+        .drift_against(&dir)
+        .unwrap()
+        .is_empty());
+
+    let expected_tree = t.repo().find_commit(c2).unwrap().tree_id();
+    let exported = t.tmp.path().join("export");
+    t.store
+        .export_tree(release, Some(&loaded), &exported)
+        .unwrap();
+    assert_eq!(
+        Snapshot::of_dir(&exported, &[]).unwrap().root,
+        expected_tree
+    );
+
+    // patch -p1, in series order, on a plain copy of the release.
+    let plain = t.tmp.path().join("plain");
+    t.store.export_tree(release, None, &plain).unwrap();
+    assert!(!plain.join("manual").exists());
+    for p in &loaded.patches {
+        run(
+            &plain,
+            "patch",
+            &["-p1", "--quiet", "-i", dir.join(&p.name).to_str().unwrap()],
+        );
+    }
+    assert_eq!(Snapshot::of_dir(&plain, &[]).unwrap().root, expected_tree);
+
+    // quilt, where installed (package quilt), reads the same series file.
+    if xtask::tools::find_program("quilt").is_some() {
+        let q = t.tmp.path().join("quilt");
+        t.store.export_tree(release, None, &q).unwrap();
+        let out = std::process::Command::new("quilt")
+            .args(["push", "-a", "--quiltrc=-"])
+            .env("QUILT_PATCHES", &dir)
+            .current_dir(&q)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::remove_dir_all(q.join(".pc")).unwrap();
+        assert_eq!(Snapshot::of_dir(&q, &[]).unwrap().root, expected_tree);
+    } else {
+        eprintln!("quilt is not installed: skipping the quilt part");
+    }
+
+    // git am on a repository of the release.
+    let am = t.tmp.path().join("am");
+    t.store.export_tree(release, None, &am).unwrap();
+    run(&am, "git", &["init", "-q"]);
+    run(&am, "git", &["add", "-A", "-f"]);
+    run(
+        &am,
+        "git",
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e.invalid",
+            "commit",
+            "-qm",
+            "base",
+        ],
+    );
+    let mut args = vec![
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@e.invalid",
+        "am",
+        "-q",
+    ];
+    let paths: Vec<String> = loaded
+        .patches
+        .iter()
+        .map(|p| dir.join(&p.name).display().to_string())
+        .collect();
+    args.extend(paths.iter().map(String::as_str));
+    run(&am, "git", &args);
+    assert_eq!(
+        run(&am, "git", &["rev-parse", "HEAD^{tree}"]).trim(),
+        expected_tree.to_string()
+    );
+    assert_eq!(
+        run(&am, "git", &["log", "-1", "--format=%an <%ae> %at %s"]).trim(),
+        "A U Thor <author@example.invalid> 1764000100 elf: Parse LD_FALLBACK_PATH"
+    );
+}
+
+#[test]
+fn binary_changes_are_refused() {
+    let t = TestStore::new();
+    let (release, base) = t.add("2.41", &[("README", "x\n")]);
+    let c = t.commit(
+        base,
+        "add a binary\n",
+        &[("blob.bin", "\0\u{1}\u{2}binary\0")],
+        1_764_000_000,
+    );
+    let err = Series::from_commits(t.repo(), release, &[c])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("blob.bin is binary"), "{err}");
+}
+
+#[test]
+fn a_patch_made_against_other_content_does_not_apply() {
+    let t = TestStore::new();
+    let (release, base) = t.add("2.41", &[("elf/dl-load.c", &dl_load("2.41", ""))]);
+    let c = t.commit(
+        base,
+        "change\n",
+        &[("elf/dl-load.c", &dl_load("2.41", "int x;\n"))],
+        1_764_000_000,
+    );
+    let series = Series::from_commits(t.repo(), release, &[c]).unwrap();
+    let other = t.commit(
+        base,
+        "drift\n",
+        &[("elf/dl-load.c", &dl_load("2.41", "int y;\n"))],
+        1_764_000_000,
+    );
+    let err = format!("{:#}", series.commit_on(t.repo(), other).unwrap_err());
+    assert!(err.contains("elf/dl-load.c is blob"), "{err}");
+}

@@ -1,0 +1,250 @@
+//! The source store on synthetic tarballs and git tags: deterministic ids, modes, refusals.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::*;
+use xtask::import::Source;
+use xtask::release::Release;
+use xtask::store::SourceStore;
+
+fn files() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("elf/dl-load.c", "int dl_load;\n"),
+        ("scripts/run.sh", "#!/bin/sh\n"),
+        (".gitignore", "*.o\n"),
+        ("elf/ignored.o", "imported although .gitignore names it\n"),
+        ("manual/dynlink.texi", "@node\n"),
+    ]
+}
+
+/// A tarball of `files()` with an executable script and a symlink; returns it and its release.
+fn release_tarball(t: &TestStore) -> (Release, std::path::PathBuf) {
+    let src = t.tmp.path().join("src");
+    let top = source_dir(&src, "2.41", &files());
+    make_executable(&top.join("scripts/run.sh"));
+    std::os::unix::fs::symlink("dl-load.c", top.join("elf/link.c")).unwrap();
+    std::fs::create_dir_all(top.join("empty/dir")).unwrap();
+    let release = release_of("2.41", &top);
+    (
+        release,
+        tarball(&top, &t.tmp.path().join("glibc-2.41.tar.xz")),
+    )
+}
+
+#[test]
+fn imports_are_deterministic_and_keep_modes() {
+    let t = TestStore::new();
+    let (release, tar) = release_tarball(&t);
+    let commit = t
+        .store
+        .import(release, &Source::Tarball(tar.clone()))
+        .unwrap();
+
+    let other = TestStore::new();
+    assert_eq!(
+        other.store.import(release, &Source::Tarball(tar)).unwrap(),
+        commit
+    );
+    // Re-importing is a no-op.
+    assert_eq!(t.store.ensure_release(release).unwrap(), commit);
+    let listed = t.store.list().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].tag.as_str(), listed[0].commit),
+        ("glibc-2.41", commit)
+    );
+    assert_eq!(listed[0].tree.to_string(), release.tree);
+
+    let c = t.repo().find_commit(commit).unwrap();
+    assert_eq!(c.parent_count(), 0);
+    assert_eq!(c.author().when().seconds(), 0);
+
+    let out = t.tmp.path().join("out");
+    t.store.export_tree(release, None, &out).unwrap();
+    assert!(
+        !out.join("manual").exists(),
+        "manual/ is dropped from every stored tree"
+    );
+    assert!(!out.join("empty").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("elf/ignored.o")).unwrap(),
+        "imported although .gitignore names it\n"
+    );
+    assert_eq!(
+        std::fs::metadata(out.join("scripts/run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0o111
+    );
+    assert_eq!(
+        std::fs::metadata(out.join("elf/dl-load.c"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o111,
+        0
+    );
+    assert_eq!(
+        std::fs::read_link(out.join("elf/link.c")).unwrap().to_str(),
+        Some("dl-load.c")
+    );
+    let tree = t.repo().find_commit(commit).unwrap().tree().unwrap();
+    let mode = |p: &str| tree.get_path(std::path::Path::new(p)).unwrap().filemode();
+    assert_eq!(
+        (
+            mode("scripts/run.sh"),
+            mode("elf/link.c"),
+            mode("elf/dl-load.c")
+        ),
+        (0o100755, 0o120000, 0o100644)
+    );
+
+    // Export refuses to write over something.
+    assert!(t.store.export_tree(release, None, &out).is_err());
+}
+
+#[test]
+fn the_same_tree_as_git_write_tree() {
+    let t = TestStore::new();
+    let (release, _) = release_tarball(&t);
+    let top = t.tmp.path().join("src/glibc-2.41");
+    std::fs::remove_dir_all(top.join("manual")).unwrap();
+    run(&top, "git", &["init", "-q"]);
+    run(&top, "git", &["add", "-A", "-f"]);
+    assert_eq!(run(&top, "git", &["write-tree"]).trim(), release.tree);
+}
+
+#[test]
+fn a_corrupt_tarball_is_refused_and_the_store_is_unchanged() {
+    let t = TestStore::new();
+    let (release, tar) = release_tarball(&t);
+    let bytes = std::fs::read(&tar).unwrap();
+    let corrupt = t.tmp.path().join("corrupt.tar.xz");
+    std::fs::write(&corrupt, &bytes[..bytes.len() / 2]).unwrap();
+    let err = format!(
+        "{:#}",
+        t.store
+            .import(release, &Source::Tarball(corrupt))
+            .unwrap_err()
+    );
+    assert!(
+        err.contains("cannot extract") && err.contains("corrupt"),
+        "{err}"
+    );
+    assert!(t.store.list().unwrap().is_empty());
+    assert!(t.store.release_commit(release).unwrap().is_none());
+}
+
+#[test]
+fn a_tarball_of_other_content_is_refused() {
+    let t = TestStore::new();
+    let (release, _) = release_tarball(&t);
+    let other = source_dir(
+        &t.tmp.path().join("other"),
+        "2.41",
+        &[("elf/dl-load.c", "int changed;\n")],
+    );
+    let tar = tarball(&other, &t.tmp.path().join("other.tar.xz"));
+    let err = t
+        .store
+        .import(release, &Source::Tarball(tar))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("does not hold glibc 2.41 as pinned") && err.contains(release.tree),
+        "{err}"
+    );
+    assert!(err.contains("the store is unchanged"), "{err}");
+    assert!(t.store.list().unwrap().is_empty());
+}
+
+#[test]
+fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
+    let t = TestStore::new();
+    let (release, tar) = release_tarball(&t);
+    let from_tarball = t.store.import(release, &Source::Tarball(tar)).unwrap();
+
+    // An upstream-like repository: the same files, manual/ included, tagged glibc-2.41.
+    let upstream = t.tmp.path().join("src/glibc-2.41");
+    run(&upstream, "git", &["init", "-q"]);
+    run(&upstream, "git", &["add", "-A", "-f"]);
+    run(
+        &upstream,
+        "git",
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@e.invalid",
+            "commit",
+            "-qm",
+            "release",
+        ],
+    );
+    run(&upstream, "git", &["tag", "glibc-2.41"]);
+
+    let other = TestStore::new();
+    let from_git = other
+        .store
+        .import(release, &Source::Git(upstream.display().to_string()))
+        .unwrap();
+    assert_eq!(from_git, from_tarball);
+
+    // A tag that is not the release is refused.
+    run(&upstream, "git", &["tag", "-d", "glibc-2.41"]);
+    std::fs::write(upstream.join("elf/dl-load.c"), "int other;\n").unwrap();
+    run(
+        &upstream,
+        "git",
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@e.invalid",
+            "commit",
+            "-qam",
+            "other",
+        ],
+    );
+    run(&upstream, "git", &["tag", "glibc-2.41"]);
+    let third = TestStore::new();
+    let err = third
+        .store
+        .import(release, &Source::Git(upstream.display().to_string()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not hold glibc 2.41 as pinned"), "{err}");
+    assert!(third.store.list().unwrap().is_empty());
+}
+
+#[test]
+fn a_new_store_appears_whole_or_not_at_all() {
+    let tmp = tempfile::TempDir::new().unwrap();
+    let dir = tmp.path().join("cache/glibc.git");
+    // A leftover of a creation killed before its rename (its process is gone) is removed;
+    // one of a process still running is left alone.
+    std::fs::create_dir_all(tmp.path().join("cache/.store-999999999-abc")).unwrap();
+    let alive = format!("cache/.store-{}-abc", std::process::id());
+    std::fs::create_dir_all(tmp.path().join(&alive)).unwrap();
+    let store = SourceStore::open(&dir).unwrap();
+    assert!(store.list().unwrap().is_empty());
+    assert!(dir.join("HEAD").is_file());
+    let names: Vec<_> = std::fs::read_dir(tmp.path().join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "only the store and the old leftover: {names:?}"
+    );
+    // Something else at the path is not silently reused.
+    let not_a_store = tmp.path().join("file");
+    std::fs::create_dir_all(&not_a_store).unwrap();
+    std::fs::write(not_a_store.join("x"), "x").unwrap();
+    assert!(SourceStore::open(&not_a_store).is_err());
+}
