@@ -31,13 +31,15 @@ fn aarch64_patched_matrix() {
         eprintln!("NOT RUN: $LD_FALLBACK_SYSROOT_AARCH64 is not set");
         return;
     }
-    let outcomes = report::run(util::bench(Target::Aarch64, true), None);
+    let bench = util::bench(Target::Aarch64, true);
+    let outcomes = report::run(bench, None);
     assert!(
         outcomes.iter().all(|o| !o.verdict.is_failure()),
         "{}",
         report::table(&outcomes)
     );
     assert_only_ldd_script_skipped(&outcomes);
+    snapshots(bench, &outcomes);
 }
 
 #[test]
@@ -46,7 +48,8 @@ fn aarch64_unpatched_fails_exactly_the_scenarios_that_need_the_patch() {
         eprintln!("NOT RUN: $LD_FALLBACK_SYSROOT_AARCH64_UNPATCHED is not set");
         return;
     }
-    let outcomes = report::run(util::bench(Target::Aarch64, false), None);
+    let bench = util::bench(Target::Aarch64, false);
+    let outcomes = report::run(bench, None);
     let ran: Vec<&report::Outcome> = outcomes
         .iter()
         .filter(|o| !matches!(o.verdict, Verdict::Skipped(_)))
@@ -68,4 +71,24 @@ fn aarch64_unpatched_fails_exactly_the_scenarios_that_need_the_patch() {
         report::table(&outcomes)
     );
     assert_only_ldd_script_skipped(&outcomes);
+    snapshots(bench, &outcomes);
+}
+
+fn snapshots(bench: &loader_tests::root::Bench, outcomes: &[report::Outcome]) {
+    let flavour = if bench.sysroot.patched {
+        "patched"
+    } else {
+        "unpatched"
+    };
+    let release = &bench.sysroot.release;
+    insta::assert_snapshot!(
+        format!("report-{release}-aarch64-{flavour}"),
+        report::table(outcomes)
+    );
+    let scenario = loader_tests::matrix::find("21-debug-label").unwrap();
+    let trace = report::trace(bench, scenario).unwrap_or_else(|err| panic!("{err:#}"));
+    insta::assert_snapshot!(
+        format!("trace-21-debug-label-{release}-aarch64-{flavour}"),
+        trace
+    );
 }
