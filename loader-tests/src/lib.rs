@@ -3,6 +3,14 @@
 
 use std::path::PathBuf;
 
+pub mod explain;
+pub mod fixtures;
+pub mod layout;
+pub mod matrix;
+pub mod probe;
+pub mod report;
+pub mod root;
+
 /// A CPU architecture the matrix runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
@@ -55,4 +63,92 @@ pub struct Sysroot {
     pub release: String,
     /// Whether the LD_FALLBACK_PATH series was applied.
     pub patched: bool,
+}
+
+/// Whether this process runs as root (needed for the setuid secure-mode scenarios).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("Uid:"))?;
+            line.split_whitespace().nth(2).map(|euid| euid == "0")
+        })
+        .unwrap_or(false)
+}
+
+/// The project cache (same rule as `xtask::paths::cache_dir`): `$LD_FALLBACK_CACHE`, else
+/// `$XDG_CACHE_HOME/ld-fallback`, else `~/.cache/ld-fallback`.
+pub fn cache_dir() -> anyhow::Result<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = var("LD_FALLBACK_CACHE") {
+        return Ok(dir);
+    }
+    if let Some(dir) = var("XDG_CACHE_HOME") {
+        return Ok(dir.join("ld-fallback"));
+    }
+    match var("HOME") {
+        Some(home) => Ok(home.join(".cache").join("ld-fallback")),
+        None => {
+            anyhow::bail!("cannot place the cache: set LD_FALLBACK_CACHE, XDG_CACHE_HOME or HOME")
+        }
+    }
+}
+
+/// Environment variables naming a ready sysroot, per target and flavour; they take
+/// precedence over building one.
+pub fn sysroot_env_var(target: Target, patched: bool) -> String {
+    let mut name = "LD_FALLBACK_SYSROOT".to_string();
+    if target == Target::Aarch64 {
+        name.push_str("_AARCH64");
+    }
+    if !patched {
+        name.push_str("_UNPATCHED");
+    }
+    name
+}
+
+impl Sysroot {
+    /// A sysroot installed at `path`; its release is read from its `<features.h>`.
+    pub fn at(path: &std::path::Path, target: Target, patched: bool) -> anyhow::Result<Sysroot> {
+        use anyhow::Context;
+        let features = path.join("usr/include/features.h");
+        let text = std::fs::read_to_string(&features).with_context(|| {
+            format!(
+                "{} is not an installed glibc (no usr/include/features.h)",
+                path.display()
+            )
+        })?;
+        let define = |name: &str| {
+            text.lines()
+                .find_map(|l| {
+                    l.strip_prefix(&format!("#define\t{name}\t"))
+                        .or_else(|| l.strip_prefix(&format!("#define {name} ")))
+                })
+                .map(|v| v.trim().to_string())
+        };
+        let (Some(major), Some(minor)) = (define("__GLIBC__"), define("__GLIBC_MINOR__")) else {
+            anyhow::bail!("cannot read the glibc version from {}", features.display());
+        };
+        if !path
+            .join(target.loader_path().trim_start_matches('/'))
+            .exists()
+        {
+            anyhow::bail!(
+                "{} has no {}: not a {} glibc install",
+                path.display(),
+                target.loader_path(),
+                target.name()
+            );
+        }
+        Ok(Sysroot {
+            path: path.to_path_buf(),
+            target,
+            release: format!("{major}.{minor}"),
+            patched,
+        })
+    }
 }

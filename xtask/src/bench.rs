@@ -1,6 +1,6 @@
 //! `cargo xtask bench ...`: figures for the slow paths, printed, never asserted.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Subcommand;
 
 #[derive(Subcommand)]
@@ -10,7 +10,7 @@ pub enum Command {
     /// Time cold, cached and incremental glibc builds.
     Build(crate::build::BenchArgs),
     /// Time the resolution matrix once builds are cached.
-    Resolution,
+    Resolution(crate::resolution::BenchArgs),
 }
 
 impl Command {
@@ -18,7 +18,7 @@ impl Command {
         match self {
             Command::Store => crate::store_bench::run(),
             Command::Build(args) => args.run(),
-            Command::Resolution => bail!("not implemented yet"),
+            Command::Resolution(args) => args.run(),
         }
     }
 }

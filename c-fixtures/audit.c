@@ -1,0 +1,36 @@
+/* LD_AUDIT module: prints every la_objsearch candidate for libcuda.so.1 with its flag, so
+   that a scenario can see which search-path class the loader reports for it.  */
+#define _GNU_SOURCE
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+unsigned int
+la_version (unsigned int version)
+{
+  return version < LAV_CURRENT ? version : LAV_CURRENT;
+}
+
+static const char *
+flag_name (unsigned int flag)
+{
+  switch (flag)
+    {
+    case LA_SER_ORIG: return "LA_SER_ORIG";
+    case LA_SER_LIBPATH: return "LA_SER_LIBPATH";
+    case LA_SER_RUNPATH: return "LA_SER_RUNPATH";
+    case LA_SER_CONFIG: return "LA_SER_CONFIG";
+    case LA_SER_DEFAULT: return "LA_SER_DEFAULT";
+    case LA_SER_SECURE: return "LA_SER_SECURE";
+    default: return "other";
+    }
+}
+
+char *
+la_objsearch (const char *name, uintptr_t *cookie, unsigned int flag)
+{
+  (void) cookie;
+  if (strstr (name, "libcuda.so.1") != NULL)
+    dprintf (1, "audit objsearch flag=%s name=%s\n", flag_name (flag), name);
+  return (char *) name;
+}

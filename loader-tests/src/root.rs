@@ -1,0 +1,418 @@
+//! Hermetic scenario roots: a hard-linked copy of the sysroot's runtime plus the scenario's
+//! files, run with bubblewrap so that `/lib64`, `/usr/lib64` and `/etc/ld.so.cache` are the
+//! glibc-under-test's own.
+
+use std::cell::RefCell;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use anyhow::{anyhow, Context, Result};
+use tempfile::TempDir;
+
+use crate::fixtures::Fixtures;
+use crate::layout::Layout;
+use crate::probe::{Invocation, Run};
+use crate::Sysroot;
+
+/// What every root of one matrix run shares.
+#[derive(Debug)]
+pub struct Bench {
+    pub sysroot: Sysroot,
+    pub layout: Layout,
+    pub fixtures: Fixtures,
+    /// `qemu-aarch64-static` when the target is not native.
+    pub qemu: Option<PathBuf>,
+    scratch: TempDir,
+    /// Numbers roots: tests may run the same scenario concurrently on one bench.
+    roots: std::sync::atomic::AtomicUsize,
+}
+
+impl Bench {
+    pub fn new(sysroot: Sysroot, cache: &Path) -> Result<Bench> {
+        let layout = Layout::new(&sysroot)?;
+        let fixtures = Fixtures::ensure(&sysroot, &layout, cache)?;
+        let qemu = if sysroot.target.is_native() {
+            None
+        } else {
+            let qemu = PathBuf::from("/usr/bin/qemu-aarch64-static");
+            if !qemu.exists() {
+                anyhow::bail!(
+                    "{} is missing: install it with apt-get install qemu-user-static",
+                    qemu.display()
+                );
+            }
+            Some(qemu)
+        };
+        // Next to the sysroot so that hard links work (same filesystem).
+        let scratch_parent = cache.join("roots");
+        fs::create_dir_all(&scratch_parent)
+            .with_context(|| format!("cannot create {}", scratch_parent.display()))?;
+        // LD_FALLBACK_KEEP_ROOTS=1 keeps the roots for a look with bwrap after the run.
+        let keep = std::env::var_os("LD_FALLBACK_KEEP_ROOTS").is_some_and(|v| v == "1");
+        let scratch = tempfile::Builder::new()
+            .prefix("matrix-")
+            .disable_cleanup(keep)
+            .tempdir_in(&scratch_parent)
+            .context("cannot create a scratch directory for scenario roots")?;
+        Ok(Bench {
+            sysroot,
+            layout,
+            fixtures,
+            qemu,
+            scratch,
+            roots: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    pub fn scratch(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    fn next_root(&self, name: &str) -> PathBuf {
+        let n = self
+            .roots
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.scratch().join(format!("{name}-{n}"))
+    }
+}
+
+/// One scenario's context: the roots it made (kept until the scenario is reported, so a
+/// miss can be rerun) and its last invocation.
+pub struct Ctx<'b> {
+    pub bench: &'b Bench,
+    pub layout: &'b Layout,
+    name: String,
+    pub(crate) last: Rc<RefCell<Option<Invocation>>>,
+}
+
+impl<'b> Ctx<'b> {
+    pub fn new(bench: &'b Bench, name: &str) -> Ctx<'b> {
+        Ctx {
+            bench,
+            layout: &bench.layout,
+            name: name.to_string(),
+            last: Rc::new(RefCell::new(None)),
+        }
+    }
+
+    /// A fresh root with the sysroot's runtime, the probes and the shims in it.
+    pub fn root(&self) -> Root {
+        let path = self.bench.next_root(&self.name);
+        let mut root = Root {
+            path,
+            bench_layout: self.layout.clone(),
+            fixtures: self.bench.fixtures.clone(),
+            qemu: self.bench.qemu.clone(),
+            placed: Vec::new(),
+            error: None,
+            last: self.last.clone(),
+        };
+        let result = root.populate(&self.bench.sysroot.path);
+        root.note(result);
+        root
+    }
+
+    /// The last command a scenario ran, for a rerun with `LD_DEBUG=libs`.
+    pub fn last_invocation(&self) -> Option<Invocation> {
+        self.last.borrow().clone()
+    }
+}
+
+/// A scenario's filesystem. Setup steps never fail on the spot: the first error is kept and
+/// returned by the next run, so a scenario reads as a list of steps.
+pub struct Root {
+    pub path: PathBuf,
+    bench_layout: Layout,
+    fixtures: Fixtures,
+    qemu: Option<PathBuf>,
+    /// (directory, role) of each `libcuda.so.1` copy, to name a loaded path.
+    placed: Vec<(String, String)>,
+    error: Option<anyhow::Error>,
+    last: Rc<RefCell<Option<Invocation>>>,
+}
+
+impl Root {
+    /// Puts the `libcuda.so.1` marker reporting `role` into `dir`.
+    pub fn cuda(&mut self, role: &str, dir: &str) -> &mut Root {
+        let from = self.fixtures.libcuda(role);
+        let result = self.install(&from, &format!("{dir}/libcuda.so.1"));
+        self.note(result);
+        self.placed.push((dir.to_string(), role.to_string()));
+        self
+    }
+
+    /// Puts the ELFCLASS32 impostor `libcuda.so.1` into `dir`.
+    pub fn cuda32(&mut self, dir: &str) -> &mut Root {
+        let from = self.fixtures.file("libcuda32.so.1");
+        let result = self.install(&from, &format!("{dir}/libcuda.so.1"));
+        self.note(result);
+        self.placed.push((dir.to_string(), "elf32".to_string()));
+        self
+    }
+
+    /// Puts `libnvrm_mem.so` and `libnvrm_gpu.so` into `dir`.
+    pub fn nvrm(&mut self, dir: &str) -> &mut Root {
+        for name in ["libnvrm_mem.so", "libnvrm_gpu.so"] {
+            let from = self.fixtures.file(name);
+            let result = self.install(&from, &format!("{dir}/{name}"));
+            self.note(result);
+        }
+        self
+    }
+
+    /// Puts fixture `name` at `to` (an absolute path inside the root).
+    pub fn fixture(&mut self, name: &str, to: &str) -> &mut Root {
+        let from = self.fixtures.file(name);
+        let result = self.install(&from, to);
+        self.note(result);
+        self
+    }
+
+    pub fn mkdir(&mut self, dir: &str) -> &mut Root {
+        let result = fs::create_dir_all(self.inside(dir))
+            .with_context(|| format!("cannot create {dir} in the root"));
+        self.note(result);
+        self
+    }
+
+    /// Writes `/etc/ld.so.conf` listing `dirs` and runs the sysroot's own `ldconfig` inside
+    /// the root, so that `/etc/ld.so.cache` is in the format of the glibc under test.
+    pub fn ldconfig(&mut self, dirs: &[&str]) -> &mut Root {
+        let mut conf = dirs.join("\n");
+        conf.push('\n');
+        let result = fs::create_dir_all(self.inside("/etc"))
+            .and_then(|()| fresh_file(&self.inside("/etc/ld.so.conf")))
+            .and_then(|()| fs::write(self.inside("/etc/ld.so.conf"), conf))
+            .context("cannot write /etc/ld.so.conf")
+            .and_then(|()| {
+                if self.inside("/sbin/ldconfig").exists() {
+                    Ok(())
+                } else {
+                    Err(anyhow!(
+                        "the sysroot has no /sbin/ldconfig to make a cache with"
+                    ))
+                }
+            })
+            .and_then(|()| {
+                let out = self.command("/sbin/ldconfig").output_quiet()?;
+                if out.code != Some(0) {
+                    return Err(anyhow!(
+                        "ldconfig failed in the root ({}):\n{}{}",
+                        out.status_text(),
+                        out.stdout,
+                        out.stderr
+                    ));
+                }
+                Ok(())
+            });
+        self.note(result);
+        self
+    }
+
+    /// A probe from `/opt/probe/bin`.
+    pub fn probe(&self, name: &str) -> Run<'_> {
+        self.command(&format!("{}/{name}", self.bench_layout.bin))
+    }
+
+    /// The loader itself, run as a command (`ld.so --list`, `--fallback-path`, `--help`).
+    pub fn ld_so(&self) -> Run<'_> {
+        self.command(self.bench_layout.loader())
+    }
+
+    /// Any program inside the root.
+    pub fn command(&self, program: &str) -> Run<'_> {
+        Run::new(self, program)
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.bench_layout
+    }
+
+    pub(crate) fn qemu(&self) -> Option<&Path> {
+        self.qemu.as_deref()
+    }
+
+    pub(crate) fn placed(&self) -> &[(String, String)] {
+        &self.placed
+    }
+
+    pub(crate) fn setup_error(&self) -> Option<String> {
+        self.error.as_ref().map(|e| format!("{e:#}"))
+    }
+
+    pub(crate) fn record(&self, invocation: Invocation) {
+        *self.last.borrow_mut() = Some(invocation);
+    }
+
+    /// The host's `/bin/bash` and the libraries it needs besides glibc's own, so that the
+    /// sysroot's `ldd` script can run (native targets only).
+    pub fn host_bash(&mut self) -> &mut Root {
+        let result = self.install_host_bash();
+        self.note(result);
+        self
+    }
+
+    fn install_host_bash(&self) -> Result<()> {
+        let listing = std::process::Command::new("ldd")
+            .arg("/bin/bash")
+            .output()
+            .context("cannot run the host's ldd on /bin/bash")?;
+        let listing = String::from_utf8_lossy(&listing.stdout);
+        for path in listing.lines().filter_map(|line| {
+            let path = line.split("=>").nth(1)?.split_whitespace().next()?;
+            let name = Path::new(path).file_name()?.to_str()?;
+            // glibc's own libraries come from the sysroot under test.
+            let glibc = name.starts_with("libc.so") || name.starts_with("ld-linux");
+            (!glibc && path.starts_with('/')).then(|| path.to_string())
+        }) {
+            let name = Path::new(&path).file_name().unwrap().to_string_lossy();
+            let to = format!("{}/{name}", self.bench_layout.libdir);
+            fs::create_dir_all(self.inside(&self.bench_layout.libdir))?;
+            fresh_file(&self.inside(&to))?;
+            fs::copy(&path, self.inside(&to)).with_context(|| format!("cannot copy {path}"))?;
+        }
+        fs::create_dir_all(self.inside("/bin"))?;
+        fresh_file(&self.inside("/bin/bash"))?;
+        fs::copy("/bin/bash", self.inside("/bin/bash")).context("cannot copy /bin/bash")?;
+        Ok(())
+    }
+
+    /// A setuid-root copy of the target's QEMU, for secure-mode runs under QEMU user mode.
+    pub fn setuid_qemu(&mut self) -> &mut Root {
+        let Some(qemu) = self.qemu.clone() else {
+            return self;
+        };
+        let dest = self.inside(crate::probe::SETUID_QEMU);
+        let result = (|| {
+            fresh_file(&dest)?;
+            fs::copy(&qemu, &dest)?;
+            fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755))
+        })()
+        .with_context(|| format!("cannot make a setuid copy of {}", qemu.display()));
+        self.note(result);
+        self
+    }
+
+    /// A setuid-root copy of probe `name` at `to`, for secure-mode runs.
+    pub fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
+        let from = self.fixtures.file(name);
+        let dest = self.inside(to);
+        let result = (|| {
+            fs::create_dir_all(dest.parent().unwrap())?;
+            fresh_file(&dest)?;
+            fs::copy(&from, &dest)?;
+            fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755))
+        })()
+        .with_context(|| format!("cannot make a setuid copy of {name} at {to}"));
+        self.note(result);
+        self
+    }
+
+    /// The host path of `path` inside the root.
+    pub fn inside(&self, path: &str) -> PathBuf {
+        self.path.join(path.trim_start_matches('/'))
+    }
+
+    fn note(&mut self, result: Result<()>) {
+        if let (Err(err), None) = (result, &self.error) {
+            self.error = Some(err);
+        }
+    }
+
+    fn install(&self, from: &Path, to: &str) -> Result<()> {
+        let dest = self.inside(to);
+        fs::create_dir_all(dest.parent().unwrap())
+            .with_context(|| format!("cannot create the directory of {to}"))?;
+        link_or_copy(from, &dest).with_context(|| format!("cannot place {}", from.display()))
+    }
+
+    fn populate(&mut self, sysroot: &Path) -> Result<()> {
+        fs::create_dir_all(&self.path)
+            .with_context(|| format!("cannot create {}", self.path.display()))?;
+        // A setuid probe runs as nobody and must be able to walk the root.
+        fs::set_permissions(&self.path, fs::Permissions::from_mode(0o755))?;
+        link_tree(sysroot, &self.path, Path::new(""))
+            .with_context(|| format!("cannot copy {} into a root", sysroot.display()))?;
+        let l = &self.bench_layout;
+        for dir in [&l.cwd, &"/tmp".to_string(), &"/proc".into(), &"/dev".into()] {
+            fs::create_dir_all(self.inside(dir))?;
+        }
+        fs::set_permissions(self.inside("/tmp"), fs::Permissions::from_mode(0o1777))?;
+        for name in [
+            "probe",
+            "probe-runpath",
+            "probe-nodeflib",
+            "probe-static",
+            "needed",
+            "needed-runpath",
+            "needed-rpath",
+            "needed-nodeflib",
+        ] {
+            self.install(&self.fixtures.file(name), &format!("{}/{name}", l.bin))?;
+        }
+        for name in ["libshim-plain.so", "libshim-runpath.so", "libaudit.so"] {
+            self.install(&self.fixtures.file(name), &format!("{}/{name}", l.shims))?;
+        }
+        Ok(())
+    }
+}
+
+/// Skipped when copying a sysroot into a root: build-time files no run needs, and the
+/// installed `ld.so.cache` (a scenario that wants a cache makes its own).
+fn skipped(rel: &Path) -> bool {
+    let text = rel.to_string_lossy();
+    matches!(
+        text.as_ref(),
+        "usr/include" | "usr/share" | "usr/libexec" | "etc/ld.so.cache" | "var"
+    ) || text.ends_with("/gconv")
+        || text.ends_with(".a")
+        || text.ends_with(".o")
+}
+
+fn link_tree(from_root: &Path, to_root: &Path, rel: &Path) -> Result<()> {
+    let from = from_root.join(rel);
+    for entry in fs::read_dir(&from).with_context(|| format!("cannot read {}", from.display()))? {
+        let entry = entry?;
+        let rel = rel.join(entry.file_name());
+        if skipped(&rel) {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        let to = to_root.join(&rel);
+        if kind.is_dir() {
+            fs::create_dir_all(&to)?;
+            link_tree(from_root, to_root, &rel)?;
+        } else if kind.is_symlink() {
+            symlink(fs::read_link(entry.path())?, &to)?;
+        } else {
+            link_or_copy(&entry.path(), &to)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes `path` if it exists, so that writing it creates a new inode: files in a root are
+/// hard links into the shared, read-only sysroot, and writing through one would change it.
+fn fresh_file(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
+fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    match fs::hard_link(from, to) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(to)?;
+            link_or_copy(from, to)
+        }
+        Err(_) => {
+            fs::copy(from, to)?;
+            Ok(())
+        }
+    }
+}
