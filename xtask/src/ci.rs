@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use loader_tests::Target;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -19,6 +20,9 @@ struct Step {
     /// What a developer types to rerun it.
     shown: String,
     command: Command,
+    /// Hand the sysroots built by the earlier steps to this one (the test suite), so that it
+    /// runs the aarch64 tests too instead of skipping them.
+    wants_sysroots: bool,
 }
 
 impl Step {
@@ -29,6 +33,7 @@ impl Step {
         Ok(Step {
             shown: format!("cargo xtask {}", args.join(" ")),
             command,
+            wants_sysroots: false,
         })
     }
 
@@ -38,6 +43,7 @@ impl Step {
         Step {
             shown: format!("cargo {}", args.join(" ")),
             command,
+            wants_sysroots: false,
         }
     }
 }
@@ -59,7 +65,9 @@ impl Args {
                 "--unpatched",
             ])?);
         }
-        steps.push(Step::cargo(&["test", "--workspace"]));
+        let mut tests = Step::cargo(&["test", "--workspace"]);
+        tests.wants_sysroots = true;
+        steps.push(tests);
         for target in targets {
             steps.push(Step::xtask(&["test-resolution", "--target", target])?);
             steps.push(Step::xtask(&[
@@ -74,6 +82,12 @@ impl Args {
         let total = steps.len();
         for (i, mut step) in steps.into_iter().enumerate() {
             eprintln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
+            if step.wants_sysroots {
+                for (var, path) in built_sysroots(targets) {
+                    eprintln!("{var}={}", path);
+                    step.command.env(var, path);
+                }
+            }
             let started = Instant::now();
             let status = step
                 .command
@@ -99,4 +113,31 @@ impl Args {
         }
         Ok(())
     }
+}
+
+/// `$LD_FALLBACK_SYSROOT*` for every sysroot of `targets` that is already built (a cache hit
+/// of `build-glibc --print-sysroot`; a sysroot whose build failed is left out).
+fn built_sysroots(targets: &[&str]) -> Vec<(String, String)> {
+    let Ok(exe) = std::env::current_exe() else {
+        return Vec::new();
+    };
+    let mut vars = Vec::new();
+    for target in targets {
+        let Some(parsed) = Target::parse(target) else {
+            continue;
+        };
+        for patched in [true, false] {
+            let mut cmd = Command::new(&exe);
+            cmd.args(["build-glibc", "--target", target, "--print-sysroot"]);
+            if !patched {
+                cmd.arg("--unpatched");
+            }
+            let Ok(out) = cmd.output() else { continue };
+            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if out.status.success() && !path.is_empty() {
+                vars.push((loader_tests::sysroot_env_var(parsed, patched), path));
+            }
+        }
+    }
+    vars
 }
