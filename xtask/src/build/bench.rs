@@ -185,9 +185,12 @@ fn plain_build(
         true => Some(source::load_series(&paths::patches_dir(), release)?),
         false => None,
     };
-    fs::create_dir_all(&src).context("cannot create the plain source dir")?;
-    BuildSource::resolve(None, release, series)?.export(&src)?;
-    workdir::add_manual_stub(&src)?;
+    let incoming = dir.path().join("incoming");
+    fs::create_dir_all(&incoming).context("cannot create the plain source dir")?;
+    BuildSource::resolve(None, release, series)?.export(&incoming)?;
+    workdir::add_manual_stub(&incoming)?;
+    // Like an unpacked tarball: one mtime for all files (see workdir::set_mtime).
+    workdir::sync_tree(&incoming, &src)?;
     fs::create_dir_all(&build).context("cannot create the plain build dir")?;
     let log = dir.path().join("build.log");
     let toolchain = Toolchain::for_target(target);

@@ -153,6 +153,7 @@ pub(super) fn add_manual_stub(tree: &Path) -> Result<()> {
 
 /// Writes into `dest` (holding tree `old`) what differs in tree `new`.
 fn apply_tree_diff(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result<SyncStats> {
+    let stamp = SystemTime::now();
     let (old, new) = (repo.find_tree(old)?, repo.find_tree(new)?);
     let diff = repo
         .diff_tree_to_tree(Some(&old), Some(&new), None)
@@ -183,6 +184,9 @@ fn apply_tree_diff(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result
                 .find_blob(after.id())
                 .with_context(|| format!("blob of {} is missing", path.display()))?;
             worktree::write_file(&path, blob.content(), i32::from(after.mode()))?;
+            if after.mode() != git2::FileMode::Link {
+                set_mtime(&path, stamp)?;
+            }
             stats.written += 1;
         }
     }
@@ -200,11 +204,11 @@ pub fn sync_tree(from: &Path, to: &Path) -> Result<SyncStats> {
         }
         fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
     }
-    sync_dir(from, to, &mut stats)?;
+    sync_dir(from, to, SystemTime::now(), &mut stats)?;
     Ok(stats)
 }
 
-fn sync_dir(from: &Path, to: &Path, stats: &mut SyncStats) -> Result<()> {
+fn sync_dir(from: &Path, to: &Path, stamp: SystemTime, stats: &mut SyncStats) -> Result<()> {
     let mut wanted = std::collections::HashSet::new();
     for item in fs::read_dir(from).with_context(|| format!("cannot read {}", from.display()))? {
         let item = item.with_context(|| format!("cannot read {}", from.display()))?;
@@ -220,7 +224,7 @@ fn sync_dir(from: &Path, to: &Path, stats: &mut SyncStats) -> Result<()> {
             if !dst.is_dir() {
                 fs::create_dir(&dst).with_context(|| format!("cannot create {}", dst.display()))?;
             }
-            sync_dir(&src, &dst, stats)?;
+            sync_dir(&src, &dst, stamp, stats)?;
         } else if same_entry(&src, &dst, kind.is_symlink())? {
             stats.unchanged += 1;
         } else {
@@ -229,11 +233,7 @@ fn sync_dir(from: &Path, to: &Path, stats: &mut SyncStats) -> Result<()> {
             }
             fs::rename(&src, &dst).with_context(|| format!("cannot write {}", dst.display()))?;
             if !kind.is_symlink() {
-                // An exporter that keeps old mtimes (`cp -a`, tar) must not hide a change
-                // from make.
-                fs::File::open(&dst)
-                    .and_then(|f| f.set_modified(SystemTime::now()))
-                    .with_context(|| format!("cannot set the mtime of {}", dst.display()))?;
+                set_mtime(&dst, stamp)?;
             }
             stats.written += 1;
         }
@@ -246,6 +246,17 @@ fn sync_dir(from: &Path, to: &Path, stats: &mut SyncStats) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Every file one update writes gets the same mtime: newer than anything built before, so
+/// make rebuilds what depends on it, yet never newer than a generated file shipped next to its
+/// source (`charmap-kw.h` and `charmap-kw.gperf`), which write order alone would decide and
+/// which would make make run generators (gperf, autoconf) the machine may lack. It also keeps
+/// a change visible when the exporter preserves old mtimes (`cp -a`, tar).
+fn set_mtime(path: &Path, stamp: SystemTime) -> Result<()> {
+    fs::File::open(path)
+        .and_then(|f| f.set_modified(stamp))
+        .with_context(|| format!("cannot set the mtime of {}", path.display()))
 }
 
 fn same_entry(src: &Path, dst: &Path, symlink: bool) -> Result<bool> {
@@ -385,6 +396,43 @@ mod tests {
         let stats = work.update_source(&repo, second, no_export).unwrap();
         assert_eq!(stats, SyncStats::default());
         assert!(!work.root().join("incoming").exists());
+    }
+
+    #[test]
+    fn files_written_together_share_one_mtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
+        let work = WorkDir::new(dir.path().join("w"));
+        let files: Vec<(String, String)> = (0..200)
+            .map(|i| (format!("locale/programs/f{i:03}.h"), format!("{i}")))
+            .collect();
+        let entries = |suffix: &str| -> Vec<(String, String)> {
+            files
+                .iter()
+                .map(|(p, t)| (p.clone(), format!("{t}{suffix}")))
+                .collect()
+        };
+        let tree = |entries: &[(String, String)]| {
+            let refs: Vec<(&str, &str, git2::FileMode)> = entries
+                .iter()
+                .map(|(p, t)| (p.as_str(), t.as_str(), FILE))
+                .collect();
+            tree_of(&repo, &refs)
+        };
+        let (first, second) = (tree(&entries("")), tree(&entries("+")));
+        let mtimes = |work: &WorkDir| -> std::collections::HashSet<SystemTime> {
+            files
+                .iter()
+                .map(|(p, _)| mtime(&work.src().join(p)))
+                .collect()
+        };
+        work.update_source(&repo, first, |dest| {
+            worktree::write_tree(&repo, first, dest)
+        })
+        .unwrap();
+        assert_eq!(mtimes(&work).len(), 1, "full sync");
+        work.update_source(&repo, second, no_export).unwrap();
+        assert_eq!(mtimes(&work).len(), 1, "diff update");
     }
 
     #[test]
