@@ -247,6 +247,22 @@ impl Root {
         *self.last.borrow_mut() = Some(invocation);
     }
 
+    /// Makes the loader reachable in slibdir, as distributions do (Fedora's
+    /// /lib64/ld-linux-aarch64.so.1, Debian's multiarch dir): glibc installs the aarch64
+    /// loader only in /lib, outside the default dirs, and an LD_AUDIT module's namespace then
+    /// cannot load libc.so.6, which has the loader in DT_NEEDED.
+    pub fn loader_in_slibdir(&mut self) -> &mut Root {
+        let loader = self.bench_layout.loader();
+        let name = Path::new(loader).file_name().unwrap().to_string_lossy();
+        let link = format!("{}/{name}", self.bench_layout.slibdir);
+        if link != loader && !self.inside(&link).exists() {
+            let result = symlink(loader, self.inside(&link))
+                .with_context(|| format!("cannot link {link} to {loader}"));
+            self.note(result);
+        }
+        self
+    }
+
     /// The host's `/bin/bash` and the libraries it needs besides glibc's own, so that the
     /// sysroot's `ldd` script can run (native targets only).
     pub fn host_bash(&mut self) -> &mut Root {

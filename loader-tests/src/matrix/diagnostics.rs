@@ -105,12 +105,16 @@ pub(super) fn serinfo(cx: &Ctx) -> Result<Observed> {
 pub(super) fn audit(cx: &Ctx) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
-    root.cuda("driver", &l.tegra);
+    root.cuda("driver", &l.tegra).loader_in_slibdir();
     let out = Via::Dlopen
         .probe(&root, false)
         .env("LD_FALLBACK_PATH", &l.tegra)
         .env("LD_AUDIT", &format!("{}/libaudit.so", l.shims))
         .output()?;
+    if !out.stdout.contains("audit la_version") {
+        let why = out.stderr.lines().next().unwrap_or("no message");
+        return seen(format!("audit module not loaded: {why}"));
+    }
     let candidate = format!("name={}/{CUDA}", l.tegra);
     let flag = out.stdout.lines().find_map(|line| {
         let rest = line.strip_prefix("audit objsearch flag=")?;
