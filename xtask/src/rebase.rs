@@ -203,9 +203,7 @@ fn conflict_report(
             if *line > 0 {
                 let _ = writeln!(out, "    at line {line}:");
             }
-            for text in hunk.lines() {
-                let _ = writeln!(out, "      {text}");
-            }
+            write_hunk(&mut out, hunk);
         }
     }
     let tree = rebase_state::tree_dir(ws, onto);
@@ -218,6 +216,37 @@ fn conflict_report(
         ws.patches_dir.display()
     );
     out
+}
+
+/// Lines of one side of a conflict hunk shown before the rest is counted, not printed: a
+/// release's NEWS section is a side of its own, and the work tree has it all anyway.
+const SIDE_LINES: usize = 8;
+
+fn write_hunk(out: &mut String, hunk: &str) {
+    let mut shown = 0;
+    let mut elided = 0;
+    let flush = |out: &mut String, elided: &mut usize| {
+        if *elided > 0 {
+            let _ = writeln!(out, "      ... ({elided} more lines)");
+            *elided = 0;
+        }
+    };
+    for text in hunk.lines() {
+        let marker = ["<<<<<<<", "|||||||", "=======", ">>>>>>>"]
+            .iter()
+            .any(|m| text.starts_with(m));
+        if marker {
+            flush(out, &mut elided);
+            shown = 0;
+        } else if shown == SIDE_LINES {
+            elided += 1;
+            continue;
+        } else {
+            shown += 1;
+        }
+        let _ = writeln!(out, "      {text}");
+    }
+    flush(out, &mut elided);
 }
 
 /// The stopped rebase `--continue`/`--abort` mean: the one named, or the only one.
@@ -308,4 +337,25 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
         }
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_conflict_sides_are_counted_not_printed() {
+        let ours: String = (0..20).map(|i| format!("ours {i}\n")).collect();
+        let hunk = format!("<<<<<<< a\n{ours}=======\ntheirs\n>>>>>>> b\n");
+        let mut out = String::new();
+        write_hunk(&mut out, &hunk);
+        assert!(
+            out.contains("ours 7\n") && !out.contains("ours 8\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("... (12 more lines)\n      =======\n      theirs\n"),
+            "{out}"
+        );
+    }
 }
