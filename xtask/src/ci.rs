@@ -23,6 +23,9 @@ struct Step {
     /// Hand the sysroots built by the earlier steps to this one (the test suite), so that it
     /// runs the aarch64 tests too instead of skipping them.
     wants_sysroots: bool,
+    /// Later steps depend on this one (a build): after it fails they are not run, since each
+    /// would start the same failing glibc build again.
+    gates_the_rest: bool,
 }
 
 impl Step {
@@ -34,6 +37,7 @@ impl Step {
             shown: format!("cargo xtask {}", args.join(" ")),
             command,
             wants_sysroots: false,
+            gates_the_rest: args[0] == "build-glibc",
         })
     }
 
@@ -44,6 +48,7 @@ impl Step {
             shown: format!("cargo {}", args.join(" ")),
             command,
             wants_sysroots: false,
+            gates_the_rest: false,
         }
     }
 }
@@ -80,7 +85,9 @@ impl Args {
 
         let mut failed = Vec::new();
         let total = steps.len();
+        let mut ran = 0;
         for (i, mut step) in steps.into_iter().enumerate() {
+            ran += 1;
             eprintln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
             if step.wants_sysroots {
                 for (var, path) in built_sysroots(targets) {
@@ -98,12 +105,17 @@ impl Args {
             eprintln!("==== {verdict} in {secs:.1} s: {}", step.shown);
             if !status.success() {
                 failed.push(step.shown);
+                if step.gates_the_rest {
+                    eprintln!("==== not running the remaining steps: they need this build");
+                    break;
+                }
             }
         }
+        let not_run = total - ran;
         println!(
             "ci: {} passed, {} failed",
-            total - failed.len(),
-            failed.len()
+            ran - failed.len(),
+            failed.len() + not_run
         );
         if !failed.is_empty() {
             bail!(
