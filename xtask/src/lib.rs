@@ -8,6 +8,7 @@ pub mod glibc;
 pub mod import;
 pub mod logged;
 pub mod mail_date;
+pub mod patch_import;
 pub mod patches;
 pub mod paths;
 pub mod range_diff;

@@ -17,6 +17,22 @@ pub enum Command {
         #[arg(long)]
         store: Option<PathBuf>,
     },
+    /// Take `git format-patch` files made elsewhere as the series of a release: they must
+    /// apply exactly to it; they are written in the project's canonical form.
+    Import {
+        /// The release the patches were made against, `X.Y`.
+        #[arg(long)]
+        release: String,
+        /// Overwrite an existing `patches/<X.Y>/`.
+        #[arg(long)]
+        replace: bool,
+        /// The patch files, in order.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The source store (default: `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`).
+        #[arg(long)]
+        store: Option<PathBuf>,
+    },
 }
 
 impl Command {
@@ -25,6 +41,18 @@ impl Command {
             Command::Status { store } => {
                 let ws = Workspace::open_default(store.as_deref())?;
                 print!("{}", status(&ws, SUPPORTED)?);
+                Ok(())
+            }
+            Command::Import {
+                release,
+                replace,
+                files,
+                store,
+            } => {
+                let ws = Workspace::open_default(store.as_deref())?;
+                let release = Release::parse(&release)?;
+                let dir = crate::patch_import::import(&ws, release, &files, replace)?;
+                println!("imported {} patches into {}", files.len(), dir.display());
                 Ok(())
             }
         }

@@ -398,3 +398,47 @@ fn picking_only_touched_paths_equals_a_full_cherry_pick() {
         assert!(tree.get_path(Path::new("elf/rtld.c")).is_err());
     }
 }
+
+/// A series made elsewhere with `git format-patch` (git's own signature) comes in as the
+/// canonical files, never overwrites a series by accident, and never half-writes one.
+#[test]
+fn patches_import_takes_git_format_patch_files() {
+    let f = fixture();
+    let dir = f.ws.series_dir(rel("2.41"));
+    let original = Series::load(&dir).unwrap();
+    let outside = f.t.tmp.path().join("from-git");
+    std::fs::create_dir_all(&outside).unwrap();
+    let files: Vec<std::path::PathBuf> = original
+        .patches
+        .iter()
+        .map(|p| {
+            let path = outside.join(&p.name);
+            let git_style = p.text.replace(xtask::series::TRAILER, "-- \n2.47.3\n\n");
+            std::fs::write(&path, git_style).unwrap();
+            path
+        })
+        .collect();
+
+    let err = xtask::patch_import::import(&f.ws, rel("2.41"), &files, false).unwrap_err();
+    assert!(format!("{err:#}").contains("--replace"), "{err:#}");
+
+    xtask::patch_import::import(&f.ws, rel("2.41"), &files, true).unwrap();
+    assert!(Series::load(&dir)
+        .unwrap()
+        .drift_against(&dir)
+        .unwrap()
+        .is_empty());
+    for patch in &original.patches {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(&patch.name)).unwrap(),
+            patch.text
+        );
+    }
+
+    let err = xtask::patch_import::import(&f.ws, rel("2.43"), &files, false).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("does not apply exactly to glibc 2.43"),
+        "{err:#}"
+    );
+    assert!(!f.ws.series_dir(rel("2.43")).exists());
+}
