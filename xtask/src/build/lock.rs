@@ -23,16 +23,7 @@ pub struct FileLock {
 /// Takes the exclusive lock on `path`, creating the file; says on stderr what it waits for
 /// when someone else holds it.
 pub fn acquire(path: &Path, what: &str) -> Result<FileLock> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open lock file {}", path.display()))?;
+    let file = open(path)?;
     let started = Instant::now();
     match file.try_lock() {
         Ok(()) => {}
@@ -55,16 +46,7 @@ pub fn acquire(path: &Path, what: &str) -> Result<FileLock> {
 
 /// Takes the lock on `path` only if nobody holds it.
 pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open lock file {}", path.display()))?;
+    let file = open(path)?;
     match file.try_lock() {
         Ok(()) => Ok(Some(FileLock {
             _file: file,
@@ -75,6 +57,20 @@ pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
             Err(err).with_context(|| format!("cannot lock {}", path.display()))
         }
     }
+}
+
+/// Opens (creating it and its directory) the file whose flock is the lock.
+fn open(path: &Path) -> Result<File> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open lock file {}", path.display()))
 }
 
 #[cfg(test)]
