@@ -21,5 +21,6 @@ pub mod series_rebase;
 pub mod staging;
 pub mod store;
 pub mod store_bench;
+pub mod target;
 pub mod tools;
 pub mod worktree;

@@ -34,7 +34,7 @@ pub struct Args {
 
 impl Args {
     pub fn run(self) -> Result<()> {
-        let target = parse_target(&self.target)?;
+        let target = crate::target::parse(&self.target)?;
         let releases: Vec<Option<Release>> = match &self.release {
             Some(text) => parse_selection(text)?.into_iter().map(Some).collect(),
             None => vec![None],
@@ -100,7 +100,7 @@ impl BenchArgs {
     /// Prints the matrix's wall time once sysroot and fixtures are cached: a warm-up run
     /// (builds or fetches what is missing) and then `runs` timed runs.
     pub fn run(self) -> Result<()> {
-        let target = parse_target(&self.target)?;
+        let target = crate::target::parse(&self.target)?;
         let patched = !self.unpatched;
         let sysroot = obtain_sysroot(None, target, patched)?;
         let (warmup, warmup_time) = run_matrix(sysroot.clone(), None)?;
@@ -213,13 +213,6 @@ pub fn obtain_sysroot(release: Option<Release>, target: Target, patched: bool) -
             target.name()
         )
     })
-}
-
-pub fn parse_target(text: &str) -> Result<Target> {
-    match Target::parse(text) {
-        Some(target) => Ok(target),
-        None => bail!("unknown target {text:?}; expected x86_64 or aarch64"),
-    }
 }
 
 fn cc(target: Target) -> &'static str {

@@ -11,7 +11,7 @@ use super::cache::{flavour_name, BuildCache};
 use super::lock;
 use super::recipe::Toolchain;
 use super::source::{self, BuildSource};
-use super::{default_jobs, parse_targets, workdir, Builder, Layout};
+use super::{default_jobs, workdir, Builder, Layout};
 use crate::paths;
 use crate::release::Release;
 
@@ -50,10 +50,7 @@ impl BenchArgs {
             Some(text) => Release::parse(text)?,
             None => Release::newest(),
         };
-        let target = match parse_targets(&self.target)?.as_slice() {
-            [one] => *one,
-            _ => bail!("bench build times one target; pick x86_64 or aarch64"),
-        };
+        let target = crate::target::parse(&self.target)?;
         let patched = !self.unpatched;
         let jobs = self.jobs.unwrap_or_else(default_jobs);
         let scratch;

@@ -74,7 +74,7 @@ impl Args {
             Some(text) => release::parse_selection(text)?,
             None => vec![Release::newest()],
         };
-        let targets = parse_targets(&self.target)?;
+        let targets = crate::target::parse_selection(&self.target)?;
         if !self.unpatched {
             // Fail before hours of `--release all` builds, not in the middle of them.
             for &release in &releases {
@@ -334,16 +334,6 @@ fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
         target.loader_path(),
         sysroot.display()
     )
-}
-
-fn parse_targets(text: &str) -> Result<Vec<Target>> {
-    if text == "all" {
-        return Ok(Target::ALL.to_vec());
-    }
-    match Target::parse(text) {
-        Some(target) => Ok(vec![target]),
-        None => bail!("unknown target `{text}`; expected x86_64, aarch64 or all"),
-    }
 }
 
 fn default_jobs() -> usize {

@@ -42,16 +42,6 @@ fn missing_loader_fails_the_build() {
 }
 
 #[test]
-fn target_selection() {
-    assert_eq!(parse_targets("aarch64").unwrap(), vec![Target::Aarch64]);
-    assert_eq!(parse_targets("all").unwrap().len(), 2);
-    assert!(parse_targets("riscv64")
-        .unwrap_err()
-        .to_string()
-        .contains("x86_64, aarch64"));
-}
-
-#[test]
 fn editing_a_patch_changes_the_key_and_nothing_else_does() {
     let patches = tempfile::tempdir().unwrap();
     let release = Release::parse("2.44").unwrap();
