@@ -7,8 +7,9 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+use crate::host::{tools, Toolchain};
 use crate::layout::Layout;
-use crate::{Sysroot, Target};
+use crate::Sysroot;
 
 /// Bump when the build recipe below changes in a way the sources hash cannot see.
 const RECIPE: &str = "fixtures-v1";
@@ -98,13 +99,7 @@ impl Fixtures {
         let key = cache_key(sysroot, &sources)?;
         let dir = cache.join("fixtures").join(format!(
             "{}-{}-{}-{key:016x}",
-            sysroot.release,
-            sysroot.target.name(),
-            if sysroot.patched {
-                "patched"
-            } else {
-                "unpatched"
-            }
+            sysroot.release, sysroot.target, sysroot.flavour
         ));
         if dir.join(".complete").exists() {
             return Ok(Fixtures { dir });
@@ -202,7 +197,7 @@ struct Compiler<'a> {
     out: &'a Path,
     cc: &'static str,
     /// Kernel headers (`linux/`, `asm/`) the glibc headers include; a glibc install has none.
-    kernel_headers: Vec<&'static str>,
+    kernel_headers: &'static [&'static str],
 }
 
 impl<'a> Compiler<'a> {
@@ -212,20 +207,17 @@ impl<'a> Compiler<'a> {
         sources: &'a Path,
         out: &'a Path,
     ) -> Result<Compiler<'a>> {
-        let (cc, kernel_headers) = match sysroot.target {
-            Target::X86_64 => ("gcc", vec!["/usr/include/x86_64-linux-gnu", "/usr/include"]),
-            Target::Aarch64 => (
-                "aarch64-linux-gnu-gcc",
-                vec!["/usr/aarch64-linux-gnu/include"],
-            ),
-        };
+        let toolchain = Toolchain::for_target(sysroot.target);
+        toolchain.require()?;
+        // The impostor is built with the host compiler.
+        crate::host::require(&[tools::GCC])?;
         Ok(Compiler {
             sysroot,
             layout,
             sources,
             out,
-            cc,
-            kernel_headers,
+            cc: toolchain.cc.program,
+            kernel_headers: toolchain.kernel_headers,
         })
     }
 
@@ -357,7 +349,7 @@ impl<'a> Compiler<'a> {
             .args(["-O2", "-g0", "-Wall", "-Werror"])
             .arg("-I")
             .arg(self.sources);
-        for dir in &self.kernel_headers {
+        for dir in self.kernel_headers {
             cmd.arg("-idirafter").arg(dir);
         }
         cmd.args(flags)
@@ -375,7 +367,7 @@ impl<'a> Compiler<'a> {
     /// An ELFCLASS32 `libcuda.so.1`: the host gcc with `-m32 -nostdlib` needs no 32-bit libc,
     /// and a 32-bit i386 object is the wrong class for both x86_64 and aarch64 loaders.
     fn impostor(&self) -> Result<()> {
-        let mut cmd = Command::new("gcc");
+        let mut cmd = Command::new(tools::GCC.program);
         cmd.args(["-m32", "-nostdlib", "-shared", "-fPIC", "-O2"])
             .arg("-Wl,-soname,libcuda.so.1")
             .arg("-o")

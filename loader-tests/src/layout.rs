@@ -51,11 +51,20 @@ impl Layout {
                 sysroot.path.display()
             );
         };
-        let triplet = sysroot.target.triplet();
-        Ok(Layout {
-            target: sysroot.target,
-            slibdir: format!("/{slibdir}"),
-            libdir: format!("/{libdir}"),
+        Ok(Layout::for_target(
+            sysroot.target,
+            &format!("/{slibdir}"),
+            &format!("/{libdir}"),
+        ))
+    }
+
+    /// The layout of a root for `target` whose glibc has these `slibdir` and `libdir`.
+    pub fn for_target(target: Target, slibdir: &str, libdir: &str) -> Layout {
+        let triplet = target.triplet();
+        Layout {
+            target,
+            slibdir: slibdir.to_string(),
+            libdir: libdir.to_string(),
             tegra: format!("/usr/lib/{triplet}/tegra"),
             compat: "/opt/cuda_compat/lib".into(),
             nix_compat: "/nix/store/0c5n1jv6x7l0q2hkyxgm1z1m7wd3mi0a-cuda_compat-12.2/lib".into(),
@@ -67,7 +76,7 @@ impl Layout {
             cwd: "/work".into(),
             bin: "/opt/probe/bin".into(),
             shims: "/opt/probe/shims".into(),
-        })
+        }
     }
 
     /// The loader's path inside a root.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 pub mod explain;
 pub mod fixtures;
+pub mod host;
 pub mod layout;
 pub mod matrix;
 pub mod probe;
@@ -12,7 +13,10 @@ pub mod report;
 pub mod root;
 
 /// A CPU architecture the matrix runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Target {
     X86_64,
     Aarch64,
@@ -54,6 +58,47 @@ impl Target {
     }
 }
 
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A build of glibc with or without the LD_FALLBACK_PATH series.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavour {
+    Patched,
+    Unpatched,
+}
+
+impl Flavour {
+    pub const ALL: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavour::Patched => "patched",
+            Flavour::Unpatched => "unpatched",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Flavour> {
+        Flavour::ALL.into_iter().find(|f| f.name() == text)
+    }
+
+    pub fn is_patched(self) -> bool {
+        self == Flavour::Patched
+    }
+}
+
+impl std::fmt::Display for Flavour {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// An installed glibc (`make install DESTDIR=...` with `--prefix=/usr`), laid out like a system.
 #[derive(Debug, Clone)]
 pub struct Sysroot {
@@ -61,51 +106,17 @@ pub struct Sysroot {
     pub target: Target,
     /// `X.Y`.
     pub release: String,
-    /// Whether the LD_FALLBACK_PATH series was applied.
-    pub patched: bool,
-}
-
-/// Whether this process runs as root (needed for the setuid secure-mode scenarios).
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-            line.split_whitespace().nth(2).map(|euid| euid == "0")
-        })
-        .unwrap_or(false)
-}
-
-/// The project cache (same rule as `xtask::paths::cache_dir`): `$LD_FALLBACK_CACHE`, else
-/// `$XDG_CACHE_HOME/ld-fallback`, else `~/.cache/ld-fallback`.
-pub fn cache_dir() -> anyhow::Result<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = var("LD_FALLBACK_CACHE") {
-        return Ok(dir);
-    }
-    if let Some(dir) = var("XDG_CACHE_HOME") {
-        return Ok(dir.join("ld-fallback"));
-    }
-    match var("HOME") {
-        Some(home) => Ok(home.join(".cache").join("ld-fallback")),
-        None => {
-            anyhow::bail!("cannot place the cache: set LD_FALLBACK_CACHE, XDG_CACHE_HOME or HOME")
-        }
-    }
+    pub flavour: Flavour,
 }
 
 /// Environment variables naming a ready sysroot, per target and flavour; they take
 /// precedence over building one.
-pub fn sysroot_env_var(target: Target, patched: bool) -> String {
+pub fn sysroot_env_var(target: Target, flavour: Flavour) -> String {
     let mut name = "LD_FALLBACK_SYSROOT".to_string();
     if target == Target::Aarch64 {
         name.push_str("_AARCH64");
     }
-    if !patched {
+    if flavour == Flavour::Unpatched {
         name.push_str("_UNPATCHED");
     }
     name
@@ -113,7 +124,7 @@ pub fn sysroot_env_var(target: Target, patched: bool) -> String {
 
 impl Sysroot {
     /// A sysroot installed at `path`; its release is read from its `<features.h>`.
-    pub fn at(path: &std::path::Path, target: Target, patched: bool) -> anyhow::Result<Sysroot> {
+    pub fn at(path: &std::path::Path, target: Target, flavour: Flavour) -> anyhow::Result<Sysroot> {
         use anyhow::Context;
         let features = path.join("usr/include/features.h");
         let text = std::fs::read_to_string(&features).with_context(|| {
@@ -148,7 +159,7 @@ impl Sysroot {
             path: path.to_path_buf(),
             target,
             release: format!("{major}.{minor}"),
-            patched,
+            flavour,
         })
     }
 }

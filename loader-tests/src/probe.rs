@@ -35,6 +35,11 @@ impl<'r> Run<'r> {
         self
     }
 
+    pub fn args_owned(mut self, args: Vec<String>) -> Run<'r> {
+        self.argv.extend(args);
+        self
+    }
+
     pub fn env(mut self, name: &str, value: &str) -> Run<'r> {
         self.env.push((name.to_string(), value.to_string()));
         self

@@ -1,13 +1,19 @@
-//! Running the matrix against one sysroot, judging each scenario, and printing the result as
-//! a table or as JSON.
+//! Running the matrix against one sysroot and judging each scenario. The result is a
+//! [`MatrixReport`], a plain data structure: rendered as a table here, as JSON by serde.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
+use std::time::Duration;
+
+use serde::Serialize;
 
 use crate::explain::explain;
 use crate::matrix::{Observed, Scenario, MATRIX};
 use crate::root::{Bench, Ctx};
+use crate::{Flavour, Target};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "reason", rename_all = "kebab-case")]
 pub enum Verdict {
     Pass,
     /// Unpatched loader, scenario that needs the patch, and it failed the documented way.
@@ -29,42 +35,132 @@ impl Verdict {
     pub fn is_failure(&self) -> bool {
         *self == Verdict::Mismatch
     }
+
+    pub fn is_skipped(&self) -> bool {
+        matches!(self, Verdict::Skipped(_))
+    }
 }
 
 /// One scenario's result.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
+    #[serde(skip)]
     pub scenario: &'static Scenario,
+    pub id: &'static str,
+    /// The contract's row (0: the user story).
+    pub row: u8,
+    pub title: &'static str,
+    pub needs_patch: bool,
     /// What this loader (patched or not) was expected to do.
     pub expected: &'static str,
     /// What happened; an error text when the scenario itself could not run.
     pub actual: String,
+    #[serde(flatten)]
     pub verdict: Verdict,
     /// The command line of the last run, as it reads inside the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// For a mismatch: the libtree-like explanation of a rerun with `LD_DEBUG=libs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<String>,
     /// How long the scenario took (roots and runs; an explanation's rerun excluded).
-    pub elapsed: std::time::Duration,
+    #[serde(skip)]
+    pub elapsed: Duration,
 }
 
-/// What the loader under test is expected to do in `scenario`.
-pub fn expectation(scenario: &Scenario, patched: bool) -> &'static str {
-    match (patched, scenario.without_patch) {
-        (false, Some(without)) => without,
-        _ => scenario.expected,
+/// The matrix against one sysroot.
+#[derive(Debug, Clone, Serialize)]
+pub struct MatrixReport {
+    pub release: String,
+    pub target: Target,
+    pub flavour: Flavour,
+    pub summary: Summary,
+    /// Row 23 of the contract, for the unpatched loader over the whole matrix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity: Option<Sensitivity>,
+    pub scenarios: Vec<Outcome>,
+}
+
+/// Counts per verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub total: usize,
+    pub pass: usize,
+    pub fails_without_patch: usize,
+    pub skipped: usize,
+    pub mismatch: usize,
+}
+
+/// Row 23: without the patch, the scenarios that differ from the patched expectation are
+/// exactly those that need the patch (skipped ones left out).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Sensitivity {
+    pub holds: bool,
+    pub differing: BTreeSet<&'static str>,
+    pub needing_the_patch: BTreeSet<&'static str>,
+}
+
+impl Sensitivity {
+    pub fn of(outcomes: &[Outcome]) -> Sensitivity {
+        let ran = || outcomes.iter().filter(|o| !o.verdict.is_skipped());
+        let differing: BTreeSet<&str> = ran()
+            .filter(|o| o.actual != o.scenario.expected)
+            .map(|o| o.id)
+            .collect();
+        let needing_the_patch: BTreeSet<&str> =
+            ran().filter(|o| o.needs_patch).map(|o| o.id).collect();
+        Sensitivity {
+            holds: !needing_the_patch.is_empty() && differing == needing_the_patch,
+            differing,
+            needing_the_patch,
+        }
+    }
+
+    pub fn line(&self) -> String {
+        if self.holds {
+            format!(
+                "row 23: the {} scenarios that differ from the patched expectation are exactly those that need the patch",
+                self.differing.len()
+            )
+        } else {
+            format!(
+                "row 23: MISMATCH: differing {:?}, needing the patch {:?}",
+                self.differing, self.needing_the_patch
+            )
+        }
     }
 }
 
-pub fn judge(scenario: &Scenario, patched: bool, observed: &Observed) -> Verdict {
+impl Summary {
+    pub fn of(outcomes: &[Outcome]) -> Summary {
+        let count =
+            |f: &dyn Fn(&Verdict) -> bool| outcomes.iter().filter(|o| f(&o.verdict)).count();
+        Summary {
+            total: outcomes.len(),
+            pass: count(&|v| *v == Verdict::Pass),
+            fails_without_patch: count(&|v| *v == Verdict::FailsWithoutPatch),
+            skipped: count(&|v| v.is_skipped()),
+            mismatch: count(&|v| v.is_failure()),
+        }
+    }
+
+    pub fn line(&self) -> String {
+        format!(
+            "{} scenarios: {} pass, {} fail as expected without the patch, {} skipped, {} mismatch",
+            self.total, self.pass, self.fails_without_patch, self.skipped, self.mismatch
+        )
+    }
+}
+
+pub fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> Verdict {
     let actual = match observed {
         Observed::Skipped(reason) => return Verdict::Skipped(reason.clone()),
         Observed::Seen(actual) => actual,
     };
-    if actual != expectation(scenario, patched) {
+    if actual != scenario.expectation(flavour) {
         return Verdict::Mismatch;
     }
-    if !patched && scenario.needs_patch() {
+    if flavour == Flavour::Unpatched && scenario.needs_patch() {
         Verdict::FailsWithoutPatch
     } else {
         Verdict::Pass
@@ -72,21 +168,31 @@ pub fn judge(scenario: &Scenario, patched: bool, observed: &Observed) -> Verdict
 }
 
 /// Runs the scenarios whose id contains `filter` (all for `None`), in matrix order.
-pub fn run(bench: &Bench, filter: Option<&str>) -> Vec<Outcome> {
-    MATRIX
+pub fn run(bench: &Bench, filter: Option<&str>) -> MatrixReport {
+    let outcomes: Vec<Outcome> = MATRIX
         .iter()
         .filter(|s| filter.is_none_or(|f| s.id.contains(f)))
         .map(|s| run_one(bench, s))
-        .collect()
+        .collect();
+    let whole = filter.is_none();
+    MatrixReport {
+        release: bench.sysroot.release.clone(),
+        target: bench.sysroot.target,
+        flavour: bench.sysroot.flavour,
+        summary: Summary::of(&outcomes),
+        sensitivity: (whole && bench.sysroot.flavour == Flavour::Unpatched)
+            .then(|| Sensitivity::of(&outcomes)),
+        scenarios: outcomes,
+    }
 }
 
 pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
-    let patched = bench.sysroot.patched;
+    let flavour = bench.sysroot.flavour;
     let started = std::time::Instant::now();
     let cx = Ctx::new(bench, scenario.id);
-    let (actual, verdict) = match (scenario.run)(&cx) {
+    let (actual, verdict) = match scenario.run(&cx) {
         Ok(observed) => {
-            let verdict = judge(scenario, patched, &observed);
+            let verdict = judge(scenario, flavour, &observed);
             let actual = match observed {
                 Observed::Seen(text) => text,
                 Observed::Skipped(_) => "-".into(),
@@ -122,7 +228,11 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
     };
     Outcome {
         scenario,
-        expected: expectation(scenario, patched),
+        id: scenario.id,
+        row: scenario.contract.number(),
+        title: scenario.title,
+        needs_patch: scenario.needs_patch(),
+        expected: scenario.expectation(flavour),
         actual,
         verdict,
         command: last.map(|i| i.display()),
@@ -135,12 +245,32 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
 /// trace normalised for snapshots.
 pub fn trace(bench: &Bench, scenario: &'static Scenario) -> anyhow::Result<String> {
     let cx = Ctx::new(bench, scenario.id);
-    (scenario.run)(&cx)?;
+    scenario.run(&cx)?;
     let Some(invocation) = cx.last_invocation() else {
         anyhow::bail!("{} ran no command", scenario.id);
     };
     let out = invocation.with_env("LD_DEBUG", "libs").run(Vec::new())?;
     Ok(crate::explain::normalize_trace(&out.stderr))
+}
+
+impl MatrixReport {
+    pub fn has_failures(&self) -> bool {
+        self.summary.mismatch > 0 || self.sensitivity.as_ref().is_some_and(|s| !s.holds)
+    }
+
+    /// A heading line, the table, the explanations of mismatches, the summary and row 23.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "glibc {} {} ({})\n",
+            self.release, self.target, self.flavour
+        );
+        out.push_str(&table(&self.scenarios));
+        let _ = writeln!(out, "{}", self.summary.line());
+        if let Some(sensitivity) = &self.sensitivity {
+            let _ = writeln!(out, "{}", sensitivity.line());
+        }
+        out
+    }
 }
 
 /// The table: scenario, expected, actual, verdict; then an explanation of each mismatch.
@@ -150,7 +280,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
         .iter()
         .map(|o| {
             [
-                o.scenario.id.to_string(),
+                o.id.to_string(),
                 o.expected.to_string(),
                 o.actual.clone(),
                 o.verdict.text(),
@@ -182,13 +312,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
         line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
     }
     for o in outcomes.iter().filter(|o| o.verdict.is_failure()) {
-        let _ = writeln!(
-            out,
-            "\n{} ({}): {}",
-            o.scenario.id,
-            o.scenario.title,
-            o.verdict.text()
-        );
+        let _ = writeln!(out, "\n{} ({}): {}", o.id, o.title, o.verdict.text());
         let _ = writeln!(out, "  expected: {}\n  actual:   {}", o.expected, o.actual);
         if let Some(cmd) = &o.command {
             let _ = writeln!(out, "  command:  {cmd}");
@@ -203,80 +327,6 @@ pub fn table(outcomes: &[Outcome]) -> String {
     out
 }
 
-/// A summary line: counts per verdict.
-pub fn summary(outcomes: &[Outcome]) -> String {
-    let count = |f: &dyn Fn(&Verdict) -> bool| outcomes.iter().filter(|o| f(&o.verdict)).count();
-    format!(
-        "{} scenarios: {} pass, {} fail as expected without the patch, {} skipped, {} mismatch",
-        outcomes.len(),
-        count(&|v| *v == Verdict::Pass),
-        count(&|v| *v == Verdict::FailsWithoutPatch),
-        count(&|v| matches!(v, Verdict::Skipped(_))),
-        count(&|v| v.is_failure()),
-    )
-}
-
-/// Machine-readable form of a run: `{"release": ..., "scenarios": [...]}`.
-pub fn json(release: &str, target: &str, patched: bool, outcomes: &[Outcome]) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "{{\"release\":{},\"target\":{},\"patched\":{patched},\"scenarios\":[",
-        quote(release),
-        quote(target)
-    );
-    for (i, o) in outcomes.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let verdict = match &o.verdict {
-            Verdict::Pass => "pass",
-            Verdict::FailsWithoutPatch => "fails-without-patch",
-            Verdict::Mismatch => "mismatch",
-            Verdict::Skipped(_) => "skipped",
-        };
-        let _ = write!(
-            out,
-            "{{\"id\":{},\"row\":{},\"title\":{},\"needs_patch\":{},\"expected\":{},\"actual\":{},\"verdict\":{}",
-            quote(o.scenario.id),
-            o.scenario.row,
-            quote(o.scenario.title),
-            o.scenario.needs_patch(),
-            quote(o.expected),
-            quote(&o.actual),
-            quote(verdict)
-        );
-        if let Verdict::Skipped(reason) = &o.verdict {
-            let _ = write!(out, ",\"skip_reason\":{}", quote(reason));
-        }
-        if let Some(explanation) = &o.explanation {
-            let _ = write!(out, ",\"explanation\":{}", quote(explanation));
-        }
-        out.push('}');
-    }
-    out.push_str("]}");
-    out
-}
-
-fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,18 +336,22 @@ mod tests {
     fn unpatched_fallback_scenario_must_fail_the_documented_way() {
         let s = find("03-dlopen-runpath-miss").unwrap();
         let seen = |t: &str| Observed::Seen(t.into());
+        let (patched, unpatched) = (Flavour::Patched, Flavour::Unpatched);
         assert_eq!(
-            judge(s, false, &seen("not found")),
+            judge(s, unpatched, &seen("not found")),
             Verdict::FailsWithoutPatch
         );
         // Passing without the patch means the scenario does not test the patch.
-        assert_eq!(judge(s, false, &seen("driver")), Verdict::Mismatch);
-        assert_eq!(judge(s, true, &seen("driver")), Verdict::Pass);
-        assert_eq!(judge(s, true, &seen("not found")), Verdict::Mismatch);
+        assert_eq!(judge(s, unpatched, &seen("driver")), Verdict::Mismatch);
+        assert_eq!(judge(s, patched, &seen("driver")), Verdict::Pass);
+        assert_eq!(judge(s, patched, &seen("not found")), Verdict::Mismatch);
     }
 
     #[test]
-    fn json_escapes_text() {
-        assert_eq!(quote("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
+    fn verdicts_serialize_with_their_reason() {
+        let json = serde_json::to_string(&Verdict::Skipped("why".into())).unwrap();
+        assert_eq!(json, r#"{"verdict":"skipped","reason":"why"}"#);
+        let json = serde_json::to_string(&Verdict::FailsWithoutPatch).unwrap();
+        assert_eq!(json, r#"{"verdict":"fails-without-patch"}"#);
     }
 }

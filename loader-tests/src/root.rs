@@ -34,17 +34,12 @@ impl Bench {
     pub fn new(sysroot: Sysroot, cache: &Path) -> Result<Bench> {
         let layout = Layout::new(&sysroot)?;
         let fixtures = Fixtures::ensure(&sysroot, &layout, cache)?;
-        let qemu = if sysroot.target.is_native() {
-            None
-        } else {
-            let qemu = PathBuf::from("/usr/bin/qemu-aarch64-static");
-            if !qemu.exists() {
-                anyhow::bail!(
-                    "{} is missing: install it with apt-get install qemu-user-static",
-                    qemu.display()
-                );
+        let qemu = match crate::host::emulator(sysroot.target) {
+            None => None,
+            Some(tool) => {
+                crate::host::require(&[tool])?;
+                crate::host::find_program(tool.program)
             }
-            Some(qemu)
         };
         // Next to the sysroot so that hard links work (same filesystem).
         let scratch_parent = cache.join("roots");

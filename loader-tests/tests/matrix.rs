@@ -1,90 +1,115 @@
-//! The matrix, one test per scenario, against the patched loader and against the unpatched
-//! one (where scenarios that need the patch must fail the documented way).
+//! The matrix as tests, generated from the table (`loader_tests::matrix::MATRIX`): one test
+//! per scenario, target and flavour (`x86_64::patched::03-dlopen-runpath-miss`); row 23 per
+//! target (without the patch, exactly the scenarios that need it fail); and snapshots of the
+//! report and of normalised `LD_DEBUG=libs` traces per release.
+//!
+//! `cargo test -p loader-tests -- 03-dlopen` runs one scenario everywhere it can.
 
 mod util;
 
-use loader_tests::matrix::MATRIX;
+use libtest_mimic::{Arguments, Failed, Trial};
+use loader_tests::matrix::{self, MATRIX};
+use loader_tests::report::{self, Sensitivity};
+use loader_tests::{Flavour, Target};
 
-macro_rules! scenarios {
-    ($($name:ident => $id:literal,)*) => {
-        mod patched {
-            use loader_tests::Target;
-            $(#[test] fn $name() { crate::util::check(Target::X86_64, true, $id); })*
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    for target in Target::ALL {
+        let not_run = util::not_run_here(target);
+        if let Some(reason) = &not_run {
+            eprintln!("{reason}");
         }
-        mod unpatched {
-            use loader_tests::Target;
-            $(#[test] fn $name() { crate::util::check(Target::X86_64, false, $id); })*
-        }
-        #[test]
-        fn every_scenario_has_a_test() {
-            let tested = [$($id),*];
-            for s in MATRIX {
-                assert!(tested.contains(&s.id), "scenario {} has no test", s.id);
+        let mut add = |name: String, test: Box<dyn FnOnce() -> Result<(), String> + Send>| {
+            let trial = Trial::test(name, move || test().map_err(Failed::from));
+            trials.push(trial.with_ignored_flag(not_run.is_some()));
+        };
+        for flavour in Flavour::ALL {
+            for scenario in MATRIX {
+                add(
+                    format!("{target}::{flavour}::{}", scenario.id),
+                    Box::new(move || {
+                        let bench = util::bench(target, flavour)?;
+                        util::judge(target, &report::run_one(bench, scenario))
+                    }),
+                );
             }
-            assert_eq!(tested.len(), MATRIX.len());
+            add(
+                format!("{target}::{flavour}::snapshot-report"),
+                Box::new(move || report_snapshot(target, flavour)),
+            );
         }
-    };
+        add(
+            format!("{target}::unpatched::row-23-sensitivity"),
+            Box::new(move || sensitivity(target)),
+        );
+        let traces: &[(&str, Flavour)] = match target {
+            Target::X86_64 => &[
+                ("21-debug-label", Flavour::Patched),
+                ("21-debug-label", Flavour::Unpatched),
+                ("21-debug-label-option", Flavour::Patched),
+                ("07-dlopen-nvrm", Flavour::Patched),
+                ("07-dlopen-nvrm", Flavour::Unpatched),
+            ],
+            Target::Aarch64 => &[
+                ("21-debug-label", Flavour::Patched),
+                ("21-debug-label", Flavour::Unpatched),
+            ],
+        };
+        for &(id, flavour) in traces {
+            add(
+                format!("{target}::{flavour}::snapshot-trace-{id}"),
+                Box::new(move || trace_snapshot(target, flavour, id)),
+            );
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
 }
 
-scenarios! {
-    row01_needed_bug => "01-needed-bug",
-    row01_dlopen_bug => "01-dlopen-bug",
-    row01_rpath_order => "01-rpath-order",
-    row02_needed_fix => "02-needed-fix",
-    row02_dlopen_fix => "02-dlopen-fix",
-    row03_needed_runpath_miss => "03-needed-runpath-miss",
-    row03_dlopen_runpath_miss => "03-dlopen-runpath-miss",
-    row04_needed_nothing_set => "04-needed-nothing-set",
-    row04_dlopen_nothing_set => "04-dlopen-nothing-set",
-    row04_list_nothing_set => "04-list-nothing-set",
-    row04_ldd_script_nothing_set => "04-ldd-script-nothing-set",
-    row04_ldd_nothing_set => "04-ldd-nothing-set",
-    row05_shim_runpath => "05-shim-runpath",
-    row06_shim_plain => "06-shim-plain",
-    row07_needed_nvrm => "07-needed-nvrm",
-    row07_dlopen_nvrm => "07-dlopen-nvrm",
-    row08_needed_default_dir => "08-needed-default-dir",
-    row08_dlopen_default_dir => "08-dlopen-default-dir",
-    row09_needed_cache => "09-needed-cache",
-    row09_dlopen_cache => "09-dlopen-cache",
-    row10_needed_llp_empty => "10-needed-llp-empty",
-    row10_dlopen_llp_empty => "10-dlopen-llp-empty",
-    row11_already_loaded => "11-already-loaded",
-    row12_secure_dynamic => "12-secure-dynamic",
-    row12_secure_needed => "12-secure-needed",
-    row13_static_dlopen => "13-static-dlopen",
-    row13_static_default_dir => "13-static-default-dir",
-    row13_static_secure => "13-static-secure",
-    row14_needed_nodefaultlib => "14-needed-nodefaultlib",
-    row14_dlopen_nodefaultlib => "14-dlopen-nodefaultlib",
-    row15_needed_inhibit_cache => "15-needed-inhibit-cache",
-    row15_dlopen_inhibit_cache => "15-dlopen-inhibit-cache",
-    row16_empty_entry => "16-empty-entry",
-    row16_semicolon_empty_entries => "16-semicolon-empty-entries",
-    row16_only_empty_entries => "16-only-empty-entries",
-    row17_needed_origin => "17-needed-origin",
-    row17_dlopen_origin => "17-dlopen-origin",
-    row17_lib => "17-lib",
-    row17_platform => "17-platform",
-    row18_needed_wrong_class => "18-needed-wrong-class",
-    row18_dlopen_wrong_class => "18-dlopen-wrong-class",
-    row19_needed_missing_dirs => "19-needed-missing-dirs",
-    row19_dlopen_missing_dirs => "19-dlopen-missing-dirs",
-    row19_many_entries => "19-many-entries",
-    row19_long_value => "19-long-value",
-    row20_needed_option_overrides => "20-needed-option-overrides",
-    row20_dlopen_option_overrides => "20-dlopen-option-overrides",
-    row21_debug_label => "21-debug-label",
-    row21_debug_label_option => "21-debug-label-option",
-    row21_help => "21-help",
-    row21_serinfo => "21-serinfo",
-    row21_audit => "21-audit",
-    row21_list => "21-list",
-    row21_ldd_script => "21-ldd-script",
-    row21_ldd => "21-ldd",
-    row22_dlmopen => "22-dlmopen",
-    row22_dlmopen_default_dir => "22-dlmopen-default-dir",
-    j1_jetson_llp => "J1-jetson-llp",
-    j2_jetson_nothing => "J2-jetson-nothing",
-    j3_jetson_fallback => "J3-jetson-fallback",
+/// Row 23: the whole matrix against the unpatched loader differs from the patched
+/// expectation in exactly the scenarios that need the patch, and nothing else fails.
+fn sensitivity(target: Target) -> Result<(), String> {
+    let bench = util::bench(target, Flavour::Unpatched)?;
+    let report = report::run(bench, None);
+    let table = report::table(&report.scenarios);
+    let sensitivity = Sensitivity::of(&report.scenarios);
+    if !sensitivity.holds {
+        return Err(format!(
+            "without the patch, the scenarios that fail must be exactly those that need it\n{}\n{table}",
+            sensitivity.line()
+        ));
+    }
+    for outcome in &report.scenarios {
+        util::judge(target, outcome).map_err(|err| format!("{err}\n{table}"))?;
+    }
+    Ok(())
+}
+
+/// The report as a table, without the scenarios that need root: they are skipped elsewhere,
+/// and a snapshot must not depend on who runs it. They have tests of their own.
+fn report_snapshot(target: Target, flavour: Flavour) -> Result<(), String> {
+    let bench = util::bench(target, flavour)?;
+    let outcomes: Vec<_> = MATRIX
+        .iter()
+        .filter(|s| !s.needs_root)
+        .map(|s| report::run_one(bench, s))
+        .collect();
+    let name = format!("report-{}-{target}-{flavour}", bench.sysroot.release);
+    snapshot(&name, report::table(&outcomes))
+}
+
+fn trace_snapshot(target: Target, flavour: Flavour, id: &str) -> Result<(), String> {
+    let bench = util::bench(target, flavour)?;
+    let scenario = matrix::find(id).ok_or_else(|| format!("no scenario {id}"))?;
+    let trace = report::trace(bench, scenario).map_err(|err| format!("{err:#}"))?;
+    let name = format!("trace-{id}-{}-{target}-{flavour}", bench.sysroot.release);
+    snapshot(&name, trace)
+}
+
+/// insta's assertion, as a test result: libtest-mimic runs each test on a thread of its own
+/// and reports a panic there as a failure, but a result names the snapshot.
+fn snapshot(name: &str, text: String) -> Result<(), String> {
+    let name = name.to_string();
+    std::panic::catch_unwind(move || insta::assert_snapshot!(name, text))
+        .map_err(|_| "snapshot differs (see above; review with cargo insta review)".to_string())
 }

@@ -1,26 +1,16 @@
-//! Library half of `cargo xtask`, so that integration tests can drive the same code the CLI runs.
+//! Library half of `cargo xtask`, so that integration tests drive the same code the CLI runs.
+//!
+//! One module per stage, in the order data flows through them:
+//! `store` (glibc releases) -> `series` (patches/) -> `rebase` (moving a series between
+//! releases) -> `build` (cached sysroots) -> `resolution` (the scenario matrix against a
+//! sysroot) -> `ci` (all of it, as CI runs it). `cli` holds the vocabulary every command
+//! shares; `util` the plumbing.
 
-pub mod bench;
 pub mod build;
 pub mod ci;
-pub mod diffstat;
-pub mod glibc;
-pub mod import;
-pub mod logged;
-pub mod mail_date;
-pub mod patch_import;
-pub mod patches;
-pub mod paths;
-pub mod range_diff;
+pub mod cli;
 pub mod rebase;
-pub mod rebase_state;
-pub mod release;
 pub mod resolution;
 pub mod series;
-pub mod series_rebase;
-pub mod staging;
 pub mod store;
-pub mod store_bench;
-pub mod target;
-pub mod tools;
-pub mod worktree;
+pub mod util;

@@ -12,13 +12,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use tempfile::TempDir;
-use xtask::import::{debian, Source};
+use xtask::rebase::bench::synthetic_series;
 use xtask::rebase::{self, Outcome};
-use xtask::release::Release;
 use xtask::series::Series;
-use xtask::series_rebase::Workspace;
+use xtask::series::Workspace;
+use xtask::store::import::{debian, Source};
+use xtask::store::release::Release;
 use xtask::store::SourceStore;
-use xtask::store_bench::synthetic_series;
 
 /// The commit ids of the deterministic imports: the same on every machine.
 const COMMIT_2_41: &str = "8591ed12590ee499c798e1c0ba1aa4037ec65c65";
@@ -78,7 +78,7 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
 #[test]
 fn an_interrupted_import_leaves_no_half_store() {
     let r41 = Release::parse("2.41").unwrap();
-    let downloads = xtask::paths::downloads_dir().unwrap();
+    let downloads = xtask::util::paths::downloads_dir().unwrap();
     let tarball = debian::fetch_orig(r41, &downloads).unwrap();
     let tmp = TempDir::new().unwrap();
     let dir = tmp.path().join("glibc.git");

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use common::*;
 use git2::Oid;
-use xtask::patches::{self, State};
 use xtask::rebase::{self, Outcome};
-use xtask::release::Release;
+use xtask::series::status::{self, State};
 use xtask::series::Series;
-use xtask::series_rebase::Workspace;
+use xtask::series::Workspace;
+use xtask::store::release::Release;
 use xtask::store::SourceStore;
 
 const OLD_LINE: &str = "  return default_path ();\n";
@@ -303,7 +303,7 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
 fn status_has_a_row_per_release() {
     let f = fixture();
     let releases = [rel("2.41"), rel("2.42"), rel("2.43"), rel("2.44")];
-    let rows = patches::states(&f.ws, &releases).unwrap();
+    let rows = status::states(&f.ws, &releases).unwrap();
     assert!(
         matches!(&rows[0].1, State::AppliesCleanly { base } if base.starts_with("glibc-2.41 ")),
         "{:?}",
@@ -330,12 +330,14 @@ fn status_has_a_row_per_release() {
             dropped: 1
         }
     );
-    let table = patches::status(&f.ws, &releases).unwrap();
+    let table = status::status(&f.ws, &releases).unwrap();
     assert!(table.contains("2.43     conflicts"), "{table}");
 }
 
 fn snapshot(dir: &Path) -> Oid {
-    xtask::import::Snapshot::of_dir(dir, &[]).unwrap().root
+    xtask::store::snapshot::Snapshot::of_dir(dir, &[])
+        .unwrap()
+        .root
 }
 
 #[test]
@@ -366,8 +368,8 @@ fn picking_only_touched_paths_equals_a_full_cherry_pick() {
     for onto in ["2.42", "2.44"] {
         let head = f.ws.store.ensure_release(rel(onto)).unwrap();
         let mut steps = Vec::new();
-        let xtask::series_rebase::Picked::Done { head: fast } =
-            xtask::series_rebase::pick(repo, &commits, 0, head, &mut steps).unwrap()
+        let xtask::rebase::engine::Picked::Done { head: fast } =
+            xtask::rebase::engine::pick(repo, &commits, 0, head, &mut steps).unwrap()
         else {
             panic!("unexpected conflict onto {onto}")
         };
@@ -383,9 +385,13 @@ fn picking_only_touched_paths_equals_a_full_cherry_pick() {
                 )
                 .unwrap();
             let tree = index.write_tree_to(repo).unwrap();
-            if let Some(new) =
-                xtask::series_rebase::commit_like(repo, &repo.find_commit(*id).unwrap(), full, tree)
-                    .unwrap()
+            if let Some(new) = xtask::rebase::engine::commit_like(
+                repo,
+                &repo.find_commit(*id).unwrap(),
+                full,
+                tree,
+            )
+            .unwrap()
             {
                 full = new;
             }
@@ -419,10 +425,10 @@ fn patches_import_takes_git_format_patch_files() {
         })
         .collect();
 
-    let err = xtask::patch_import::import(&f.ws, rel("2.41"), &files, false).unwrap_err();
+    let err = xtask::series::import::import(&f.ws, rel("2.41"), &files, false).unwrap_err();
     assert!(format!("{err:#}").contains("--replace"), "{err:#}");
 
-    xtask::patch_import::import(&f.ws, rel("2.41"), &files, true).unwrap();
+    xtask::series::import::import(&f.ws, rel("2.41"), &files, true).unwrap();
     assert!(Series::load(&dir)
         .unwrap()
         .drift_against(&dir)
@@ -435,7 +441,7 @@ fn patches_import_takes_git_format_patch_files() {
         );
     }
 
-    let err = xtask::patch_import::import(&f.ws, rel("2.43"), &files, false).unwrap_err();
+    let err = xtask::series::import::import(&f.ws, rel("2.43"), &files, false).unwrap_err();
     assert!(
         format!("{err:#}").contains("does not apply exactly to glibc 2.43"),
         "{err:#}"

@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use xtask::import::Snapshot;
 use xtask::series::Series;
+use xtask::store::snapshot::Snapshot;
 
 fn v1_files() -> Vec<(&'static str, String)> {
     vec![
@@ -96,7 +96,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     assert_eq!(Snapshot::of_dir(&plain, &[]).unwrap().root, expected_tree);
 
     // quilt, where installed (package quilt), reads the same series file.
-    if xtask::tools::find_program("quilt").is_some() {
+    if loader_tests::host::find_program("quilt").is_some() {
         let q = t.tmp.path().join("quilt");
         t.store.export_tree(release, None, &q).unwrap();
         let out = std::process::Command::new("quilt")

@@ -5,8 +5,8 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 
 use common::*;
-use xtask::import::Source;
-use xtask::release::Release;
+use xtask::store::import::Source;
+use xtask::store::release::Release;
 use xtask::store::SourceStore;
 
 fn files() -> Vec<(&'static str, &'static str)> {

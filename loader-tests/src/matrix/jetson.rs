@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::{seen, winner, Observed};
+use super::{seen, Observed};
 use crate::probe::Output;
 use crate::root::Ctx;
 
@@ -33,7 +33,7 @@ pub(super) fn jetson(cx: &Ctx, variable: Option<&str>) -> Result<Observed> {
         .lines()
         .find_map(|l| l.strip_prefix("saxpy driver="))
     else {
-        return winner(out);
+        return seen(out.winner());
     };
     let field = |key: &str| {
         report

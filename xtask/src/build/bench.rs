@@ -5,30 +5,30 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::Target;
+use loader_tests::{Flavour, Target};
 
-use super::cache::{flavour_name, BuildCache};
+use super::cache::BuildCache;
 use super::lock;
-use super::recipe::Toolchain;
+use super::recipe::Recipe;
 use super::source::{self, BuildSource};
 use super::{default_jobs, workdir, Builder, Layout};
-use crate::paths;
-use crate::release::Release;
+use crate::cli::{self, Global};
+use crate::store::release::Release;
+use crate::util::paths;
 
 /// The file the incremental run touches: the loader's search code, which the series edits.
 const TOUCHED: &str = "elf/dl-load.c";
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// `X.Y`; default: the newest supported release.
-    #[arg(long)]
-    pub release: Option<String>,
-    /// `x86_64` or `aarch64`.
-    #[arg(long, default_value = "x86_64")]
-    pub target: String,
+    /// The release [default: the newest].
+    #[arg(long, value_name = "X.Y", value_parser = cli::release())]
+    pub release: Option<Release>,
+    #[arg(long, value_parser = cli::target(), default_value = "x86_64")]
+    pub target: Target,
     /// Time the unpatched build instead of the patched one.
-    #[arg(long)]
-    pub unpatched: bool,
+    #[arg(long, value_parser = cli::flavour(), default_value = "patched")]
+    pub flavour: Flavour,
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Cache root to build in; the cold build is timed only if it does not hold this build
@@ -45,13 +45,9 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
-    pub fn run(self) -> Result<()> {
-        let release = match &self.release {
-            Some(text) => Release::parse(text)?,
-            None => Release::newest(),
-        };
-        let target = crate::target::parse(&self.target)?;
-        let patched = !self.unpatched;
+    pub fn run(self, global: &Global) -> Result<()> {
+        let release = self.release.unwrap_or_else(Release::newest);
+        let (target, flavour) = (self.target, self.flavour);
         let jobs = self.jobs.unwrap_or_else(default_jobs);
         let scratch;
         let root = match &self.cache {
@@ -68,15 +64,14 @@ impl BenchArgs {
             }
         };
         let layout = Layout::under(&root);
-        let work = layout.work_dir(release, target, patched);
-        let flavour = flavour_name(patched);
+        let work = layout.work_dir(release, target, flavour);
         let cached = BuildCache::new(&layout.builds)
             .list()?
             .into_iter()
             .any(|e| {
                 e.manifest.release == release.version
                     && e.manifest.target == target.name()
-                    && e.manifest.flavour == flavour
+                    && e.manifest.flavour == flavour.name()
             });
         let cold_possible = !cached && !work.root().exists();
         if !cold_possible {
@@ -89,7 +84,7 @@ impl BenchArgs {
         }
         let mut builder = Builder {
             layout: layout.clone(),
-            store: None,
+            store: global.store.clone(),
             patches_dir: paths::patches_dir(),
             jobs,
             rebuild: false,
@@ -98,12 +93,12 @@ impl BenchArgs {
         let cold_time = match cold_possible {
             true => {
                 let started = Instant::now();
-                let cold = builder.ensure(release, target, patched)?;
+                let cold = builder.ensure(release, target, flavour)?;
                 Some(started.elapsed().saturating_sub(cold.lock_wait))
             }
             false => {
                 // Bring the cache up to date so that the runs below are hits.
-                builder.ensure(release, target, patched)?;
+                builder.ensure(release, target, flavour)?;
                 None
             }
         };
@@ -111,7 +106,7 @@ impl BenchArgs {
         let mut hits = Vec::new();
         for _ in 0..self.hit_runs.max(1) {
             let started = Instant::now();
-            let outcome = builder.ensure(release, target, patched)?;
+            let outcome = builder.ensure(release, target, flavour)?;
             hits.push(started.elapsed());
             if outcome.built {
                 bail!("a repeated build was not a cache hit");
@@ -123,12 +118,12 @@ impl BenchArgs {
         for _ in 0..self.incremental_runs.max(1) {
             touch(&work.src().join(TOUCHED))?;
             let started = Instant::now();
-            let outcome = builder.ensure(release, target, patched)?;
+            let outcome = builder.ensure(release, target, flavour)?;
             incremental.push(started.elapsed().saturating_sub(outcome.lock_wait));
         }
 
         let plain = match self.plain {
-            true => Some(plain_build(&root, release, target, patched, jobs)?),
+            true => Some(plain_build(global, &root, release, target, flavour, jobs)?),
             false => None,
         };
 
@@ -163,10 +158,11 @@ impl BenchArgs {
 
 /// The baseline: what a developer would do by hand, in a fresh directory.
 fn plain_build(
+    global: &Global,
     root: &Path,
     release: Release,
     target: Target,
-    patched: bool,
+    flavour: Flavour,
     jobs: usize,
 ) -> Result<Duration> {
     let dir = tempfile::Builder::new()
@@ -178,19 +174,19 @@ fn plain_build(
         dir.path().join("build"),
         dir.path().join("dest"),
     );
-    let series = match patched {
-        true => Some(source::load_series(&paths::patches_dir(), release)?),
-        false => None,
+    let series = match flavour {
+        Flavour::Patched => Some(source::load_series(&paths::patches_dir(), release)?),
+        Flavour::Unpatched => None,
     };
     let incoming = dir.path().join("incoming");
     fs::create_dir_all(&incoming).context("cannot create the plain source dir")?;
-    BuildSource::resolve(None, release, series)?.export(&incoming)?;
+    BuildSource::resolve(global.store.as_deref(), release, series)?.export(&incoming)?;
     workdir::add_manual_stub(&incoming)?;
     // Like an unpacked tarball: one mtime for all files (see workdir::set_mtime).
     workdir::sync_tree(&incoming, &src)?;
     fs::create_dir_all(&build).context("cannot create the plain build dir")?;
     let log = dir.path().join("build.log");
-    let toolchain = Toolchain::for_target(target);
+    let toolchain = Recipe::for_target(target);
     let label = format!("plain glibc {release} {}", target.name());
     let machine_lock = lock::acquire(
         Path::new(lock::MACHINE_LOCK),

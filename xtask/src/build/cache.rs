@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::Target;
+use loader_tests::{Flavour, Target};
 
 use super::lock::{self, FileLock};
 
@@ -35,8 +35,11 @@ pub struct KeyInputs {
 }
 
 impl KeyInputs {
-    pub fn flavour(&self) -> &'static str {
-        flavour_name(self.series_id.is_some())
+    pub fn flavour(&self) -> Flavour {
+        match self.series_id {
+            Some(_) => Flavour::Patched,
+            None => Flavour::Unpatched,
+        }
     }
 
     /// The canonical text the key hashes; also kept in the MANIFEST for `--list` and debugging.
@@ -74,14 +77,6 @@ impl KeyInputs {
             self.flavour(),
             &self.key()[..16]
         )
-    }
-}
-
-pub fn flavour_name(patched: bool) -> &'static str {
-    if patched {
-        "patched"
-    } else {
-        "unpatched"
     }
 }
 

@@ -4,126 +4,43 @@
 //! rewriting only changed files, runs configure once and make incrementally, installs into a
 //! staging directory and publishes it under a key that hashes every input.
 
-mod bench;
+pub mod bench;
 pub mod cache;
+pub mod command;
 pub mod lock;
 pub mod recipe;
-mod source;
+pub mod source;
 pub mod workdir;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::{Sysroot, Target};
+use loader_tests::{Flavour, Sysroot, Target};
 
-use crate::paths;
-use crate::release::{self, Release};
-use cache::{flavour_name, BuildCache, KeyInputs, Manifest};
-use recipe::Toolchain;
+use crate::store::release::Release;
+use crate::util::paths;
+use cache::{BuildCache, KeyInputs, Manifest};
+use recipe::Recipe;
 use source::BuildSource;
 use workdir::WorkDir;
-
-pub use bench::BenchArgs;
-
-#[derive(clap::Args)]
-pub struct Args {
-    /// `X.Y` or `all`; default: the newest supported release.
-    #[arg(long)]
-    pub release: Option<String>,
-    /// `x86_64`, `aarch64` or `all`.
-    #[arg(long, default_value = "x86_64")]
-    pub target: String,
-    /// Build the release as is, without `patches/<X.Y>/`.
-    #[arg(long)]
-    pub unpatched: bool,
-    /// Parallel make jobs; default: the number of CPUs.
-    #[arg(long)]
-    pub jobs: Option<usize>,
-    /// Print only the sysroot path(s) on stdout, after building them if needed.
-    #[arg(long)]
-    pub print_sysroot: bool,
-    /// Rebuild (incrementally) and republish even if the build is cached.
-    #[arg(long)]
-    pub rebuild: bool,
-    /// List cached builds and exit.
-    #[arg(long, conflicts_with = "prune")]
-    pub list: bool,
-    /// Remove all cached builds but the newest per release, target and flavour, and exit.
-    #[arg(long)]
-    pub prune: bool,
-    /// The source store; default: `$LD_FALLBACK_STORE` or `<cache>/glibc.git`.
-    #[arg(long)]
-    pub store: Option<PathBuf>,
-}
-
-impl Args {
-    pub fn run(self) -> Result<()> {
-        let layout = Layout::from_env()?;
-        let cache = BuildCache::new(&layout.builds);
-        if self.list {
-            return print_list(&cache);
-        }
-        if self.prune {
-            for entry in cache.prune()? {
-                println!("removed {}", entry.dir.display());
-            }
-            return Ok(());
-        }
-        let releases = match &self.release {
-            Some(text) => release::parse_selection(text)?,
-            None => vec![Release::newest()],
-        };
-        let targets = crate::target::parse_selection(&self.target)?;
-        if !self.unpatched {
-            // Fail before hours of `--release all` builds, not in the middle of them.
-            for &release in &releases {
-                source::load_series(&paths::patches_dir(), release)?;
-            }
-        }
-        let builder = Builder {
-            layout,
-            store: self.store.clone(),
-            patches_dir: paths::patches_dir(),
-            jobs: self.jobs.unwrap_or_else(default_jobs),
-            rebuild: self.rebuild,
-        };
-        for release in releases {
-            for &target in &targets {
-                let outcome = builder.ensure(release, target, !self.unpatched)?;
-                let path = outcome.sysroot.path.display();
-                if self.print_sysroot {
-                    println!("{path}");
-                } else {
-                    let how = if outcome.built { "built" } else { "cached" };
-                    println!(
-                        "glibc {release} {} {} ({how}): {path}",
-                        target.name(),
-                        flavour_name(!self.unpatched)
-                    );
-                }
-            }
-        }
-        Ok(())
-    }
-}
 
 /// The cached sysroot of `release` for `target`, built first if needed (see `cargo xtask
 /// build-glibc`). Progress goes to stderr.
 pub fn ensure_sysroot(
+    store: Option<&Path>,
     release: Release,
     target: Target,
-    patched: bool,
-    jobs: usize,
+    flavour: Flavour,
 ) -> Result<Sysroot> {
     let builder = Builder {
         layout: Layout::from_env()?,
-        store: None,
+        store: store.map(Path::to_path_buf),
         patches_dir: paths::patches_dir(),
-        jobs,
+        jobs: default_jobs(),
         rebuild: false,
     };
-    Ok(builder.ensure(release, target, patched)?.sysroot)
+    Ok(builder.ensure(release, target, flavour)?.sysroot)
 }
 
 /// Where builds, work directories and logs live under one cache root.
@@ -150,12 +67,8 @@ impl Layout {
         }
     }
 
-    pub fn work_dir(&self, release: Release, target: Target, patched: bool) -> WorkDir {
-        WorkDir::new(self.work.join(format!(
-            "{release}-{}-{}",
-            target.name(),
-            flavour_name(patched)
-        )))
+    pub fn work_dir(&self, release: Release, target: Target, flavour: Flavour) -> WorkDir {
+        WorkDir::new(self.work.join(format!("{release}-{target}-{flavour}")))
     }
 }
 
@@ -178,12 +91,12 @@ pub struct Outcome {
 }
 
 impl Builder {
-    pub fn ensure(&self, release: Release, target: Target, patched: bool) -> Result<Outcome> {
-        let series = match patched {
-            true => Some(source::load_series(&self.patches_dir, release)?),
-            false => None,
+    pub fn ensure(&self, release: Release, target: Target, flavour: Flavour) -> Result<Outcome> {
+        let series = match flavour {
+            Flavour::Patched => Some(source::load_series(&self.patches_dir, release)?),
+            Flavour::Unpatched => None,
         };
-        let toolchain = Toolchain::for_target(target);
+        let toolchain = Recipe::for_target(target);
         toolchain.require()?;
         let source = BuildSource::resolve(self.store.as_deref(), release, series)?;
         let inputs = KeyInputs {
@@ -207,7 +120,7 @@ impl Builder {
                 path: entry.sysroot(),
                 target,
                 release: release.version.to_string(),
-                patched,
+                flavour,
             },
             built,
             lock_wait,
@@ -221,7 +134,7 @@ impl Builder {
         if let Some(entry) = cached() {
             return Ok(outcome(entry, false, key_lock.waited));
         }
-        let work = self.layout.work_dir(release, target, patched);
+        let work = self.layout.work_dir(release, target, flavour);
         let work_lock = work.lock()?;
         let (entry, machine_wait) = self.build(&cache, &inputs, &toolchain, &source, &work)?;
         let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
@@ -234,7 +147,7 @@ impl Builder {
         &self,
         cache: &BuildCache,
         inputs: &KeyInputs,
-        toolchain: &Toolchain,
+        toolchain: &Recipe,
         source: &BuildSource,
         work: &WorkDir,
     ) -> Result<(cache::Entry, Duration)> {
@@ -336,11 +249,11 @@ fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
     )
 }
 
-fn default_jobs() -> usize {
+pub fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-fn print_list(cache: &BuildCache) -> Result<()> {
+pub fn print_list(cache: &BuildCache) -> Result<()> {
     let entries = cache.list()?;
     if entries.is_empty() {
         println!("no cached glibc builds in {}", cache.root().display());

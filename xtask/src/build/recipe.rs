@@ -4,10 +4,10 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use loader_tests::host::{self, tools, Tool, Toolchain};
 use loader_tests::Target;
 
-use crate::logged;
-use crate::tools::{self, Tool};
+use crate::util::logged;
 
 /// Bump when anything in the recipe changes the installed result without changing the other
 /// key inputs (new steps, fix-ups after install): every cached build then becomes a miss.
@@ -23,72 +23,54 @@ const COMMON_FLAGS: &[&str] = &[
     "--without-selinux",
 ];
 
-/// The Debian cross toolchain's Linux headers.
-const AARCH64_HEADERS: &str = "/usr/aarch64-linux-gnu/include";
-
-/// The compilers and flags that build glibc for one target.
-#[derive(Debug, Clone)]
-pub struct Toolchain {
-    pub target: Target,
-    pub cc: Tool,
-    /// Only glibc's test programs use C++. Always named for the target: left unset, configure
-    /// would pick the host's `g++` and link x86_64 objects into aarch64 programs. A cross
-    /// `g++` that is not installed is fine: configure then disables C++.
-    pub cxx: &'static str,
+/// How glibc is built for one target, with the target's toolchain.
+#[derive(Debug, Clone, Copy)]
+pub struct Recipe {
+    pub toolchain: Toolchain,
 }
 
-impl Toolchain {
-    pub fn for_target(target: Target) -> Toolchain {
-        match target {
-            Target::X86_64 => Toolchain {
-                target,
-                cc: Tool::new("gcc", "gcc"),
-                cxx: "g++",
-            },
-            Target::Aarch64 => Toolchain {
-                target,
-                cc: Tool::new("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu"),
-                cxx: "aarch64-linux-gnu-g++",
-            },
+impl Recipe {
+    pub fn for_target(target: Target) -> Recipe {
+        Recipe {
+            toolchain: Toolchain::for_target(target),
         }
+    }
+
+    pub fn target(&self) -> Target {
+        self.toolchain.target
     }
 
     /// Every host tool a build needs; glibc's configure would otherwise fail late and cryptically.
     pub fn tools(&self) -> Vec<Tool> {
+        // A cross build still compiles its helper programs with the host compiler.
         let mut tools = vec![
-            Tool::new("make", "make"),
-            Tool::new("gawk", "gawk"),
-            Tool::new("bison", "bison"),
-            Tool::new("python3", "python3"),
-            // A cross build still compiles its helper programs with the host compiler.
-            Tool::new("gcc", "gcc"),
+            tools::MAKE,
+            tools::GAWK,
+            tools::BISON,
+            tools::PYTHON3,
+            tools::GCC,
         ];
-        if self.cc.program != "gcc" {
-            tools.push(self.cc);
+        if self.toolchain.cc != tools::GCC {
+            tools.push(self.toolchain.cc);
         }
         tools
     }
 
     /// Fails before any work, naming the Debian packages to install.
     pub fn require(&self) -> Result<()> {
-        tools::require(&self.tools())?;
-        if self.target == Target::Aarch64 && !Path::new(AARCH64_HEADERS).is_dir() {
-            bail!(
-                "missing Linux headers for aarch64 at {AARCH64_HEADERS}\n\
-                 install with: apt-get install linux-libc-dev-arm64-cross"
-            );
-        }
-        Ok(())
+        host::require(&self.tools())?;
+        self.toolchain.require()
     }
 
     /// `$CC --version`'s first line: a compiler upgrade must not reuse old builds.
     pub fn compiler_version(&self) -> Result<String> {
-        let out = Command::new(self.cc.program)
+        let cc = self.toolchain.cc.program;
+        let out = Command::new(cc)
             .arg("--version")
             .output()
-            .with_context(|| format!("cannot run {} --version", self.cc.program))?;
+            .with_context(|| format!("cannot run {cc} --version"))?;
         if !out.status.success() {
-            bail!("{} --version failed ({})", self.cc.program, out.status);
+            bail!("{cc} --version failed ({})", out.status);
         }
         let text = String::from_utf8_lossy(&out.stdout);
         Ok(text.lines().next().unwrap_or_default().trim().to_string())
@@ -96,9 +78,11 @@ impl Toolchain {
 
     pub fn configure_flags(&self) -> Vec<String> {
         let mut flags: Vec<String> = COMMON_FLAGS.iter().map(|f| f.to_string()).collect();
-        if self.target == Target::Aarch64 {
-            flags.push(format!("--host={}", self.target.triplet()));
-            flags.push(format!("--with-headers={AARCH64_HEADERS}"));
+        if !self.target().is_native() {
+            flags.push(format!("--host={}", self.target().triplet()));
+            for dir in self.toolchain.kernel_headers {
+                flags.push(format!("--with-headers={dir}"));
+            }
         }
         flags
     }
@@ -106,8 +90,8 @@ impl Toolchain {
     /// What configure sees besides its flags: part of the cache key and the configure marker.
     pub fn environment(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("CC", self.cc.program.to_string()),
-            ("CXX", self.cxx.to_string()),
+            ("CC", self.toolchain.cc.program.to_string()),
+            ("CXX", self.toolchain.cxx.to_string()),
         ]
     }
 
@@ -210,18 +194,18 @@ mod tests {
 
     #[test]
     fn aarch64_is_a_cross_build_with_the_debian_toolchain() {
-        let chain = Toolchain::for_target(Target::Aarch64);
+        let chain = Recipe::for_target(Target::Aarch64);
         let flags = chain.configure_flags();
         assert!(flags.contains(&"--host=aarch64-linux-gnu".to_string()));
         assert!(flags.contains(&"--prefix=/usr".to_string()));
-        assert_eq!(chain.cc.package, "gcc-aarch64-linux-gnu");
+        assert_eq!(chain.toolchain.cc.package, "gcc-aarch64-linux-gnu");
         for (var, value) in chain.environment() {
             assert!(value.starts_with("aarch64-linux-gnu-"), "{var}={value}");
         }
         let programs: Vec<&str> = chain.tools().iter().map(|t| t.program).collect();
         assert!(programs.contains(&"aarch64-linux-gnu-gcc"), "{programs:?}");
         assert!(programs.contains(&"gcc"), "{programs:?}");
-        assert!(!Toolchain::for_target(Target::X86_64)
+        assert!(!Recipe::for_target(Target::X86_64)
             .configure_flags()
             .iter()
             .any(|f| f.starts_with("--host")));
@@ -229,10 +213,11 @@ mod tests {
 
     #[test]
     fn missing_compiler_is_reported_before_any_work() {
-        let chain = Toolchain {
-            target: Target::X86_64,
-            cc: Tool::new("ld-fallback-no-such-cc", "gcc-ld-fallback-test"),
-            cxx: "g++",
+        let chain = Recipe {
+            toolchain: Toolchain {
+                cc: Tool::new("ld-fallback-no-such-cc", "gcc-ld-fallback-test"),
+                ..Toolchain::for_target(Target::X86_64)
+            },
         };
         let err = chain.require().unwrap_err().to_string();
         assert!(

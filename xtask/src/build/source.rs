@@ -5,8 +5,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::release::Release;
 use crate::series::Series;
+use crate::store::release::Release;
 use crate::store::SourceStore;
 
 /// A resolved build input: which tree and which series, ready to be written out.
@@ -88,7 +88,7 @@ pub fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
     if !dir.is_dir() {
         bail!(
             "glibc {release} has no patch series ({} does not exist); create it with \
-             `cargo xtask rebase-glibc --onto {release}`, or build with --unpatched",
+             `cargo xtask rebase-glibc --onto {release}`, or build with --flavour unpatched",
             dir.display()
         );
     }

@@ -12,7 +12,7 @@ fn patched_build_without_series_names_the_fix() {
         err.contains("cargo xtask rebase-glibc --onto 2.40"),
         "{err}"
     );
-    assert!(err.contains("--unpatched"), "{err}");
+    assert!(err.contains("--flavour unpatched"), "{err}");
 }
 
 #[test]

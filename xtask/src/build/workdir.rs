@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use super::lock::{self, FileLock};
-use crate::worktree;
+use crate::store::worktree;
 
 /// Debian's orig tarballs (and the store) drop `manual/`, but glibc's top-level Makefile
 /// still descends into it; this stub is build support, not part of the patch series.

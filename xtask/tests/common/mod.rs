@@ -8,8 +8,9 @@ use std::process::Command;
 
 use git2::{Oid, Repository, Signature, Time};
 use tempfile::TempDir;
-use xtask::import::{Snapshot, Source};
-use xtask::release::Release;
+use xtask::store::import::Source;
+use xtask::store::release::Release;
+use xtask::store::snapshot::Snapshot;
 use xtask::store::SourceStore;
 
 /// A release whose pinned tree is the one of `dir` (tests cannot use the real pins).

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use crate::release::Release;
+use crate::series::Workspace;
 use crate::series::{PatchMail, Series, TRAILER};
-use crate::series_rebase::Workspace;
+use crate::store::release::Release;
 
 /// Writes `patches/<release>/` from `files`, in order. An existing series is kept unless
 /// `replace` is set, so that an import never overwrites work by accident.

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use xshell::{cmd, Shell};
 
-use crate::tools::{self, Tool};
+use loader_tests::host::{self, tools};
 
 /// Extracts `tarball` into the empty directory `into` and returns its single top-level
 /// directory (`glibc-X.Y/`).
 pub fn extract(tarball: &Path, into: &Path) -> Result<PathBuf> {
-    tools::require(&[Tool::new("tar", "tar"), Tool::new("xz", "xz-utils")])?;
+    host::require(&[tools::TAR, tools::XZ])?;
     if !tarball.is_file() {
         bail!("tarball {} does not exist", tarball.display());
     }

@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
-use crate::logged;
-use crate::release::Release;
-use crate::tools::{self, Tool};
+use crate::store::release::Release;
+use crate::util::logged;
+use loader_tests::host::{self, tools};
 
 /// Suites whose source indices hold the supported releases.
 const SUITES: &str = "bookworm trixie sid experimental";
@@ -23,7 +23,7 @@ pub fn fetch_orig(release: Release, downloads: &Path) -> Result<PathBuf> {
     if tarball.is_file() {
         return Ok(tarball);
     }
-    tools::require(&[Tool::new("apt-get", "apt")])?;
+    host::require(&[tools::APT_GET])?;
     std::fs::create_dir_all(downloads)
         .with_context(|| format!("cannot create {}", downloads.display()))?;
     // One download at a time per cache: apt locks its private index, and a second process
@@ -129,7 +129,7 @@ impl PrivateApt {
     /// fine: the tarball's presence is what counts.
     fn download(&self, release: Release, dest: &Path) -> Result<()> {
         let staging =
-            crate::staging::tempdir_in(dest.parent().expect("downloads dir"), "download")?;
+            crate::util::staging::tempdir_in(dest.parent().expect("downloads dir"), "download")?;
         let log = self.root.join(format!("source-{}.log", release.version));
         let apt = self.command();
         // apt's exit status 100 ("some files failed") is judged below by whether the orig

@@ -1,50 +1,37 @@
 //! `cargo xtask glibc import|list`: the local store of glibc releases.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 use clap::Subcommand;
 
-use crate::import::Source;
-use crate::release::{Release, SUPPORTED};
+use crate::cli::{self, Global};
+use crate::store::import::Source;
+use crate::store::release::{Release, SUPPORTED};
 use crate::store::SourceStore;
 
 #[derive(Subcommand)]
 pub enum Command {
     /// Import a release into the store (deterministic: same tree, same commit id everywhere).
     Import {
-        /// `X.Y`, one of the supported releases.
-        version: String,
+        #[arg(value_name = "X.Y", value_parser = cli::release())]
+        release: Release,
         /// `debian` (the orig tarball, through apt), `tarball:<path>` or `git:<url-or-path>`.
-        #[arg(long, default_value = "debian")]
-        from: String,
-        /// The store (default: `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`).
-        #[arg(long)]
-        store: Option<PathBuf>,
+        #[arg(long, default_value = "debian", value_parser = Source::parse)]
+        from: Source,
     },
     /// List the releases in the store.
-    List {
-        #[arg(long)]
-        store: Option<PathBuf>,
-    },
+    List,
 }
 
 impl Command {
-    pub fn run(self) -> Result<()> {
+    pub fn run(self, global: &Global) -> Result<()> {
         match self {
-            Command::Import {
-                version,
-                from,
-                store,
-            } => {
-                let release = Release::parse(&version)?;
-                let source = Source::parse(&from)?;
-                let store = SourceStore::open_default(store.as_deref())?;
-                store.import(release, &source)?;
+            Command::Import { release, from } => {
+                let store = SourceStore::open_default(global.store.as_deref())?;
+                store.import(release, &from)?;
                 Ok(())
             }
-            Command::List { store } => {
-                let store = SourceStore::open_default(store.as_deref())?;
+            Command::List => {
+                let store = SourceStore::open_default(global.store.as_deref())?;
                 println!("store: {}", store.dir().display());
                 let stored = store.list()?;
                 for release in SUPPORTED {

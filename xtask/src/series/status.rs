@@ -1,63 +1,13 @@
-//! `cargo xtask patches ...`: the state of the series in `patches/`.
+//! `cargo xtask patches status`: per release, whether its series applies, or whether the
+//! newest series would merge onto it.
 
 use std::fmt::Write;
-use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::Subcommand;
 
-use crate::release::{Release, SUPPORTED};
-use crate::series_rebase::{self, Picked, Step, Workspace};
-
-#[derive(Subcommand)]
-pub enum Command {
-    /// One row per supported release: applies cleanly, needs rebase, or conflicts.
-    Status {
-        /// The source store (default: `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`).
-        #[arg(long)]
-        store: Option<PathBuf>,
-    },
-    /// Take `git format-patch` files made elsewhere as the series of a release: they must
-    /// apply exactly to it; they are written in the project's canonical form.
-    Import {
-        /// The release the patches were made against, `X.Y`.
-        #[arg(long)]
-        release: String,
-        /// Overwrite an existing `patches/<X.Y>/`.
-        #[arg(long)]
-        replace: bool,
-        /// The patch files, in order.
-        #[arg(required = true)]
-        files: Vec<PathBuf>,
-        /// The source store (default: `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`).
-        #[arg(long)]
-        store: Option<PathBuf>,
-    },
-}
-
-impl Command {
-    pub fn run(self) -> Result<()> {
-        match self {
-            Command::Status { store } => {
-                let ws = Workspace::open_default(store.as_deref())?;
-                print!("{}", status(&ws, SUPPORTED)?);
-                Ok(())
-            }
-            Command::Import {
-                release,
-                replace,
-                files,
-                store,
-            } => {
-                let ws = Workspace::open_default(store.as_deref())?;
-                let release = Release::parse(&release)?;
-                let dir = crate::patch_import::import(&ws, release, &files, replace)?;
-                println!("imported {} patches into {}", files.len(), dir.display());
-                Ok(())
-            }
-        }
-    }
-}
+use crate::rebase::engine::{self, Picked, Step};
+use crate::series::Workspace;
+use crate::store::release::Release;
 
 /// The state of one release's series.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,7 +60,7 @@ pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, Stat
         } else if let (Some(series), Some(Ok(commits))) = (&newest, &newest_commits) {
             let head = ws.store.ensure_release(release)?;
             let mut steps = Vec::new();
-            match series_rebase::pick(ws.store.repo(), commits, 0, head, &mut steps)? {
+            match engine::pick(ws.store.repo(), commits, 0, head, &mut steps)? {
                 Picked::Done { .. } => State::NeedsRebase {
                     from: series.base,
                     dropped: steps.iter().filter(|s| **s == Step::Dropped).count(),

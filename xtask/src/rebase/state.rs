@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{Index, IndexEntry, MergeFileOptions, Oid, Repository};
 
-use crate::release::Release;
+use crate::rebase::engine::Step;
 use crate::series::Series;
-use crate::series_rebase::{Step, Workspace};
-use crate::worktree;
+use crate::series::Workspace;
+use crate::store::release::Release;
+use crate::store::worktree;
 
 pub struct RebaseState {
     pub onto: Release,
@@ -41,7 +42,7 @@ pub fn tree_dir(ws: &Workspace, onto: Release) -> PathBuf {
 
 /// Target releases with a rebase in progress.
 pub fn in_progress(ws: &Workspace) -> Vec<Release> {
-    crate::release::SUPPORTED
+    crate::store::release::SUPPORTED
         .iter()
         .copied()
         .filter(|r| state_dir(ws, *r).join("state").is_file())
@@ -60,7 +61,7 @@ impl RebaseState {
     ) -> Result<Vec<ConflictFile>> {
         std::fs::create_dir_all(&ws.rebase_dir)
             .with_context(|| format!("cannot create {}", ws.rebase_dir.display()))?;
-        let staging = crate::staging::tempdir_in(&ws.rebase_dir, "rebase")?;
+        let staging = crate::util::staging::tempdir_in(&ws.rebase_dir, "rebase")?;
         from.write(&staging.path().join("from"))?;
         let conflicts =
             write_conflict_tree(ws.store.repo(), index, &staging.path().join("tree"), labels)?;

@@ -7,15 +7,23 @@
 //! harmless, and a tree that does not match the id pinned in `release.rs` is refused before
 //! anything is written.
 
+pub mod bench;
+pub mod command;
+pub mod import;
+pub mod release;
+pub mod snapshot;
+pub mod worktree;
+
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature, Time};
 
-use crate::import::{self, Snapshot, Source};
-use crate::paths;
-use crate::release::Release;
 use crate::series::Series;
+use crate::util::paths;
+use import::Source;
+use release::Release;
+use snapshot::Snapshot;
 
 pub struct SourceStore {
     dir: PathBuf,
@@ -122,8 +130,10 @@ impl SourceStore {
     }
 
     fn import_tarball(&self, release: Release, tarball: &Path, expected: Oid) -> Result<Oid> {
-        let staging =
-            crate::staging::tempdir_in(self.dir.parent().unwrap_or(Path::new(".")), "import")?;
+        let staging = crate::util::staging::tempdir_in(
+            self.dir.parent().unwrap_or(Path::new(".")),
+            "import",
+        )?;
         let started = std::time::Instant::now();
         eprintln!("glibc {release}: extracting {}", tarball.display());
         let top = import::tarball::extract(tarball, staging.path())?;
@@ -223,7 +233,7 @@ impl SourceStore {
                 tree = self.repo.find_commit(*last)?.tree_id();
             }
         }
-        crate::worktree::write_tree(&self.repo, tree, dest)
+        crate::store::worktree::write_tree(&self.repo, tree, dest)
     }
 }
 
@@ -250,7 +260,7 @@ fn open_or_create(dir: &Path) -> Result<Repository> {
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    let staging = crate::staging::tempdir_in(parent, "store")?;
+    let staging = crate::util::staging::tempdir_in(parent, "store")?;
     Repository::init_bare(staging.path()).context("cannot initialize the store")?;
     let staged = staging.keep();
     if let Err(e) = std::fs::rename(&staged, dir) {

@@ -6,8 +6,8 @@ use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use xshell::{cmd, Shell};
 
-use crate::release::Release;
-use crate::tools::{self, Tool};
+use crate::store::release::Release;
+use loader_tests::host::{self, tools};
 
 /// Fetches tag `glibc-X.Y` from `url` into a scratch repository, verifies its tree minus
 /// `manual/` against `expected`, then copies the objects into `store`. Returns the tree id.
@@ -18,9 +18,9 @@ pub fn import_tag(
     url: &str,
     expected: Oid,
 ) -> Result<Oid> {
-    tools::require(&[Tool::new("git", "git")])?;
+    host::require(&[tools::GIT])?;
     let scratch =
-        crate::staging::tempdir_in(store_dir.parent().unwrap_or(Path::new(".")), "fetch")?;
+        crate::util::staging::tempdir_in(store_dir.parent().unwrap_or(Path::new(".")), "fetch")?;
     let tag = release.tag();
     let sh = Shell::new()?;
     let dir = scratch.path();
@@ -40,8 +40,8 @@ pub fn import_tag(
         .peel_to_tree()
         .with_context(|| format!("tag {tag} of {url} is not a commit"))?;
     let mut root = scratch_repo.treebuilder(Some(&upstream))?;
-    if root.get(crate::import::DROPPED_TOP_LEVEL)?.is_some() {
-        root.remove(crate::import::DROPPED_TOP_LEVEL)?;
+    if root.get(crate::store::import::DROPPED_TOP_LEVEL)?.is_some() {
+        root.remove(crate::store::import::DROPPED_TOP_LEVEL)?;
     }
     let tree = root
         .write()

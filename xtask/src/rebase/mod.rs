@@ -1,38 +1,22 @@
-//! `cargo xtask rebase-glibc`: move a patch series onto another release with a 3-way merge.
+//! Moving a patch series onto another release with a 3-way merge (`cargo xtask
+//! rebase-glibc`): start, stop at a conflict, continue or abort, and check that every series
+//! still applies to its own release.
+
+pub mod bench;
+pub mod command;
+pub mod engine;
+pub mod range_diff;
+pub mod state;
 
 use std::fmt::Write;
-use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use crate::import::Snapshot;
-use crate::range_diff;
-use crate::rebase_state::{self, ConflictFile, RebaseState};
-use crate::release::Release;
-use crate::series::Series;
-use crate::series_rebase::{self, applied, commit_like, Picked, Step, Workspace};
-
-#[derive(clap::Args)]
-pub struct Args {
-    /// The release to move the series onto.
-    #[arg(long)]
-    pub onto: Option<String>,
-    /// The series to move (default: the newest one in patches/).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Go on after resolving the conflicts in the work tree.
-    #[arg(long = "continue", conflicts_with_all = ["abort", "check", "from"])]
-    pub continue_: bool,
-    /// Give up a stopped rebase; patches/ was never touched.
-    #[arg(long, conflicts_with_all = ["check", "from"])]
-    pub abort: bool,
-    /// Verify that every series applies exactly to its release and re-exports byte for byte.
-    #[arg(long, conflicts_with_all = ["onto", "from"])]
-    pub check: bool,
-    /// The source store (default: `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`).
-    #[arg(long)]
-    pub store: Option<PathBuf>,
-}
+use crate::series::{Series, Workspace};
+use crate::store::release::Release;
+use crate::store::snapshot::Snapshot;
+use engine::{applied, commit_like, Picked, Step};
+use state::{ConflictFile, RebaseState};
 
 /// How a rebase ended.
 pub enum Outcome {
@@ -42,52 +26,9 @@ pub enum Outcome {
     Conflict(String),
 }
 
-impl Args {
-    pub fn run(self) -> Result<()> {
-        let ws = Workspace::open_default(self.store.as_deref())?;
-        let onto = self.onto.as_deref().map(Release::parse).transpose()?;
-        if self.check {
-            let report = check(&ws)?;
-            print!("{}", report.text);
-            if !report.ok {
-                bail!(
-                    "the series in {} need attention (see above)",
-                    ws.patches_dir.display()
-                );
-            }
-            return Ok(());
-        }
-        if self.abort {
-            let onto = stopped_rebase(&ws, onto)?;
-            abort(&ws, onto)?;
-            println!("aborted the rebase onto glibc {onto}; patches/ is unchanged");
-            return Ok(());
-        }
-        let outcome = if self.continue_ {
-            continue_rebase(&ws, stopped_rebase(&ws, onto)?)?
-        } else {
-            let Some(onto) = onto else {
-                bail!("say which release to rebase onto: --onto X.Y (or --continue, --abort, --check)");
-            };
-            let from = self.from.as_deref().map(Release::parse).transpose()?;
-            start(&ws, from, onto)?
-        };
-        match outcome {
-            Outcome::Written(summary) => {
-                print!("{summary}");
-                Ok(())
-            }
-            Outcome::Conflict(report) => {
-                eprint!("{report}");
-                bail!("the rebase stopped at a conflict")
-            }
-        }
-    }
-}
-
 /// Moves the series of `from` (default: the newest) onto `onto`.
 pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Outcome> {
-    if rebase_state::state_dir(ws, onto).join("state").exists() {
+    if state::state_dir(ws, onto).join("state").exists() {
         bail!("a rebase onto glibc {onto} is already in progress: finish it with --continue or drop it with --abort");
     }
     let from = match from {
@@ -97,14 +38,14 @@ pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Out
     let (_, commits) = ws.commit_series(&from)?;
     let head = ws.store.ensure_release(onto)?;
     let mut steps = Vec::new();
-    let picked = series_rebase::pick(ws.store.repo(), &commits, 0, head, &mut steps)?;
+    let picked = engine::pick(ws.store.repo(), &commits, 0, head, &mut steps)?;
     settle(ws, &from, onto, steps, picked)
 }
 
 /// Takes the resolved work tree of the stopped rebase onto `onto` and goes on.
 pub fn continue_rebase(ws: &Workspace, onto: Release) -> Result<Outcome> {
     let (state, from) = RebaseState::load(ws, onto)?;
-    let tree_dir = rebase_state::tree_dir(ws, onto);
+    let tree_dir = state::tree_dir(ws, onto);
     let unresolved = state.unresolved(&tree_dir);
     if !unresolved.is_empty() {
         bail!(
@@ -130,13 +71,13 @@ pub fn continue_rebase(ws: &Workspace, onto: Release) -> Result<Outcome> {
             state.head
         }
     };
-    let picked = series_rebase::pick(repo, &commits, state.at + 1, head, &mut steps)?;
+    let picked = engine::pick(repo, &commits, state.at + 1, head, &mut steps)?;
     settle(ws, &from, onto, steps, picked)
 }
 
 /// Drops the state of the stopped rebase onto `onto`.
 pub fn abort(ws: &Workspace, onto: Release) -> Result<()> {
-    rebase_state::remove(&rebase_state::state_dir(ws, onto))
+    state::remove(&state::state_dir(ws, onto))
 }
 
 /// Writes the series when every patch went through, else saves the state at the conflict.
@@ -156,7 +97,7 @@ fn settle(
             let new = Series::from_commits(ws.store.repo(), onto, &commits)?;
             let dir = ws.series_dir(onto);
             new.write(&dir)?;
-            rebase_state::remove(&rebase_state::state_dir(ws, onto))?;
+            state::remove(&state::state_dir(ws, onto))?;
             let mut summary = range_diff::summarize(from, onto, &new, &steps);
             let _ = writeln!(summary, "wrote {}", dir.display());
             Ok(Outcome::Written(summary))
@@ -206,7 +147,7 @@ fn conflict_report(
             write_hunk(&mut out, hunk);
         }
     }
-    let tree = rebase_state::tree_dir(ws, onto);
+    let tree = state::tree_dir(ws, onto);
     let _ = write!(
         out,
         "The work tree {} holds glibc {onto} with the patches so far and conflict markers in the files above.\n\
@@ -250,11 +191,11 @@ fn write_hunk(out: &mut String, hunk: &str) {
 }
 
 /// The stopped rebase `--continue`/`--abort` mean: the one named, or the only one.
-fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> {
+pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> {
     if let Some(onto) = onto {
         return Ok(onto);
     }
-    match rebase_state::in_progress(ws).as_slice() {
+    match state::in_progress(ws).as_slice() {
         [one] => Ok(*one),
         [] => bail!(
             "no rebase is in progress (state lives in {})",
@@ -292,7 +233,7 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
             report.text,
             "FAILED  {}: not a supported release ({}); move or delete it",
             stray.display(),
-            crate::release::supported_list()
+            crate::store::release::supported_list()
         );
     }
     for release in releases {

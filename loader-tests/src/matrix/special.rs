@@ -1,11 +1,15 @@
-//! Row 21: what the loader tells about the fallback (LD_DEBUG, --help, dlinfo, LD_AUDIT).
+//! The scenarios that need more than a row: what the loader tells about the fallback (row 21:
+//! LD_DEBUG, --help, dlinfo, LD_AUDIT) and secure mode (rows 12 and 13: a setuid-root probe
+//! run as uid 65534, outside bwrap).
 
 use anyhow::Result;
 
-use super::rows::List;
-use super::{seen, winner, Observed, Via, CUDA};
+use super::{seen, Observed, CUDA};
 use crate::probe::Output;
 use crate::root::Ctx;
+
+/// The probe that dlopens `libcuda.so.1` without a RUNPATH of its own.
+const DLOPEN: &[&str] = &["dlopen", CUDA];
 
 /// The `search path=...` line of an `LD_DEBUG=libs` trace that searched `dir`, by its label.
 pub(super) fn search_label(trace: &str, dir: &str) -> Option<String> {
@@ -28,8 +32,9 @@ pub(super) fn debug_label_env(cx: &Ctx) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
     root.cuda("driver", &l.tegra);
-    let out = Via::Dlopen
-        .probe(&root, false)
+    let out = root
+        .probe("probe")
+        .args(DLOPEN)
         .env("LD_FALLBACK_PATH", &l.tegra)
         .env("LD_DEBUG", "libs")
         .output()?;
@@ -47,7 +52,7 @@ pub(super) fn debug_label_option(cx: &Ctx) -> Result<Observed> {
         .env("LD_DEBUG", "libs")
         .output()?;
     if out.code != Some(0) && !out.stderr.contains("search path=") {
-        return winner(out);
+        return seen(out.winner());
     }
     seen(debug_label(&out, &l.tegra))
 }
@@ -87,7 +92,7 @@ pub(super) fn serinfo(cx: &Ctx) -> Result<Observed> {
         .env("LD_FALLBACK_PATH", &l.tegra)
         .output()?;
     if out.code != Some(0) {
-        return winner(out);
+        return seen(out.winner());
     }
     let dirs: Vec<&str> = out
         .stdout
@@ -106,8 +111,9 @@ pub(super) fn audit(cx: &Ctx) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
     root.cuda("driver", &l.tegra).loader_in_slibdir();
-    let out = Via::Dlopen
-        .probe(&root, false)
+    let out = root
+        .probe("probe")
+        .args(DLOPEN)
         .env("LD_FALLBACK_PATH", &l.tegra)
         .env("LD_AUDIT", &format!("{}/libaudit.so", l.shims))
         .output()?;
@@ -127,21 +133,54 @@ pub(super) fn audit(cx: &Ctx) -> Result<Observed> {
     })
 }
 
-pub(super) fn list(cx: &Ctx, how: List) -> Result<Observed> {
-    if let Some(skip) = how.skipped(cx) {
-        return Ok(skip);
-    }
+/// A setuid-root copy of `probe` run as uid 65534 with FB=T: AT_SECURE must be on, and the
+/// fallback ignored and removed from the environment.
+pub(super) fn secure(cx: &Ctx, probe: &str) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
-    root.cuda("driver", &l.tegra);
-    if let List::Script = how {
-        root.host_bash();
+    let setuid = format!("{}/{probe}-setuid", l.bin);
+    root.cuda("driver", &l.tegra)
+        .setuid_copy(probe, &setuid)
+        .setuid_qemu();
+    let out = root
+        .command(&setuid)
+        .args(&["secure", "env", "dlopen", CUDA])
+        .env("LD_FALLBACK_PATH", &l.tegra)
+        .secure()
+        .output()?;
+    if !out.stdout.contains("secure AT_SECURE=1") {
+        return seen(format!("not in secure mode: {}", out.stdout.trim()));
     }
-    let bin = format!("{}/needed", l.bin);
-    seen(
-        how.run(&root, &bin)
-            .env("LD_FALLBACK_PATH", &l.tegra)
-            .output()?
-            .listed(),
-    )
+    seen(format!(
+        "{}; LD_FALLBACK_PATH {}",
+        out.winner(),
+        out.fallback_env()
+    ))
+}
+
+/// The same setuid `needed` binary, with FB=T, run as uid 65534 (AT_SECURE: the fallback is
+/// ignored) and through bwrap (no_new_privs: not secure, the fallback is used).
+pub(super) fn secure_needed(cx: &Ctx) -> Result<Observed> {
+    let l = cx.layout;
+    let mut root = cx.root();
+    let setuid = format!("{}/needed-setuid", l.bin);
+    root.cuda("driver", &l.tegra)
+        .setuid_copy("needed", &setuid)
+        .setuid_qemu();
+    let plain = root
+        .command(&setuid)
+        .arg("needed")
+        .env("LD_FALLBACK_PATH", &l.tegra)
+        .output()?;
+    let secure = root
+        .command(&setuid)
+        .arg("needed")
+        .env("LD_FALLBACK_PATH", &l.tegra)
+        .secure()
+        .output()?;
+    seen(format!(
+        "secure: {}; not secure: {}",
+        secure.winner(),
+        plain.winner()
+    ))
 }

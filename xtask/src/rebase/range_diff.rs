@@ -6,9 +6,9 @@ use std::fmt::Write;
 
 use similar::TextDiff;
 
-use crate::release::Release;
+use crate::rebase::engine::Step;
 use crate::series::Series;
-use crate::series_rebase::Step;
+use crate::store::release::Release;
 
 /// What a reviewer needs to compare: the patch minus what moves with every rebase.
 pub fn normalize(text: &str) -> String {

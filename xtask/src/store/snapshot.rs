@@ -1,13 +1,5 @@
-//! Where a release's files come from, and how they become one deterministic git tree.
-//!
-//! Every source ends up here: a directory of extracted files (Debian or other tarball) or an
-//! upstream tag's tree (git). The stored tree of every release is the upstream tag minus
-//! `manual/`, whatever the source: Debian's orig tarballs drop `manual/` for licensing, so git
-//! imports (and any tarball that has it) drop it too, and all sources agree on one tree id.
-
-pub mod debian;
-pub mod git;
-pub mod tarball;
+//! A directory's files as one git tree, hashed exactly as `git add -A -f && git write-tree`
+//! would, so that its id can be checked before anything is written to the store.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -16,38 +8,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Odb, Oid};
-
-/// The directory every stored tree leaves out (see the module docs).
-pub const DROPPED_TOP_LEVEL: &str = "manual";
-
-/// Where `cargo xtask glibc import` takes a release from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// Debian's `glibc_X.Y.orig.tar.xz`, downloaded through apt (kept in the downloads dir).
-    Debian,
-    /// A release tarball on disk (any compression `tar` understands).
-    Tarball(PathBuf),
-    /// An upstream glibc git repository (URL or path) holding the tag `glibc-X.Y`.
-    Git(String),
-}
-
-impl Source {
-    /// Parses `debian`, `tarball:<path>` or `git:<url-or-path>`.
-    pub fn parse(text: &str) -> Result<Source> {
-        if text == "debian" {
-            return Ok(Source::Debian);
-        }
-        if let Some(path) = text.strip_prefix("tarball:") {
-            return Ok(Source::Tarball(PathBuf::from(path)));
-        }
-        if let Some(url) = text.strip_prefix("git:") {
-            return Ok(Source::Git(url.to_string()));
-        }
-        bail!(
-            "unknown import source `{text}`; use `debian`, `tarball:<path>` or `git:<url-or-path>`"
-        )
-    }
-}
 
 /// A tree built from a directory, serialized exactly as git would, so that its id can be
 /// checked against the pinned one before a single object is written to the store.
@@ -216,23 +176,4 @@ pub fn serialize_tree(mut entries: Vec<TreeEntry>) -> Vec<u8> {
         bytes.extend_from_slice(e.oid.as_bytes());
     }
     bytes
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn source_parses_all_forms() {
-        assert_eq!(Source::parse("debian").unwrap(), Source::Debian);
-        assert_eq!(
-            Source::parse("tarball:/x/y.tar.xz").unwrap(),
-            Source::Tarball("/x/y.tar.xz".into())
-        );
-        assert_eq!(
-            Source::parse("git:https://example.invalid/glibc.git").unwrap(),
-            Source::Git("https://example.invalid/glibc.git".into())
-        );
-        assert!(Source::parse("ftp:x").is_err());
-    }
 }

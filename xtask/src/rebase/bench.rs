@@ -1,15 +1,15 @@
-//! `cargo xtask bench store`: how long an import and a rebase across every release take.
+//! `cargo xtask bench rebase`: how long moving the series onto every other release takes.
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use git2::{Oid, Repository, Signature, Time};
 
-use crate::import::{debian, Source};
-use crate::release::{Release, SUPPORTED};
+use crate::cli::Global;
+use crate::rebase::engine::{pick, Picked, Step};
 use crate::series::Series;
-use crate::series_rebase::{pick, Picked, Step, Workspace};
-use crate::store::SourceStore;
+use crate::series::Workspace;
+use crate::store::release::{Release, SUPPORTED};
 
 /// A one-patch series on `release` touching `elf/dl-load.c` next to the default-path search,
 /// where a real LD_FALLBACK_PATH patch hooks in: used while `patches/` has no series.
@@ -48,18 +48,9 @@ pub fn synthetic_series(repo: &Repository, release: Release, base: Oid) -> Resul
     Series::from_commits(repo, release, &[commit])
 }
 
-pub fn run() -> Result<()> {
-    let ws = Workspace::open_default(None)?;
+pub fn run(global: &Global) -> Result<()> {
+    let ws = Workspace::open_default(global.store.as_deref())?;
     let newest = Release::newest();
-
-    let tarball = debian::fetch_orig(newest, ws.store.downloads())?;
-    let scratch = crate::staging::tempdir_in(&crate::paths::cache_dir()?, "bench")?;
-    let fresh = SourceStore::open(&scratch.path().join("glibc.git"))?;
-    let started = Instant::now();
-    fresh.import(newest, &Source::Tarball(tarball.clone()))?;
-    let import = started.elapsed();
-    drop(scratch);
-
     for release in SUPPORTED {
         ws.store.ensure_release(*release)?;
     }
@@ -93,11 +84,6 @@ pub fn run() -> Result<()> {
     }
     let rebase = started.elapsed();
 
-    println!(
-        "import of glibc {newest} from {} into a fresh store: {:.1} s (target < 60 s)",
-        tarball.display(),
-        import.as_secs_f64()
-    );
     println!(
         "rebase of the {}-patch series from glibc {} onto every other release: {:.2} s (target < 10 s)",
         series.patches.len(),

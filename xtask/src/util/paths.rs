@@ -1,8 +1,11 @@
-//! Where things live: the project checkout, and the cache outside it.
+//! Where things live: the project checkout, and the cache outside it (whose root
+//! `loader_tests::host::cache_dir` decides, for both crates).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
+pub use loader_tests::host::cache_dir;
+use loader_tests::host::non_empty_env;
 
 /// The root of the ld-fallback checkout this binary was built from.
 pub fn project_root() -> PathBuf {
@@ -15,21 +18,6 @@ pub fn project_root() -> PathBuf {
 /// `patches/` of the checkout: one directory per supported release.
 pub fn patches_dir() -> PathBuf {
     project_root().join("patches")
-}
-
-/// The cache root, outside the repository so that builds survive a fresh clone:
-/// `$LD_FALLBACK_CACHE`, else `$XDG_CACHE_HOME/ld-fallback`, else `~/.cache/ld-fallback`.
-pub fn cache_dir() -> Result<PathBuf> {
-    if let Some(dir) = non_empty_env("LD_FALLBACK_CACHE") {
-        return Ok(dir);
-    }
-    if let Some(dir) = non_empty_env("XDG_CACHE_HOME") {
-        return Ok(dir.join("ld-fallback"));
-    }
-    match non_empty_env("HOME") {
-        Some(home) => Ok(home.join(".cache").join("ld-fallback")),
-        None => bail!("cannot place the cache: set LD_FALLBACK_CACHE, XDG_CACHE_HOME or HOME"),
-    }
 }
 
 /// The glibc source store: `--store`, else `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`.
@@ -51,10 +39,4 @@ pub fn downloads_dir() -> Result<PathBuf> {
 /// Published glibc builds (sysroots), one directory per cache key.
 pub fn builds_dir() -> Result<PathBuf> {
     Ok(cache_dir()?.join("builds"))
-}
-
-fn non_empty_env(name: &str) -> Option<PathBuf> {
-    std::env::var_os(name)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
 }

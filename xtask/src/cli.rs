@@ -1,0 +1,163 @@
+//! The vocabulary every command shares: the source store (`--store`, global), and which
+//! cells to act on — a cell is one (release, target) — and in which flavour.
+//!
+//! `--release X.Y|all`, `--target x86_64|aarch64|all` and `--flavour patched|unpatched|both`
+//! mean the same in every command, and `--help` lists their values.
+
+use std::path::PathBuf;
+
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use loader_tests::{Flavour, Target};
+
+use crate::store::release::{Release, SUPPORTED};
+
+/// Options of every command.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Global {
+    /// The glibc source store [default: $LD_FALLBACK_STORE, else <cache>/glibc.git].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+}
+
+/// Which cells: releases x targets.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Cells {
+    /// glibc release: X.Y or `all` [default: the newest].
+    #[arg(long, value_name = "X.Y", value_parser = releases(), default_value = "newest", hide_default_value = true)]
+    pub release: Releases,
+    /// Target: `x86_64` (native), `aarch64` (under QEMU user mode) or `all`.
+    #[arg(long, value_parser = targets(), default_value = "x86_64")]
+    pub target: Targets,
+}
+
+/// Which cells, and which flavours of glibc in each.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Selection {
+    #[command(flatten)]
+    pub cells: Cells,
+    /// `patched` (with the series), `unpatched` (the release as is) or `both`.
+    #[arg(long, value_parser = flavours(), default_value = "patched")]
+    pub flavour: Flavours,
+}
+
+/// The selected releases, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Releases(pub Vec<Release>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Targets(pub Vec<Target>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flavours(pub Vec<Flavour>);
+
+impl Cells {
+    /// Every selected (release, target), release by release.
+    pub fn iter(&self) -> impl Iterator<Item = (Release, Target)> + '_ {
+        self.release
+            .0
+            .iter()
+            .flat_map(|r| self.target.0.iter().map(move |t| (*r, *t)))
+    }
+}
+
+impl Selection {
+    /// Every selected (release, target, flavour).
+    pub fn iter(&self) -> impl Iterator<Item = (Release, Target, Flavour)> + '_ {
+        self.cells
+            .iter()
+            .flat_map(|(r, t)| self.flavour.0.iter().map(move |f| (r, t, *f)))
+    }
+}
+
+/// One release, for commands that act on exactly one (`X.Y`).
+pub fn release() -> impl TypedValueParser<Value = Release> {
+    PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version))
+        .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
+}
+
+/// `X.Y`, `all`, or `newest` (the default, not listed).
+fn releases() -> impl TypedValueParser<Value = Releases> {
+    let listed = SUPPORTED.iter().map(|r| r.version).chain(["all"]);
+    let values = listed
+        .map(clap::builder::PossibleValue::new)
+        .chain([clap::builder::PossibleValue::new("newest").hide(true)]);
+    PossibleValuesParser::new(values).map(|text| match text.as_str() {
+        "all" => Releases(SUPPORTED.to_vec()),
+        "newest" => Releases(vec![Release::newest()]),
+        one => Releases(vec![
+            Release::parse(one).expect("a possible value is a supported release")
+        ]),
+    })
+}
+
+/// One target.
+pub fn target() -> impl TypedValueParser<Value = Target> {
+    PossibleValuesParser::new(Target::ALL.map(Target::name))
+        .map(|text| Target::parse(&text).expect("a possible value is a target"))
+}
+
+fn targets() -> impl TypedValueParser<Value = Targets> {
+    let values = Target::ALL.map(Target::name).into_iter().chain(["all"]);
+    PossibleValuesParser::new(values).map(|text| match Target::parse(&text) {
+        Some(one) => Targets(vec![one]),
+        None => Targets(Target::ALL.to_vec()),
+    })
+}
+
+/// One flavour.
+pub fn flavour() -> impl TypedValueParser<Value = Flavour> {
+    PossibleValuesParser::new(Flavour::ALL.map(Flavour::name))
+        .map(|text| Flavour::parse(&text).expect("a possible value is a flavour"))
+}
+
+fn flavours() -> impl TypedValueParser<Value = Flavours> {
+    let values = Flavour::ALL.map(Flavour::name).into_iter().chain(["both"]);
+    PossibleValuesParser::new(values).map(|text| match Flavour::parse(&text) {
+        Some(one) => Flavours(vec![one]),
+        None => Flavours(Flavour::ALL.to_vec()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Probe {
+        #[command(flatten)]
+        selection: Selection,
+    }
+
+    fn parse(args: &[&str]) -> Result<Selection, String> {
+        Probe::try_parse_from(std::iter::once("probe").chain(args.iter().copied()))
+            .map(|p| p.selection)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_are_the_newest_release_native_patched() {
+        let s = parse(&[]).unwrap();
+        assert_eq!(s.cells.release.0, vec![Release::newest()]);
+        assert_eq!(s.cells.target.0, vec![Target::X86_64]);
+        assert_eq!(s.flavour.0, vec![Flavour::Patched]);
+    }
+
+    #[test]
+    fn all_and_both_expand() {
+        let s = parse(&["--release", "all", "--target", "all", "--flavour", "both"]).unwrap();
+        assert_eq!(s.iter().count(), SUPPORTED.len() * 2 * 2);
+    }
+
+    #[test]
+    fn unknown_values_list_the_possible_ones() {
+        let err = parse(&["--release", "2.39"]).unwrap_err();
+        assert!(
+            err.contains("2.36, 2.40, 2.41, 2.42, 2.43, 2.44, all"),
+            "{err}"
+        );
+        assert!(!err.contains("newest"), "{err}");
+        let err = parse(&["--target", "riscv64"]).unwrap_err();
+        assert!(err.contains("x86_64, aarch64, all"), "{err}");
+    }
+}

@@ -1,0 +1,92 @@
+//! The resolution matrix against built sysroots (`cargo xtask test-resolution`): one
+//! [`MatrixReport`] per selected (release, target, flavour).
+
+pub mod bench;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use loader_tests::host::{self, tools};
+use loader_tests::report::{self, MatrixReport};
+use loader_tests::root::Bench;
+use loader_tests::{Flavour, Sysroot, Target};
+
+use crate::cli::{Global, Selection};
+use crate::store::release::Release;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Only scenarios whose id contains this text.
+    #[arg(long)]
+    pub scenario: Option<String>,
+}
+
+impl Args {
+    pub fn run(self, global: &Global) -> Result<()> {
+        let mut reports = Vec::new();
+        for (release, target, flavour) in self.selection.iter() {
+            let sysroot = obtain_sysroot(global.store.as_deref(), release, target, flavour)?;
+            let (report, _) = run_matrix(sysroot, self.scenario.as_deref())?;
+            if !self.json {
+                println!("{}", report.render());
+            }
+            reports.push(report);
+        }
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&reports).context("cannot write the JSON report")?
+            );
+        }
+        let failed: Vec<String> = reports
+            .iter()
+            .filter(|r| r.has_failures())
+            .map(|r| format!("{} {} {}", r.release, r.target, r.flavour))
+            .collect();
+        if !failed.is_empty() {
+            bail!(
+                "resolution matrix mismatches on glibc {}",
+                failed.join(", ")
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Runs the matrix (or the scenarios whose id contains `filter`) and says how long it took,
+/// fixtures and roots included, sysroot build excluded.
+pub fn run_matrix(sysroot: Sysroot, filter: Option<&str>) -> Result<(MatrixReport, Duration)> {
+    host::require(&[tools::BWRAP, tools::CHROOT])?;
+    let started = Instant::now();
+    let cache = host::cache_dir()?;
+    let bench = Bench::new(sysroot, &cache).context("cannot prepare the scenario bench")?;
+    let report = report::run(&bench, filter);
+    Ok((report, started.elapsed()))
+}
+
+/// A sysroot from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when it names one of `release`,
+/// else from `build-glibc` and its cache.
+pub fn obtain_sysroot(
+    store: Option<&Path>,
+    release: Release,
+    target: Target,
+    flavour: Flavour,
+) -> Result<Sysroot> {
+    let var = loader_tests::sysroot_env_var(target, flavour);
+    if let Some(path) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
+        let sysroot = Sysroot::at(&PathBuf::from(path), target, flavour)
+            .with_context(|| format!("${var} does not name a usable sysroot"))?;
+        if sysroot.release == release.version {
+            return Ok(sysroot);
+        }
+    }
+    crate::build::ensure_sysroot(store, release, target, flavour).with_context(|| {
+        format!("cannot get the glibc {release} {target} {flavour} sysroot (or set ${var} to a ready one)")
+    })
+}
