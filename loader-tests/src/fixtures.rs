@@ -118,7 +118,8 @@ impl Fixtures {
                     sysroot.path.display()
                 )
             })?;
-        fs::write(staging.path().join(".complete"), RECIPE)?;
+        fs::write(staging.path().join(".complete"), RECIPE)
+            .context("cannot mark the fixtures complete")?;
         let staged = staging.keep();
         if let Err(err) = fs::rename(&staged, &dir) {
             let _ = fs::remove_dir_all(&staged);

@@ -281,11 +281,13 @@ impl Root {
         }) {
             let name = Path::new(&path).file_name().unwrap().to_string_lossy();
             let to = format!("{}/{name}", self.bench_layout.libdir);
-            fs::create_dir_all(self.inside(&self.bench_layout.libdir))?;
+            let libdir = self.inside(&self.bench_layout.libdir);
+            fs::create_dir_all(&libdir)
+                .with_context(|| format!("cannot create {}", libdir.display()))?;
             fresh_file(&self.inside(&to))?;
             fs::copy(&path, self.inside(&to)).with_context(|| format!("cannot copy {path}"))?;
         }
-        fs::create_dir_all(self.inside("/bin"))?;
+        fs::create_dir_all(self.inside("/bin")).context("cannot create /bin in the root")?;
         fresh_file(&self.inside("/bin/bash"))?;
         fs::copy("/bin/bash", self.inside("/bin/bash")).context("cannot copy /bin/bash")?;
         Ok(())
@@ -297,12 +299,10 @@ impl Root {
             return self;
         };
         let dest = self.inside(crate::probe::SETUID_QEMU);
-        let result = (|| {
-            fresh_file(&dest)?;
-            fs::copy(&qemu, &dest)?;
-            fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755))
-        })()
-        .with_context(|| format!("cannot make a setuid copy of {}", qemu.display()));
+        let result = fresh_file(&dest)
+            .and_then(|()| fs::copy(&qemu, &dest))
+            .and_then(|_| fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755)))
+            .with_context(|| format!("cannot make a setuid copy of {}", qemu.display()));
         self.note(result);
         self
     }
@@ -311,13 +311,11 @@ impl Root {
     pub fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
         let dest = self.inside(to);
-        let result = (|| {
-            fs::create_dir_all(dest.parent().unwrap())?;
-            fresh_file(&dest)?;
-            fs::copy(&from, &dest)?;
-            fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755))
-        })()
-        .with_context(|| format!("cannot make a setuid copy of {name} at {to}"));
+        let result = fs::create_dir_all(dest.parent().unwrap())
+            .and_then(|()| fresh_file(&dest))
+            .and_then(|()| fs::copy(&from, &dest))
+            .and_then(|_| fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755)))
+            .with_context(|| format!("cannot make a setuid copy of {name} at {to}"));
         self.note(result);
         self
     }
@@ -344,14 +342,17 @@ impl Root {
         fs::create_dir_all(&self.path)
             .with_context(|| format!("cannot create {}", self.path.display()))?;
         // A setuid probe runs as nobody and must be able to walk the root.
-        fs::set_permissions(&self.path, fs::Permissions::from_mode(0o755))?;
+        fs::set_permissions(&self.path, fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("cannot open up {}", self.path.display()))?;
         link_tree(sysroot, &self.path, Path::new(""))
             .with_context(|| format!("cannot copy {} into a root", sysroot.display()))?;
         let l = &self.bench_layout;
         for dir in [&l.cwd, &"/tmp".to_string(), &"/proc".into(), &"/dev".into()] {
-            fs::create_dir_all(self.inside(dir))?;
+            fs::create_dir_all(self.inside(dir))
+                .with_context(|| format!("cannot create {dir} in the root"))?;
         }
-        fs::set_permissions(self.inside("/tmp"), fs::Permissions::from_mode(0o1777))?;
+        fs::set_permissions(self.inside("/tmp"), fs::Permissions::from_mode(0o1777))
+            .context("cannot make /tmp in the root world-writable")?;
         for name in [
             "probe",
             "probe-runpath",
@@ -386,20 +387,25 @@ fn skipped(rel: &Path) -> bool {
 fn link_tree(from_root: &Path, to_root: &Path, rel: &Path) -> Result<()> {
     let from = from_root.join(rel);
     for entry in fs::read_dir(&from).with_context(|| format!("cannot read {}", from.display()))? {
-        let entry = entry?;
+        let entry = entry.with_context(|| format!("cannot read {}", from.display()))?;
         let rel = rel.join(entry.file_name());
         if skipped(&rel) {
             continue;
         }
-        let kind = entry.file_type()?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("cannot stat {}", path.display()))?;
         let to = to_root.join(&rel);
         if kind.is_dir() {
-            fs::create_dir_all(&to)?;
+            fs::create_dir_all(&to).with_context(|| format!("cannot create {}", to.display()))?;
             link_tree(from_root, to_root, &rel)?;
         } else if kind.is_symlink() {
-            symlink(fs::read_link(entry.path())?, &to)?;
+            fs::read_link(&path)
+                .and_then(|target| symlink(target, &to))
+                .with_context(|| format!("cannot copy the symlink {}", path.display()))?;
         } else {
-            link_or_copy(&entry.path(), &to)?;
+            link_or_copy(&path, &to)?;
         }
     }
     Ok(())
@@ -418,11 +424,12 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
     match fs::hard_link(from, to) {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-            fs::remove_file(to)?;
+            fs::remove_file(to).with_context(|| format!("cannot replace {}", to.display()))?;
             link_or_copy(from, to)
         }
         Err(_) => {
-            fs::copy(from, to)?;
+            fs::copy(from, to)
+                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
             Ok(())
         }
     }

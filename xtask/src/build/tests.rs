@@ -1,3 +1,5 @@
+//! Builds without a series, and where the loader ends up in a sysroot.
+
 use super::*;
 
 #[test]

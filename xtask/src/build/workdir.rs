@@ -264,7 +264,10 @@ fn same_entry(src: &Path, dst: &Path, symlink: bool) -> Result<bool> {
         return Ok(false);
     };
     if symlink {
-        return Ok(meta.file_type().is_symlink() && fs::read_link(src)? == fs::read_link(dst)?);
+        let target = |path: &Path| {
+            fs::read_link(path).with_context(|| format!("cannot read link {}", path.display()))
+        };
+        return Ok(meta.file_type().is_symlink() && target(src)? == target(dst)?);
     }
     if !meta.is_file() {
         return Ok(false);

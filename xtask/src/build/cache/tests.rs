@@ -1,3 +1,5 @@
+//! The build cache: keys, publication, and what killed or failed builds leave behind.
+
 use super::*;
 
 fn inputs() -> KeyInputs {

@@ -27,9 +27,13 @@ pub fn extract(tarball: &Path, into: &Path) -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr).trim_end()
         );
     }
-    let mut tops = std::fs::read_dir(into)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<Vec<_>>>()?;
+    let mut tops = std::fs::read_dir(into)
+        .and_then(|entries| {
+            entries
+                .map(|e| e.map(|e| e.path()))
+                .collect::<std::io::Result<Vec<_>>>()
+        })
+        .with_context(|| format!("cannot read {}", into.display()))?;
     match tops.as_slice() {
         [top] if top.is_dir() => Ok(tops.remove(0)),
         _ => bail!(

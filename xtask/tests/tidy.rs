@@ -1,0 +1,206 @@
+//! House rules, checked like tests (rust-analyzer's tidy): formatting, clippy with warnings
+//! denied, a `//!` header on every module, context on every filesystem error, and no unused
+//! dependency. `cargo xtask ci` runs this first: it is the cheapest failure to find.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(workspace());
+    cmd
+}
+
+fn run(cmd: &mut Command, fix: &str) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed; to fix: {fix}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The Rust sources of both crates: `src/` and `tests/`.
+fn sources() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for krate in ["xtask", "loader-tests"] {
+        for dir in ["src", "tests"] {
+            collect(&workspace().join(krate).join(dir), &mut files);
+        }
+    }
+    files.sort();
+    files
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(workspace())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn formatted() {
+    run(
+        cargo().args(["fmt", "--all", "--", "--check"]),
+        "cargo fmt --all",
+    );
+}
+
+#[test]
+fn clippy_has_nothing_to_say() {
+    run(
+        cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--quiet",
+            "--",
+            "--deny",
+            "warnings",
+        ]),
+        "cargo clippy --workspace --all-targets, then mend what it says",
+    );
+}
+
+#[test]
+fn every_module_says_what_it_is() {
+    let missing: Vec<String> = sources()
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            !text.trim_start().starts_with("//!")
+        })
+        .map(|path| relative(path))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "modules without a `//!` header saying what they are for:\n  {}",
+        missing.join("\n  ")
+    );
+}
+
+/// A filesystem call whose error is passed on with `?` must say which path failed: a bare
+/// "No such file or directory" names no file.
+#[test]
+fn filesystem_errors_carry_context() {
+    let mut bare = Vec::new();
+    for path in sources() {
+        if path.components().any(|c| c.as_os_str() == "tests") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Unit tests may unwrap as they like.
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        let lines: Vec<&str> = code.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("//") || !is_fs_call(line) {
+                continue;
+            }
+            let statement = statement_from(&lines, i);
+            // `.ok()?` turns the error into `None` on purpose: nothing is passed on.
+            let propagates = statement.replace(".ok()?", "").contains(")?");
+            let described = statement.contains("context(") || statement.contains("with_context(");
+            if propagates && !described {
+                bare.push(format!("{}:{}: {}", relative(&path), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "filesystem errors passed on without naming the path (add .with_context(|| format!(\"cannot ... {{}}\", path.display()))):\n  {}",
+        bare.join("\n  ")
+    );
+}
+
+fn is_fs_call(line: &str) -> bool {
+    ["fs::", "File::open(", "File::create(", "OpenOptions::"]
+        .iter()
+        .any(|call| line.contains(call))
+        && !line.trim_start().starts_with("use ")
+}
+
+/// The statement starting at line `i`, up to its `;` (or the block it opens).
+fn statement_from(lines: &[&str], i: usize) -> String {
+    let mut text = String::new();
+    for line in &lines[i..] {
+        text.push_str(line.trim());
+        text.push(' ');
+        if line.trim_end().ends_with(';') || line.trim_end().ends_with('{') {
+            break;
+        }
+    }
+    text
+}
+
+#[test]
+fn every_dependency_is_used() {
+    let mut unused = Vec::new();
+    for krate in ["xtask", "loader-tests"] {
+        let dir = workspace().join(krate);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        for (section, code_dirs) in [
+            ("[dependencies]", &["src"][..]),
+            ("[dev-dependencies]", &["tests", "src"][..]),
+        ] {
+            for dep in dependencies(&manifest, section) {
+                let name = dep.replace('-', "_");
+                let used = code_dirs.iter().any(|d| {
+                    let mut files = Vec::new();
+                    collect(&dir.join(d), &mut files);
+                    files.iter().any(|f| {
+                        let text = std::fs::read_to_string(f).unwrap();
+                        text.contains(&format!("{name}::")) || text.contains(&format!("use {name}"))
+                    })
+                });
+                if !used {
+                    unused.push(format!("{krate}: {dep} ({section})"));
+                }
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "dependencies no code uses (remove them from Cargo.toml):\n  {}",
+        unused.join("\n  ")
+    );
+}
+
+fn dependencies(manifest: &str, section: &str) -> Vec<String> {
+    let Some(body) = manifest.split(section).nth(1) else {
+        return Vec::new();
+    };
+    body.lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter_map(|l| {
+            let l = l.trim();
+            (!l.is_empty() && !l.starts_with('#'))
+                .then(|| l.split(['.', ' ', '=']).next().unwrap().to_string())
+        })
+        .collect()
+}
