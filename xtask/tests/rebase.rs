@@ -60,12 +60,7 @@ fn fixture() -> Fixture {
         )],
         1_764_000_000,
     );
-    let c2 = t.commit(
-        c1,
-        "elf: Parse LD_FALLBACK_PATH\n",
-        &[("elf/rtld.c", "int rtld;\nint fallback;\n")],
-        1_764_000_100,
-    );
+    let c2 = parse_patch(&t, c1);
     let series = Series::from_commits(t.repo(), r41, &[c1, c2]).unwrap();
     let ws = Workspace {
         store: SourceStore::open(t.store.dir()).unwrap(),

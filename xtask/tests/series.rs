@@ -34,12 +34,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
         &[("elf/dl-load.c", &dl)],
         1_764_000_000,
     );
-    let c2 = t.commit(
-        c1,
-        "elf: Parse LD_FALLBACK_PATH\n",
-        &[("elf/rtld.c", "int rtld;\nint fallback;\n")],
-        1_764_000_100,
-    );
+    let c2 = parse_patch(&t, c1);
 
     let series = Series::from_commits(t.repo(), release, &[c1, c2]).unwrap();
     assert_eq!(

@@ -172,19 +172,7 @@ fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
     let upstream = t.tmp.path().join("src/glibc-2.41");
     run(&upstream, "git", &["init", "-q"]);
     run(&upstream, "git", &["add", "-A", "-f"]);
-    run(
-        &upstream,
-        "git",
-        &[
-            "-c",
-            "user.name=u",
-            "-c",
-            "user.email=u@e.invalid",
-            "commit",
-            "-qm",
-            "release",
-        ],
-    );
+    git_commit(&upstream, &["-qm", "release"]);
     run(&upstream, "git", &["tag", "glibc-2.41"]);
 
     let other = TestStore::new();
@@ -197,19 +185,7 @@ fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
     // A tag that is not the release is refused.
     run(&upstream, "git", &["tag", "-d", "glibc-2.41"]);
     std::fs::write(upstream.join("elf/dl-load.c"), "int other;\n").unwrap();
-    run(
-        &upstream,
-        "git",
-        &[
-            "-c",
-            "user.name=u",
-            "-c",
-            "user.email=u@e.invalid",
-            "commit",
-            "-qam",
-            "other",
-        ],
-    );
+    git_commit(&upstream, &["-qam", "other"]);
     run(&upstream, "git", &["tag", "glibc-2.41"]);
     let third = TestStore::new();
     let err = third
@@ -219,6 +195,18 @@ fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
         .to_string();
     assert!(err.contains("does not hold glibc 2.41 as pinned"), "{err}");
     assert!(third.store.list().unwrap().is_empty());
+}
+
+/// `git commit` with a throwaway identity, whatever the machine's git config says.
+fn git_commit(dir: &std::path::Path, args: &[&str]) {
+    let identity = [
+        "-c",
+        "user.name=u",
+        "-c",
+        "user.email=u@e.invalid",
+        "commit",
+    ];
+    run(dir, "git", &[&identity[..], args].concat());
 }
 
 #[test]

@@ -159,3 +159,13 @@ pub fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The second patch of the synthetic series: `elf/rtld.c` learns to parse the variable.
+pub fn parse_patch(t: &TestStore, parent: Oid) -> Oid {
+    t.commit(
+        parent,
+        "elf: Parse LD_FALLBACK_PATH\n",
+        &[("elf/rtld.c", "int rtld;\nint fallback;\n")],
+        1_764_000_100,
+    )
+}
