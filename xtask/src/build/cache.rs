@@ -68,6 +68,16 @@ impl KeyInputs {
             .to_string()
     }
 
+    /// `glibc 2.44 x86_64 patched`: how progress lines name the build.
+    pub fn label(&self) -> String {
+        format!(
+            "glibc {} {} {}",
+            self.release,
+            self.target.name(),
+            self.flavour()
+        )
+    }
+
     /// The entry's directory name: readable, and unique per key.
     pub fn entry_name(&self) -> String {
         format!(

@@ -90,30 +90,29 @@ pub struct Outcome {
     pub lock_wait: Duration,
 }
 
+/// What a build is made from, resolved: the key inputs, the recipe and the sources.
+struct Prepared {
+    inputs: KeyInputs,
+    recipe: Recipe,
+    source: BuildSource,
+}
+
+/// A flavour's build tree, up to date and compiled, locked for as long as this lives: for
+/// running glibc's own tests in it.
+pub struct BuiltTree {
+    pub work: WorkDir,
+    pub recipe: Recipe,
+    /// Where the build's output went; test runs may append to it.
+    pub log: PathBuf,
+    pub label: String,
+    _work_lock: lock::FileLock,
+    _machine_lock: lock::FileLock,
+}
+
 impl Builder {
     pub fn ensure(&self, release: Release, target: Target, flavour: Flavour) -> Result<Outcome> {
-        let series = match flavour {
-            Flavour::Patched => Some(source::load_series(&self.patches_dir, release)?),
-            Flavour::Unpatched => None,
-        };
-        let toolchain = Recipe::for_target(target);
-        toolchain.require()?;
-        let source = BuildSource::resolve(self.store.as_deref(), release, series)?;
-        let inputs = KeyInputs {
-            release: release.version.to_string(),
-            tree_id: source.tree_id.clone(),
-            series_id: source.series_id(),
-            target,
-            configure_flags: toolchain.configure_flags(),
-            environment: toolchain
-                .environment()
-                .into_iter()
-                .map(|(var, value)| (var.to_string(), value))
-                .collect(),
-            compiler: toolchain.compiler_version()?,
-            recipe: recipe::RECIPE_VERSION,
-        };
-        let name = inputs.entry_name();
+        let prepared = self.prepare(release, target, flavour)?;
+        let name = prepared.inputs.entry_name();
         let cache = BuildCache::new(&self.layout.builds);
         let outcome = |entry: cache::Entry, built, lock_wait| Outcome {
             sysroot: Sysroot {
@@ -136,32 +135,75 @@ impl Builder {
         }
         let work = self.layout.work_dir(release, target, flavour);
         let work_lock = work.lock()?;
-        let (entry, machine_wait) = self.build(&cache, &inputs, &toolchain, &source, &work)?;
+        let (entry, machine_wait) = self.build(&cache, &prepared, &work)?;
         let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
         Ok(outcome(entry, true, lock_wait))
     }
 
-    /// Brings the work dir up to date, compiles, installs and publishes; the caller holds the
-    /// key's and the work dir's locks. Returns the entry and the wait for the machine lock.
-    fn build(
-        &self,
-        cache: &BuildCache,
-        inputs: &KeyInputs,
-        toolchain: &Recipe,
-        source: &BuildSource,
-        work: &WorkDir,
-    ) -> Result<(cache::Entry, Duration)> {
-        let name = inputs.entry_name();
-        let staging = cache.stage(&name)?;
-        let label = format!(
-            "glibc {} {} {}",
-            inputs.release,
-            inputs.target.name(),
-            inputs.flavour()
-        );
-        let log = self.new_log(&name)?;
-        let started = Instant::now();
+    /// The flavour's build tree, brought up to date and compiled (nothing is installed or
+    /// published), with the work dir's and the machine's build locks held.
+    pub fn tree(&self, release: Release, target: Target, flavour: Flavour) -> Result<BuiltTree> {
+        let prepared = self.prepare(release, target, flavour)?;
+        let work = self.layout.work_dir(release, target, flavour);
+        let work_lock = work.lock()?;
+        let name = prepared.inputs.entry_name();
+        let log = self.new_log(&format!("{name}-tree"))?;
+        let label = prepared.inputs.label();
+        let machine_lock = self.compile(&prepared, &work, &log, &label)?;
+        Ok(BuiltTree {
+            work,
+            recipe: prepared.recipe,
+            log,
+            label,
+            _work_lock: work_lock,
+            _machine_lock: machine_lock,
+        })
+    }
 
+    fn prepare(&self, release: Release, target: Target, flavour: Flavour) -> Result<Prepared> {
+        let series = match flavour {
+            Flavour::Patched => Some(source::load_series(&self.patches_dir, release)?),
+            Flavour::Unpatched => None,
+        };
+        let recipe = Recipe::for_target(target);
+        recipe.require()?;
+        let source = BuildSource::resolve(self.store.as_deref(), release, series)?;
+        let inputs = KeyInputs {
+            release: release.version.to_string(),
+            tree_id: source.tree_id.clone(),
+            series_id: source.series_id(),
+            target,
+            configure_flags: recipe.configure_flags(),
+            environment: recipe
+                .environment()
+                .into_iter()
+                .map(|(var, value)| (var.to_string(), value))
+                .collect(),
+            compiler: recipe.compiler_version()?,
+            recipe: recipe::RECIPE_VERSION,
+        };
+        Ok(Prepared {
+            inputs,
+            recipe,
+            source,
+        })
+    }
+
+    /// Brings the work dir's sources up to date, configures if needed and compiles; the
+    /// caller holds the work dir's lock. Returns the machine-wide build lock, still held.
+    fn compile(
+        &self,
+        prepared: &Prepared,
+        work: &WorkDir,
+        log: &Path,
+        label: &str,
+    ) -> Result<lock::FileLock> {
+        let Prepared {
+            inputs,
+            recipe,
+            source,
+        } = prepared;
+        let started = Instant::now();
         eprintln!("{label}: writing sources into {}", work.src().display());
         let tree = source.source_tree()?;
         let stats = work.update_source(source.repo(), tree, |dest| source.export(dest))?;
@@ -190,11 +232,31 @@ impl Builder {
         );
         if !work.is_configured(&fingerprint) {
             work.reset_build()?;
-            toolchain.configure(&work.src(), &work.build(), &log, &label)?;
+            recipe.configure(&work.src(), &work.build(), log, label)?;
             work.mark_configured(&fingerprint)?;
         }
-        toolchain.make(&work.build(), self.jobs, &log, &label)?;
-        toolchain.install(&work.build(), &staging.sysroot(), self.jobs, &log, &label)?;
+        recipe.make(&work.build(), self.jobs, log, label)?;
+        Ok(machine_lock)
+    }
+
+    /// Compiles, installs and publishes; the caller holds the key's and the work dir's locks.
+    /// Returns the entry and the wait for the machine lock.
+    fn build(
+        &self,
+        cache: &BuildCache,
+        prepared: &Prepared,
+        work: &WorkDir,
+    ) -> Result<(cache::Entry, Duration)> {
+        let inputs = &prepared.inputs;
+        let name = inputs.entry_name();
+        let staging = cache.stage(&name)?;
+        let label = inputs.label();
+        let log = self.new_log(&name)?;
+        let started = Instant::now();
+        let machine_lock = self.compile(prepared, work, &log, &label)?;
+        prepared
+            .recipe
+            .install(&work.build(), &staging.sysroot(), self.jobs, &log, &label)?;
         let machine_wait = machine_lock.waited;
         drop(machine_lock);
         place_loader(&staging.sysroot(), inputs.target)?;

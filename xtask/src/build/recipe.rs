@@ -147,6 +147,30 @@ impl Recipe {
     }
 }
 
+impl Recipe {
+    /// `make -k check subdirs=SUBDIR` in a compiled build tree: glibc's own tests of one
+    /// subdirectory. Failing tests are results, so the exit status is returned, not judged.
+    pub fn check(
+        &self,
+        build: &Path,
+        subdir: &str,
+        jobs: usize,
+        log: &Path,
+        label: &str,
+    ) -> Result<std::process::ExitStatus> {
+        let mut cmd = self.command("make", build);
+        cmd.arg(format!("-j{jobs}"))
+            .args(["-k", "check"])
+            .arg(format!("subdirs={subdir}"));
+        logged::run_to_end(
+            &mut cmd,
+            log,
+            &format!("{label}: make check subdirs={subdir}"),
+            make_status,
+        )
+    }
+}
+
 fn configure_status(line: &str) -> Option<String> {
     let check = line.strip_prefix("checking ")?;
     let check = check.split("... ").next().unwrap_or(check);

@@ -28,6 +28,17 @@ pub fn format(time: Time) -> String {
     )
 }
 
+/// `2026-11-30 14:05 UTC`: when a report was made.
+pub fn utc_minutes(seconds_since_epoch: i64) -> String {
+    let (y, m, d) = civil_from_days(seconds_since_epoch.div_euclid(86400));
+    let secs = seconds_since_epoch.rem_euclid(86400);
+    format!(
+        "{y}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60
+    )
+}
+
 pub fn parse(text: &str) -> Result<Time> {
     let bad = || format!("Date: `{text}` is not like `Mon, 17 Sep 2001 00:00:00 +0000`");
     let words: Vec<&str> = text.split_whitespace().collect();
@@ -89,6 +100,12 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn report_dates_are_utc_minutes() {
+        assert_eq!(utc_minutes(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc_minutes(1_796_045_045), "2026-11-30 13:24 UTC");
+    }
 
     #[test]
     fn dates_round_trip_in_the_authors_offset() {

@@ -23,8 +23,24 @@ pub fn run(
     cmd: &mut Command,
     log: &Path,
     label: &str,
-    mut status: impl FnMut(&str) -> Option<String>,
+    status: impl FnMut(&str) -> Option<String>,
 ) -> Result<()> {
+    let exit = run_to_end(cmd, log, label, status)?;
+    if !exit.success() {
+        print_tail(log);
+        bail!("{label} failed ({exit}); full log: {}", log.display());
+    }
+    Ok(())
+}
+
+/// Like [`run`], but a failure of the command is the caller's to judge (say, `make -k check`,
+/// whose failing tests are results, not errors).
+pub fn run_to_end(
+    cmd: &mut Command,
+    log: &Path,
+    label: &str,
+    mut status: impl FnMut(&str) -> Option<String>,
+) -> Result<std::process::ExitStatus> {
     let mut log_file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -65,11 +81,7 @@ pub fn run(
     let exit = child.wait().context("cannot wait for child")?;
     log_file.flush().ok();
     progress.finish(exit.success());
-    if !exit.success() {
-        print_tail(log);
-        bail!("{label} failed ({exit}); full log: {}", log.display());
-    }
-    Ok(())
+    Ok(exit)
 }
 
 /// Prints the last [`TAIL_LINES`] lines of `log` to stderr, with its path.
