@@ -2,14 +2,68 @@
 //! cells to act on — a cell is one (release, target) — and in which flavour.
 //!
 //! `--release X.Y|all`, `--target x86_64|aarch64|all` and `--flavour patched|unpatched|both`
-//! mean the same in every command, and `--help` lists their values.
+//! mean the same in every command, and `--help` lists their values. [`Cli`] is the whole
+//! command line, here rather than in main.rs so that tests can parse commands (say, those a
+//! CI workflow runs) exactly as `cargo xtask` would.
 
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{Parser, Subcommand};
 use loader_tests::{Flavour, Target};
 
 use crate::store::release::{Release, SUPPORTED};
+use crate::{build, ci, rebase, resolution, series, store, verify};
+
+/// The command line of `cargo xtask`.
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Keep the LD_FALLBACK_PATH glibc patch series applying, building and resolving",
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Import glibc releases into the local source store and list them.
+    #[command(subcommand)]
+    Glibc(store::command::Command),
+    /// Inspect the patch series, or take one made elsewhere.
+    #[command(subcommand)]
+    Patches(series::command::Command),
+    /// Move the patch series onto another glibc release with a 3-way merge.
+    RebaseGlibc(rebase::command::Args),
+    /// Build glibc, patched or not, into a cached sysroot.
+    BuildGlibc(build::command::Args),
+    /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
+    TestResolution(resolution::Args),
+    /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
+    Verify(verify::Args),
+    /// Print timing figures for the slow paths.
+    #[command(subcommand)]
+    Bench(Bench),
+    /// Run everything CI checks (tidy, series, builds, tests, matrix on x86_64 and aarch64).
+    Ci(ci::Args),
+}
+
+#[derive(Subcommand)]
+pub enum Bench {
+    /// Time an import of the newest release into a fresh store.
+    Store,
+    /// Time a rebase of the series onto every other release.
+    Rebase,
+    /// Time cold, cached and incremental glibc builds.
+    Build(build::bench::BenchArgs),
+    /// Time the resolution matrix once builds are cached.
+    Resolution(resolution::bench::Args),
+}
 
 /// Options of every command.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -121,9 +175,8 @@ fn flavours() -> impl TypedValueParser<Value = Flavours> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
-    #[derive(Parser)]
+    #[derive(clap::Parser)]
     struct Probe {
         #[command(flatten)]
         selection: Selection,

@@ -3,7 +3,8 @@
 //! One module per stage, in the order data flows through them:
 //! `store` (glibc releases) -> `series` (patches/) -> `rebase` (moving a series between
 //! releases) -> `build` (cached sysroots) -> `resolution` (the scenario matrix against a
-//! sysroot) -> `ci` (all of it, as CI runs it). `cli` holds the vocabulary every command
+//! sysroot) -> `verify` (every cell proven, the support table) -> `ci` (all of it, as CI
+//! runs it). `cli` holds the vocabulary every command
 //! shares; `util` the plumbing.
 
 pub mod build;
@@ -14,3 +15,4 @@ pub mod resolution;
 pub mod series;
 pub mod store;
 pub mod util;
+pub mod verify;

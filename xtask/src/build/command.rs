@@ -19,8 +19,12 @@ pub struct Args {
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Print only the sysroot path(s) on stdout, after building them if needed.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "print_key")]
     pub print_sysroot: bool,
+    /// Print only the cache key of each selected build, one per line, and build nothing
+    /// (what a CI engine's cache is keyed by).
+    #[arg(long)]
+    pub print_key: bool,
     /// Rebuild (incrementally) and republish even if the build is cached.
     #[arg(long)]
     pub rebuild: bool,
@@ -63,6 +67,10 @@ impl Args {
             rebuild: self.rebuild,
         };
         for (release, target, flavour) in self.selection.iter() {
+            if self.print_key {
+                println!("{}", builder.key(release, target, flavour)?.0);
+                continue;
+            }
             let outcome = builder.ensure(release, target, flavour)?;
             let path = outcome.sysroot.path.display();
             if self.print_sysroot {

@@ -140,6 +140,19 @@ impl Builder {
         Ok(outcome(entry, true, lock_wait))
     }
 
+    /// The cache key of a flavour's build, and whether that build is cached.
+    pub fn key(
+        &self,
+        release: Release,
+        target: Target,
+        flavour: Flavour,
+    ) -> Result<(String, bool)> {
+        let prepared = self.prepare(release, target, flavour)?;
+        let cache = BuildCache::new(&self.layout.builds);
+        let cached = cache.lookup(&prepared.inputs.entry_name()).is_some();
+        Ok((prepared.inputs.key(), cached))
+    }
+
     /// The flavour's build tree, brought up to date and compiled (nothing is installed or
     /// published), with the work dir's and the machine's build locks held.
     pub fn tree(&self, release: Release, target: Target, flavour: Flavour) -> Result<BuiltTree> {

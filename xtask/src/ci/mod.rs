@@ -3,6 +3,8 @@
 //! Each step runs this same binary (or cargo) as a child process, so a step behaves exactly
 //! as the command it prints, and a developer can rerun the one that failed.
 
+pub mod workflow;
+
 use std::process::Command;
 use std::time::Instant;
 
@@ -14,6 +16,12 @@ pub struct Args {
     /// Skip the aarch64 (QEMU) builds and matrix.
     #[arg(long)]
     pub no_aarch64: bool,
+    /// Write .github/workflows/verify.yml (one CI-engine job per cell) instead of running CI.
+    #[arg(long)]
+    pub workflow: bool,
+    /// With --workflow: fail when the committed workflow is stale instead of writing it.
+    #[arg(long, requires = "workflow")]
+    pub check: bool,
 }
 
 struct Step {
@@ -55,6 +63,9 @@ impl Step {
 
 impl Args {
     pub fn run(self) -> Result<()> {
+        if self.workflow {
+            return workflow::write_or_check(&crate::util::paths::project_root(), self.check);
+        }
         let targets: &[Target] = if self.no_aarch64 {
             &[Target::X86_64]
         } else {
@@ -62,6 +73,8 @@ impl Args {
         };
         let mut steps = vec![
             Step::cargo(&["test", "--package", "xtask", "--test", "tidy"]),
+            Step::xtask(&["ci", "--workflow", "--check"])?,
+            Step::xtask(&["verify", "check-support"])?,
             Step::xtask(&["rebase-glibc", "--check"])?,
         ];
         for target in targets {
@@ -76,15 +89,13 @@ impl Args {
         let mut tests = Step::cargo(&["test", "--workspace"]);
         tests.wants_sysroots = true;
         steps.push(tests);
-        for target in targets {
-            steps.push(Step::xtask(&[
-                "test-resolution",
-                "--target",
-                target.name(),
-                "--flavour",
-                "both",
-            ])?);
-        }
+        // The default release's cells: the matrix patched and unpatched on each target, and
+        // glibc's own elf tests patched vs unpatched natively.
+        let target = match targets {
+            [one] => one.name(),
+            _ => "all",
+        };
+        steps.push(Step::xtask(&["verify", "--target", target])?);
 
         let mut failed = Vec::new();
         let total = steps.len();

@@ -216,6 +216,16 @@ pub struct CheckReport {
     pub text: String,
 }
 
+/// Release's series applies exactly to it: the series, and the files of `patches/<X.Y>/`
+/// that differ from what its commits export (none when it re-exports byte for byte).
+pub fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<String>)> {
+    let series = ws.load_series(release)?;
+    let (_, commits) = ws.commit_series(&series)?;
+    let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
+    let drift = again.drift_against(&ws.series_dir(release))?;
+    Ok((series, drift))
+}
+
 /// Every series in `patches/` applies exactly to its release and re-exports byte for byte.
 pub fn check(ws: &Workspace) -> Result<CheckReport> {
     let releases = ws.releases_with_series();
@@ -238,11 +248,7 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
     }
     for release in releases {
         let dir = ws.series_dir(release);
-        let result = ws.load_series(release).and_then(|series| {
-            let (_, commits) = ws.commit_series(&series)?;
-            let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
-            Ok((series, again.drift_against(&dir)?))
-        });
+        let result = check_release(ws, release);
         match result {
             Ok((series, drift)) if drift.is_empty() => {
                 let _ = writeln!(

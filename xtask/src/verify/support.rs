@@ -1,0 +1,100 @@
+//! docs/support.md must describe the series as they are: a row produced from an older series
+//! is a stale claim. `cargo xtask verify check-support` (run by `cargo xtask ci`) compares the
+//! series content ids the page records with those of patches/ now.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use loader_tests::Target;
+
+use crate::series::Series;
+use crate::store::release::SUPPORTED;
+
+pub const PAGE: &str = "docs/support.md";
+
+/// Fails naming every release whose row is missing, failing or stale.
+pub fn check(root: &Path) -> Result<()> {
+    let path = root.join(PAGE);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read {}: generate it with `cargo xtask verify --release all --target all --markdown > {PAGE}`",
+            path.display()
+        )
+    })?;
+    let mut problems = Vec::new();
+    for release in SUPPORTED {
+        let dir = root.join("patches").join(release.version);
+        let current = Series::load(&dir)
+            .with_context(|| format!("cannot load the series {}", dir.display()))?
+            .content_id();
+        match recorded_series(&text, release.version) {
+            None => problems.push(format!("{release}: no series row")),
+            Some(id) if id != current => problems.push(format!(
+                "{release}: the page was produced from series {id}, patches/{release} is now {current}"
+            )),
+            Some(_) => {}
+        }
+        for target in Target::ALL {
+            match cell_row(&text, release.version, target) {
+                None => problems.push(format!("{release} {target}: no row")),
+                Some(row) if row.contains("FAIL") || row.contains("not run") => {
+                    problems.push(format!("{release} {target}: the row does not pass: {row}"))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "{} is stale or incomplete:\n  {}\nregenerate it: cargo xtask verify --release all --target all --markdown > {PAGE}",
+            path.display(),
+            problems.join("\n  ")
+        );
+    }
+    println!("{PAGE} describes the series in patches/ as they are");
+    Ok(())
+}
+
+/// The series content id recorded for `release` in the "Series" table.
+fn recorded_series(text: &str, release: &str) -> Option<String> {
+    let section = text.split("## Series").nth(1)?;
+    section.lines().find_map(|line| {
+        let mut cells = line.split('|').map(str::trim).skip(1);
+        if cells.next()? != release {
+            return None;
+        }
+        Some(cells.next()?.trim_matches('`').to_string())
+    })
+}
+
+/// The main table's row of one cell.
+fn cell_row<'t>(text: &'t str, release: &str, target: Target) -> Option<&'t str> {
+    let table = text.split("## Series").next()?;
+    table.lines().find(|line| {
+        let mut cells = line.split('|').map(str::trim).skip(1);
+        cells.next() == Some(release) && cells.next() == Some(target.name())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PAGE_TEXT: &str = "| release | target | applies |\n|---|---|---|\n| 2.44 | x86_64 | ok: 2 patches |\n| 2.44 | aarch64 | FAIL: drift |\n\n## Series\n\n| release | series content id | verified |\n|---|---|---|\n| 2.44 | `abc123` | then |\n";
+
+    #[test]
+    fn rows_and_series_ids_are_found() {
+        assert_eq!(
+            recorded_series(PAGE_TEXT, "2.44").as_deref(),
+            Some("abc123")
+        );
+        assert_eq!(recorded_series(PAGE_TEXT, "2.43"), None);
+        assert!(cell_row(PAGE_TEXT, "2.44", Target::X86_64)
+            .unwrap()
+            .contains("ok"));
+        assert!(cell_row(PAGE_TEXT, "2.44", Target::Aarch64)
+            .unwrap()
+            .contains("FAIL"));
+        assert!(cell_row(PAGE_TEXT, "2.36", Target::X86_64).is_none());
+    }
+}

@@ -1,0 +1,168 @@
+//! The generated CI-engine workflow (`.github/workflows/verify.yml`), read the way GitHub
+//! reads it: one job per cell of the project's release list and targets, each running
+//! commands `cargo xtask` accepts, and a job merging the cells into the support table.
+
+use std::path::Path;
+
+use clap::Parser;
+use github_actions_models::common::expr::LoE;
+use github_actions_models::workflow::job::{Container, NormalJob, Step};
+use github_actions_models::workflow::{Job, Workflow};
+use loader_tests::Target;
+use xtask::ci::workflow;
+use xtask::cli::Cli;
+use xtask::store::release::SUPPORTED;
+
+fn workflow() -> Workflow {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(workflow::path(root)).expect("the workflow is committed");
+    assert_eq!(
+        text,
+        workflow::render(),
+        "stale: run cargo xtask ci --workflow"
+    );
+    yaml_serde::from_str(&text).expect("the workflow parses as a GitHub workflow")
+}
+
+fn job<'w>(workflow: &'w Workflow, name: &str) -> &'w NormalJob {
+    match workflow.jobs.get(name) {
+        Some(Job::NormalJob(job)) => job,
+        _ => panic!("no normal job {name}"),
+    }
+}
+
+fn runs(job: &NormalJob) -> Vec<&str> {
+    job.steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Run(run) => Some(run.run.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn uses(job: &NormalJob) -> Vec<String> {
+    job.steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Uses(step) => Some(format!("{:?}", step.uses)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every `cargo xtask ...` line of a step, with the matrix filled in.
+fn xtask_commands(job: &NormalJob, release: &str, target: &str) -> Vec<Vec<String>> {
+    runs(job)
+        .iter()
+        .flat_map(|run| run.lines())
+        .filter_map(|line| line.split("cargo xtask ").nth(1))
+        .map(|rest| {
+            let rest = rest
+                .replace("${{ matrix.release }}", release)
+                .replace("${{ matrix.target }}", target);
+            let command = rest.split(['|', '>', ';']).next().unwrap();
+            let mut argv = vec!["cargo xtask".to_string()];
+            argv.extend(command.split_whitespace().map(str::to_string));
+            argv
+        })
+        .collect()
+}
+
+#[test]
+fn one_job_per_cell_of_the_release_list() {
+    let workflow = workflow();
+    let cell = job(&workflow, "cell");
+    let strategy = cell.strategy.as_ref().expect("the cell job has a matrix");
+    let Some(LoE::Literal(matrix)) = &strategy.matrix else {
+        panic!("the matrix is literal");
+    };
+    let LoE::Literal(dimensions) = &matrix.dimensions else {
+        panic!("literal dimensions");
+    };
+    let values = |name: &str| -> Vec<String> {
+        match dimensions.get(name) {
+            Some(LoE::Literal(values)) => values
+                .iter()
+                .map(|v| v.as_str().expect("string matrix values").to_string())
+                .collect(),
+            _ => panic!("no {name} dimension"),
+        }
+    };
+    let releases: Vec<String> = SUPPORTED.iter().map(|r| r.version.to_string()).collect();
+    assert_eq!(values("release"), releases);
+    let targets: Vec<String> = Target::ALL.iter().map(|t| t.name().to_string()).collect();
+    assert_eq!(values("target"), targets);
+}
+
+#[test]
+fn cells_run_in_a_privileged_debian_container() {
+    let workflow = workflow();
+    let cell = job(&workflow, "cell");
+    match &cell.container {
+        Some(Container::Container { image, options, .. }) => {
+            assert!(
+                format!("{image:?}").contains("debian:bookworm"),
+                "{image:?}"
+            );
+            assert!(options
+                .as_deref()
+                .is_some_and(|o| o.contains("--privileged")));
+        }
+        other => panic!("the cell job needs a Debian container, not {other:?}"),
+    }
+}
+
+#[test]
+fn every_command_is_one_cargo_xtask_accepts() {
+    let workflow = workflow();
+    let mut checked = 0;
+    for name in ["cell", "support-table"] {
+        for argv in xtask_commands(job(&workflow, name), "2.44", "aarch64") {
+            checked += 1;
+            if let Err(err) = Cli::try_parse_from(&argv) {
+                panic!(
+                    "job {name} runs `{}`, which cargo xtask refuses:\n{err}",
+                    argv.join(" ")
+                );
+            }
+        }
+    }
+    // build-glibc --print-key, verify, verify merge.
+    assert_eq!(checked, 3, "the scan for commands found too few");
+}
+
+#[test]
+fn each_cell_is_verified_cached_and_reported() {
+    let workflow = workflow();
+    let cell = job(&workflow, "cell");
+    let commands = xtask_commands(cell, "2.41", "x86_64");
+    let verify = commands
+        .iter()
+        .find(|argv| argv.get(1).map(String::as_str) == Some("verify"))
+        .expect("a cell runs cargo xtask verify");
+    assert_eq!(
+        verify[2..],
+        ["--release", "2.41", "--target", "x86_64", "--json"]
+    );
+    let actions = uses(cell).join("\n");
+    for action in [
+        "actions/checkout",
+        "actions/cache",
+        "actions/upload-artifact",
+    ] {
+        assert!(
+            actions.contains(action),
+            "no {action} in the cell job:\n{actions}"
+        );
+    }
+    assert!(
+        runs(cell).iter().any(|r| r.contains("--print-key")),
+        "the cache is keyed by build-glibc's own keys"
+    );
+    let table = job(&workflow, "support-table");
+    assert_eq!(table.needs, ["cell"]);
+    assert!(runs(table)
+        .iter()
+        .any(|r| r.contains("verify merge") && r.contains("GITHUB_STEP_SUMMARY")));
+}
