@@ -122,3 +122,35 @@ fn assert_whole_or_absent(dir: &Path, release: Release) {
     .unwrap();
     assert_eq!(missing, 0, "a tagged release must be complete");
 }
+
+/// The rule that places the NEWS entry (series::news) reproduces the NEWS of every committed
+/// series from its release's NEWS: no release needs a human for NEWS.
+#[test]
+fn the_news_entry_lands_where_every_committed_series_has_it() {
+    use xtask::series::news;
+    let ws = Workspace::open_default(None).unwrap();
+    let newest = ws.newest_series().unwrap();
+    let (_, commits) = ws.commit_series(&newest).unwrap();
+    let repo = ws.store.repo();
+    let news_of = |commit: git2::Oid| -> String {
+        let tree = repo.find_commit(commit).unwrap().tree().unwrap();
+        let blob = repo
+            .find_blob(tree.get_path(Path::new(news::PATH)).unwrap().id())
+            .unwrap();
+        String::from_utf8(blob.content().to_vec()).unwrap()
+    };
+    let first = repo.find_commit(commits[0]).unwrap();
+    let entry = news::entry_added(&news_of(first.parent_id(0).unwrap()), &news_of(commits[0]))
+        .unwrap()
+        .expect("the first patch adds the NEWS entry");
+    for release in ws.releases_with_series() {
+        let series = ws.load_series(release).unwrap();
+        let (base, commits) = ws.commit_series(&series).unwrap();
+        let placed = news::place(&news_of(base), &entry).unwrap();
+        assert_eq!(
+            placed,
+            news_of(*commits.last().unwrap()),
+            "glibc {release}: the placed entry differs from the committed series' NEWS"
+        );
+    }
+}

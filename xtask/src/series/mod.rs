@@ -10,6 +10,7 @@ pub mod diffstat;
 pub mod import;
 pub mod mail;
 pub mod mail_date;
+pub mod news;
 pub mod status;
 mod workspace;
 
