@@ -38,6 +38,8 @@ pub enum Command {
     /// Inspect the patch series, or take one made elsewhere.
     #[command(subcommand)]
     Patches(series::command::Command),
+    /// Format a series as a patch set to mail upstream (libc-alpha).
+    FormatSeries(series::format::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
     /// Build glibc, patched or not, into a cached sysroot.

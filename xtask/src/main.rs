@@ -12,6 +12,7 @@ fn main() -> anyhow::Result<()> {
     match command {
         Command::Glibc(cmd) => cmd.run(&global),
         Command::Patches(cmd) => cmd.run(&global),
+        Command::FormatSeries(args) => args.run(&global),
         Command::RebaseGlibc(args) => args.run(&global),
         Command::BuildGlibc(args) => args.run(&global),
         Command::TestResolution(args) => args.run(&global),

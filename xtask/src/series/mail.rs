@@ -221,7 +221,7 @@ fn check_preimages(tree: &git2::Tree<'_>, diff: &str) -> Result<()> {
 }
 
 /// Per-file line counts and `--summary` lines of `diff`, in diff order.
-fn file_stats(diff: &git2::Diff<'_>) -> Result<Vec<diffstat::FileStat>> {
+pub fn file_stats(diff: &git2::Diff<'_>) -> Result<Vec<diffstat::FileStat>> {
     let mut stats = Vec::new();
     for idx in 0..diff.deltas().len() {
         let patch = git2::Patch::from_diff(diff, idx)?.context("empty patch")?;
@@ -274,6 +274,15 @@ pub fn format_patch(
     n: usize,
     total: usize,
 ) -> Result<String> {
+    format_patch_tagged(repo, commit, &format!("PATCH {n}/{total}"))
+}
+
+/// The same, with the subject's tag as given (`PATCH v2 1/3`).
+pub fn format_patch_tagged(
+    repo: &Repository,
+    commit: &git2::Commit<'_>,
+    tag: &str,
+) -> Result<String> {
     let id = commit.id();
     let author = commit.author();
     let (Some(name), Some(email)) = (author.name(), author.email()) else {
@@ -301,7 +310,7 @@ pub fn format_patch(
     )?;
     let stat = diffstat::render(&file_stats(&diff)?, 72);
     let mut text = format!(
-        "From {id} Mon Sep 17 00:00:00 2001\nFrom: {name} <{email}>\nDate: {}\nSubject: [PATCH {n}/{total}] {subject}\n\n{body}---\n{}\n",
+        "From {id} Mon Sep 17 00:00:00 2001\nFrom: {name} <{email}>\nDate: {}\nSubject: [{tag}] {subject}\n\n{body}---\n{}\n",
         mail_date::format(author.when()),
         stat
     );
@@ -324,7 +333,7 @@ pub fn format_patch(
 }
 
 /// `(subject, body)` as format-patch shows them; the body is empty or ends in `\n`.
-fn split_message(message: &str) -> (&str, String) {
+pub fn split_message(message: &str) -> (&str, String) {
     let (subject, rest) = message.split_once('\n').unwrap_or((message, ""));
     let rest = rest.trim_start_matches('\n').trim_end();
     let body = if rest.is_empty() {

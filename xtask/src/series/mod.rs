@@ -7,6 +7,7 @@
 
 pub mod command;
 pub mod diffstat;
+pub mod format;
 pub mod import;
 pub mod mail;
 pub mod mail_date;
