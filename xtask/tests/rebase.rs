@@ -245,8 +245,12 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
     .unwrap();
     let check = rebase::check(&f.ws).unwrap();
     assert!(!check.ok);
+    // The line the hand edit changed, against the commit the patch's From line names.
     assert!(
-        check.text.contains("DRIFT") && check.text.contains(&format!("{name} differs")),
+        check.text.contains(&format!(
+            "DRIFT   {}: {name} was edited at line 6: the file has `Hand-written note.`",
+            dir.display()
+        )),
         "{}",
         check.text
     );
@@ -326,7 +330,8 @@ fn status_has_a_row_per_release() {
         }
     );
     let table = status::status(&f.ws, &releases).unwrap();
-    assert!(table.contains("2.43     conflicts"), "{table}");
+    assert!(table.text.contains("2.43     conflicts"), "{}", table.text);
+    assert!(!table.needs_attention && !table.errors);
 }
 
 fn snapshot(dir: &Path) -> Oid {

@@ -3,6 +3,7 @@
 //! still applies to its own release.
 
 pub mod bench;
+pub mod check;
 pub mod command;
 pub mod engine;
 pub mod range_diff;
@@ -17,6 +18,8 @@ use crate::store::release::Release;
 use crate::store::snapshot::Snapshot;
 use engine::{applied, commit_like, Picked, Step};
 use state::{ConflictFile, RebaseState};
+
+pub use check::{check, check_release, CheckReport};
 
 /// How a rebase ended.
 pub enum Outcome {
@@ -209,81 +212,6 @@ pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> 
                 .join(", ")
         ),
     }
-}
-
-pub struct CheckReport {
-    pub ok: bool,
-    pub text: String,
-}
-
-/// Release's series applies exactly to it: the series, and the files of `patches/<X.Y>/`
-/// that differ from what its commits export (none when it re-exports byte for byte).
-pub fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<String>)> {
-    let series = ws.load_series(release)?;
-    let (_, commits) = ws.commit_series(&series)?;
-    let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
-    let drift = again.drift_against(&ws.series_dir(release))?;
-    Ok((series, drift))
-}
-
-/// Every series in `patches/` applies exactly to its release and re-exports byte for byte.
-pub fn check(ws: &Workspace) -> Result<CheckReport> {
-    let releases = ws.releases_with_series();
-    let mut report = CheckReport {
-        ok: true,
-        text: String::new(),
-    };
-    if releases.is_empty() {
-        report.ok = false;
-        let _ = writeln!(report.text, "no series in {}", ws.patches_dir.display());
-    }
-    for stray in ws.unknown_series_dirs()? {
-        report.ok = false;
-        let _ = writeln!(
-            report.text,
-            "FAILED  {}: not a supported release ({}); move or delete it",
-            stray.display(),
-            crate::store::release::supported_list()
-        );
-    }
-    for release in releases {
-        let dir = ws.series_dir(release);
-        let result = check_release(ws, release);
-        match result {
-            Ok((series, drift)) if drift.is_empty() => {
-                let _ = writeln!(
-                    report.text,
-                    "ok      {}: {} patch(es) apply exactly to {} (tree {}) and re-export byte for byte",
-                    dir.display(),
-                    series.patches.len(),
-                    series.base.tag(),
-                    series.base_tree
-                );
-            }
-            Ok((_, drift)) => {
-                report.ok = false;
-                let _ = writeln!(
-                    report.text,
-                    "DRIFT   {}: {}",
-                    dir.display(),
-                    drift.join("; ")
-                );
-                let _ = writeln!(
-                    report.text,
-                    "        the files differ from what the series' own commits export (edited by hand?); to regenerate them locally:\n            cargo xtask rebase-glibc --from {release} --onto {release}"
-                );
-            }
-            Err(e) => {
-                report.ok = false;
-                let _ = writeln!(report.text, "FAILED  {}: {e:#}", dir.display());
-                let _ = writeln!(
-                    report.text,
-                    "        to reproduce locally: cargo xtask rebase-glibc --check; to move a newer series here: cargo xtask rebase-glibc --onto {release}"
-                );
-            }
-        }
-    }
-    Ok(report)
 }
 
 #[cfg(test)]
