@@ -68,6 +68,7 @@ fn fixture() -> Fixture {
         rebase_dir: t.tmp.path().join("rebase"),
     };
     series.write(&ws.series_dir(r41)).unwrap();
+    std::fs::write(ws.patches_dir.join("scope"), "elf/**\n").unwrap();
     Fixture { t, ws }
 }
 

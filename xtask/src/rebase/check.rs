@@ -1,9 +1,9 @@
 //! `cargo xtask rebase-glibc --check`: every series in `patches/` applies exactly to its
-//! release and re-exports byte for byte.
+//! release, stays inside the declared scope, and re-exports byte for byte.
 //!
 //! Each directory gets one verdict: `ok`, `DRIFT` (applies, but the files are not what the
 //! commits export), `FAILED` (a defect of the series: does not parse, does not apply, leaves
-//! lost its series file), `MISSING` (its release is not in the store; the check
+//! the scope, lost its series file), `MISSING` (its release is not in the store; the check
 //! imports nothing unless asked) or `ERROR` (the check itself could not read something: not
 //! a finding about the series, and never reported as one).
 
@@ -57,7 +57,7 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
             Ok(Verdict::Clean(series)) => {
                 let _ = writeln!(
                     report.text,
-                    "ok      {}: {} patch(es) apply exactly to {} (tree {}) and re-export byte for byte",
+                    "ok      {}: {} patch(es) apply exactly to {} (tree {}), stay in scope, and re-export byte for byte",
                     dir.display(),
                     series.patches.len(),
                     series.base.tag(),
@@ -113,7 +113,7 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
     Ok(report)
 }
 
-/// Release's series applies exactly to it: the series, and a line per
+/// Release's series applies exactly to it and stays in scope: the series, and a line per
 /// way the files of `patches/<X.Y>/` differ from what its commits export (none when it
 /// re-exports byte for byte). An error is a [`crate::series::SeriesDefect`], a
 /// [`ReleaseNotImported`], or a failure to read or write.

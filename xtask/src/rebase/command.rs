@@ -23,8 +23,8 @@ pub struct Args {
     /// Give up a stopped rebase; patches/ was never touched.
     #[arg(long)]
     pub abort: bool,
-    /// Verify that every series applies exactly to its release and re-exports byte for
-    /// byte. Reads the store only.
+    /// Verify that every series applies exactly to its release, stays inside patches/scope,
+    /// and re-exports byte for byte. Reads the store only.
     #[arg(long)]
     pub check: bool,
     /// With --check: import the releases the store lacks (from Debian) instead of reporting

@@ -33,6 +33,7 @@ pub fn import(
     let repo = ws.store.repo();
     let mut head = ws.store.ensure_release(release)?;
     let mut commits = Vec::new();
+    let mut named = Vec::new();
     for file in files {
         let text = read_text(file)?;
         let mail = PatchMail::parse(&with_project_trailer(&text)).with_context(|| {
@@ -58,7 +59,14 @@ pub fn import(
             }
         })?;
         commits.push(head);
+        named.push((file.display().to_string(), head));
     }
+    ws.scope()?.check(repo, &named).with_context(|| {
+        format!(
+            "refusing to import a series that leaves the declared scope; {} is unchanged",
+            dir.display()
+        )
+    })?;
     Series::from_commits(repo, release, &commits)?.write(&dir)?;
     Ok(dir)
 }

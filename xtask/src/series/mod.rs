@@ -12,6 +12,7 @@ pub mod import;
 pub mod mail;
 pub mod mail_date;
 pub mod news;
+pub mod scope;
 pub mod status;
 mod workspace;
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::Oid;
 
+use crate::series::scope::Scope;
 use crate::series::{defect, Series};
 use crate::store::release::{Release, SUPPORTED};
 use crate::store::SourceStore;
@@ -67,6 +68,11 @@ impl Workspace {
             ));
         }
         Ok(said)
+    }
+
+    /// What the series may change: `patches/scope`.
+    pub fn scope(&self) -> Result<Scope> {
+        Scope::load(&self.patches_dir)
     }
 
     /// Every directory of `patches/` named after a supported release, with a series file
@@ -140,7 +146,8 @@ impl Workspace {
         }
     }
 
-    /// The series committed on its release in the store; checks the recorded base tree.
+    /// The series committed on its release in the store; checks the recorded base tree, and
+    /// that every patch stays inside the declared scope.
     pub fn commit_series(&self, series: &Series) -> Result<(Oid, Vec<Oid>)> {
         let base = self.store.ensure_release(series.base)?;
         let tree = self
@@ -157,6 +164,14 @@ impl Workspace {
                 series.base.tag()
             )));
         }
-        Ok((base, series.commit_on(self.store.repo(), base)?))
+        let commits = series.commit_on(self.store.repo(), base)?;
+        let named: Vec<(String, Oid)> = series
+            .patches
+            .iter()
+            .map(|p| p.name.clone())
+            .zip(commits.iter().copied())
+            .collect();
+        self.scope()?.check(self.store.repo(), &named)?;
+        Ok((base, commits))
     }
 }
