@@ -188,7 +188,7 @@ fn conflict_stops_then_continue_finishes() {
     // A second start is refused while the first is stopped.
     assert!(rebase::start(&f.ws, None, rel("2.43")).is_err());
     // Markers left: refused.
-    let err = rebase::continue_rebase(&f.ws, rel("2.43"))
+    let err = rebase::continue_rebase(&f.ws, rel("2.43"), &[])
         .err()
         .unwrap()
         .to_string();
@@ -202,7 +202,7 @@ fn conflict_stops_then_continue_finishes() {
         "  if (default_path (flags) == 0)\n    return 0;\n  return fallback_path ();\n",
     );
     std::fs::write(tree.join("elf/dl-load.c"), &resolved).unwrap();
-    let summary = written(rebase::continue_rebase(&f.ws, rel("2.43")).unwrap());
+    let summary = written(rebase::continue_rebase(&f.ws, rel("2.43"), &[]).unwrap());
     assert!(summary.contains("unchanged -> 0002"), "{summary}");
     assert!(!f.ws.rebase_dir.join("2.43").exists(), "state must be gone");
     assert_eq!(

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use git2::ErrorClass;
 
-use super::{abort, check, continue_rebase, start, stopped_rebase, Outcome};
+use super::{abort, check, continue_rebase, start, state, stopped_rebase, Outcome};
 use crate::cli::{self, Global, NeedsAttention};
 use crate::series::Workspace;
 use crate::store::release::Release;
@@ -20,6 +20,10 @@ pub struct Args {
     /// Go on after resolving the conflicts in the work tree.
     #[arg(long = "continue")]
     pub continue_: bool,
+    /// With --continue: the resolution deletes PATH (relative to the work tree). A file
+    /// missing from the work tree is refused unless the patch deletes it or this says so.
+    #[arg(long = "delete", value_name = "PATH", requires = "continue_")]
+    pub delete: Vec<String>,
     /// Give up a stopped rebase; patches/ was never touched.
     #[arg(long)]
     pub abort: bool,
@@ -43,7 +47,7 @@ impl Args {
         } else {
             Workspace::open_default(global.store.as_deref())?
         };
-        for said in ws.recover()? {
+        for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
             eprintln!("{said}");
         }
         if self.check {
@@ -69,7 +73,7 @@ impl Args {
         }
         let outcome = match self.onto {
             Some(onto) => start(&ws, self.from, onto),
-            None => continue_rebase(&ws, stopped_rebase(&ws, self.stopped)?),
+            None => continue_rebase(&ws, stopped_rebase(&ws, self.stopped)?, &self.delete),
         }
         .map_err(|e| explain_unwritable_store(e, &ws))?;
         match outcome {
