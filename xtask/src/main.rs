@@ -1,14 +1,41 @@
 //! `cargo xtask`: the ld-fallback tooling.
 //!
 //! Data flows one way: source store -> series -> rebase -> build -> sysroot -> scenarios ->
-//! report. Each command lives in the module of its stage; this file only dispatches.
+//! report. Each command lives in the module of its stage; this file dispatches, and turns the
+//! outcome into an exit status (`xtask::cli::exit_status`: 0 ok, 1 failure, 2 needs attention).
+
+use std::process::ExitCode;
 
 use clap::Parser;
-use xtask::cli::{Bench, Cli, Command};
+use xtask::cli::{self, Bench, Cli, Command};
 use xtask::{rebase, store};
 
-fn main() -> anyhow::Result<()> {
-    let Cli { global, command } = Cli::parse();
+/// Errors are printed here, as `error: <what>: <cause>: ...`: returning them from `main` would
+/// print anyhow's debug form, with a backtrace whenever `RUST_BACKTRACE` is set (as in many
+/// CI images), for what is a message to the user.
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(usage) => {
+            let _ = usage.print();
+            // Usage errors are failures (1), not findings: clap's own code 2 is ours.
+            return ExitCode::from(if usage.use_stderr() {
+                cli::EXIT_FAILURE
+            } else {
+                cli::EXIT_OK
+            });
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::from(cli::EXIT_OK),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(cli::exit_status(&err))
+        }
+    }
+}
+
+fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
     match command {
         Command::Glibc(cmd) => cmd.run(&global),
         Command::Patches(cmd) => cmd.run(&global),

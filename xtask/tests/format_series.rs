@@ -46,6 +46,7 @@ fn fixture(dl_change: &str) -> Fixture {
         .unwrap()
         .write(&ws.series_dir(release))
         .unwrap();
+    std::fs::write(ws.patches_dir.join("scope"), "NEWS\nelf/**\n").unwrap();
     Fixture { t, ws }
 }
 

@@ -41,6 +41,8 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
         patches_dir: tmp.path().join("patches"),
         rebase_dir: tmp.path().join("rebase"),
     };
+    std::fs::create_dir_all(&ws.patches_dir).unwrap();
+    std::fs::write(ws.patches_dir.join("scope"), "elf/**\n").unwrap();
     synthetic_series(ws.store.repo(), r41, base)
         .unwrap()
         .write(&ws.series_dir(r41))

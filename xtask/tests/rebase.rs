@@ -68,6 +68,7 @@ fn fixture() -> Fixture {
         rebase_dir: t.tmp.path().join("rebase"),
     };
     series.write(&ws.series_dir(r41)).unwrap();
+    std::fs::write(ws.patches_dir.join("scope"), "elf/**\n").unwrap();
     Fixture { t, ws }
 }
 
@@ -187,7 +188,7 @@ fn conflict_stops_then_continue_finishes() {
     // A second start is refused while the first is stopped.
     assert!(rebase::start(&f.ws, None, rel("2.43")).is_err());
     // Markers left: refused.
-    let err = rebase::continue_rebase(&f.ws, rel("2.43"))
+    let err = rebase::continue_rebase(&f.ws, rel("2.43"), &[])
         .err()
         .unwrap()
         .to_string();
@@ -201,7 +202,7 @@ fn conflict_stops_then_continue_finishes() {
         "  if (default_path (flags) == 0)\n    return 0;\n  return fallback_path ();\n",
     );
     std::fs::write(tree.join("elf/dl-load.c"), &resolved).unwrap();
-    let summary = written(rebase::continue_rebase(&f.ws, rel("2.43")).unwrap());
+    let summary = written(rebase::continue_rebase(&f.ws, rel("2.43"), &[]).unwrap());
     assert!(summary.contains("unchanged -> 0002"), "{summary}");
     assert!(!f.ws.rebase_dir.join("2.43").exists(), "state must be gone");
     assert_eq!(
@@ -245,8 +246,12 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
     .unwrap();
     let check = rebase::check(&f.ws).unwrap();
     assert!(!check.ok);
+    // The line the hand edit changed, against the commit the patch's From line names.
     assert!(
-        check.text.contains("DRIFT") && check.text.contains(&format!("{name} differs")),
+        check.text.contains(&format!(
+            "DRIFT   {}: {name} was edited at line 6: the file has `Hand-written note.`",
+            dir.display()
+        )),
         "{}",
         check.text
     );
@@ -326,7 +331,8 @@ fn status_has_a_row_per_release() {
         }
     );
     let table = status::status(&f.ws, &releases).unwrap();
-    assert!(table.contains("2.43     conflicts"), "{table}");
+    assert!(table.text.contains("2.43     conflicts"), "{}", table.text);
+    assert!(!table.needs_attention && !table.errors);
 }
 
 fn snapshot(dir: &Path) -> Oid {

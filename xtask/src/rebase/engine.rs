@@ -111,7 +111,8 @@ fn merge_touched(repo: &Repository, commit: &git2::Commit<'_>, head: Oid) -> Res
     Ok(Some(update.create_updated(repo, &ours_tree)?))
 }
 
-fn file_mode(mode: u32) -> git2::FileMode {
+/// The tree entry mode of an index or tree entry's raw mode.
+pub fn file_mode(mode: u32) -> git2::FileMode {
     match mode {
         0o100755 => git2::FileMode::BlobExecutable,
         0o120000 => git2::FileMode::Link,

@@ -3,18 +3,23 @@
 //! still applies to its own release.
 
 pub mod bench;
+pub mod check;
 pub mod command;
 pub mod engine;
+pub mod intake;
 pub mod range_diff;
 pub mod state;
 
 use std::fmt::Write;
 
 use anyhow::{bail, Context, Result};
+use git2::Oid;
+
+pub use check::{check, check_release, CheckReport};
 
 use crate::series::{Series, Workspace};
 use crate::store::release::Release;
-use crate::store::snapshot::Snapshot;
+use crate::util::fault;
 use engine::{applied, commit_like, Picked, Step};
 use state::{ConflictFile, RebaseState};
 
@@ -39,29 +44,36 @@ pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Out
     let head = ws.store.ensure_release(onto)?;
     let mut steps = Vec::new();
     let picked = engine::pick(ws.store.repo(), &commits, 0, head, &mut steps)?;
-    settle(ws, &from, onto, steps, picked)
+    fault::point("rebase:picked");
+    settle(ws, &from, onto, steps, picked, Vec::new())
 }
 
-/// Takes the resolved work tree of the stopped rebase onto `onto` and goes on.
-pub fn continue_rebase(ws: &Workspace, onto: Release) -> Result<Outcome> {
+/// Takes the resolved work tree of the stopped rebase onto `onto` and goes on. `deletions`
+/// are the paths the user said the resolution deletes (`--delete`); see [`intake`] for what
+/// else is taken and refused.
+pub fn continue_rebase(ws: &Workspace, onto: Release, deletions: &[String]) -> Result<Outcome> {
     let (state, from) = RebaseState::load(ws, onto)?;
-    let tree_dir = state::tree_dir(ws, onto);
-    let unresolved = state.unresolved(&tree_dir);
-    if !unresolved.is_empty() {
-        bail!(
-            "conflict markers remain in {} (below {}): resolve them, then run `cargo xtask rebase-glibc --continue` again",
-            unresolved.join(", "),
-            tree_dir.display()
-        );
-    }
     let (_, commits) = ws.commit_series(&from)?;
     let repo = ws.store.repo();
-    let snapshot =
-        Snapshot::of_dir(&tree_dir, &[]).context("cannot read the resolved work tree")?;
-    snapshot.write(&repo.odb()?)?;
-    let original = repo.find_commit(commits[state.at])?;
+    let original = repo
+        .find_commit(commits[state.at])
+        .context("the conflicting patch's commit is missing from the store")?;
+    let tree_dir = state::tree_dir(ws, onto);
+    let taken = intake::take(
+        repo,
+        &intake::Stopped {
+            tree_dir: &tree_dir,
+            recorded: state.tree,
+            conflicts: &state.conflicts,
+            patch: &original,
+            patch_name: &from.patches[state.at].name,
+            store_dir: ws.store.dir(),
+        },
+        deletions,
+    )?;
+    fault::point("continue:taken");
     let mut steps = state.steps;
-    let head = match commit_like(repo, &original, state.head, snapshot.root)? {
+    let head = match commit_like(repo, &original, state.head, taken.tree)? {
         Some(id) => {
             steps.push(Step::Applied(id));
             id
@@ -72,22 +84,50 @@ pub fn continue_rebase(ws: &Workspace, onto: Release) -> Result<Outcome> {
         }
     };
     let picked = engine::pick(repo, &commits, state.at + 1, head, &mut steps)?;
-    settle(ws, &from, onto, steps, picked)
+    fault::point("rebase:picked");
+    settle(ws, &from, onto, steps, picked, taken.notes)
 }
 
-/// Drops the state of the stopped rebase onto `onto`.
+/// Drops the state of the stopped rebase onto `onto`; an error if there is none.
 pub fn abort(ws: &Workspace, onto: Release) -> Result<()> {
-    state::remove(&state::state_dir(ws, onto))
+    state::remove(ws, onto)
+}
+
+/// The patches of `from` that went through so far, named, for the scope guard.
+fn named_steps(from: &Series, steps: &[Step]) -> Vec<(String, Oid)> {
+    from.patches
+        .iter()
+        .zip(steps)
+        .filter_map(|(patch, step)| match step {
+            Step::Applied(id) => Some((patch.name.clone(), *id)),
+            Step::Dropped => None,
+        })
+        .collect()
 }
 
 /// Writes the series when every patch went through, else saves the state at the conflict.
+/// Either way, the patches so far must stay inside the declared scope.
 fn settle(
     ws: &Workspace,
     from: &Series,
     onto: Release,
     steps: Vec<Step>,
     picked: Picked,
+    notes: Vec<String>,
 ) -> Result<Outcome> {
+    let scope = ws.scope()?;
+    scope
+        .check(ws.store.repo(), &named_steps(from, &steps))
+        .with_context(|| {
+            format!(
+                "refusing to write a series for glibc {onto} that leaves the declared scope; {} is unchanged",
+                ws.patches_dir.display()
+            )
+        })?;
+    let mut text = String::new();
+    for note in notes {
+        let _ = writeln!(text, "note: {note}");
+    }
     match picked {
         Picked::Done { .. } => {
             let commits = applied(&steps);
@@ -97,19 +137,23 @@ fn settle(
             let new = Series::from_commits(ws.store.repo(), onto, &commits)?;
             let dir = ws.series_dir(onto);
             new.write(&dir)?;
-            state::remove(&state::state_dir(ws, onto))?;
-            let mut summary = range_diff::summarize(from, onto, &new, &steps);
-            let _ = writeln!(summary, "wrote {}", dir.display());
-            Ok(Outcome::Written(summary))
+            fault::point("rebase:written");
+            if state::state_dir(ws, onto).join("state").exists() {
+                state::remove(ws, onto)?;
+            }
+            text.push_str(&range_diff::summarize(from, onto, &new, &steps));
+            let _ = writeln!(text, "wrote {}", dir.display());
+            Ok(Outcome::Written(text))
         }
         Picked::Conflict { at, head, index } => {
             let patch = &from.patches[at];
-            let state = RebaseState {
+            let mut state = RebaseState {
                 onto,
                 head,
                 at,
                 steps,
                 conflicts: Vec::new(),
+                tree: Oid::zero(),
             };
             let files = state.save(
                 ws,
@@ -117,9 +161,8 @@ fn settle(
                 &index,
                 (&format!("glibc {onto} (+ patches so far)"), &patch.name),
             )?;
-            Ok(Outcome::Conflict(conflict_report(
-                ws, from, onto, &state, &files,
-            )))
+            text.push_str(&conflict_report(ws, from, onto, &state, &files));
+            Ok(Outcome::Conflict(text))
         }
     }
 }
@@ -198,92 +241,17 @@ pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> 
     match state::in_progress(ws).as_slice() {
         [one] => Ok(*one),
         [] => bail!(
-            "no rebase is in progress (state lives in {})",
+            "no rebase is in progress (state lives in {}): there is nothing to continue or abort",
             ws.rebase_dir.display()
         ),
         many => bail!(
-            "rebases onto {} are in progress: say which with --onto X.Y",
+            "rebases onto {} are in progress: say which with --release X.Y",
             many.iter()
                 .map(|r| r.version)
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
-}
-
-pub struct CheckReport {
-    pub ok: bool,
-    pub text: String,
-}
-
-/// Release's series applies exactly to it: the series, and the files of `patches/<X.Y>/`
-/// that differ from what its commits export (none when it re-exports byte for byte).
-pub fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<String>)> {
-    let series = ws.load_series(release)?;
-    let (_, commits) = ws.commit_series(&series)?;
-    let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
-    let drift = again.drift_against(&ws.series_dir(release))?;
-    Ok((series, drift))
-}
-
-/// Every series in `patches/` applies exactly to its release and re-exports byte for byte.
-pub fn check(ws: &Workspace) -> Result<CheckReport> {
-    let releases = ws.releases_with_series();
-    let mut report = CheckReport {
-        ok: true,
-        text: String::new(),
-    };
-    if releases.is_empty() {
-        report.ok = false;
-        let _ = writeln!(report.text, "no series in {}", ws.patches_dir.display());
-    }
-    for stray in ws.unknown_series_dirs()? {
-        report.ok = false;
-        let _ = writeln!(
-            report.text,
-            "FAILED  {}: not a supported release ({}); move or delete it",
-            stray.display(),
-            crate::store::release::supported_list()
-        );
-    }
-    for release in releases {
-        let dir = ws.series_dir(release);
-        let result = check_release(ws, release);
-        match result {
-            Ok((series, drift)) if drift.is_empty() => {
-                let _ = writeln!(
-                    report.text,
-                    "ok      {}: {} patch(es) apply exactly to {} (tree {}) and re-export byte for byte",
-                    dir.display(),
-                    series.patches.len(),
-                    series.base.tag(),
-                    series.base_tree
-                );
-            }
-            Ok((_, drift)) => {
-                report.ok = false;
-                let _ = writeln!(
-                    report.text,
-                    "DRIFT   {}: {}",
-                    dir.display(),
-                    drift.join("; ")
-                );
-                let _ = writeln!(
-                    report.text,
-                    "        the files differ from what the series' own commits export (edited by hand?); to regenerate them locally:\n            cargo xtask rebase-glibc --from {release} --onto {release}"
-                );
-            }
-            Err(e) => {
-                report.ok = false;
-                let _ = writeln!(report.text, "FAILED  {}: {e:#}", dir.display());
-                let _ = writeln!(
-                    report.text,
-                    "        to reproduce locally: cargo xtask rebase-glibc --check; to move a newer series here: cargo xtask rebase-glibc --onto {release}"
-                );
-            }
-        }
-    }
-    Ok(report)
 }
 
 #[cfg(test)]

@@ -1,6 +1,14 @@
-//! A rebase stopped at a conflict: `<rebase_dir>/<X.Y>/` holds `state` (where it stopped),
-//! `from/` (a copy of the series being moved) and `tree/` (the target release with the
-//! patches so far, and conflict markers in the files the next patch could not merge).
+//! A rebase stopped at a conflict: `<rebase_dir>/<X.Y>` holds `state` (where it stopped,
+//! and the work tree as written), `from/` (a copy of the series being moved) and `tree/` (the
+//! target release with the patches so far, and conflict markers in the files the next patch
+//! could not merge).
+//!
+//! Every change of the state is atomic. `<X.Y>` is a symlink to a generation directory
+//! `.state-X.Y-<pid>-<random>/`: a new generation is written whole and flushed, then published
+//! by renaming a new symlink over `<X.Y>` (one rename(2)); only then is the old generation
+//! deleted. Removing the state unlinks `<X.Y>` before deleting anything. So `<X.Y>` is at
+//! every moment absent or a complete generation, whatever kills us; what a kill leaves is an
+//! unreferenced generation, which the next run removes and says so ([`recover`]).
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -8,11 +16,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{Index, IndexEntry, MergeFileOptions, Oid, Repository};
 
-use crate::rebase::engine::Step;
+use crate::rebase::engine::{file_mode, Step};
 use crate::series::Series;
 use crate::series::Workspace;
-use crate::store::release::Release;
+use crate::store::release::{Release, SUPPORTED};
 use crate::store::worktree;
+use crate::util::{durable, fault, staging};
 
 pub struct RebaseState {
     pub onto: Release,
@@ -24,6 +33,9 @@ pub struct RebaseState {
     pub steps: Vec<Step>,
     /// Paths that had conflicts when the rebase stopped.
     pub conflicts: Vec<String>,
+    /// The work tree as it was written, as a tree in the store: what `--continue` compares
+    /// the resolved tree against, to name every file that appeared, vanished or changed.
+    pub tree: Oid,
 }
 
 /// One conflicting file: its path and each conflict region, with its first line number.
@@ -42,7 +54,7 @@ pub fn tree_dir(ws: &Workspace, onto: Release) -> PathBuf {
 
 /// Target releases with a rebase in progress.
 pub fn in_progress(ws: &Workspace) -> Vec<Release> {
-    crate::store::release::SUPPORTED
+    SUPPORTED
         .iter()
         .copied()
         .filter(|r| state_dir(ws, *r).join("state").is_file())
@@ -50,10 +62,10 @@ pub fn in_progress(ws: &Workspace) -> Vec<Release> {
 }
 
 impl RebaseState {
-    /// Writes state, series copy and conflict work tree into a temp dir, then renames it
-    /// into place: the state either exists whole or not at all.
+    /// Writes state, series copy and conflict work tree as a new generation, and publishes
+    /// it (see the module docs). Records the conflicts and the written tree in `self`.
     pub fn save(
-        &self,
+        &mut self,
         ws: &Workspace,
         from: &Series,
         index: &Index,
@@ -61,16 +73,41 @@ impl RebaseState {
     ) -> Result<Vec<ConflictFile>> {
         std::fs::create_dir_all(&ws.rebase_dir)
             .with_context(|| format!("cannot create {}", ws.rebase_dir.display()))?;
-        let staging = crate::util::staging::tempdir_in(&ws.rebase_dir, "rebase")?;
-        from.write(&staging.path().join("from"))?;
-        let conflicts =
-            write_conflict_tree(ws.store.repo(), index, &staging.path().join("tree"), labels)?;
+        let generation = tempfile::Builder::new()
+            .prefix(&format!(
+                ".state-{}-{}-",
+                self.onto.version,
+                std::process::id()
+            ))
+            .tempdir_in(&ws.rebase_dir)
+            .with_context(|| {
+                format!(
+                    "cannot create a state directory in {}",
+                    ws.rebase_dir.display()
+                )
+            })?
+            .keep();
+        from.write(&generation.join("from"))?;
+        fault::point("rebase-save:from-written");
+        let (conflicts, tree) =
+            write_conflict_tree(ws.store.repo(), index, &generation.join("tree"), labels)?;
+        fault::point("rebase-save:tree-written");
+        self.conflicts = conflicts.iter().map(|c| c.path.clone()).collect();
+        self.tree = tree;
+        durable::write_synced(&generation.join("state"), self.to_text().as_bytes())?;
+        durable::sync_dir(&generation)?;
+        fault::point("rebase-save:state-written");
+        publish(ws, self.onto, &generation)?;
+        Ok(conflicts)
+    }
+
+    fn to_text(&self) -> String {
         let mut text = format!(
-            "onto {}\nhead {}\nat {}\n",
-            self.onto.version, self.head, self.at
+            "onto {}\nhead {}\nat {}\ntree {}\n",
+            self.onto.version, self.head, self.at, self.tree
         );
-        for c in &conflicts {
-            text.push_str(&format!("conflict {}\n", c.path));
+        for c in &self.conflicts {
+            text.push_str(&format!("conflict {c}\n"));
         }
         for step in &self.steps {
             match step {
@@ -78,73 +115,200 @@ impl RebaseState {
                 Step::Dropped => text.push_str("step dropped\n"),
             }
         }
-        std::fs::write(staging.path().join("state"), text)
-            .context("cannot write the rebase state")?;
-        let dest = state_dir(ws, self.onto);
-        remove(&dest)?;
-        std::fs::rename(staging.keep(), &dest)
-            .with_context(|| format!("cannot move the rebase state to {}", dest.display()))?;
-        Ok(conflicts)
+        text
     }
 
     pub fn load(ws: &Workspace, onto: Release) -> Result<(RebaseState, Series)> {
         let dir = state_dir(ws, onto);
         let path = dir.join("state");
-        let text = std::fs::read_to_string(&path).with_context(|| {
-            format!(
-                "no rebase onto glibc {onto} in progress ({} missing)",
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "no rebase onto glibc {onto} is in progress ({} does not exist)",
                 path.display()
-            )
-        })?;
+            ),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
         let mut state = RebaseState {
             onto,
             head: Oid::zero(),
             at: 0,
             steps: Vec::new(),
             conflicts: Vec::new(),
+            tree: Oid::zero(),
         };
+        let malformed = || format!("malformed rebase state {}", path.display());
         for line in text.lines() {
-            let (key, value) = line.split_once(' ').context("malformed rebase state")?;
+            let (key, value) = line.split_once(' ').with_context(malformed)?;
             match key {
                 "onto" => {}
-                "head" => state.head = Oid::from_str(value)?,
-                "at" => state.at = value.parse()?,
+                "head" => state.head = Oid::from_str(value).with_context(malformed)?,
+                "at" => state.at = value.parse().with_context(malformed)?,
+                "tree" => state.tree = Oid::from_str(value).with_context(malformed)?,
                 "conflict" => state.conflicts.push(value.to_string()),
                 "step" if value == "dropped" => state.steps.push(Step::Dropped),
-                "step" => state.steps.push(Step::Applied(Oid::from_str(
-                    value
-                        .strip_prefix("applied ")
-                        .context("malformed rebase step")?,
-                )?)),
+                "step" => state.steps.push(Step::Applied(
+                    Oid::from_str(value.strip_prefix("applied ").with_context(malformed)?)
+                        .with_context(malformed)?,
+                )),
                 _ => bail!("malformed rebase state line `{line}` in {}", path.display()),
             }
         }
-        let from = Series::load(&dir.join("from"))?;
+        if state.tree.is_zero() {
+            bail!(
+                "the rebase state in {} was written by an older cargo xtask, which kept no record of the work tree: \
+                 --continue could not tell a resolved tree from a damaged one. Copy your resolutions out of {}, \
+                 run `cargo xtask rebase-glibc --abort`, and start again with --onto {onto}",
+                dir.display(),
+                dir.join("tree").display()
+            );
+        }
+        let from = Series::load(&dir.join("from"))
+            .with_context(|| format!("cannot read the series copy in {}", dir.display()))?;
         Ok((state, from))
-    }
-
-    /// Conflicting files that still hold conflict markers.
-    pub fn unresolved(&self, tree: &Path) -> Vec<String> {
-        self.conflicts
-            .iter()
-            .filter(|p| {
-                std::fs::read(tree.join(p))
-                    .map(|bytes| has_markers(&bytes))
-                    .unwrap_or(false)
-            })
-            .cloned()
-            .collect()
     }
 }
 
-pub fn remove(dir: &Path) -> Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+/// Points `<X.Y>` at `generation` with one rename, then deletes the generation it replaced.
+fn publish(ws: &Workspace, onto: Release, generation: &Path) -> Result<()> {
+    let link = state_dir(ws, onto);
+    let old = match std::fs::symlink_metadata(&link) {
+        Ok(meta) if meta.file_type().is_symlink() => Some(generation_of(&link)?),
+        Ok(_) => bail!(
+            "{} is a directory written by an older cargo xtask: drop it with --abort first",
+            link.display()
+        ),
+        Err(_) => None,
+    };
+    let name = generation
+        .file_name()
+        .context("a state generation has no name")?;
+    let staged_link = ws
+        .rebase_dir
+        .join(format!(".link-{}-{}", onto.version, std::process::id()));
+    let _ = std::fs::remove_file(&staged_link);
+    std::os::unix::fs::symlink(name, &staged_link)
+        .with_context(|| format!("cannot create {}", staged_link.display()))?;
+    std::fs::rename(&staged_link, &link)
+        .with_context(|| format!("cannot publish the rebase state at {}", link.display()))?;
+    durable::sync_dir(&ws.rebase_dir)?;
+    fault::point("rebase-save:published");
+    if let Some(old) = old {
+        remove_generation(&old)?;
     }
     Ok(())
 }
 
-fn has_markers(bytes: &[u8]) -> bool {
+/// The generation directory `<X.Y>` points at.
+fn generation_of(link: &Path) -> Result<PathBuf> {
+    let target =
+        std::fs::read_link(link).with_context(|| format!("cannot read {}", link.display()))?;
+    Ok(link
+        .parent()
+        .context("state link has no parent")?
+        .join(target))
+}
+
+/// Deletes a generation nothing points at any more (so a kill halfway is harmless).
+fn remove_generation(dir: &Path) -> Result<()> {
+    durable::remove_tree(&dir.join("tree"))?;
+    fault::point("rebase-remove:tree-removed");
+    durable::remove_tree(dir)
+}
+
+/// Drops the state onto `onto`: unlinks `<X.Y>` (the commit point), then deletes what it
+/// pointed at. Nothing to drop is an error: `--abort` must not claim to have aborted.
+pub fn remove(ws: &Workspace, onto: Release) -> Result<()> {
+    let link = state_dir(ws, onto);
+    let meta = match std::fs::symlink_metadata(&link) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("no rebase onto glibc {onto} is in progress: there is nothing to drop")
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", link.display())),
+    };
+    if meta.file_type().is_symlink() {
+        let generation = generation_of(&link)?;
+        std::fs::remove_file(&link).with_context(|| format!("cannot remove {}", link.display()))?;
+        durable::sync_dir(&ws.rebase_dir)?;
+        fault::point("rebase-remove:unlinked");
+        return remove_generation(&generation);
+    }
+    // A state directory of an older cargo xtask: its `state` file is what makes it a rebase
+    // in progress, so it goes first.
+    let state = link.join("state");
+    if state.exists() {
+        std::fs::remove_file(&state)
+            .with_context(|| format!("cannot remove {}", state.display()))?;
+    }
+    durable::remove_tree(&link)
+}
+
+/// Removes what killed runs left in the rebase directory: generations nothing points at
+/// (written but never published, or replaced but not yet deleted) and staged symlinks.
+/// Returns a sentence per removal, for the user.
+pub fn recover(ws: &Workspace) -> Result<Vec<String>> {
+    let mut said = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&ws.rebase_dir) else {
+        return Ok(said);
+    };
+    let live: Vec<PathBuf> = SUPPORTED
+        .iter()
+        .filter_map(|r| generation_of(&state_dir(ws, *r)).ok())
+        .collect();
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let path = ws.rebase_dir.join(&name);
+        let (is_link, rest) = match (name.strip_prefix(".state-"), name.strip_prefix(".link-")) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => continue,
+        };
+        // `<X.Y>-<pid>[-<random>]`
+        let mut words = rest.split('-');
+        let (Some(version), Some(pid)) = (words.next(), words.next()) else {
+            continue;
+        };
+        if live.contains(&path) || Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        if is_link {
+            if std::fs::remove_file(&path).is_ok() {
+                said.push(format!(
+                    "removed {}, a link to a rebase state a killed run never published",
+                    path.display()
+                ));
+            }
+            continue;
+        }
+        durable::remove_tree(&path)?;
+        let now = match Release::parse(version) {
+            Ok(onto) if state_dir(ws, onto).join("state").is_file() => {
+                format!("the rebase onto glibc {onto} is where its last completed step left it")
+            }
+            Ok(onto) => format!("no rebase onto glibc {onto} is in progress"),
+            Err(_) => "it belonged to no supported release".to_string(),
+        };
+        said.push(format!(
+            "removed {}, a rebase state a killed run left unpublished or undeleted; {now}",
+            path.display()
+        ));
+    }
+    for left in staging::remove_orphans(&ws.rebase_dir, "rebase") {
+        said.push(format!(
+            "removed {}, a rebase state a killed run left unfinished",
+            left.display()
+        ));
+    }
+    Ok(said)
+}
+
+/// Whether a file's lines hold conflict markers.
+pub fn has_markers(bytes: &[u8]) -> bool {
     bytes.split(|b| *b == b'\n').any(|line| {
         line.starts_with(b"<<<<<<< ")
             || line.starts_with(b">>>>>>> ")
@@ -153,24 +317,35 @@ fn has_markers(bytes: &[u8]) -> bool {
 }
 
 /// Writes the merged index into `dest`: merged files as they are, conflicting files with
-/// diff3-style markers (ours = the target release so far, theirs = the patch).
+/// diff3-style markers (ours = the target release so far, theirs = the patch). Returns the
+/// conflicts and the written files as a tree in the store (built from the index, not by
+/// hashing the files again).
 fn write_conflict_tree(
     repo: &Repository,
     index: &Index,
     dest: &Path,
     (ours, theirs): (&str, &str),
-) -> Result<Vec<ConflictFile>> {
+) -> Result<(Vec<ConflictFile>, Oid)> {
     std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let mut written = git2::build::TreeUpdateBuilder::new();
     for entry in index.iter() {
         if (entry.flags >> 12) & 3 != 0 {
             continue;
         }
         let path = dest.join(std::ffi::OsStr::from_bytes(&entry.path));
         write_blob(repo, &path, entry.id, entry.mode)?;
+        written.upsert(
+            std::ffi::OsStr::from_bytes(&entry.path),
+            entry.id,
+            file_mode(entry.mode),
+        );
     }
     let mut files = Vec::new();
-    for conflict in index.conflicts()? {
-        let conflict = conflict?;
+    for conflict in index
+        .conflicts()
+        .context("cannot read the merge's conflicts")?
+    {
+        let conflict = conflict.context("cannot read the merge's conflicts")?;
         let any = conflict
             .our
             .as_ref()
@@ -186,8 +361,14 @@ fn write_conflict_tree(
                     .our_label(ours)
                     .their_label(theirs)
                     .style_diff3(true);
-                let merged = repo.merge_file_from_index(base, our, their, Some(&mut opts))?;
+                let merged = repo
+                    .merge_file_from_index(base, our, their, Some(&mut opts))
+                    .with_context(|| format!("cannot merge {rel}"))?;
                 write_file(&path, merged.content(), our.mode)?;
+                let blob = repo
+                    .blob(merged.content())
+                    .with_context(|| format!("cannot store the conflicted {rel}"))?;
+                written.upsert(rel.as_str(), blob, file_mode(our.mode));
                 marker_hunks(merged.content())
             }
             (_, our, their) => {
@@ -196,6 +377,7 @@ fn write_conflict_tree(
                     .or(their.as_ref())
                     .context("deleted on both sides")?;
                 write_blob(repo, &path, kept.id, kept.mode)?;
+                written.upsert(rel.as_str(), kept.id, file_mode(kept.mode));
                 let what = if our.is_none() {
                     "the patch changes a file the release deleted"
                 } else {
@@ -212,7 +394,15 @@ fn write_conflict_tree(
         };
         files.push(ConflictFile { path: rel, hunks });
     }
-    Ok(files)
+    let empty = repo
+        .treebuilder(None)
+        .and_then(|b| b.write())
+        .context("cannot write an empty tree")?;
+    let empty = repo.find_tree(empty).context("cannot read an empty tree")?;
+    let tree = written
+        .create_updated(repo, &empty)
+        .context("cannot record the work tree in the store")?;
+    Ok((files, tree))
 }
 
 fn write_blob(repo: &Repository, path: &Path, id: Oid, mode: u32) -> Result<()> {

@@ -2,17 +2,22 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Subcommand;
 
-use crate::cli::{self, Global};
+use crate::cli::{self, Global, NeedsAttention};
 use crate::series::Workspace;
 use crate::store::release::{Release, SUPPORTED};
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// One row per supported release: applies cleanly, needs rebase, or conflicts.
-    Status,
+    /// One row per supported release: applies cleanly, needs rebase, or conflicts. Reads
+    /// the store only; exits 2 when a row does not apply or its release is not imported.
+    Status {
+        /// Import the releases the store lacks (from Debian) instead of reporting them.
+        #[arg(long)]
+        import_missing: bool,
+    },
     /// Take `git format-patch` files made elsewhere as the series of a release: they must
     /// apply exactly to it; they are written in the project's canonical form.
     Import {
@@ -30,10 +35,27 @@ pub enum Command {
 
 impl Command {
     pub fn run(self, global: &Global) -> Result<()> {
-        let ws = Workspace::open_default(global.store.as_deref())?;
+        let ws = match self {
+            Command::Status {
+                import_missing: false,
+            } => Workspace::open_read_only(global.store.as_deref())?,
+            _ => Workspace::open_default(global.store.as_deref())?,
+        };
+        for said in ws.recover()? {
+            eprintln!("{said}");
+        }
         match self {
-            Command::Status => {
-                print!("{}", super::status::status(&ws, SUPPORTED)?);
+            Command::Status { .. } => {
+                let report = super::status::status(&ws, SUPPORTED)?;
+                print!("{}", report.text);
+                if report.errors {
+                    bail!("the status of some releases could not be found out (see `error` above)");
+                }
+                if report.needs_attention {
+                    return Err(
+                        NeedsAttention("some series need attention (see above)".into()).into(),
+                    );
+                }
                 Ok(())
             }
             Command::Import {

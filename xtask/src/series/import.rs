@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::series::Workspace;
-use crate::series::{PatchMail, Series, TRAILER};
+use crate::series::{is_defect, read_text, PatchMail, Series, TRAILER};
 use crate::store::release::Release;
 
 /// Writes `patches/<release>/` from `files`, in order. An existing series is kept unless
@@ -33,24 +33,40 @@ pub fn import(
     let repo = ws.store.repo();
     let mut head = ws.store.ensure_release(release)?;
     let mut commits = Vec::new();
+    let mut named = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
+        let text = read_text(file)?;
         let mail = PatchMail::parse(&with_project_trailer(&text)).with_context(|| {
             format!(
                 "cannot parse {} as a `git format-patch` mail",
                 file.display()
             )
         })?;
-        let parent = repo.find_commit(head)?;
-        head = mail.commit_on(repo, &parent).with_context(|| {
-            format!(
-                "{} does not apply exactly to glibc {release}",
-                file.display()
-            )
+        let parent = repo
+            .find_commit(head)
+            .context("a commit just made is missing from the store")?;
+        head = mail.commit_on(repo, &parent).map_err(|e| {
+            if is_defect(&e) {
+                e.context(format!(
+                    "{} does not apply exactly to glibc {release}",
+                    file.display()
+                ))
+            } else {
+                e.context(format!(
+                    "cannot commit {} on glibc {release} in the store",
+                    file.display()
+                ))
+            }
         })?;
         commits.push(head);
+        named.push((file.display().to_string(), head));
     }
+    ws.scope()?.check(repo, &named).with_context(|| {
+        format!(
+            "refusing to import a series that leaves the declared scope; {} is unchanged",
+            dir.display()
+        )
+    })?;
     Series::from_commits(repo, release, &commits)?.write(&dir)?;
     Ok(dir)
 }

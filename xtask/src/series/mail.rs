@@ -22,9 +22,30 @@ pub struct PatchMail {
 }
 
 impl PatchMail {
+    /// Parses a patch file; every failure is a [`super::SeriesDefect`] naming what is wrong.
     pub fn parse(text: &str) -> Result<PatchMail> {
+        PatchMail::parse_inner(text).map_err(|e| super::defect(format!("{e:#}")))
+    }
+
+    fn parse_inner(text: &str) -> Result<PatchMail> {
+        if text.trim().is_empty() {
+            bail!("the patch file is empty");
+        }
+        if let Some(at) = text.find('\r') {
+            let line = text[..at].matches('\n').count() + 1;
+            let every = text.split_inclusive('\n').all(|l| l.ends_with("\r\n"));
+            bail!(
+                "line {line} ends in a carriage return ({}CRLF line endings, as Windows editors and some mailers write): convert the file with `sed -i 's/\\r$//'` or dos2unix",
+                if every { "the file has " } else { "" }
+            );
+        }
         let Some(text) = text.strip_suffix(TRAILER) else {
-            bail!("the patch does not end with the trailer {TRAILER:?}: was it edited by hand?");
+            if !text.ends_with('\n') {
+                bail!("the patch's last line has no newline: was it cut short, or saved by an editor that drops it?");
+            }
+            bail!(
+                "the patch does not end with the trailer {TRAILER:?} (git format-patch writes `-- ` and a version there; `patches import` accepts that): was it edited by hand or cut short?"
+            );
         };
         let (headers, rest) = text
             .split_once("\n\n")
@@ -116,30 +137,93 @@ impl PatchMail {
     }
 
     /// Applies the diff exactly to `parent`'s tree and commits it (committer = author).
+    ///
+    /// A patch that does not apply is a [`super::SeriesDefect`] naming the file and hunk; a
+    /// failure to read or write the store is an error of its own, never "does not apply".
     pub fn commit_on(&self, repo: &Repository, parent: &git2::Commit<'_>) -> Result<Oid> {
-        let tree = parent.tree()?;
-        check_preimages(&tree, &self.diff)?;
+        let tree = parent.tree().context("cannot read the parent's tree")?;
+        check_preimages(&tree, &self.diff).map_err(|e| super::defect(format!("{e:#}")))?;
         let (diff_text, empty_files) = split_empty_new_files(&self.diff);
         let mut new_tree = tree.clone();
         if !diff_text.is_empty() {
-            let diff =
-                git2::Diff::from_buffer(diff_text.as_bytes()).context("cannot parse the diff")?;
-            let mut index = repo
-                .apply_to_tree(&tree, &diff, None)
-                .context("hunks do not apply")?;
-            new_tree = repo.find_tree(index.write_tree_to(repo)?)?;
+            let diff = git2::Diff::from_buffer(diff_text.as_bytes())
+                .map_err(|e| super::defect(format!("cannot parse the diff: {}", e.message())))?;
+            let mut index = match repo.apply_to_tree(&tree, &diff, None) {
+                Ok(index) => index,
+                Err(e) if is_content_error(&e) => {
+                    return Err(super::defect(failed_hunk(repo, &tree, &diff_text, &e)))
+                }
+                Err(e) => return Err(e).context("cannot apply the diff"),
+            };
+            let written = index
+                .write_tree_to(repo)
+                .context("cannot write the patched tree")?;
+            new_tree = repo
+                .find_tree(written)
+                .context("a tree just written is missing")?;
         }
         if !empty_files.is_empty() {
-            let empty = repo.blob(b"")?;
+            let empty = repo.blob(b"").context("cannot write an empty blob")?;
             let mut update = git2::build::TreeUpdateBuilder::new();
             for (path, mode) in &empty_files {
                 update.upsert(path.as_str(), empty, *mode);
             }
-            new_tree = repo.find_tree(update.create_updated(repo, &new_tree)?)?;
+            let written = update
+                .create_updated(repo, &new_tree)
+                .context("cannot write the patched tree")?;
+            new_tree = repo
+                .find_tree(written)
+                .context("a tree just written is missing")?;
         }
         let sig = self.signature()?;
-        Ok(repo.commit(None, &sig, &sig, &self.message(), &new_tree, &[parent])?)
+        repo.commit(None, &sig, &sig, &self.message(), &new_tree, &[parent])
+            .context("cannot write the commit")
     }
+}
+
+/// Whether libgit2 failed on the patch's content (a hunk that does not match, a malformed
+/// diff), as opposed to reading or writing objects.
+fn is_content_error(e: &git2::Error) -> bool {
+    e.class() == git2::ErrorClass::Patch || e.message().contains("did not apply")
+}
+
+/// Which file's hunk failed, and where in the diff: libgit2 says only "hunk at line N did not
+/// apply", so each file's part of the diff is applied alone to find the one that fails.
+fn failed_hunk(repo: &Repository, tree: &git2::Tree<'_>, diff: &str, err: &git2::Error) -> String {
+    for section in diff_sections(diff) {
+        let Ok(one) = git2::Diff::from_buffer(section.as_bytes()) else {
+            continue;
+        };
+        let Err(e) = repo.apply_to_tree(tree, &one, None) else {
+            continue;
+        };
+        let file = section
+            .lines()
+            .next()
+            .and_then(|h| h.strip_prefix("diff --git a/"))
+            .and_then(|r| r.split_once(" b/"))
+            .map_or("?", |(a, _)| a);
+        // "hunk at line N": N is the hunk's start in the new file, as its header says.
+        let at = e
+            .message()
+            .split_whitespace()
+            .find_map(|w| w.parse::<usize>().ok());
+        let header = at.and_then(|n| {
+            section.lines().find(|l| {
+                l.starts_with("@@ ")
+                    && l.split_whitespace()
+                        .nth(2)
+                        .and_then(|new| new.trim_start_matches('+').split(',').next())
+                        .and_then(|start| start.parse::<usize>().ok())
+                        == Some(n)
+            })
+        });
+        return match header {
+            Some(text) => format!("{file}: the hunk `{text}` does not match the release's {file}"),
+            None => format!("{file}: {}", e.message()),
+        };
+    }
+    format!("hunks do not apply: {}", err.message())
 }
 
 /// Takes the creations of empty files out of a diff.

@@ -12,6 +12,7 @@ pub mod import;
 pub mod mail;
 pub mod mail_date;
 pub mod news;
+pub mod scope;
 pub mod status;
 mod workspace;
 
@@ -24,12 +25,137 @@ use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Oid, Repository};
 
 use crate::store::release::Release;
+use crate::util::{durable, fault};
 
 /// The series file's name, as quilt expects it.
 pub const SERIES_FILE: &str = "series";
 /// Ends every patch: the mail signature `git format-patch` would fill with its version.
 pub const TRAILER: &str = "-- \nld-fallback\n";
 const BASE_PREFIX: &str = "# base: ";
+
+/// Something wrong with a series' files: they do not parse, do not apply to their release,
+/// or change what the series may not change. A finding about the series (`--check` reports
+/// it and goes on), as opposed to a failure to read or write (reported as the error it is,
+/// never as "does not apply").
+#[derive(Debug)]
+pub struct SeriesDefect(pub String);
+
+impl std::fmt::Display for SeriesDefect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SeriesDefect {}
+
+/// A [`SeriesDefect`] as an error.
+pub fn defect(message: impl Into<String>) -> anyhow::Error {
+    SeriesDefect(message.into()).into()
+}
+
+/// Whether `err` is (or wraps) a [`SeriesDefect`].
+pub fn is_defect(err: &anyhow::Error) -> bool {
+    err.downcast_ref::<SeriesDefect>().is_some()
+}
+
+/// Reads a series or patch file as UTF-8 text. A file that is not there is a defect of the
+/// series that lists it; a byte that is not UTF-8 is named with its line.
+pub fn read_text(path: &Path) -> Result<String> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(defect(format!("{} does not exist", path.display())));
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+        defect(format!(
+            "{}: line {line} has the byte 0x{:02x}, which is not UTF-8: the series must be UTF-8 text (was it saved in another encoding?)",
+            path.display(),
+            bytes[at]
+        ))
+    })
+}
+
+/// The first line where `a` and `b` differ: its number (1-based) and both versions (`None`
+/// past the end of a text).
+pub fn first_difference<'t>(
+    a: &'t str,
+    b: &'t str,
+) -> Option<(usize, Option<&'t str>, Option<&'t str>)> {
+    let (mut la, mut lb) = (a.split_inclusive('\n'), b.split_inclusive('\n'));
+    for n in 1.. {
+        match (la.next(), lb.next()) {
+            (None, None) => return None,
+            (x, y) if x == y => continue,
+            (x, y) => return Some((n, x, y)),
+        }
+    }
+    None
+}
+
+/// One file of a series directory that is not what the series' commits export.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Drift {
+    /// Other bytes: the first differing line, as in the file and as exported.
+    Differs {
+        name: String,
+        line: usize,
+        file: Option<String>,
+        exported: Option<String>,
+    },
+    Missing {
+        name: String,
+    },
+    /// In the directory, not in the series.
+    Extra {
+        name: String,
+    },
+}
+
+impl Drift {
+    pub fn name(&self) -> &str {
+        match self {
+            Drift::Differs { name, .. } | Drift::Missing { name } | Drift::Extra { name } => name,
+        }
+    }
+}
+
+/// A line for a message: trimmed, shown in backquotes, or "(end of file)".
+pub fn quote_line(line: Option<&str>) -> String {
+    match line {
+        Some(text) => {
+            let text = text.trim_end_matches('\n');
+            let shown: String = text.chars().take(100).collect();
+            let more = if shown.len() < text.len() { "..." } else { "" };
+            format!("`{shown}{more}`")
+        }
+        None => "(end of file)".to_string(),
+    }
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Drift::Differs {
+                name,
+                line,
+                file,
+                exported,
+            } => write!(
+                f,
+                "{name} differs at line {line}: the file has {}, the series' commits export {}",
+                quote_line(file.as_deref()),
+                quote_line(exported.as_deref())
+            ),
+            Drift::Missing { name } => write!(f, "{name} is missing"),
+            Drift::Extra { name } => write!(f, "{name} is not part of the series"),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
@@ -54,23 +180,23 @@ impl Series {
     /// Reads `dir/series` and the patches it lists.
     pub fn load(dir: &Path) -> Result<Series> {
         let path = dir.join(SERIES_FILE);
-        let series_text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read series file {}", path.display()))?;
+        let series_text = read_text(&path)?;
         let mut base = None;
         let mut patches = Vec::new();
         for line in series_text.lines() {
             if let Some(rest) = line.strip_prefix(BASE_PREFIX) {
                 let mut words = rest.split_whitespace();
                 let (Some(tag), Some(tree)) = (words.next(), words.next()) else {
-                    bail!(
+                    return Err(defect(format!(
                         "{}: malformed base line `{line}`; expected `# base: glibc-X.Y <tree id>`",
                         path.display()
-                    );
+                    )));
                 };
                 let release = Release::parse(tag)
-                    .with_context(|| format!("{}: bad base release", path.display()))?;
-                let tree = Oid::from_str(tree)
-                    .with_context(|| format!("{}: bad base tree id `{tree}`", path.display()))?;
+                    .map_err(|e| defect(format!("{}: bad base release: {e:#}", path.display())))?;
+                let tree = Oid::from_str(tree).map_err(|_| {
+                    defect(format!("{}: bad base tree id `{tree}`", path.display()))
+                })?;
                 base = Some((release, tree));
                 continue;
             }
@@ -82,23 +208,18 @@ impl Series {
                 continue;
             };
             let patch = dir.join(name);
-            let text = std::fs::read_to_string(&patch).with_context(|| {
-                format!(
-                    "cannot read patch {} listed in {}",
-                    patch.display(),
-                    path.display()
-                )
-            })?;
+            let text =
+                read_text(&patch).with_context(|| format!("{} lists {name}", path.display()))?;
             patches.push(Patch {
                 name: name.to_string(),
                 text,
             });
         }
         let Some((base, base_tree)) = base else {
-            bail!(
+            return Err(defect(format!(
                 "{} has no `# base: glibc-X.Y <tree id>` line: which release does it apply to?",
                 path.display()
-            );
+            )));
         };
         Ok(Series {
             base,
@@ -134,11 +255,23 @@ impl Series {
         let mut commits = Vec::new();
         for patch in &self.patches {
             let mail = PatchMail::parse(&patch.text)
-                .with_context(|| format!("cannot parse {}", patch.name))?;
-            let oid = mail
-                .commit_on(repo, &head)
-                .with_context(|| format!("{} does not apply to glibc {}", patch.name, self.base))?;
-            head = repo.find_commit(oid)?;
+                .map_err(|e| e.context(format!("cannot parse {}", patch.name)))?;
+            let oid = mail.commit_on(repo, &head).map_err(|e| {
+                if is_defect(&e) {
+                    e.context(format!(
+                        "{} does not apply to glibc {}",
+                        patch.name, self.base
+                    ))
+                } else {
+                    e.context(format!(
+                        "cannot commit {} on glibc {} in the store",
+                        patch.name, self.base
+                    ))
+                }
+            })?;
+            head = repo
+                .find_commit(oid)
+                .context("a commit just made is missing")?;
             commits.push(oid);
         }
         Ok(commits)
@@ -177,37 +310,28 @@ impl Series {
         })
     }
 
-    /// Writes the series into `dir` (replacing it) through a temporary sibling directory,
-    /// so that `dir` never holds half a series.
+    /// Writes the series into `dir` (replacing it) through a temporary sibling directory
+    /// swapped into place in one step, so that `dir` is at every moment the old series or the
+    /// new one, never half of each (see `util::durable`).
     pub fn write(&self, dir: &Path) -> Result<()> {
         let parent = dir.parent().context("series dir has no parent")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
         let staging = crate::util::staging::tempdir_in(parent, "series")?;
-        std::fs::write(staging.path().join(SERIES_FILE), &self.series_text)
-            .context("cannot write series")?;
+        durable::write_synced(
+            &staging.path().join(SERIES_FILE),
+            self.series_text.as_bytes(),
+        )?;
         for patch in &self.patches {
-            std::fs::write(staging.path().join(&patch.name), &patch.text)
-                .with_context(|| format!("cannot write {}", patch.name))?;
+            durable::write_synced(&staging.path().join(&patch.name), patch.text.as_bytes())?;
+            fault::point("series-write:patch");
         }
-        let staged = staging.keep();
-        let old = parent.join(format!(
-            ".old-{}",
-            dir.file_name().unwrap().to_string_lossy()
-        ));
-        let _ = std::fs::remove_dir_all(&old);
-        if dir.exists() {
-            std::fs::rename(dir, &old)
-                .with_context(|| format!("cannot move {} aside", dir.display()))?;
-        }
-        std::fs::rename(&staged, dir)
-            .with_context(|| format!("cannot move the new series to {}", dir.display()))?;
-        let _ = std::fs::remove_dir_all(&old);
-        Ok(())
+        durable::replace_dir(&staging.keep(), dir)
     }
 
-    /// Files of `dir` that differ from this series (missing, extra, or other bytes).
-    pub fn drift_against(&self, dir: &Path) -> Result<Vec<String>> {
+    /// Files of `dir` that differ from this series (missing, extra, or other bytes, with the
+    /// first differing line).
+    pub fn drift_against(&self, dir: &Path) -> Result<Vec<Drift>> {
         let mut expected: Vec<(&str, &str)> = vec![(SERIES_FILE, self.series_text.as_str())];
         expected.extend(
             self.patches
@@ -216,20 +340,71 @@ impl Series {
         );
         let mut drift = Vec::new();
         for (name, text) in &expected {
-            match std::fs::read(dir.join(name)) {
+            let path = dir.join(name);
+            match std::fs::read(&path) {
                 Ok(bytes) if bytes == text.as_bytes() => {}
-                Ok(_) => drift.push(format!("{name} differs")),
-                Err(_) => drift.push(format!("{name} is missing")),
+                Ok(bytes) => {
+                    let file = String::from_utf8_lossy(&bytes);
+                    let (line, in_file, exported) =
+                        first_difference(&file, text).unwrap_or((1, None, None));
+                    drift.push(Drift::Differs {
+                        name: name.to_string(),
+                        line,
+                        file: in_file.map(str::to_string),
+                        exported: exported.map(str::to_string),
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => drift.push(Drift::Missing {
+                    name: name.to_string(),
+                }),
+                Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
             }
         }
         for entry in
             std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?
         {
-            let name = entry?.file_name().to_string_lossy().into_owned();
+            let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
             if !expected.iter().any(|(n, _)| *n == name) {
-                drift.push(format!("{name} is not part of the series"));
+                drift.push(Drift::Extra { name });
             }
         }
         Ok(drift)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_non_utf8_byte_is_named_with_its_line() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let path = tmp.path().join("0001-x.patch");
+        std::fs::write(&path, b"From x\nSubject: caf\xe9\n").unwrap();
+        let err = format!("{:#}", read_text(&path).unwrap_err());
+        assert!(err.contains("line 2 has the byte 0xe9"), "{err}");
+        assert!(is_defect(&read_text(&path).unwrap_err()));
+        assert!(is_defect(&read_text(&tmp.path().join("none")).unwrap_err()));
+    }
+
+    #[test]
+    fn first_difference_names_the_line() {
+        assert_eq!(
+            first_difference("a\nb\nc\n", "a\nB\nc\n"),
+            Some((2, Some("b\n"), Some("B\n")))
+        );
+        assert_eq!(
+            first_difference("a\n", "a\nb\n"),
+            Some((2, None, Some("b\n")))
+        );
+        assert_eq!(first_difference("a\n", "a\n"), None);
+    }
+
+    #[test]
+    fn a_defect_is_recognised_under_context() {
+        let err = defect("does not apply").context("0001").context("check");
+        assert!(is_defect(&err));
+        assert!(!is_defect(&anyhow::anyhow!("io").context("x")));
     }
 }

@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::Oid;
 
-use crate::series::Series;
+use crate::series::scope::Scope;
+use crate::series::{defect, Series};
 use crate::store::release::{Release, SUPPORTED};
 use crate::store::SourceStore;
-use crate::util::paths;
+use crate::util::{durable, paths, staging};
 
 /// Everything a rebase touches, injectable so that tests use temp dirs.
 pub struct Workspace {
@@ -21,13 +22,67 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// The checkout's `patches/`, the default store, and `<cache>/rebase`.
+    /// The checkout's `patches/` (or `$LD_FALLBACK_PATCHES`), the default store, and
+    /// `<cache>/rebase`. Releases the store lacks are imported when needed.
     pub fn open_default(store: Option<&Path>) -> Result<Workspace> {
+        Workspace::around(SourceStore::open_default(store)?)
+    }
+
+    /// Like [`Workspace::open_default`], but the store is never written and nothing is
+    /// imported: for checks and reports (see `store::Access::ReadOnly`).
+    pub fn open_read_only(store: Option<&Path>) -> Result<Workspace> {
+        Workspace::around(SourceStore::open_read_only(&paths::store_dir(store)?)?)
+    }
+
+    fn around(store: SourceStore) -> Result<Workspace> {
         Ok(Workspace {
-            store: SourceStore::open_default(store)?,
+            store,
             patches_dir: paths::patches_dir(),
             rebase_dir: paths::cache_dir()?.join("rebase"),
         })
+    }
+
+    /// Repairs what killed runs left in `patches/`: a series directory moved aside and not
+    /// put back (`.old-X.Y`), staging directories of processes that are gone. Returns a
+    /// sentence per repair, for the user.
+    pub fn recover(&self) -> Result<Vec<String>> {
+        let mut said = Vec::new();
+        let Ok(entries) = std::fs::read_dir(&self.patches_dir) else {
+            return Ok(said);
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            if let Some(series) = name.strip_prefix(".old-") {
+                said.extend(durable::recover_old(&self.patches_dir.join(series))?);
+            }
+        }
+        for left in staging::remove_orphans(&self.patches_dir, "series") {
+            said.push(format!(
+                "removed {}, left by an interrupted series write (the series in {} are whole)",
+                left.display(),
+                self.patches_dir.display()
+            ));
+        }
+        Ok(said)
+    }
+
+    /// What the series may change: `patches/scope`.
+    pub fn scope(&self) -> Result<Scope> {
+        Scope::load(&self.patches_dir)
+    }
+
+    /// Every directory of `patches/` named after a supported release, with a series file
+    /// or without (a series that lost its file must not drop out of a check).
+    pub fn series_dirs(&self) -> Vec<Release> {
+        SUPPORTED
+            .iter()
+            .copied()
+            .filter(|r| self.series_dir(*r).is_dir())
+            .collect()
     }
 
     pub fn series_dir(&self, release: Release) -> PathBuf {
@@ -71,11 +126,11 @@ impl Workspace {
     pub fn load_series(&self, release: Release) -> Result<Series> {
         let series = Series::load(&self.series_dir(release))?;
         if series.base.version != release.version {
-            bail!(
+            return Err(defect(format!(
                 "{} says it applies to {}, but lives in patches/{release}",
                 self.series_dir(release).join("series").display(),
                 series.base.tag()
-            );
+            )));
         }
         Ok(series)
     }
@@ -91,18 +146,32 @@ impl Workspace {
         }
     }
 
-    /// The series committed on its release in the store; checks the recorded base tree.
+    /// The series committed on its release in the store; checks the recorded base tree, and
+    /// that every patch stays inside the declared scope.
     pub fn commit_series(&self, series: &Series) -> Result<(Oid, Vec<Oid>)> {
         let base = self.store.ensure_release(series.base)?;
-        let tree = self.store.repo().find_commit(base)?.tree_id();
+        let tree = self
+            .store
+            .repo()
+            .find_commit(base)
+            .with_context(|| format!("the store's {} is not a commit", series.base.tag()))?
+            .tree_id();
         if tree != series.base_tree {
-            bail!(
+            return Err(defect(format!(
                 "the series for glibc {} records base tree {}, but the store's {} has tree {tree}",
                 series.base,
                 series.base_tree,
                 series.base.tag()
-            );
+            )));
         }
-        Ok((base, series.commit_on(self.store.repo(), base)?))
+        let commits = series.commit_on(self.store.repo(), base)?;
+        let named: Vec<(String, Oid)> = series
+            .patches
+            .iter()
+            .map(|p| p.name.clone())
+            .zip(commits.iter().copied())
+            .collect();
+        self.scope()?.check(self.store.repo(), &named)?;
+        Ok((base, commits))
     }
 }

@@ -26,12 +26,13 @@ impl Command {
     pub fn run(self, global: &Global) -> Result<()> {
         match self {
             Command::Import { release, from } => {
-                let store = SourceStore::open_default(global.store.as_deref())?;
-                store.import(release, &from)?;
+                let dir = crate::util::paths::store_dir(global.store.as_deref())?;
+                crate::store::import_into(&dir, release, &from)?;
                 Ok(())
             }
             Command::List => {
-                let store = SourceStore::open_default(global.store.as_deref())?;
+                let dir = crate::util::paths::store_dir(global.store.as_deref())?;
+                let store = SourceStore::open_read_only(&dir)?;
                 println!("store: {}", store.dir().display());
                 let stored = store.list()?;
                 for release in SUPPORTED {

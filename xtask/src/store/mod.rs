@@ -5,7 +5,9 @@
 //! commit id is the same on every machine and patches exported against it are reproducible.
 //! The tag is the commit point of an import: objects written before it are unreferenced and
 //! harmless, and a tree that does not match the id pinned in `release.rs` is refused before
-//! anything is written.
+//! anything is written (`glibc import` verifies before the store is even created, so rejected
+//! input leaves no empty store behind). Checks and reports open the store read-only
+//! ([`Access::ReadOnly`]): they write nothing and import nothing.
 
 pub mod bench;
 pub mod command;
@@ -18,9 +20,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature, Time};
+use tempfile::TempDir;
 
 use crate::series::Series;
-use crate::util::paths;
+use crate::util::{durable, fault, paths, staging};
 use import::Source;
 use release::Release;
 use snapshot::Snapshot;
@@ -29,7 +32,46 @@ pub struct SourceStore {
     dir: PathBuf,
     downloads: PathBuf,
     repo: Repository,
+    access: Access,
+    /// The empty repository behind a read-only view of a store that does not exist yet.
+    _scratch: Option<TempDir>,
 }
+
+/// Whether a command may change the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Missing releases are imported; commits of series and rebases are stored.
+    ReadWrite,
+    /// Nothing is written: objects a command computes stay in memory, and a missing release
+    /// is an error ([`ReleaseNotImported`]) instead of a download. For checks and reports,
+    /// which must work on a store they may not write (CI caches, other users' stores).
+    ReadOnly,
+}
+
+/// A release the store lacks, where the command may not import it.
+#[derive(Debug)]
+pub struct ReleaseNotImported {
+    pub release: Release,
+    pub store: PathBuf,
+}
+
+impl std::fmt::Display for ReleaseNotImported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let flag = match paths::store_dir(None) {
+            Ok(default) if default == self.store => String::new(),
+            _ => format!(" --store {}", self.store.display()),
+        };
+        write!(
+            f,
+            "glibc {} is not in the store {}; import it with `cargo xtask{flag} glibc import {}`",
+            self.release,
+            self.store.display(),
+            self.release
+        )
+    }
+}
+
+impl std::error::Error for ReleaseNotImported {}
 
 /// One release as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,16 +81,151 @@ pub struct StoredRelease {
     pub tree: Oid,
 }
 
+/// A release whose tree matched its pin, held outside any store until it is written into one.
+pub struct VerifiedRelease {
+    release: Release,
+    tree: Oid,
+    objects: VerifiedObjects,
+    /// The extracted files or the scratch repository the objects come from.
+    _staging: TempDir,
+}
+
+enum VerifiedObjects {
+    Files(Snapshot),
+    Repository(Repository),
+}
+
+impl VerifiedRelease {
+    /// Fetches or extracts `release` from `source` and checks its tree against the pin.
+    /// Scratch space goes below `scratch_parent`; no store is opened or created.
+    pub fn prepare(
+        release: Release,
+        source: &Source,
+        downloads: &Path,
+        scratch_parent: &Path,
+    ) -> Result<VerifiedRelease> {
+        if release.tree.is_empty() {
+            bail!("glibc {release} has no pinned tree id in xtask/src/release.rs: cannot verify an import");
+        }
+        let expected = Oid::from_str(release.tree)
+            .with_context(|| format!("pinned tree id of glibc {release} is malformed"))?;
+        match source {
+            Source::Debian => {
+                let tarball = import::debian::fetch_orig(release, downloads)?;
+                verify_tarball(release, &tarball, expected, scratch_parent)
+            }
+            Source::Tarball(path) => verify_tarball(release, path, expected, scratch_parent),
+            Source::Git(url) => {
+                let (scratch, repo) =
+                    import::git::fetch_tag(scratch_parent, release, url, expected)?;
+                Ok(VerifiedRelease {
+                    release,
+                    tree: expected,
+                    objects: VerifiedObjects::Repository(repo),
+                    _staging: scratch,
+                })
+            }
+        }
+    }
+}
+
+fn verify_tarball(
+    release: Release,
+    tarball: &Path,
+    expected: Oid,
+    scratch_parent: &Path,
+) -> Result<VerifiedRelease> {
+    if !tarball.is_file() {
+        bail!("tarball {} does not exist", tarball.display());
+    }
+    let staging = crate::util::staging::tempdir_in(scratch_parent, "import")?;
+    let started = std::time::Instant::now();
+    eprintln!("glibc {release}: extracting {}", tarball.display());
+    let top = import::tarball::extract(tarball, staging.path(), release)?;
+    fault::point("import:extracted");
+    let snapshot = Snapshot::of_dir(&top, &[import::DROPPED_TOP_LEVEL])?;
+    eprintln!(
+        "glibc {release}: {} files hashed, tree {} ({:.0} s)",
+        snapshot.files,
+        snapshot.root,
+        started.elapsed().as_secs_f64()
+    );
+    if snapshot.root != expected {
+        bail!(
+            "{} does not hold glibc {release} as pinned: its tree (minus manual/) is {}, \
+             expected {expected} (xtask/src/release.rs); the store is unchanged. \
+             Is it the right, unmodified release tarball?",
+            tarball.display(),
+            snapshot.root
+        );
+    }
+    eprintln!("glibc {release}: tree verified");
+    Ok(VerifiedRelease {
+        release,
+        tree: snapshot.root,
+        objects: VerifiedObjects::Files(snapshot),
+        _staging: staging,
+    })
+}
+
+/// `cargo xtask glibc import`: verifies the release before the store is opened, so that
+/// rejected input (a missing tarball, the wrong tree) never creates an empty store.
+pub fn import_into(dir: &Path, release: Release, source: &Source) -> Result<Oid> {
+    recover_beside(dir);
+    if dir.exists() {
+        return SourceStore::open(dir)?.import(release, source);
+    }
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    let downloads = paths::downloads_dir().unwrap_or_else(|_| parent.join("downloads"));
+    let verified = VerifiedRelease::prepare(release, source, &downloads, parent)?;
+    SourceStore::open(dir)?.write_verified(verified)
+}
+
 impl SourceStore {
     /// Opens the store at `dir`, creating it if absent. Downloads go to the cache's downloads
     /// dir unless [`SourceStore::with_downloads`] says otherwise.
     pub fn open(dir: &Path) -> Result<SourceStore> {
+        recover_beside(dir);
         let downloads = paths::downloads_dir().unwrap_or_else(|_| dir.join("downloads"));
         let repo = open_or_create(dir)?;
         Ok(SourceStore {
             dir: dir.to_path_buf(),
             downloads,
             repo,
+            access: Access::ReadWrite,
+            _scratch: None,
+        })
+    }
+
+    /// Opens the store at `dir` without ever writing to it (see [`Access::ReadOnly`]); a store
+    /// that does not exist reads as one without releases, and is not created.
+    pub fn open_read_only(dir: &Path) -> Result<SourceStore> {
+        recover_beside(dir);
+        let downloads = paths::downloads_dir().unwrap_or_else(|_| dir.join("downloads"));
+        let (repo, scratch) = if dir.exists() {
+            let repo = Repository::open_bare(dir).with_context(|| {
+                format!(
+                    "{} is not a glibc source store (a bare git repository)",
+                    dir.display()
+                )
+            })?;
+            (repo, None)
+        } else {
+            let scratch = TempDir::new().context("cannot create a scratch repository")?;
+            let repo = Repository::init_bare(scratch.path())
+                .context("cannot create a scratch repository")?;
+            (repo, Some(scratch))
+        };
+        // Objects go to the highest-priority backend that can write: this in-memory one.
+        repo.odb()
+            .and_then(|odb| odb.add_new_mempack_backend(1000).map(drop))
+            .with_context(|| format!("cannot open {} read-only", dir.display()))?;
+        Ok(SourceStore {
+            dir: dir.to_path_buf(),
+            downloads,
+            repo,
+            access: Access::ReadOnly,
+            _scratch: scratch,
         })
     }
 
@@ -75,6 +252,10 @@ impl SourceStore {
         &self.repo
     }
 
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
     /// The release's commit, if it has been imported.
     pub fn release_commit(&self, release: Release) -> Result<Option<Oid>> {
         self.tag_commit(&release.tag())
@@ -93,10 +274,18 @@ impl SourceStore {
         }
     }
 
-    /// The release's commit, importing it from Debian first if the store lacks it.
+    /// The release's commit, importing it from Debian first if the store lacks it (a
+    /// read-only store says which release is missing instead).
     pub fn ensure_release(&self, release: Release) -> Result<Oid> {
         if let Some(commit) = self.release_commit(release)? {
             return Ok(commit);
+        }
+        if self.access == Access::ReadOnly {
+            return Err(ReleaseNotImported {
+                release,
+                store: self.dir.clone(),
+            }
+            .into());
         }
         eprintln!(
             "glibc {release} is not in the store ({}): importing it from Debian",
@@ -111,58 +300,45 @@ impl SourceStore {
             eprintln!("glibc {release} is already in the store as {commit}");
             return Ok(commit);
         }
-        if release.tree.is_empty() {
-            bail!("glibc {release} has no pinned tree id in xtask/src/release.rs: cannot verify an import");
+        if self.access == Access::ReadOnly {
+            return Err(ReleaseNotImported {
+                release,
+                store: self.dir.clone(),
+            }
+            .into());
         }
-        let expected = Oid::from_str(release.tree)
-            .with_context(|| format!("pinned tree id of glibc {release} is malformed"))?;
-        let tree = match source {
-            Source::Debian => {
-                let tarball = import::debian::fetch_orig(release, &self.downloads)?;
-                self.import_tarball(release, &tarball, expected)?
-            }
-            Source::Tarball(path) => self.import_tarball(release, path, expected)?,
-            Source::Git(url) => {
-                import::git::import_tag(&self.repo, &self.dir, release, url, expected)?
-            }
-        };
-        self.commit_release(release, tree)
+        let parent = self.dir.parent().unwrap_or(Path::new("."));
+        let verified = VerifiedRelease::prepare(release, source, &self.downloads, parent)?;
+        self.write_verified(verified)
     }
 
-    fn import_tarball(&self, release: Release, tarball: &Path, expected: Oid) -> Result<Oid> {
-        let staging = crate::util::staging::tempdir_in(
-            self.dir.parent().unwrap_or(Path::new(".")),
-            "import",
-        )?;
-        let started = std::time::Instant::now();
-        eprintln!("glibc {release}: extracting {}", tarball.display());
-        let top = import::tarball::extract(tarball, staging.path())?;
-        let snapshot = Snapshot::of_dir(&top, &[import::DROPPED_TOP_LEVEL])?;
-        eprintln!(
-            "glibc {release}: {} files hashed, tree {} ({:.0} s)",
-            snapshot.files,
-            snapshot.root,
-            started.elapsed().as_secs_f64()
-        );
-        if snapshot.root != expected {
-            bail!(
-                "{} does not hold glibc {release} as pinned: its tree (minus manual/) is {}, \
-                 expected {expected} (xtask/src/release.rs); the store is unchanged. \
-                 Is it the right, unmodified release tarball?",
-                tarball.display(),
-                snapshot.root
-            );
-        }
-        eprintln!("glibc {release}: tree verified; writing it into the store");
-        snapshot
-            .write(
-                &self
+    /// Writes a verified release's objects, then its commit and tag (the commit point).
+    pub fn write_verified(&self, verified: VerifiedRelease) -> Result<Oid> {
+        let release = verified.release;
+        eprintln!("glibc {release}: writing it into the store");
+        let written = match &verified.objects {
+            VerifiedObjects::Files(snapshot) => {
+                let odb = self
                     .repo
                     .odb()
-                    .context("cannot open the store's object database")?,
-            )
-            .context("cannot write the release into the store")?;
-        Ok(snapshot.root)
+                    .context("cannot open the store's object database")?;
+                snapshot.write(&odb)
+            }
+            VerifiedObjects::Repository(scratch) => {
+                import::git::copy_tree(scratch, &self.repo, verified.tree)
+            }
+        };
+        written
+            .map_err(|e| durable::explain_full_disk(e, &self.dir))
+            .with_context(|| {
+                format!(
+                    "cannot write glibc {release} into the store {}",
+                    self.dir.display()
+                )
+            })?;
+        fault::point("import:objects-written");
+        self.commit_release(release, verified.tree)
+            .map_err(|e| durable::explain_full_disk(e, &self.dir))
     }
 
     /// The deterministic root commit for a verified tree, then the tag (the commit point).
@@ -180,6 +356,7 @@ impl SourceStore {
             .repo
             .commit(None, &sig, &sig, &message, &tree, &[])
             .context("cannot create the release commit")?;
+        fault::point("import:committed");
         // Forced: another process importing the same release computes the same commit.
         self.repo
             .reference(
@@ -237,6 +414,21 @@ impl SourceStore {
     }
 }
 
+/// Removes what killed imports left beside the store (`.import-*` extractions, `.fetch-*`
+/// scratch repositories, `.store-*` half-created stores, of processes that are gone), and
+/// says so. Their `tar` died with them (`util::child`), so nothing writes there any more.
+fn recover_beside(dir: &Path) {
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    for kind in ["import", "fetch", "store"] {
+        for left in staging::remove_orphans(parent, kind) {
+            eprintln!(
+                "removed {}, left by an interrupted import (its process is gone)",
+                left.display()
+            );
+        }
+    }
+}
+
 /// Author and committer of every release commit: fixed, so that commit ids are reproducible.
 pub fn import_signature() -> Result<Signature<'static>> {
     Ok(Signature::new(
@@ -262,6 +454,7 @@ fn open_or_create(dir: &Path) -> Result<Repository> {
         .with_context(|| format!("cannot create {}", parent.display()))?;
     let staging = crate::util::staging::tempdir_in(parent, "store")?;
     Repository::init_bare(staging.path()).context("cannot initialize the store")?;
+    fault::point("store-create:initialized");
     let staged = staging.keep();
     if let Err(e) = std::fs::rename(&staged, dir) {
         let _ = std::fs::remove_dir_all(&staged);

@@ -121,6 +121,7 @@ impl Snapshot {
             if written != *oid {
                 bail!("a file changed while it was imported (blob {oid} became {written})");
             }
+            crate::util::fault::point("store-write:object");
         }
         for (oid, bytes) in &self.trees {
             let written = odb

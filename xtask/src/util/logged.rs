@@ -1,14 +1,15 @@
 //! Long-running commands (imports, glibc builds, QEMU runs): full output goes to a log file on
 //! disk, the terminal gets one progress line, and a failure prints the log's tail and its path.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 /// How many log lines a failure prints.
 pub const TAIL_LINES: usize = 40;
@@ -18,20 +19,62 @@ pub const TAIL_LINES: usize = 40;
 /// `status` sees every output line and may return a short description of where the command
 /// is (say, the glibc subdirectory being built); it is shown next to `label` and the elapsed
 /// time. On a terminal the line is redrawn in place; elsewhere (CI) a line is printed when the
-/// status changes, at most every 15 s, so logs stay readable.
+/// status changes, at most every 15 s, so logs stay readable. A failure prints the last
+/// [`TAIL_LINES`] lines and returns a [`Failure`].
 pub fn run(
     cmd: &mut Command,
     log: &Path,
     label: &str,
     status: impl FnMut(&str) -> Option<String>,
 ) -> Result<()> {
-    let exit = run_to_end(cmd, log, label, status)?;
-    if !exit.success() {
-        print_tail(log);
-        bail!("{label} failed ({exit}); full log: {}", log.display());
+    let ran = run_inner(cmd, log, label, status)?;
+    if !ran.exit.success() {
+        eprintln!(
+            "---- last {} lines of {} ----",
+            ran.tail.len(),
+            log.display()
+        );
+        for line in &ran.tail {
+            eprintln!("{line}");
+        }
+        eprintln!("---- end of log tail ----");
+        return Err(Failure {
+            label: label.to_string(),
+            status: ran.exit,
+            tail: ran.tail.into(),
+            log: log.to_path_buf(),
+            log_error: ran.log_error,
+        }
+        .into());
     }
     Ok(())
 }
+
+/// A command that ran and failed: what [`run`] returns, so that a caller can read the tail
+/// (say, to recognise a full disk) before explaining the failure in its own words.
+#[derive(Debug)]
+pub struct Failure {
+    pub label: String,
+    pub status: ExitStatus,
+    /// The last [`TAIL_LINES`] lines of output, kept in memory: the log may not be writable
+    /// (a full disk is a common reason for a command to fail).
+    pub tail: Vec<String>,
+    pub log: PathBuf,
+    /// Why the log on disk is incomplete, if it is.
+    pub log_error: Option<String>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed ({})", self.label, self.status)?;
+        match &self.log_error {
+            None => write!(f, "; full log: {}", self.log.display()),
+            Some(why) => write!(f, "; the log {} is incomplete: {why}", self.log.display()),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
 
 /// Like [`run`], but a failure of the command is the caller's to judge (say, `make -k check`,
 /// whose failing tests are results, not errors).
@@ -39,14 +82,31 @@ pub fn run_to_end(
     cmd: &mut Command,
     log: &Path,
     label: &str,
+    status: impl FnMut(&str) -> Option<String>,
+) -> Result<ExitStatus> {
+    Ok(run_inner(cmd, log, label, status)?.exit)
+}
+
+struct Ran {
+    exit: ExitStatus,
+    tail: VecDeque<String>,
+    log_error: Option<String>,
+}
+
+/// A log that cannot be written (full disk) does not stop the command: its output is still
+/// drained, and the last lines are kept in memory.
+fn run_inner(
+    cmd: &mut Command,
+    log: &Path,
+    label: &str,
     mut status: impl FnMut(&str) -> Option<String>,
-) -> Result<std::process::ExitStatus> {
+) -> Result<Ran> {
     let mut log_file = OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .with_context(|| format!("cannot open log {}", log.display()))?;
-    writeln!(log_file, "$ {cmd:?}").context("cannot write log")?;
+    writeln!(log_file, "$ {cmd:?}").with_context(|| format!("cannot write {}", log.display()))?;
 
     let mut child = cmd
         .stdin(Stdio::null())
@@ -61,14 +121,24 @@ pub fn run_to_end(
         forward_lines(child.stderr.take().expect("piped stderr"), tx),
     ];
 
+    let mut tail = VecDeque::with_capacity(TAIL_LINES);
+    let mut log_error = None;
     let mut progress = Progress::new(label);
     loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(line) => {
-                writeln!(log_file, "{line}").context("cannot write log")?;
+                if log_error.is_none() {
+                    if let Err(e) = writeln!(log_file, "{line}") {
+                        log_error = Some(format!("cannot write it: {e}"));
+                    }
+                }
                 if let Some(now) = status(&line) {
                     progress.status = now;
                 }
+                if tail.len() == TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
                 progress.show(false);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => progress.show(false),
@@ -81,7 +151,11 @@ pub fn run_to_end(
     let exit = child.wait().context("cannot wait for child")?;
     log_file.flush().ok();
     progress.finish(exit.success());
-    Ok(exit)
+    Ok(Ran {
+        exit,
+        tail,
+        log_error,
+    })
 }
 
 /// Prints the last [`TAIL_LINES`] lines of `log` to stderr, with its path.

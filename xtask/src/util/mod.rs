@@ -1,6 +1,10 @@
-//! Plumbing shared by the stages: logged long-running commands, staging directories for
-//! atomic publication, and where things live.
+//! Plumbing shared by the stages: logged long-running commands, staging directories and
+//! crash-safe writes for atomic publication, children that die with us, the fault-injection
+//! hook, and where things live.
 
+pub mod child;
+pub mod durable;
+pub mod fault;
 pub mod logged;
 pub mod paths;
 pub mod staging;

@@ -15,9 +15,10 @@ pub fn project_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `patches/` of the checkout: one directory per supported release.
+/// `patches/` of the checkout: one directory per supported release. `$LD_FALLBACK_PATCHES`
+/// names another (tests run the real binary on synthetic series that way).
 pub fn patches_dir() -> PathBuf {
-    project_root().join("patches")
+    non_empty_env("LD_FALLBACK_PATCHES").unwrap_or_else(|| project_root().join("patches"))
 }
 
 /// The glibc source store: `--store`, else `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`.

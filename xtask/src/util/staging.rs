@@ -1,7 +1,7 @@
 //! Temporary directories next to their destination, so that a rename publishes a result
 //! atomically; leftovers of killed processes are removed by the next one.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use tempfile::TempDir;
@@ -10,7 +10,12 @@ use tempfile::TempDir;
 pub fn tempdir_in(parent: &Path, kind: &str) -> Result<TempDir> {
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
-    remove_orphans(parent, kind);
+    for left in remove_orphans(parent, kind) {
+        eprintln!(
+            "removed {}, left by an interrupted run (its process is gone)",
+            left.display()
+        );
+    }
     tempfile::Builder::new()
         .prefix(&format!(".{kind}-{}-", std::process::id()))
         .tempdir_in(parent)
@@ -22,7 +27,9 @@ pub fn tempdir_in(parent: &Path, kind: &str) -> Result<TempDir> {
         })
 }
 
-fn remove_orphans(parent: &Path, kind: &str) {
+/// Removes the `.<kind>-<pid>-*` directories in `parent` whose process is gone; returns them.
+pub fn remove_orphans(parent: &Path, kind: &str) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
     let prefix = format!(".{kind}-");
     for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -32,8 +39,12 @@ fn remove_orphans(parent: &Path, kind: &str) {
         else {
             continue;
         };
-        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
+        if pid.parse::<u32>().is_ok()
+            && !Path::new("/proc").join(pid).exists()
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed.push(entry.path());
         }
     }
+    removed
 }

@@ -2,6 +2,8 @@
 //! stores in temp dirs (never the user's cache).
 #![allow(dead_code)]
 
+pub mod project;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;

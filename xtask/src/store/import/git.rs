@@ -1,62 +1,83 @@
 //! Imports from an upstream glibc git repository: the tag's tree minus `manual/`.
 
 use std::path::Path;
+use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
-use xshell::{cmd, Shell};
+use tempfile::TempDir;
 
 use crate::store::release::Release;
+use crate::util::{child, fault};
 use loader_tests::host::{self, tools};
 
-/// Fetches tag `glibc-X.Y` from `url` into a scratch repository, verifies its tree minus
-/// `manual/` against `expected`, then copies the objects into `store`. Returns the tree id.
-pub fn import_tag(
-    store: &Repository,
-    store_dir: &Path,
+/// Fetches tag `glibc-X.Y` from `url` into a scratch repository below `scratch_parent` and
+/// verifies its tree minus `manual/` against `expected`; the caller copies it into a store
+/// with [`copy_tree`]. Returns the scratch directory (removed on drop) and repository.
+pub fn fetch_tag(
+    scratch_parent: &Path,
     release: Release,
     url: &str,
     expected: Oid,
-) -> Result<Oid> {
+) -> Result<(TempDir, Repository)> {
     host::require(&[tools::GIT])?;
-    let scratch =
-        crate::util::staging::tempdir_in(store_dir.parent().unwrap_or(Path::new(".")), "fetch")?;
+    let scratch = crate::util::staging::tempdir_in(scratch_parent, "fetch")?;
     let tag = release.tag();
-    let sh = Shell::new()?;
     let dir = scratch.path();
-    cmd!(sh, "git init --quiet --bare {dir}")
-        .run()
-        .context("cannot create a scratch repository")?;
+    git(Command::new("git")
+        .args(["init", "--quiet", "--bare"])
+        .arg(dir))
+    .context("cannot create a scratch repository")?;
     // git2 is built without network transports; the git CLI fetches from any URL or path.
-    cmd!(
-        sh,
-        "git -C {dir} fetch --quiet --depth=1 --no-tags {url} refs/tags/{tag}:refs/tags/{tag}"
-    )
-    .run()
+    git(Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["fetch", "--quiet", "--depth=1", "--no-tags", url])
+        .arg(format!("refs/tags/{tag}:refs/tags/{tag}")))
     .with_context(|| format!("cannot fetch tag {tag} from {url}"))?;
+    fault::point("import:fetched");
     let scratch_repo = Repository::open_bare(dir).context("cannot open the scratch repository")?;
-    let upstream = scratch_repo
-        .find_reference(&format!("refs/tags/{tag}"))?
-        .peel_to_tree()
-        .with_context(|| format!("tag {tag} of {url} is not a commit"))?;
-    let mut root = scratch_repo.treebuilder(Some(&upstream))?;
-    if root.get(crate::store::import::DROPPED_TOP_LEVEL)?.is_some() {
-        root.remove(crate::store::import::DROPPED_TOP_LEVEL)?;
-    }
-    let tree = root
-        .write()
-        .context("cannot write the tree without manual/")?;
+    let tree = without_manual(&scratch_repo, &tag, url)?;
     if tree != expected {
         bail!(
             "tag {tag} of {url} does not hold glibc {release} as pinned: its tree minus manual/ is {tree}, \
              expected {expected} (xtask/src/release.rs); the store is unchanged"
         );
     }
-    copy_tree(&scratch_repo, store, tree)?;
-    Ok(tree)
+    Ok((scratch, scratch_repo))
 }
 
-fn copy_tree(from: &Repository, to: &Repository, tree: Oid) -> Result<()> {
+/// The tag's tree minus `manual/`, written into `repo`.
+fn without_manual(repo: &Repository, tag: &str, url: &str) -> Result<Oid> {
+    let upstream = repo
+        .find_reference(&format!("refs/tags/{tag}"))?
+        .peel_to_tree()
+        .with_context(|| format!("tag {tag} of {url} is not a commit"))?;
+    let mut root = repo.treebuilder(Some(&upstream))?;
+    if root.get(crate::store::import::DROPPED_TOP_LEVEL)?.is_some() {
+        root.remove(crate::store::import::DROPPED_TOP_LEVEL)?;
+    }
+    root.write()
+        .context("cannot write the tree without manual/")
+}
+
+/// Runs a git command that dies with us, failing with its stderr.
+fn git(cmd: &mut Command) -> Result<()> {
+    let out = child::dies_with_us(cmd)
+        .output()
+        .context("cannot run git")?;
+    if !out.status.success() {
+        bail!(
+            "{} ({})",
+            String::from_utf8_lossy(&out.stderr).trim_end(),
+            out.status
+        );
+    }
+    Ok(())
+}
+
+/// Copies `tree` and everything below it from `from` into `to` (objects `to` has are skipped).
+pub fn copy_tree(from: &Repository, to: &Repository, tree: Oid) -> Result<()> {
     let src = from.odb()?;
     let dst = to.odb()?;
     let mut ids = vec![tree];
@@ -78,6 +99,7 @@ fn copy_tree(from: &Repository, to: &Repository, tree: Oid) -> Result<()> {
             .with_context(|| format!("object {id} missing from the fetch"))?;
         dst.write(object.kind(), object.data())
             .context("cannot copy an object into the store")?;
+        fault::point("store-write:object");
     }
     Ok(())
 }

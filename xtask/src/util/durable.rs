@@ -1,0 +1,205 @@
+//! Writes that survive a crash whole or not at all: fsync before a rename publishes, and a
+//! directory swapped into place with one `renameat2(RENAME_EXCHANGE)`, so that there is no
+//! moment at which the destination is missing or half written.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::util::fault;
+
+/// Writes `bytes` to `path` and flushes them to the disk before returning.
+pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file =
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.sync_all()
+        .with_context(|| format!("cannot flush {} to the disk", path.display()))
+}
+
+/// Flushes a directory's entries (a rename or a new file in it) to the disk.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    let handle =
+        std::fs::File::open(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+    handle
+        .sync_all()
+        .with_context(|| format!("cannot flush {} to the disk", dir.display()))
+}
+
+/// Swaps the directories `a` and `b` atomically. `Ok(false)` if the filesystem cannot (NFS,
+/// old kernels): the caller falls back to two renames.
+pub fn exchange(a: &Path, b: &Path) -> Result<bool> {
+    let c = |p: &Path| {
+        CString::new(p.as_os_str().as_bytes())
+            .with_context(|| format!("{} has a NUL byte", p.display()))
+    };
+    let (ca, cb) = (c(a)?, c(b)?);
+    // SAFETY: both are valid NUL-terminated paths that outlive the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP) => Ok(false),
+        _ => Err(err).with_context(|| format!("cannot swap {} and {}", a.display(), b.display())),
+    }
+}
+
+/// Publishes the complete directory `staged` as `dest`, replacing what `dest` held. A crash
+/// at any point leaves `dest` either the old or the new directory; the loser of the swap
+/// (old or new) is left at `staged` or at `<parent>/.old-<name>` for [`recover_old`] to handle.
+pub fn replace_dir(staged: &Path, dest: &Path) -> Result<()> {
+    let parent = dest.parent().context("destination has no parent")?;
+    sync_dir(staged)?;
+    fault::point("replace-dir:staged");
+    if !dest.exists() {
+        std::fs::rename(staged, dest)
+            .with_context(|| format!("cannot move {} into place", dest.display()))?;
+        sync_dir(parent)?;
+        return Ok(());
+    }
+    if exchange(staged, dest)? {
+        sync_dir(parent)?;
+        fault::point("replace-dir:exchanged");
+        return remove_tree(staged);
+    }
+    // Two renames: between them `dest` is missing and `.old-<name>` holds the old directory,
+    // which `recover_old` puts back.
+    let old = old_path(dest)?;
+    let _ = std::fs::remove_dir_all(&old);
+    std::fs::rename(dest, &old).with_context(|| format!("cannot move {} aside", dest.display()))?;
+    std::fs::rename(staged, dest)
+        .with_context(|| format!("cannot move {} into place", dest.display()))?;
+    sync_dir(parent)?;
+    remove_tree(&old)
+}
+
+/// `<parent>/.old-<name>`: where a replaced directory waits for its removal.
+pub fn old_path(dest: &Path) -> Result<std::path::PathBuf> {
+    let parent = dest.parent().context("destination has no parent")?;
+    let name = dest.file_name().context("destination has no name")?;
+    Ok(parent.join(format!(".old-{}", name.to_string_lossy())))
+}
+
+/// After a crash inside [`replace_dir`]'s fallback: puts `.old-<name>` back if `dest` is
+/// missing, else removes it. Returns what it did, for the user, or `None` if there was nothing.
+pub fn recover_old(dest: &Path) -> Result<Option<String>> {
+    let old = old_path(dest)?;
+    if !old.exists() {
+        return Ok(None);
+    }
+    if dest.exists() {
+        remove_tree(&old)?;
+        return Ok(Some(format!(
+            "removed {}, the previous version of {} left by an interrupted write",
+            old.display(),
+            dest.display()
+        )));
+    }
+    std::fs::rename(&old, dest)
+        .with_context(|| format!("cannot move {} back to {}", old.display(), dest.display()))?;
+    Ok(Some(format!(
+        "restored {} from {}: a write of it was interrupted before the new version was in place",
+        dest.display(),
+        old.display()
+    )))
+}
+
+/// Whether `err` comes from a full disk (ENOSPC, from us, libgit2 or a tool's output).
+pub fn is_disk_full(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.raw_os_error() == Some(libc::ENOSPC))
+            || cause.to_string().contains(DISK_FULL)
+    })
+}
+
+/// How the C library words ENOSPC, as tools and libgit2 print it.
+pub const DISK_FULL: &str = "No space left on device";
+
+/// Names the directory whose disk filled, when `err` is a full disk; else returns it as is.
+pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
+    if is_disk_full(&err) {
+        err.context(format!(
+            "the disk holding {} is full: free space there, or point the store (--store) or the cache ($LD_FALLBACK_CACHE) at another disk",
+            dir.display()
+        ))
+    } else {
+        err
+    }
+}
+
+/// Removes a directory tree that nothing refers to any more (a crash halfway is harmless).
+pub fn remove_tree(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", dir.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_dir_swaps_whole_directories() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let dest = tmp.path().join("2.44");
+        let staged = tmp.path().join(".series-1");
+        std::fs::create_dir(&staged).unwrap();
+        std::fs::write(staged.join("a"), "new").unwrap();
+        replace_dir(&staged, &dest).unwrap();
+        assert_eq!(std::fs::read_to_string(dest.join("a")).unwrap(), "new");
+        std::fs::create_dir(&staged).unwrap();
+        std::fs::write(staged.join("b"), "newer").unwrap();
+        replace_dir(&staged, &dest).unwrap();
+        assert!(!dest.join("a").exists() && dest.join("b").exists());
+        assert!(!staged.exists());
+    }
+
+    #[test]
+    fn a_full_disk_is_recognised_through_context() {
+        let err = anyhow::Error::from(std::io::Error::from_raw_os_error(libc::ENOSPC))
+            .context("cannot write blob");
+        let explained = format!("{:#}", explain_full_disk(err, Path::new("/x/glibc.git")));
+        assert!(
+            explained.starts_with("the disk holding /x/glibc.git is full"),
+            "{explained}"
+        );
+        let other = anyhow::anyhow!("permission denied");
+        assert_eq!(
+            format!("{:#}", explain_full_disk(other, Path::new("/x"))),
+            "permission denied"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_fallback_is_recovered() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let dest = tmp.path().join("2.44");
+        let old = old_path(&dest).unwrap();
+        std::fs::create_dir(&old).unwrap();
+        let said = recover_old(&dest).unwrap().unwrap();
+        assert!(said.contains("restored"), "{said}");
+        assert!(dest.is_dir() && !old.exists());
+        std::fs::create_dir(&old).unwrap();
+        let said = recover_old(&dest).unwrap().unwrap();
+        assert!(said.contains("removed"), "{said}");
+        assert!(recover_old(&dest).unwrap().is_none());
+    }
+}

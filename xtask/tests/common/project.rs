@@ -1,0 +1,295 @@
+//! A synthetic project for running the real `cargo xtask` binary: a store with two
+//! glibc-like releases, a two-patch series in its own `patches/`, and a cache of its own, all
+//! in one temp dir (`--store`, `$LD_FALLBACK_PATCHES`, `$LD_FALLBACK_CACHE`), so that a test
+//! can copy the whole of it, kill the binary anywhere, and never touch the user's files.
+//!
+//! The series is on 2.41: patch 1 changes NEWS and the search in elf/dl-load.c, patch 2 adds a
+//! line to elf/rtld.c. 2.42 changed both places, so moving the series there stops at a
+//! conflict in each patch.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use xtask::series::Series;
+
+use super::{dl_load, TestStore};
+
+pub const OLD_LINE: &str = "  return default_path ();\n";
+pub const NEW_LINES: &str =
+    "  if (default_path () == 0)\n    return 0;\n  return fallback_path ();\n";
+/// Files nobody patches, so that a damaged work tree has something to lose.
+pub const OTHER_FILES: usize = 30;
+
+pub struct Project {
+    pub t: TestStore,
+}
+
+/// A finished run of the binary.
+#[derive(Debug)]
+pub struct Ran {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    fn of(out: Output) -> Ran {
+        Ran {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    pub fn both(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// Asserts the exit status, showing the output otherwise.
+    pub fn expect(self, code: i32) -> Ran {
+        assert_eq!(
+            self.code,
+            code,
+            "exit status {} instead of {code}:\n{}",
+            self.code,
+            self.both()
+        );
+        self
+    }
+}
+
+fn release_files(version: &str, dl: &str, rtld: &str, news: &str) -> Vec<(String, String)> {
+    let mut files = vec![
+        ("NEWS".to_string(), news.to_string()),
+        ("elf/dl-load.c".to_string(), dl.to_string()),
+        ("elf/rtld.c".to_string(), rtld.to_string()),
+        ("README".to_string(), format!("glibc {version}\n")),
+    ];
+    for i in 0..OTHER_FILES {
+        files.push((format!("misc/file{i:02}.c"), format!("int misc{i};\n")));
+    }
+    files
+}
+
+fn borrowed(files: &[(String, String)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect()
+}
+
+/// NEWS of a pretend release: a section per version.
+pub fn news(version: &str) -> String {
+    format!("Version {version}\n\n* Something upstream.\n\nVersion 2.40\n\n* Older.\n")
+}
+
+impl Project {
+    pub fn new() -> Project {
+        let t = TestStore::new();
+        let (r41, base) = t.add(
+            "2.41",
+            &borrowed(&release_files(
+                "2.41",
+                &dl_load("2.41", ""),
+                "int rtld;\n",
+                &news("2.41"),
+            )),
+        );
+        let clash = dl_load("2.42", "").replace(OLD_LINE, "  return default_path (flags);\n");
+        t.add(
+            "2.42",
+            &borrowed(&release_files(
+                "2.42",
+                &clash,
+                "int rtld_renamed;\n",
+                &news("2.42"),
+            )),
+        );
+        let c1 = t.commit(
+            base,
+            "elf: Search LD_FALLBACK_PATH last\n",
+            &[
+                (
+                    "elf/dl-load.c",
+                    &dl_load("2.41", "").replace(OLD_LINE, NEW_LINES),
+                ),
+                (
+                    "NEWS",
+                    &news("2.41")
+                        .replace("\n\n* Something", "\n\n* LD_FALLBACK_PATH.\n* Something"),
+                ),
+            ],
+            1_764_000_000,
+        );
+        let c2 = t.commit(
+            c1,
+            "elf: Parse LD_FALLBACK_PATH\n",
+            &[("elf/rtld.c", "int rtld;\nint fallback;\n")],
+            1_764_000_100,
+        );
+        let project = Project { t };
+        Series::from_commits(project.t.repo(), r41, &[c1, c2])
+            .unwrap()
+            .write(&project.patches().join("2.41"))
+            .unwrap();
+        std::fs::write(project.patches().join("scope"), "NEWS\nelf/**\n").unwrap();
+        project
+    }
+
+    pub fn root(&self) -> &Path {
+        self.t.tmp.path()
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.root().join("glibc.git")
+    }
+
+    pub fn patches(&self) -> PathBuf {
+        self.root().join("patches")
+    }
+
+    pub fn cache(&self) -> PathBuf {
+        self.root().join("cache")
+    }
+
+    /// The work tree of the rebase onto 2.42.
+    pub fn tree(&self) -> PathBuf {
+        self.cache().join("rebase/2.42/tree")
+    }
+
+    /// `cargo xtask <args>` on this project, with nothing inherited that could steer it.
+    pub fn command(&self, args: &[&str]) -> Command {
+        command_in(self.root(), args)
+    }
+
+    pub fn run(&self, args: &[&str]) -> Ran {
+        Ran::of(self.command(args).output().unwrap())
+    }
+
+    /// Like [`Project::run`], on another store.
+    pub fn run_on_store(&self, store: &Path, args: &[&str]) -> Ran {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.arg("--store").arg(store).args(args);
+        isolate(&mut cmd, self.root());
+        Ran::of(cmd.output().unwrap())
+    }
+
+    /// The resolution of the conflict of patch `at` (0-based) in the work tree.
+    pub fn resolve(&self, at: usize) {
+        resolve_in(&self.tree(), at);
+    }
+}
+
+/// `cargo xtask <args>` on the project rooted at `root` (a copy of a [`Project`]'s).
+pub fn command_in(root: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.arg("--store").arg(root.join("glibc.git")).args(args);
+    isolate(&mut cmd, root);
+    cmd
+}
+
+/// The project's own cache and patches, and nothing inherited that could steer the binary.
+fn isolate(cmd: &mut Command, root: &Path) {
+    cmd.env("LD_FALLBACK_CACHE", root.join("cache"))
+        .env("LD_FALLBACK_PATCHES", root.join("patches"))
+        .env_remove("LD_FALLBACK_STORE")
+        .env_remove("LD_FALLBACK_FAULT")
+        .env_remove("LD_FALLBACK_FAULT_LOG")
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("CI");
+}
+
+pub fn run_in(root: &Path, args: &[&str]) -> Ran {
+    Ran::of(command_in(root, args).output().unwrap())
+}
+
+/// Writes the resolution of patch `at`'s conflict into the work tree `tree`.
+pub fn resolve_in(tree: &Path, at: usize) {
+    match at {
+        0 => std::fs::write(
+            tree.join("elf/dl-load.c"),
+            dl_load("2.42", "").replace(
+                OLD_LINE,
+                "  if (default_path (flags) == 0)\n    return 0;\n  return fallback_path ();\n",
+            ),
+        )
+        .unwrap(),
+        1 => std::fs::write(
+            tree.join("elf/rtld.c"),
+            "int rtld_renamed;\nint fallback;\n",
+        )
+        .unwrap(),
+        _ => panic!("the series has two patches"),
+    }
+}
+
+/// Where the stopped rebase onto 2.42 is (`at` of its state), if one is.
+pub fn stopped_at(root: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(root.join("cache/rebase/2.42/state")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("at "))
+        .map(|n| n.parse().unwrap())
+}
+
+/// Every visible file below `dir` with its content, sorted: what a user sees in `patches/`.
+pub fn visible_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    collect(dir, dir, &mut files);
+    files.sort();
+    files
+}
+
+fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, files);
+        } else {
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            files.push((rel, std::fs::read(&path).unwrap()));
+        }
+    }
+}
+
+/// Hidden entries of `dir` (leftovers of killed runs live there).
+pub fn hidden_entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `cp -a` of a project for one case, without the sources its releases were made from
+/// (`src-*`, tarballs): file creation is what copies cost.
+pub fn copy_project(src: &Path, dest: &Path) {
+    std::fs::create_dir_all(dest).unwrap();
+    let mut cmd = Command::new("cp");
+    cmd.arg("-a");
+    for entry in std::fs::read_dir(src).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("src-") && !name.ends_with(".tar.xz") {
+            cmd.arg(entry.path());
+        }
+    }
+    let status = cmd.arg(dest).status().unwrap();
+    assert!(status.success());
+}
+
+/// Packs the store's objects into one file, so that copies of it are cheap.
+pub fn pack_store(root: &Path) {
+    let store = root.join("glibc.git");
+    super::run(&store, "git", &["repack", "-a", "-d", "-q"]);
+    super::run(&store, "git", &["prune-packed"]);
+}

@@ -1,0 +1,532 @@
+//! Fault injection: `rebase-glibc --onto`, both `--continue`s and `glibc import` are killed
+//! (SIGKILL, no cleanup) at every named point they pass (`LD_FALLBACK_FAULT`, see
+//! `xtask::util::fault`), and at a few random moments, and after each kill:
+//!
+//! - `patches/` holds the old series or the new one, never a mix or nothing, and checks;
+//! - the next run repairs what the kill left and says so;
+//! - the rebase, resumed, writes byte for byte the series an uninterrupted one writes; the
+//!   import, resumed, makes the same commit; no `tar` outlives its `cargo xtask`.
+//!
+//! The points are listed by running each command once with `LD_FALLBACK_FAULT_LOG`, so a
+//! new point in the code is covered without touching this test.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::project::*;
+use tempfile::TempDir;
+use xtask::store::import::Source;
+use xtask::store::release::Release;
+use xtask::store::SourceStore;
+
+const ONTO: &[&str] = &["rebase-glibc", "--onto", "2.42", "--from", "2.41"];
+const CONTINUE: &[&str] = &["rebase-glibc", "--continue"];
+
+/// A project at each stage of the rebase, and the series before and after it.
+struct Stages {
+    _tmp: TempDir,
+    /// `before[s]`: the project just before stage `s` runs (0: --onto, 1 and 2: --continue).
+    before: Vec<PathBuf>,
+    old: Vec<(String, Vec<u8>)>,
+    new: Vec<(String, Vec<u8>)>,
+}
+
+/// The rebase onto 2.42 over an older 2.42 series, so that the write replaces a directory.
+fn stages() -> Stages {
+    let p = Project::new();
+    let r42 = Release::parse("2.42").unwrap();
+    let base = p.t.store.release_commit(r42).unwrap().unwrap();
+    let older = p.t.commit(
+        base,
+        "elf: An older fallback\n",
+        &[("elf/rtld.c", "int rtld_renamed;\nint older;\n")],
+        1_763_000_000,
+    );
+    xtask::series::Series::from_commits(p.t.repo(), r42, &[older])
+        .unwrap()
+        .write(&p.patches().join("2.42"))
+        .unwrap();
+    let old = visible_files(&p.patches().join("2.42"));
+    pack_store(p.root());
+
+    let tmp = TempDir::new().unwrap();
+    let mut before = Vec::new();
+    let stage0 = tmp.path().join("stage0");
+    copy_project(p.root(), &stage0);
+    before.push(stage0.clone());
+    let stage1 = tmp.path().join("stage1");
+    copy_project(&stage0, &stage1);
+    run_in(&stage1, ONTO).expect(2);
+    resolve_in(&stage1.join("cache/rebase/2.42/tree"), 0);
+    before.push(stage1.clone());
+    let stage2 = tmp.path().join("stage2");
+    copy_project(&stage1, &stage2);
+    run_in(&stage2, CONTINUE).expect(2);
+    resolve_in(&stage2.join("cache/rebase/2.42/tree"), 1);
+    before.push(stage2.clone());
+    let done = tmp.path().join("done");
+    copy_project(&stage2, &done);
+    run_in(&done, CONTINUE).expect(0);
+    let new = visible_files(&done.join("patches/2.42"));
+    assert_ne!(old, new);
+    Stages {
+        _tmp: tmp,
+        before,
+        old,
+        new,
+    }
+}
+
+fn stage_args(stage: usize) -> &'static [&'static str] {
+    if stage == 0 {
+        ONTO
+    } else {
+        CONTINUE
+    }
+}
+
+/// The points a command passes, with how often: `LD_FALLBACK_FAULT_LOG` of one clean run.
+fn points_of(project: &Path, args: &[&str], scratch: &Path) -> BTreeMap<String, usize> {
+    let copy = scratch.join("listing");
+    copy_project(project, &copy);
+    let log = scratch.join("points.log");
+    let _ = std::fs::remove_file(&log);
+    let status = command_in(&copy, args)
+        .env("LD_FALLBACK_FAULT_LOG", &log)
+        .output()
+        .unwrap()
+        .status;
+    assert!(status.code().is_some(), "the listing run must not die");
+    let mut points = BTreeMap::new();
+    for name in std::fs::read_to_string(&log).unwrap_or_default().lines() {
+        *points.entry(name.to_string()).or_insert(0) += 1;
+    }
+    std::fs::remove_dir_all(&copy).unwrap();
+    points
+}
+
+/// Which passes of a point to kill at: all of few, the first, middle and last of many.
+fn passes(count: usize) -> Vec<usize> {
+    if count <= 3 {
+        (1..=count).collect()
+    } else {
+        vec![1, count / 2, count]
+    }
+}
+
+/// What a killed run may leave behind for the next one to clean: hidden entries in
+/// `patches/`, and in the rebase dir anything but the live state's generation.
+fn leftovers(root: &Path) -> Vec<String> {
+    let mut left: Vec<String> = hidden_entries(&root.join("patches"))
+        .into_iter()
+        .map(|n| format!("patches/{n}"))
+        .collect();
+    let rebase = root.join("cache/rebase");
+    let live = std::fs::read_link(rebase.join("2.42"))
+        .ok()
+        .map(|t| t.to_string_lossy().into_owned());
+    for name in hidden_entries(&rebase) {
+        if Some(&name) != live.as_ref() {
+            left.push(format!("cache/rebase/{name}"));
+        }
+    }
+    left
+}
+
+/// After a kill: `patches/` is whole; the next run recovers and says so; the rebase, driven
+/// on, writes the same series as an uninterrupted one. `what` names the case for messages.
+fn assert_recovers(root: &Path, s: &Stages, what: &str) {
+    let series = visible_files(&root.join("patches/2.42"));
+    assert!(
+        series == s.old || series == s.new,
+        "{what}: patches/2.42 is neither the old nor the new series: {:?}",
+        series.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    if let Ok(target) = std::fs::read_link(root.join("cache/rebase/2.42")) {
+        let generation = root.join("cache/rebase").join(target);
+        assert!(
+            generation.join("state").is_file() && generation.join("tree").is_dir(),
+            "{what}: the rebase state points at an incomplete generation"
+        );
+    }
+    let left = leftovers(root);
+    let check = run_in(root, &["rebase-glibc", "--check"]);
+    assert_eq!(
+        check.code,
+        0,
+        "{what}: --check after the kill:\n{}",
+        check.both()
+    );
+    if !left.is_empty() {
+        assert!(
+            check.stderr.contains("removed ") || check.stderr.contains("restored "),
+            "{what}: {left:?} were left, and the next run said nothing:\n{}",
+            check.both()
+        );
+    }
+    assert_eq!(
+        leftovers(root),
+        Vec::<String>::new(),
+        "{what}: the next run did not clean up"
+    );
+    for _ in 0..6 {
+        match stopped_at(root) {
+            Some(at) => {
+                resolve_in(&root.join("cache/rebase/2.42/tree"), at);
+                let ran = run_in(root, CONTINUE);
+                assert!(ran.code == 0 || ran.code == 2, "{what}: {}", ran.both());
+            }
+            None if visible_files(&root.join("patches/2.42")) == s.new => break,
+            None => {
+                let ran = run_in(root, ONTO);
+                assert!(ran.code == 0 || ran.code == 2, "{what}: {}", ran.both());
+            }
+        }
+    }
+    assert_eq!(stopped_at(root), None, "{what}: the rebase did not finish");
+    assert!(
+        visible_files(&root.join("patches/2.42")) == s.new,
+        "{what}: the resumed rebase wrote another series"
+    );
+    assert_eq!(leftovers(root), Vec::<String>::new(), "{what}");
+}
+
+#[test]
+fn a_rebase_killed_anywhere_recovers_and_ends_with_the_same_series() {
+    let started = Instant::now();
+    let s = stages();
+    let scratch = TempDir::new().unwrap();
+    let mut cases = Vec::new();
+    for stage in 0..3 {
+        let points = points_of(&s.before[stage], stage_args(stage), scratch.path());
+        assert!(
+            !points.is_empty(),
+            "stage {stage} passes no kill point: is LD_FALLBACK_FAULT_LOG honoured?"
+        );
+        for (name, count) in points {
+            for n in passes(count) {
+                cases.push((stage, format!("{name}:{n}")));
+            }
+        }
+    }
+    // Every part of the state's life is covered.
+    for needed in [
+        "rebase-save:tree-written",
+        "rebase-save:published",
+        "rebase-remove:unlinked",
+        "replace-dir:exchanged",
+        "continue:taken",
+    ] {
+        assert!(
+            cases.iter().any(|(_, c)| c.starts_with(needed)),
+            "no kill at {needed}: {cases:?}"
+        );
+    }
+    let total = cases.len();
+    let cases = std::sync::Mutex::new(cases);
+    std::thread::scope(|scope| {
+        // The cases wait on the filesystem more than on the CPU.
+        for worker in 0..4 {
+            let (s, cases, scratch) = (&s, &cases, scratch.path());
+            scope.spawn(move || loop {
+                let Some((stage, fault)) = cases.lock().unwrap().pop() else {
+                    break;
+                };
+                let root = scratch.join(format!("case-{worker}"));
+                let _ = std::fs::remove_dir_all(&root);
+                copy_project(&s.before[stage], &root);
+                let out = command_in(&root, stage_args(stage))
+                    .env("LD_FALLBACK_FAULT", &fault)
+                    .output()
+                    .unwrap();
+                let what = format!("stage {stage} killed at {fault}");
+                assert_eq!(
+                    out.status.signal(),
+                    Some(SIGKILL),
+                    "{what}: the run was not killed:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert_recovers(&root, s, &what);
+            });
+        }
+    });
+    eprintln!(
+        "{total} kill points, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn a_rebase_killed_at_random_moments_recovers() {
+    let s = stages();
+    let scratch = TempDir::new().unwrap();
+    for stage in 1..3 {
+        for delay_ms in [0, 1, 3, 6, 12, 25] {
+            let root = scratch.path().join(format!("timed-{stage}-{delay_ms}"));
+            copy_project(&s.before[stage], &root);
+            let mut child = command_in(&root, stage_args(stage))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            let _ = child.kill();
+            let _ = child.wait();
+            assert_recovers(
+                &root,
+                &s,
+                &format!("stage {stage} killed after {delay_ms} ms"),
+            );
+        }
+    }
+}
+
+/// SIGKILL, as the fault hook and `Child::kill` send it.
+const SIGKILL: i32 = 9;
+
+// --- glibc import ------------------------------------------------------------------------
+
+/// Set in the environment of this test binary when it runs as the child of
+/// `an_import_killed_anywhere_recovers`: `<store>\n<tarball>\n<pinned tree>`.
+const CHILD: &str = "XTASK_FAULTS_IMPORT_CHILD";
+
+/// The import the parent kills: the library's, since the binary refuses synthetic trees (it
+/// checks the real pins). Does nothing in a normal test run.
+#[test]
+fn import_child() {
+    let Ok(spec) = std::env::var(CHILD) else {
+        return;
+    };
+    let mut lines = spec.lines();
+    let (store, tar, tree) = (
+        lines.next().unwrap(),
+        lines.next().unwrap(),
+        lines.next().unwrap(),
+    );
+    let release = Release {
+        tree: Box::leak(tree.to_string().into_boxed_str()),
+        ..Release::parse("2.42").unwrap()
+    };
+    let store = SourceStore::open(Path::new(store)).unwrap();
+    let commit = store.import(release, &Source::Tarball(tar.into())).unwrap();
+    // After the harness's "test import_child ... ", on a line of its own.
+    println!("\ncommit {commit}");
+}
+
+/// Runs [`import_child`] in a child process, with `env` (the fault hook's variables).
+fn import_in_child(
+    store: &Path,
+    tar: &Path,
+    tree: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "import_child", "--nocapture", "--test-threads=1"])
+        .env(
+            CHILD,
+            format!("{}\n{}\n{tree}", store.display(), tar.display()),
+        )
+        .env_remove("LD_FALLBACK_FAULT")
+        .env_remove("LD_FALLBACK_FAULT_LOG")
+        .env("LD_FALLBACK_CACHE", store.parent().unwrap().join("cache"))
+        .envs(env.iter().copied());
+    cmd.output().unwrap()
+}
+
+fn commit_line(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("commit "))
+        .unwrap_or_else(|| {
+            panic!(
+                "no commit in the child's output:\n{stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+        .to_string()
+}
+
+#[test]
+fn an_import_killed_anywhere_recovers() {
+    let tmp = TempDir::new().unwrap();
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("elf/f{i:02}.c"), format!("int f{i};\n")))
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let top = common::source_dir(&tmp.path().join("src"), "2.42", &borrowed);
+    let tree = common::release_of("2.42", &top).tree;
+    let tar = common::tarball(&top, &tmp.path().join("glibc_2.42.tar.xz"));
+
+    let clean = tmp.path().join("clean/glibc.git");
+    let log = tmp.path().join("points.log");
+    let expected = commit_line(&import_in_child(
+        &clean,
+        &tar,
+        tree,
+        &[("LD_FALLBACK_FAULT_LOG", log.as_os_str())],
+    ));
+    let mut points: BTreeMap<String, usize> = BTreeMap::new();
+    for name in std::fs::read_to_string(&log).unwrap().lines() {
+        *points.entry(name.to_string()).or_insert(0) += 1;
+    }
+    for needed in [
+        "store-create:initialized",
+        "import:extracted",
+        "import:committed",
+    ] {
+        assert!(points.contains_key(needed), "{points:?}");
+    }
+    for (name, count) in points {
+        for n in passes(count) {
+            let what = format!("import killed at {name}:{n}");
+            let root = tmp
+                .path()
+                .join(format!("case-{name}-{n}").replace(':', "-"));
+            let store = root.join("glibc.git");
+            std::fs::create_dir_all(&root).unwrap();
+            let fault = format!("{name}:{n}");
+            let out = import_in_child(
+                &store,
+                &tar,
+                tree,
+                &[("LD_FALLBACK_FAULT", std::ffi::OsStr::new(&fault))],
+            );
+            assert_eq!(out.status.signal(), Some(SIGKILL), "{what}: not killed");
+            // The store is absent, or opens, with the release absent or whole.
+            if store.exists() {
+                let opened = SourceStore::open(&store).unwrap();
+                if let Some(commit) = opened
+                    .release_commit(Release::parse("2.42").unwrap())
+                    .unwrap()
+                {
+                    assert_eq!(commit.to_string(), expected, "{what}");
+                }
+            }
+            let left = hidden_entries(&root);
+            let again = import_in_child(&store, &tar, tree, &[]);
+            assert_eq!(commit_line(&again), expected, "{what}");
+            if !left.is_empty() {
+                let said = String::from_utf8_lossy(&again.stderr);
+                assert!(
+                    said.contains("removed "),
+                    "{what}: {left:?} left, nothing said:\n{said}"
+                );
+            }
+            assert_eq!(hidden_entries(&root), Vec::<String>::new(), "{what}");
+        }
+    }
+}
+
+/// A killed `glibc import` takes its `tar` with it (a `tar` left writing into the staging
+/// directory filled 281 MB of /tmp in the report), and the next import removes the staging.
+#[test]
+fn a_killed_import_leaves_no_tar_running() {
+    let tmp = TempDir::new().unwrap();
+    let top = tmp.path().join("src/glibc-2.42");
+    std::fs::create_dir_all(&top).unwrap();
+    // Big enough that tar runs for a while, cheap to make: zeros compress to nothing.
+    let zeros = std::fs::File::create(top.join("zeros")).unwrap();
+    zeros.set_len(100 << 20).unwrap();
+    let tar = tmp.path().join("glibc_2.42.tar.gz");
+    let status = Command::new("tar")
+        .args(["--use-compress-program", "gzip -1", "-cf"])
+        .arg(&tar)
+        .arg("-C")
+        .arg(top.parent().unwrap())
+        .arg("glibc-2.42")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let root = tmp.path().join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    let import = [
+        "glibc",
+        "import",
+        "2.42",
+        "--from",
+        &format!("tarball:{}", tar.display()),
+    ];
+    let mut xtask = command_in(&root, &import)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let tar_pid = loop {
+        if let Some(pid) = child_named(xtask.id(), "tar") {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "tar never started");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    xtask.kill().unwrap();
+    xtask.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while is_running(tar_pid) {
+        assert!(
+            Instant::now() < deadline,
+            "tar (pid {tar_pid}) still runs after its cargo xtask was killed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        hidden_entries(&root)
+            .iter()
+            .any(|n| n.starts_with(".import-")),
+        "the kill came too late to leave a staging dir: {:?}",
+        hidden_entries(&root)
+    );
+    // The next command that opens the store cleans up, and says so.
+    let next = run_in(&root, &["glibc", "list"]).expect(0);
+    assert!(
+        next.stderr.contains("removed") && next.stderr.contains(".import-"),
+        "{next:?}"
+    );
+    assert_eq!(hidden_entries(&root), Vec::<String>::new());
+}
+
+/// The first child of `parent` whose command name is `name`.
+fn child_named(parent: u32, name: &str) -> Option<u32> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`; comm may hold spaces, so split at the last `)`.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let comm = head.split_once('(').map(|(_, c)| c).unwrap_or("");
+        let ppid = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        if comm == name && ppid == Some(parent) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Whether `pid` exists and is not a zombie waiting for a reaper.
+fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}

@@ -1,0 +1,606 @@
+//! The series can never be silently damaged: the real binary on synthetic projects, one
+//! test per way issue 11 found to damage a series or mislead its user. Each asserts what the
+//! command says, its exit status (0 ok, 1 failure, 2 needs attention) and what it leaves.
+
+mod common;
+
+use std::path::Path;
+
+use common::project::*;
+use common::{source_dir, tarball};
+
+fn stop_at_first_conflict(p: &Project) {
+    p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(2);
+    assert_eq!(stopped_at(p.root()), Some(0));
+}
+
+#[test]
+fn a_conflict_exits_2_and_a_failure_exits_1() {
+    let p = Project::new();
+    let conflict = p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"]);
+    assert_eq!(conflict.code, 2, "{}", conflict.both());
+    assert!(conflict.stderr.contains("conflict in elf/dl-load.c"));
+    // A release with no series to move is a failure of the command.
+    let failure = p.run(&["rebase-glibc", "--onto", "2.43", "--from", "2.40"]);
+    assert_eq!(failure.code, 1, "{}", failure.both());
+    // Usage errors too (clap's own code would be 2).
+    assert_eq!(p.run(&["rebase-glibc", "--bogus"]).code, 1);
+}
+
+#[test]
+fn a_user_error_prints_no_backtrace() {
+    let p = Project::new();
+    let out = p
+        .command(&["rebase-glibc", "--abort"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error: no rebase is in progress"),
+        "{stderr}"
+    );
+    assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
+}
+
+#[test]
+fn abort_with_nothing_to_abort_fails() {
+    let p = Project::new();
+    let ran = p.run(&["rebase-glibc", "--abort"]).expect(1);
+    assert!(
+        ran.stderr.contains("nothing to continue or abort"),
+        "{ran:?}"
+    );
+    let ran = p
+        .run(&["rebase-glibc", "--abort", "--release", "2.42"])
+        .expect(1);
+    assert!(
+        ran.stderr
+            .contains("no rebase onto glibc 2.42 is in progress: there is nothing to drop"),
+        "{ran:?}"
+    );
+    assert!(!ran.stdout.contains("aborted"), "{ran:?}");
+}
+
+#[test]
+fn a_missing_file_is_not_a_deletion() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    p.resolve(0);
+    std::fs::remove_file(p.tree().join("NEWS")).unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert!(
+        ran.stderr
+            .contains("1 file(s) are missing from the work tree")
+            && ran.stderr.contains(": NEWS."),
+        "{ran:?}"
+    );
+    assert_eq!(stopped_at(p.root()), Some(0), "the state is unchanged");
+
+    // Saying so is not enough: patches/scope allows no deletion.
+    let ran = p
+        .run(&["rebase-glibc", "--continue", "--delete", "NEWS"])
+        .expect(1);
+    assert!(
+        ran.stderr.contains("deletes 1 file(s), which ")
+            && ran.stderr.contains("does not allow: NEWS"),
+        "{ran:?}"
+    );
+    assert!(!p.patches().join("2.42").exists());
+
+    // The restore command the refusal prints puts the file back.
+    let hint = p.run(&["rebase-glibc", "--continue"]).stderr;
+    let restore = hint
+        .split('`')
+        .find(|s| s.starts_with("git --git-dir="))
+        .unwrap();
+    let status = std::process::Command::new("sh")
+        .args(["-c", restore])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read_to_string(p.tree().join("NEWS")).unwrap(),
+        news("2.42").replace("\n\n* Something", "\n\n* LD_FALLBACK_PATH.\n* Something")
+    );
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert_eq!(stopped_at(p.root()), Some(1));
+}
+
+#[test]
+fn a_half_deleted_tree_is_refused_naming_what_is_missing() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    p.resolve(0);
+    for i in 0..25 {
+        std::fs::remove_file(p.tree().join(format!("misc/file{i:02}.c"))).unwrap();
+    }
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert!(
+        ran.stderr
+            .contains("25 file(s) are missing from the work tree")
+            && ran.stderr.contains("misc/file00.c")
+            && ran.stderr.contains("and 15 more"),
+        "{ran:?}"
+    );
+    assert!(!p.patches().join("2.42").exists());
+}
+
+#[test]
+fn stray_files_are_refused_and_editor_leftovers_ignored() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    p.resolve(0);
+    // A backup with conflict markers inside, as an editor leaves it.
+    let conflicted = std::fs::read(p.tree().join("elf/dl-load.c")).unwrap();
+    std::fs::write(
+        p.tree().join("NEWS~"),
+        b"<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n",
+    )
+    .unwrap();
+    std::fs::write(p.tree().join("elf/dl-load.c.orig"), &conflicted).unwrap();
+    std::fs::write(p.tree().join("elf/notes.txt"), "my notes\n").unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert!(
+        ran.stderr
+            .contains("1 file(s) in the work tree are neither in the release")
+            && ran.stderr.contains("elf/notes.txt"),
+        "{ran:?}"
+    );
+    assert!(
+        !ran.stderr.contains("NEWS~"),
+        "leftovers are not refused: {ran:?}"
+    );
+
+    std::fs::remove_file(p.tree().join("elf/notes.txt")).unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert!(
+        ran.stderr
+            .contains("note: ignored editor leftovers in the work tree: NEWS~, elf/dl-load.c.orig"),
+        "{ran:?}"
+    );
+    p.resolve(1);
+    p.run(&["rebase-glibc", "--continue"]).expect(0);
+    for file in visible_files(&p.patches().join("2.42")) {
+        let text = String::from_utf8_lossy(&file.1);
+        assert!(
+            !text.contains("NEWS~") && !text.contains(".orig"),
+            "{}",
+            file.0
+        );
+    }
+}
+
+#[test]
+fn markers_are_searched_in_every_changed_file() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    p.resolve(0);
+    // README did not conflict; a marker pasted into it must not slip through.
+    std::fs::write(
+        p.tree().join("elf/rtld.c"),
+        "<<<<<<< pasted\nint rtld_renamed;\n",
+    )
+    .unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert!(
+        ran.stderr.contains("conflict markers remain in elf/rtld.c"),
+        "{ran:?}"
+    );
+}
+
+#[test]
+fn check_does_not_skip_a_series_that_lost_its_series_file() {
+    let p = Project::new();
+    std::fs::remove_file(p.patches().join("2.41/series")).unwrap();
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(
+        ran.stdout.contains("FAILED") && ran.stdout.contains("2.41/series does not exist"),
+        "{ran:?}"
+    );
+}
+
+#[test]
+fn check_and_status_import_nothing_and_name_what_is_missing() {
+    let p = Project::new();
+    // 2.43 has a series but is not in the store.
+    let dir = p.patches().join("2.43");
+    copy_project(&p.patches().join("2.41"), &dir);
+    let series = std::fs::read_to_string(dir.join("series")).unwrap();
+    std::fs::write(
+        dir.join("series"),
+        series.replace("glibc-2.41", "glibc-2.43"),
+    )
+    .unwrap();
+    let before = visible_files(&p.store());
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(
+        ran.stdout.contains("MISSING")
+            && ran.stdout.contains("glibc 2.43 is not in the store")
+            && ran.stdout.contains("glibc import 2.43`")
+            && ran.stdout.contains("--import-missing"),
+        "{ran:?}"
+    );
+    assert!(
+        ran.stdout.contains("ok      ") && ran.stdout.contains("2.41"),
+        "{ran:?}"
+    );
+    let ran = p.run(&["patches", "status"]).expect(2);
+    assert!(
+        ran.stdout.contains("2.43     not imported") && ran.stdout.contains("glibc import 2.43`"),
+        "{ran:?}"
+    );
+    assert!(!ran.both().contains("importing it from Debian"), "{ran:?}");
+    assert_eq!(
+        visible_files(&p.store()),
+        before,
+        "the store must not change"
+    );
+}
+
+#[test]
+fn check_and_status_work_without_a_store_and_do_not_create_one() {
+    let p = Project::new();
+    let elsewhere = p.root().join("no-store.git");
+    let ran = p.run_on_store(&elsewhere, &["patches", "status"]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    assert!(ran.stdout.contains("2.41     not imported"), "{ran:?}");
+    assert!(!elsewhere.exists());
+}
+
+/// A store mounted read-only (bubblewrap, as the resolution matrix uses): check and status
+/// work, and report no I/O error as "does not apply".
+#[test]
+fn check_and_status_work_on_a_read_only_store() {
+    if loader_tests::host::find_program("bwrap").is_none() {
+        assert!(
+            !loader_tests::host::in_ci(),
+            "bwrap is not installed (scripts/install-deps installs it)"
+        );
+        eprintln!("bwrap is not installed: skipping (this fails under CI)");
+        return;
+    }
+    let p = Project::new();
+    let store = p.store();
+    let store = store.to_str().unwrap();
+    let in_bwrap = |args: &[&str]| {
+        let inner = p.command(args);
+        let mut cmd = std::process::Command::new("bwrap");
+        cmd.args([
+            "--bind",
+            "/",
+            "/",
+            "--ro-bind",
+            store,
+            store,
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--",
+        ])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd.output().unwrap()
+    };
+    let probe = in_bwrap(&["glibc", "list"]);
+    if !probe.status.success() {
+        // bwrap itself may be refused (no user namespaces in this container).
+        assert!(!loader_tests::host::in_ci(), "{probe:?}");
+        eprintln!(
+            "bwrap cannot run here: skipping ({})",
+            String::from_utf8_lossy(&probe.stderr)
+        );
+        return;
+    }
+    let check = in_bwrap(&["rebase-glibc", "--check"]);
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let status = in_bwrap(&["patches", "status"]);
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(text.contains("2.41     applies cleanly"), "{text}");
+    assert!(text.contains("2.42     conflicts"), "{text}");
+    assert!(!text.contains("does not apply"), "{text}");
+    // A rebase must write: it says the store is not writable, not that anything conflicts.
+    let onto = in_bwrap(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"]);
+    let err = String::from_utf8_lossy(&onto.stderr);
+    assert_eq!(onto.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not writable"), "{err}");
+    assert!(!err.contains("does not apply"), "{err}");
+}
+
+#[test]
+fn status_exits_2_when_a_series_does_not_apply() {
+    let p = Project::new();
+    let patch = p
+        .patches()
+        .join("2.41/0002-elf-Parse-LD_FALLBACK_PATH.patch");
+    let text = std::fs::read_to_string(&patch).unwrap();
+    std::fs::write(&patch, text.replace(" int rtld;\n", " int rtld2;\n")).unwrap();
+    let ran = p.run(&["patches", "status"]).expect(2);
+    assert!(ran.stdout.contains("2.41     does not apply"), "{ran:?}");
+    // The failed hunk is named with its file; the hint does not send you back to --check.
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(
+        ran.stdout
+            .contains("0002-elf-Parse-LD_FALLBACK_PATH.patch does not apply to glibc 2.41")
+            && ran.stdout.contains("elf/rtld.c"),
+        "{ran:?}"
+    );
+    assert!(!ran.stdout.contains("rebase-glibc --check"), "{ran:?}");
+}
+
+fn check_output_after(p: &Project, edit: impl FnOnce(&Path)) -> String {
+    edit(
+        &p.patches()
+            .join("2.41/0001-elf-Search-LD_FALLBACK_PATH-last.patch"),
+    );
+    let ran = p.run(&["rebase-glibc", "--check"]);
+    assert_eq!(ran.code, 2, "{ran:?}");
+    ran.stdout
+}
+
+#[test]
+fn parse_errors_name_the_real_cause() {
+    let crlf = check_output_after(&Project::new(), |f| {
+        let text = std::fs::read_to_string(f).unwrap();
+        std::fs::write(f, text.replace('\n', "\r\n")).unwrap();
+    });
+    assert!(
+        crlf.contains("line 1 ends in a carriage return (the file has CRLF line endings"),
+        "{crlf}"
+    );
+    let empty = check_output_after(&Project::new(), |f| std::fs::write(f, "").unwrap());
+    assert!(empty.contains("the patch file is empty"), "{empty}");
+    let latin1 = check_output_after(&Project::new(), |f| {
+        let text = std::fs::read_to_string(f).unwrap();
+        // `Searché` as Latin-1 writes it, in the Subject: line.
+        let mut bytes = text.replacen("Search", "Search\u{1}", 1).into_bytes();
+        let at = bytes.iter().position(|b| *b == 1).unwrap();
+        bytes[at] = 0xe9;
+        std::fs::write(f, bytes).unwrap();
+    });
+    assert!(
+        latin1.contains("line 4 has the byte 0xe9, which is not UTF-8"),
+        "{latin1}"
+    );
+    let cut = check_output_after(&Project::new(), |f| {
+        let text = std::fs::read_to_string(f).unwrap();
+        std::fs::write(f, text.trim_end()).unwrap();
+    });
+    assert!(cut.contains("last line has no newline"), "{cut}");
+    for text in [&crlf, &empty, &latin1, &cut] {
+        assert!(!text.contains("rebase-glibc --check"), "{text}");
+    }
+}
+
+#[test]
+fn a_one_byte_edit_is_shown_at_its_line_in_the_patch_that_changed() {
+    let p = Project::new();
+    let out = check_output_after(&p, |f| {
+        let text = std::fs::read_to_string(f).unwrap();
+        std::fs::write(f, text.replace("+    return 0;", "+    return 1;")).unwrap();
+    });
+    assert!(
+        out.contains("0001-elf-Search-LD_FALLBACK_PATH-last.patch was edited at line ")
+            && out.contains("the file has `+    return 1;`")
+            && out.contains("has `+    return 0;`"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "0002-elf-Parse-LD_FALLBACK_PATH.patch differ(s) only because an earlier patch changed"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
+    let p = Project::new();
+    // A series whose second patch deletes files and touches README: as if a bug had
+    // committed a half-deleted tree.
+    let repo = p.t.repo();
+    let series = xtask::series::Series::load(&p.patches().join("2.41")).unwrap();
+    let base =
+        p.t.store
+            .release_commit(xtask::store::release::Release::parse("2.41").unwrap())
+            .unwrap()
+            .unwrap();
+    let commits = series.commit_on(repo, base).unwrap();
+    let last = repo.find_commit(commits[1]).unwrap();
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for i in 0..12 {
+        update.remove(format!("misc/file{i:02}.c"));
+    }
+    update.upsert(
+        "README",
+        repo.blob(b"changed\n").unwrap(),
+        git2::FileMode::Blob,
+    );
+    let tree = repo
+        .find_tree(update.create_updated(repo, &last.tree().unwrap()).unwrap())
+        .unwrap();
+    let sig = last.author();
+    let bad = repo
+        .commit(None, &sig, &sig, "elf: Oops\n", &tree, &[&last])
+        .unwrap();
+    let release = series.base;
+    let bad_series =
+        xtask::series::Series::from_commits(repo, release, &[commits[0], commits[1], bad]).unwrap();
+    let outside = p.root().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let mut files = Vec::new();
+    for patch in &bad_series.patches {
+        std::fs::write(outside.join(&patch.name), &patch.text).unwrap();
+        files.push(outside.join(&patch.name).display().to_string());
+    }
+
+    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
+    args.extend(files.iter().map(String::as_str));
+    let ran = p.run(&args).expect(1);
+    assert!(
+        ran.stderr.contains("deletes 12 file(s)")
+            && ran.stderr.contains("misc/file00.c")
+            && ran.stderr.contains("and 2 more")
+            && ran.stderr.contains("outside the scope")
+            && ran.stderr.contains("README"),
+        "{ran:?}"
+    );
+    assert_eq!(
+        xtask::series::Series::load(&p.patches().join("2.41"))
+            .unwrap()
+            .patches
+            .len(),
+        2,
+        "the series is unchanged"
+    );
+
+    // The same series written by hand: --check and a rebase refuse it too.
+    bad_series.write(&p.patches().join("2.41")).unwrap();
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(
+        ran.stdout.contains("FAILED") && ran.stdout.contains("deletes 12 file(s)"),
+        "{ran:?}"
+    );
+    let ran = p
+        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(1);
+    assert!(ran.stderr.contains("deletes 12 file(s)"), "{ran:?}");
+}
+
+#[test]
+fn an_interrupted_series_write_is_recovered_and_said() {
+    let p = Project::new();
+    let dir = p.patches().join("2.41");
+    let before = visible_files(&dir);
+    // Killed between the two renames of the fallback: the series is aside.
+    std::fs::rename(&dir, p.patches().join(".old-2.41")).unwrap();
+    let ran = p.run(&["patches", "status"]);
+    assert!(
+        ran.stderr.contains("restored") && ran.stderr.contains(".old-2.41"),
+        "{ran:?}"
+    );
+    assert_eq!(visible_files(&dir), before);
+    // Killed after: the old copy is left beside the new series.
+    copy_project(&dir, &p.patches().join(".old-2.41"));
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(0);
+    assert!(
+        ran.stderr.contains("removed") && ran.stderr.contains(".old-2.41"),
+        "{ran:?}"
+    );
+    assert!(hidden_entries(&p.patches()).is_empty());
+}
+
+#[test]
+fn rejected_import_input_does_not_create_a_store() {
+    let p = Project::new();
+    let store = p.root().join("new.git");
+    let missing = p.run_on_store(
+        &store,
+        &[
+            "glibc",
+            "import",
+            "2.42",
+            "--from",
+            "tarball:/nonexistent.tar.xz",
+        ],
+    );
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(missing.stderr.contains("does not exist"), "{missing:?}");
+    let other = source_dir(
+        &p.root().join("other"),
+        "2.42",
+        &[("README", "not glibc\n")],
+    );
+    let tar = tarball(&other, &p.root().join("other.tar.xz"));
+    let wrong = p.run_on_store(
+        &store,
+        &[
+            "glibc",
+            "import",
+            "2.42",
+            "--from",
+            &format!("tarball:{}", tar.display()),
+        ],
+    );
+    assert_eq!(wrong.code, 1, "{wrong:?}");
+    assert!(
+        wrong.stderr.contains("does not hold glibc 2.42 as pinned"),
+        "{wrong:?}"
+    );
+    assert!(!store.exists());
+}
+
+/// A disk that fills during extraction: tar prints a line per file it cannot write. The
+/// error names the directory that filled, prints a bounded tail, and keeps the rest in a log.
+#[test]
+fn a_full_disk_during_import_names_the_directory() {
+    let p = Project::new();
+    let bin = p.root().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake_tar = bin.join("tar");
+    std::fs::write(
+        &fake_tar,
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 20000 ]; do echo \"tar: glibc-2.42/f$i: Cannot open: No space left on device\" >&2; i=$((i+1)); done\nexit 2\n",
+    )
+    .unwrap();
+    common::make_executable(&fake_tar);
+    let tar = p.root().join("glibc_2.42.tar.xz");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // A store that does not exist yet, so that the import does not stop at "already there".
+    let mut cmd = p.command(&[
+        "glibc",
+        "import",
+        "2.42",
+        "--from",
+        &format!("tarball:{}", tar.display()),
+    ]);
+    let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+    let mut fresh = std::process::Command::new(cmd.get_program());
+    fresh
+        .arg("--store")
+        .arg(p.root().join("new.git"))
+        .args(&args[2..]);
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => fresh.env(k, v),
+            None => fresh.env_remove(k),
+        };
+    }
+    let _ = &mut cmd;
+    let out = fresh.env("PATH", path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("the disk holding {} is full", p.root().display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("uncorrupted"), "{stderr}");
+    assert!(
+        stderr.lines().count() < 80,
+        "{} lines:\n{stderr}",
+        stderr.lines().count()
+    );
+    let log = p.cache().join("logs/import-glibc-2.42.log");
+    assert!(stderr.contains(&log.display().to_string()), "{stderr}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.lines().count() > 20_000, "the log keeps everything");
+}
