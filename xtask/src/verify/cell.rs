@@ -255,10 +255,12 @@ pub fn verify(run: &Run, plan: &Plan, key: String, series: String) -> CellReport
         step(&format!(
             "glibc's `make check subdirs={SUITE}`, {flavour} tree (~5 min)"
         ));
-        run.builder
-            .tree(release, target, flavour)
-            .and_then(|tree| testsuite::run_subdir(&tree, SUITE, run.builder.jobs))
-            .with_context(|| format!("cannot run glibc's tests in the {flavour} tree"))
+        let key = run.builder.key(release, target, flavour)?.0;
+        testsuite::results_for(&key, SUITE, || {
+            let tree = run.builder.tree(release, target, flavour)?;
+            testsuite::run_subdir(&tree, SUITE, run.builder.jobs)
+        })
+        .with_context(|| format!("cannot run glibc's tests in the {flavour} tree"))
     });
     seconds.elf_suite_pair = suite_started.elapsed().as_secs_f64();
     let [unpatched_results, patched_results] = match results {

@@ -255,20 +255,10 @@ fn load(path: &Path, key: &str) -> Option<CellReport> {
     (report.key == key && report.passed).then_some(report)
 }
 
-/// Written whole through a temporary file and a rename: a killed run leaves the old report
-/// or the new one.
+/// Written whole or not at all: a killed run leaves the old report or the new one.
 fn store(path: &Path, report: &CellReport) -> Result<()> {
-    let dir = path.parent().context("a report path has a directory")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let text = serde_json::to_string_pretty(report).context("cannot serialize a cell report")?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot move the report to {}", path.display()))?;
-    Ok(())
+    crate::util::durable::replace_file(path, text.as_bytes())
 }
 
 fn merge(files: &[PathBuf], markdown: bool) -> Result<()> {

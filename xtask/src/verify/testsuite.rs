@@ -70,6 +70,31 @@ pub struct TestResult {
 /// Results by test name (`elf/tst-foo`).
 pub type Results = BTreeMap<String, TestResult>;
 
+/// The results of `subdir`'s tests for the build with cache key `build_key`: from
+/// `<cache>/verify/suites/` when that build's were recorded, else from `run`, recorded then.
+/// The same build gives the same results (the build key covers every input), so the
+/// unpatched half of a cell's comparison is not run again when only the series changed.
+pub fn results_for(
+    build_key: &str,
+    subdir: &str,
+    run: impl FnOnce() -> Result<Results>,
+) -> Result<Results> {
+    let path = crate::util::paths::cache_dir()?
+        .join("verify/suites")
+        .join(format!("{build_key}-{subdir}.json"));
+    if let Some(results) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+    {
+        return Ok(results);
+    }
+    let results = run()?;
+    let text = serde_json::to_string_pretty(&results).context("cannot serialize test results")?;
+    crate::util::durable::replace_file(&path, text.as_bytes())
+        .with_context(|| format!("cannot record test results in {}", path.display()))?;
+    Ok(results)
+}
+
 /// Runs `make -k check subdirs=SUBDIR` in the tree, after removing the results of earlier
 /// runs (make would not rerun a test whose output is up to date, and a stale result must
 /// never be read as this run's), and reads the results.
