@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 
+pub mod apt;
 pub mod explain;
 pub mod fixtures;
 pub mod host;
 pub mod layout;
 pub mod matrix;
+pub mod nvidia;
 pub mod probe;
 pub mod report;
 pub mod root;
