@@ -24,6 +24,7 @@ const SOURCES: &[&str] = &[
     "audit.c",
     "probe.c",
     "saxpy.c",
+    "cudart-probe.c",
 ];
 
 /// A `libcuda.so.1` build and the identity it reports.
@@ -275,6 +276,7 @@ impl<'a> Compiler<'a> {
         ];
         let nodeflib = ["-Wl,-z,nodefaultlib".to_string(), runpath(&layout.slibdir)];
         self.program("probe", &[], &[])?;
+        self.compile("cudart-probe", "cudart-probe.c", &[], &[])?;
         self.program("probe-runpath", &[], &[runpath(compat)])?;
         self.program("probe-nodeflib", &[], &nodeflib)?;
         self.program("probe-static", &[], &["-static".into()])?;

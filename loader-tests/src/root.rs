@@ -158,6 +158,50 @@ impl Root {
         self
     }
 
+    /// Puts the host file `from` (say, one of NVIDIA's real libraries) at `to`, and records
+    /// `role` for its directory when it is a `libcuda.so.1`, so that runs name it.
+    pub fn host_file(&mut self, from: &Path, to: &str, role: Option<&str>) -> &mut Root {
+        // Packages ship `libcuda.so.1` as a relative symlink: link the file it names.
+        let result = fs::canonicalize(from)
+            .with_context(|| format!("cannot resolve {}", from.display()))
+            .and_then(|file| self.install(&file, to));
+        self.note(result);
+        if let (Some(role), Some(dir)) = (role, Path::new(to).parent()) {
+            self.placed
+                .push((dir.to_string_lossy().into_owned(), role.to_string()));
+        }
+        self
+    }
+
+    /// A private copy of the host file `from` at `to`, edited with `patchelf ARGS` (a RUNPATH
+    /// or DT_NEEDED entry as Nix would set it); the original is not touched.
+    pub fn patched_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
+        let dest = self.inside(to);
+        let result = (|| -> Result<()> {
+            crate::host::require(&[crate::host::tools::PATCHELF])?;
+            fs::create_dir_all(dest.parent().unwrap())
+                .with_context(|| format!("cannot create the directory of {to}"))?;
+            fresh_file(&dest).with_context(|| format!("cannot replace {to}"))?;
+            fs::copy(from, &dest)
+                .with_context(|| format!("cannot copy {} to {to}", from.display()))?;
+            let out = std::process::Command::new("patchelf")
+                .args(patchelf)
+                .arg(&dest)
+                .output()
+                .context("cannot run patchelf")?;
+            if !out.status.success() {
+                return Err(anyhow!(
+                    "patchelf {} {to} failed: {}",
+                    patchelf.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            Ok(())
+        })();
+        self.note(result);
+        self
+    }
+
     /// Puts fixture `name` at `to` (an absolute path inside the root).
     pub fn fixture(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
@@ -355,6 +399,7 @@ impl Root {
             .context("cannot make /tmp in the root world-writable")?;
         for name in [
             "probe",
+            "cudart-probe",
             "probe-runpath",
             "probe-nodeflib",
             "probe-static",
