@@ -11,6 +11,7 @@ pub mod layout;
 pub mod matrix;
 pub mod nvidia;
 pub mod probe;
+pub mod replay;
 pub mod report;
 pub mod root;
 

@@ -184,17 +184,28 @@ impl Root {
             fresh_file(&dest).with_context(|| format!("cannot replace {to}"))?;
             fs::copy(from, &dest)
                 .with_context(|| format!("cannot copy {} to {to}", from.display()))?;
-            let out = std::process::Command::new("patchelf")
-                .args(patchelf)
-                .arg(&dest)
-                .output()
-                .context("cannot run patchelf")?;
-            if !out.status.success() {
-                return Err(anyhow!(
-                    "patchelf {} {to} failed: {}",
-                    patchelf.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ));
+            // One patchelf run per option: patchelf 0.14 (Debian 12) writes the DT_NEEDED
+            // name into DT_RUNPATH when --set-rpath and --add-needed come in one run.
+            let mut operations: Vec<Vec<&str>> = Vec::new();
+            for arg in patchelf {
+                match operations.last_mut() {
+                    Some(operation) if !arg.starts_with("--") => operation.push(arg),
+                    _ => operations.push(vec![arg]),
+                }
+            }
+            for operation in operations {
+                let out = std::process::Command::new("patchelf")
+                    .args(&operation)
+                    .arg(&dest)
+                    .output()
+                    .context("cannot run patchelf")?;
+                if !out.status.success() {
+                    return Err(anyhow!(
+                        "patchelf {} {to} failed: {}",
+                        operation.join(" "),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ));
+                }
             }
             Ok(())
         })();
@@ -206,6 +217,28 @@ impl Root {
     pub fn fixture(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
         let result = self.install(&from, to);
+        self.note(result);
+        self
+    }
+
+    /// A symlink at `link` (absolute, inside the root) pointing to `target` as given.
+    pub fn symlink(&mut self, target: &str, link: &str) -> &mut Root {
+        let dest = self.inside(link);
+        let result = fs::create_dir_all(dest.parent().unwrap())
+            .and_then(|()| fresh_file(&dest))
+            .and_then(|()| symlink(target, &dest))
+            .with_context(|| format!("cannot link {link} to {target} in the root"));
+        self.note(result);
+        self
+    }
+
+    /// A file of its own at `path` (absolute, inside the root) holding `text`.
+    pub fn write(&mut self, path: &str, text: &str) -> &mut Root {
+        let dest = self.inside(path);
+        let result = fs::create_dir_all(dest.parent().unwrap())
+            .and_then(|()| fresh_file(&dest))
+            .and_then(|()| fs::write(&dest, text))
+            .with_context(|| format!("cannot write {path} in the root"));
         self.note(result);
         self
     }
