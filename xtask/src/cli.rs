@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use loader_tests::{Flavour, Target};
 
 use crate::store::release::{Release, SUPPORTED};
-use crate::{build, ci, rebase, resolution, series, store, verify};
+use crate::{build, ci, jetson, rebase, resolution, series, store, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -49,6 +49,8 @@ pub enum Command {
     TestResolution(resolution::Args),
     /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
     Verify(verify::Args),
+    /// Replay every way of using cuda_compat on Jetson, on every kind of host (docs/jetson.md).
+    JetsonReplay(jetson::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(Bench),
