@@ -102,7 +102,8 @@ impl Workspace {
             .collect()
     }
 
-    /// Directories in `patches/` that are not a supported release (typos, dropped releases).
+    /// Directories in `patches/` that are not a supported release (typos, dropped releases);
+    /// `patches/variants/` holds variants of the series (see `build::source::series_for`).
     pub fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
         let Ok(entries) = std::fs::read_dir(&self.patches_dir) else {
             return Ok(Vec::new());
@@ -114,6 +115,7 @@ impl Workspace {
             let name = entry.file_name().to_string_lossy().into_owned();
             if entry.path().is_dir()
                 && !name.starts_with('.')
+                && name != "variants"
                 && !SUPPORTED.iter().any(|r| r.version == name)
             {
                 stray.push(entry.path());
