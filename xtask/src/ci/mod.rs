@@ -171,10 +171,25 @@ fn built_sysroots(targets: &[Target]) -> Vec<(String, String)> {
                 .args(["build-glibc", "--target", target.name()])
                 .args(["--flavour", flavour.name(), "--print-sysroot"])
                 .output();
-            let Ok(out) = out else { continue };
+            let var = sysroot_env_var(*target, flavour);
+            let out = match out {
+                Ok(out) => out,
+                Err(e) => {
+                    eprintln!("{var} left unset: cannot run {}: {e}", exe.display());
+                    continue;
+                }
+            };
             let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
             if out.status.success() && !path.is_empty() {
-                vars.push((sysroot_env_var(*target, flavour), path));
+                vars.push((var, path));
+            } else {
+                // The tests then fail naming the variable; this says why it is missing.
+                eprintln!(
+                    "{var} left unset: `build-glibc --target {target} --flavour {flavour} \
+                     --print-sysroot` failed ({}):\n{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim_end()
+                );
             }
         }
     }

@@ -113,7 +113,15 @@ pub struct CellReport {
     pub from_cache: bool,
 }
 
+/// What a cell without a current report says in place of its verdicts.
+pub const NOT_VERIFIED: &str = "not verified";
+
 impl CellReport {
+    /// A row for a cell that was neither verified nor run (`verify --cached-only`).
+    pub fn is_unverified(&self) -> bool {
+        self.applies.verdict == Verdict::NotRun && self.applies.summary.starts_with(NOT_VERIFIED)
+    }
+
     pub fn checks(&self) -> [(&'static str, &Check); 6] {
         [
             ("applies", &self.applies),
