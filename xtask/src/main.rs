@@ -49,6 +49,6 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Bench(Bench::Rebase) => rebase::bench::run(&global),
         Command::Bench(Bench::Build(args)) => args.run(&global),
         Command::Bench(Bench::Resolution(args)) => args.run(&global),
-        Command::Ci(args) => args.run(),
+        Command::Ci(args) => args.run(&global),
     }
 }

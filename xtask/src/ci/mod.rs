@@ -5,11 +5,15 @@
 
 pub mod workflow;
 
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use loader_tests::{sysroot_env_var, Flavour, Target};
+
+use crate::cli::Global;
+use crate::store::release::Release;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -62,7 +66,7 @@ impl Step {
 }
 
 impl Args {
-    pub fn run(self) -> Result<()> {
+    pub fn run(self, global: &Global) -> Result<()> {
         if self.workflow {
             return workflow::write_or_check(&crate::util::paths::project_root(), self.check);
         }
@@ -119,8 +123,12 @@ impl Args {
         for (i, mut step) in steps.into_iter().enumerate() {
             ran += 1;
             eprintln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
+            // `--store` reaches the child processes the way they read it when not given.
+            if let Some(store) = &global.store {
+                step.command.env("LD_FALLBACK_STORE", store);
+            }
             if step.wants_sysroots {
-                for (var, path) in built_sysroots(targets) {
+                for (var, path) in built_sysroots(targets, global.store.as_deref()) {
                     eprintln!("{var}={path}");
                     step.command.env(var, path);
                 }
@@ -157,39 +165,21 @@ impl Args {
     }
 }
 
-/// `$LD_FALLBACK_SYSROOT*` for every sysroot of `targets` that is already built (a cache hit
-/// of `build-glibc --print-sysroot`; a sysroot whose build failed is left out).
-fn built_sysroots(targets: &[Target]) -> Vec<(String, String)> {
-    let Ok(exe) = std::env::current_exe() else {
-        return Vec::new();
-    };
+/// `$LD_FALLBACK_SYSROOT*` for every sysroot of `targets` that is built (the build steps made
+/// them; a sysroot whose build failed is left out, and the tests then fail naming it).
+///
+/// Found in this process rather than by running `build-glibc --print-sysroot`: an earlier
+/// step's `cargo test` may have rebuilt `target/debug/xtask`, and then `current_exe()` names
+/// a deleted file, which cannot be run.
+fn built_sysroots(targets: &[Target], store: Option<&Path>) -> Vec<(String, String)> {
     let mut vars = Vec::new();
     for target in targets {
         let variants = (*target == Target::Aarch64).then_some(Flavour::FallbackFirst);
         for flavour in Flavour::ALL.into_iter().chain(variants) {
-            let out = Command::new(&exe)
-                .args(["build-glibc", "--target", target.name()])
-                .args(["--flavour", flavour.name(), "--print-sysroot"])
-                .output();
             let var = sysroot_env_var(*target, flavour);
-            let out = match out {
-                Ok(out) => out,
-                Err(e) => {
-                    eprintln!("{var} left unset: cannot run {}: {e}", exe.display());
-                    continue;
-                }
-            };
-            let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if out.status.success() && !path.is_empty() {
-                vars.push((var, path));
-            } else {
-                // The tests then fail naming the variable; this says why it is missing.
-                eprintln!(
-                    "{var} left unset: `build-glibc --target {target} --flavour {flavour} \
-                     --print-sysroot` failed ({}):\n{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim_end()
-                );
+            match crate::build::ensure_sysroot(store, Release::newest(), *target, flavour) {
+                Ok(sysroot) => vars.push((var, sysroot.path.display().to_string())),
+                Err(err) => eprintln!("{var} left unset: {err:#}"),
             }
         }
     }
