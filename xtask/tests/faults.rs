@@ -381,6 +381,8 @@ fn an_import_killed_anywhere_recovers() {
     for needed in [
         "store-create:initialized",
         "import:read",
+        "pack:written",
+        "pack:renamed",
         "import:committed",
     ] {
         assert!(points.contains_key(needed), "{points:?}");
@@ -422,8 +424,28 @@ fn an_import_killed_anywhere_recovers() {
                 );
             }
             assert_eq!(hidden_entries(&root), Vec::<String>::new(), "{what}");
+            assert_eq!(unfinished_packs(&store), Vec::<String>::new(), "{what}");
         }
     }
+}
+
+/// What a killed pack install can leave in `objects/pack/`: a temporary file, or a pack
+/// whose index never arrived. The next install must leave neither.
+fn unfinished_packs(store: &Path) -> Vec<String> {
+    let dir = store.join("objects/pack");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names
+        .iter()
+        .filter(|n| {
+            n.starts_with("tmp_")
+                || n.strip_suffix(".pack")
+                    .is_some_and(|stem| !names.contains(&format!("{stem}.idx")))
+        })
+        .cloned()
+        .collect()
 }
 
 /// A killed `glibc import` takes its decompressor with it (a `tar` left writing into a

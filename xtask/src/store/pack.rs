@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use flate2::{Compress, Compression, FlushCompress, Status};
 use git2::{ObjectType, Oid, Repository};
 
-use crate::util::durable;
+use crate::util::{durable, fault};
 
 /// Objects being packed, in memory until [`PackBuilder::finish`].
 pub struct PackBuilder {
@@ -151,11 +151,20 @@ impl Pack {
         bytes.extend_from_slice(b"PACK");
         bytes.extend_from_slice(&2u32.to_be_bytes());
         bytes.extend_from_slice(&[0; 4]);
-        let mut kept = Vec::new();
-        for (i, entry) in self.entries.iter().enumerate() {
-            if odb.exists(entry.oid) {
-                continue;
-            }
+        // In id order, not in the order the deflating threads happened to finish: the same
+        // objects make the same pack, byte for byte, whatever the scheduling, so an install
+        // killed between the pack's rename and the index's is completed by the next one (same
+        // name) instead of leaving an unindexed pack behind.
+        let mut missing: Vec<usize> = (0..self.entries.len())
+            .filter(|&i| !odb.exists(self.entries[i].oid))
+            .collect();
+        missing.sort_by(|&a, &b| {
+            let id = |i: usize| self.entries[i].oid;
+            id(a).as_bytes().cmp(id(b).as_bytes())
+        });
+        let mut kept = Vec::with_capacity(missing.len());
+        for i in missing {
+            let entry = &self.entries[i];
             let start = (entry.offset - HEADER_LEN) as usize;
             let end = self
                 .entries
@@ -185,9 +194,11 @@ impl Pack {
             // git's own prefix for packs in progress: `git gc` removes stale ones.
             let tmp = dir.join(format!("tmp_{ext}_{hex}_{pid}"));
             durable::write_synced(&tmp, data)?;
+            fault::point("pack:written");
             let dest = dir.join(format!("pack-{hex}.{ext}"));
             fs::rename(&tmp, &dest)
                 .with_context(|| format!("cannot move {} into place", dest.display()))?;
+            fault::point("pack:renamed");
         }
         durable::sync_dir(&dir)?;
         odb.refresh()
