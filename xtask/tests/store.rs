@@ -236,3 +236,90 @@ fn a_new_store_appears_whole_or_not_at_all() {
     std::fs::write(not_a_store.join("x"), "x").unwrap();
     assert!(SourceStore::open(&not_a_store).is_err());
 }
+
+#[test]
+fn every_compression_and_hard_links_give_the_same_release() {
+    let t = TestStore::new();
+    let (release, xz) = release_tarball(&t);
+    let commit = t.store.import(release, &Source::Tarball(xz)).unwrap();
+    // git drops `.git` entries at any depth; a hard link is a second copy of its file.
+    let top = t.tmp.path().join("src/glibc-2.41");
+    std::fs::create_dir_all(top.join("elf/.git")).unwrap();
+    std::fs::write(top.join("elf/.git/config"), "not part of any tree\n").unwrap();
+    std::fs::hard_link(top.join("elf/dl-load.c"), top.join("elf/hard.c")).unwrap();
+    let with_link = release_of("2.41", &top);
+    assert_ne!(with_link.tree, release.tree);
+    for (flag, name) in [("-czf", "gz"), ("-cjf", "bz2"), ("-cf", "tar")] {
+        let tar = t.tmp.path().join(format!("glibc-2.41.tar.{name}"));
+        run(
+            top.parent().unwrap(),
+            "tar",
+            &[flag, tar.to_str().unwrap(), "glibc-2.41"],
+        );
+        let other = TestStore::new();
+        let linked = other
+            .store
+            .import(with_link, &Source::Tarball(tar))
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        assert_ne!(linked, commit);
+        // git's own checks: pack and index checksums, every object, connectivity.
+        run(
+            other.store.dir(),
+            "git",
+            &["fsck", "--strict", "--no-dangling"],
+        );
+    }
+}
+
+#[test]
+fn a_second_release_packs_only_new_objects() {
+    let t = TestStore::new();
+    // The number of objects in each pack, from its index's fan-out table.
+    let packed = || -> Vec<u32> {
+        let mut counts: Vec<u32> = std::fs::read_dir(t.store.dir().join("objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+            .map(|p| {
+                let idx = std::fs::read(p).unwrap();
+                u32::from_be_bytes(idx[8 + 255 * 4..8 + 256 * 4].try_into().unwrap())
+            })
+            .collect();
+        counts.sort();
+        counts
+    };
+    t.add(
+        "2.40",
+        &[("elf/dl-load.c", "int v40;\n"), ("COPYING", "gpl\n")],
+    );
+    assert_eq!(packed(), [4], "2 blobs, elf/ and the root");
+    let (release, commit) = t.add(
+        "2.41",
+        &[("elf/dl-load.c", "int v41;\n"), ("COPYING", "gpl\n")],
+    );
+    assert_eq!(packed(), [3, 4], "the new dl-load.c, elf/ and the root");
+    let tree = t.repo().find_commit(commit).unwrap().tree().unwrap();
+    assert_eq!(tree.id().to_string(), release.tree);
+    run(t.store.dir(), "git", &["fsck", "--strict", "--no-dangling"]);
+}
+
+#[test]
+fn a_tarball_with_two_top_level_directories_is_refused() {
+    let t = TestStore::new();
+    let (release, _) = release_tarball(&t);
+    let src = t.tmp.path().join("src");
+    std::fs::create_dir_all(src.join("stray")).unwrap();
+    std::fs::write(src.join("stray/file"), "x").unwrap();
+    let tar = t.tmp.path().join("two.tar.xz");
+    run(
+        &src,
+        "tar",
+        &["-cJf", tar.to_str().unwrap(), "glibc-2.41", "stray"],
+    );
+    let err = format!(
+        "{:#}",
+        t.store.import(release, &Source::Tarball(tar)).unwrap_err()
+    );
+    assert!(err.contains("single top-level directory"), "{err}");
+    assert!(t.store.list().unwrap().is_empty());
+}

@@ -12,6 +12,7 @@
 pub mod bench;
 pub mod command;
 pub mod import;
+pub mod pack;
 pub mod release;
 pub mod snapshot;
 pub mod worktree;
@@ -26,7 +27,6 @@ use crate::series::Series;
 use crate::util::{durable, fault, paths, staging};
 use import::Source;
 use release::Release;
-use snapshot::Snapshot;
 
 pub struct SourceStore {
     dir: PathBuf,
@@ -86,12 +86,13 @@ pub struct VerifiedRelease {
     release: Release,
     tree: Oid,
     objects: VerifiedObjects,
-    /// The extracted files or the scratch repository the objects come from.
-    _staging: TempDir,
+    /// The scratch repository a git import's objects come from.
+    _staging: Option<TempDir>,
 }
 
 enum VerifiedObjects {
-    Files(Snapshot),
+    /// A tarball's objects, read and deflated in one pass (see [`import::tarball`]).
+    Pack(pack::Pack),
     Repository(Repository),
 }
 
@@ -122,7 +123,7 @@ impl VerifiedRelease {
                     release,
                     tree: expected,
                     objects: VerifiedObjects::Repository(repo),
-                    _staging: scratch,
+                    _staging: Some(scratch),
                 })
             }
         }
@@ -133,38 +134,36 @@ fn verify_tarball(
     release: Release,
     tarball: &Path,
     expected: Oid,
-    scratch_parent: &Path,
+    _scratch_parent: &Path,
 ) -> Result<VerifiedRelease> {
     if !tarball.is_file() {
         bail!("tarball {} does not exist", tarball.display());
     }
-    let staging = crate::util::staging::tempdir_in(scratch_parent, "import")?;
     let started = std::time::Instant::now();
-    eprintln!("glibc {release}: extracting {}", tarball.display());
-    let top = import::tarball::extract(tarball, staging.path(), release)?;
-    fault::point("import:extracted");
-    let snapshot = Snapshot::of_dir(&top, &[import::DROPPED_TOP_LEVEL])?;
+    eprintln!("glibc {release}: reading {}", tarball.display());
+    let imported = import::tarball::import(tarball, &[import::DROPPED_TOP_LEVEL])?;
+    fault::point("import:read");
     eprintln!(
-        "glibc {release}: {} files hashed, tree {} ({:.0} s)",
-        snapshot.files,
-        snapshot.root,
+        "glibc {release}: {} files hashed and packed, tree {} ({:.1} s)",
+        imported.files,
+        imported.root,
         started.elapsed().as_secs_f64()
     );
-    if snapshot.root != expected {
+    if imported.root != expected {
         bail!(
             "{} does not hold glibc {release} as pinned: its tree (minus manual/) is {}, \
              expected {expected} (xtask/src/release.rs); the store is unchanged. \
              Is it the right, unmodified release tarball?",
             tarball.display(),
-            snapshot.root
+            imported.root
         );
     }
     eprintln!("glibc {release}: tree verified");
     Ok(VerifiedRelease {
         release,
-        tree: snapshot.root,
-        objects: VerifiedObjects::Files(snapshot),
-        _staging: staging,
+        tree: imported.root,
+        objects: VerifiedObjects::Pack(imported.pack),
+        _staging: None,
     })
 }
 
@@ -317,13 +316,11 @@ impl SourceStore {
         let release = verified.release;
         eprintln!("glibc {release}: writing it into the store");
         let written = match &verified.objects {
-            VerifiedObjects::Files(snapshot) => {
-                let odb = self
-                    .repo
-                    .odb()
-                    .context("cannot open the store's object database")?;
-                snapshot.write(&odb)
-            }
+            VerifiedObjects::Pack(pack) => pack.install(&self.repo).map(|written| {
+                eprintln!(
+                    "glibc {release}: {written} objects the store lacked, written as one pack"
+                );
+            }),
             VerifiedObjects::Repository(scratch) => {
                 import::git::copy_tree(scratch, &self.repo, verified.tree)
             }
