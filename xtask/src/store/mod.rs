@@ -106,7 +106,7 @@ impl VerifiedRelease {
         scratch_parent: &Path,
     ) -> Result<VerifiedRelease> {
         if release.tree.is_empty() {
-            bail!("glibc {release} has no pinned tree id in xtask/src/release.rs: cannot verify an import");
+            bail!("glibc {release} has no pinned tree id in xtask/src/store/release.rs: cannot verify an import");
         }
         let expected = Oid::from_str(release.tree)
             .with_context(|| format!("pinned tree id of glibc {release} is malformed"))?;
@@ -152,7 +152,7 @@ fn verify_tarball(
     if imported.root != expected {
         bail!(
             "{} does not hold glibc {release} as pinned: its tree (minus manual/) is {}, \
-             expected {expected} (xtask/src/release.rs); the store is unchanged. \
+             expected {expected} (xtask/src/store/release.rs); the store is unchanged. \
              Is it the right, unmodified release tarball?",
             tarball.display(),
             imported.root

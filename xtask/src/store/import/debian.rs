@@ -129,7 +129,7 @@ impl PrivateApt {
             logged::print_tail(&log);
             bail!(
                 "apt did not download {} (full log: {}). If Debian no longer lists glibc={}, \
-                 set another Debian revision of {} as debian_version in xtask/src/release.rs (they \
+                 set another Debian revision of {} as debian_version in xtask/src/store/release.rs (they \
                  share the orig tarball), or import with --from tarball:<path>",
                 orig_name(release),
                 log.display(),

@@ -41,7 +41,7 @@ pub fn fetch_tag(
     if tree != expected {
         bail!(
             "tag {tag} of {url} does not hold glibc {release} as pinned: its tree minus manual/ is {tree}, \
-             expected {expected} (xtask/src/release.rs); the store is unchanged"
+             expected {expected} (xtask/src/store/release.rs); the store is unchanged"
         );
     }
     Ok((scratch, scratch_repo))
