@@ -1,6 +1,8 @@
 //! A range-diff-like summary of a rebase: per patch, unchanged / changed / dropped, and for a
 //! changed patch the diff of its content with line numbers, `index` lines, commit ids and
-//! numbering stripped, so a reviewer sees only what really changed.
+//! numbering stripped, so a reviewer sees only what really changed. NEWS, whose entry the
+//! rebase places by rule, shows its added and removed lines only: the release's lines around
+//! the entry change with every release, and say nothing about the patch.
 
 use std::fmt::Write;
 
@@ -13,8 +15,14 @@ use crate::store::release::Release;
 /// What a reviewer needs to compare: the patch minus what moves with every rebase.
 pub fn normalize(text: &str) -> String {
     let mut out = String::new();
+    let mut in_news = false;
     for (n, line) in text.lines().enumerate() {
         if n == 0 && line.starts_with("From ") || line.starts_with("index ") {
+            continue;
+        }
+        if line.starts_with("diff --git ") {
+            in_news = line == "diff --git a/NEWS b/NEWS";
+        } else if in_news && (line.starts_with(' ') || line.starts_with("@@")) {
             continue;
         }
         let line = if let Some(rest) = line.strip_prefix("Subject: [PATCH ") {
@@ -103,5 +111,15 @@ mod tests {
         assert_eq!(normalize(a), normalize(b));
         assert_eq!(normalize(a), "Subject: [PATCH] x\n@@ int f (void)\n+new\n");
         assert_ne!(normalize(a), normalize(&b.replace("+new", "+other")));
+    }
+
+    #[test]
+    fn news_shows_only_the_entry() {
+        let a = "diff --git a/NEWS b/NEWS\n@@ -9,6 +9,8 @@ Version 2.44\n Major new features:\n \n+* Entry.\n+\n * Tunables.\ndiff --git a/elf/x.c b/elf/x.c\n@@ -1 +1 @@ f\n ctx\n+x\n";
+        let b = a
+            .replace("Version 2.44", "Version 2.43")
+            .replace("Tunables", "Other");
+        assert_eq!(normalize(a), normalize(&b));
+        assert!(normalize(a).contains("+* Entry.\n") && normalize(a).contains(" ctx\n"));
     }
 }
