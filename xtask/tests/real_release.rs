@@ -49,7 +49,7 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
         .unwrap();
     let summary = match rebase::start(&ws, Some(r41), r42).unwrap() {
         Outcome::Written(summary) => summary,
-        Outcome::Conflict(report) => panic!("{report}"),
+        Outcome::Conflict(report) | Outcome::CheckFailed(report) => panic!("{report}"),
     };
     assert!(
         summary.contains("0001-elf-Mark-where-LD_FALLBACK_PATH-is-searched.patch"),

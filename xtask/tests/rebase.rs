@@ -76,14 +76,18 @@ fn fixture() -> Fixture {
 fn written(outcome: Outcome) -> String {
     match outcome {
         Outcome::Written(summary) => summary,
-        Outcome::Conflict(report) => panic!("unexpected conflict:\n{report}"),
+        Outcome::Conflict(report) | Outcome::CheckFailed(report) => {
+            panic!("unexpected stop:\n{report}")
+        }
     }
 }
 
 fn conflict(outcome: Outcome) -> String {
     match outcome {
-        Outcome::Written(summary) => panic!("expected a conflict, got:\n{summary}"),
         Outcome::Conflict(report) => report,
+        Outcome::Written(text) | Outcome::CheckFailed(text) => {
+            panic!("expected a conflict, got:\n{text}")
+        }
     }
 }
 
@@ -519,6 +523,10 @@ fn the_news_entry_is_placed_by_rule_and_the_series_stays_consumable() {
     use xtask::series::news;
     let f = news_fixture(|news| news::place(news, NEWS_ENTRY).unwrap());
     let summary = written(rebase::start(&f.ws, None, rel("2.42")).unwrap());
+    assert!(
+        summary.contains("NEWS: its entry placed first under glibc 2.42's \"Major new features:\""),
+        "{summary}"
+    );
     // Only the entry shows in the summary's diff, not the release's lines around it.
     assert!(!summary.contains("Tunables"), "{summary}");
     let news42 = news_of(

@@ -52,8 +52,15 @@ fn without_hunk_context(normalized: &str) -> String {
         .join("\n")
 }
 
-/// One line per patch of `from`, and the content diff under each changed one.
-pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> String {
+/// One line per patch of `from`, its `notes` (what the rebase did to it: NEWS, resolutions,
+/// checks), and the content diff under each changed one.
+pub fn summarize(
+    from: &Series,
+    onto: Release,
+    new: &Series,
+    steps: &[Step],
+    notes: &[Vec<String>],
+) -> String {
     let mut out = format!(
         "rebased {} patch{} from glibc {} onto glibc {onto}:\n",
         from.patches.len(),
@@ -61,16 +68,19 @@ pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> 
         from.base
     );
     let mut next = new.patches.iter();
-    for (old, step) in from.patches.iter().zip(steps) {
+    for (at, (old, step)) in from.patches.iter().zip(steps).enumerate() {
+        let notes = notes.get(at).map(Vec::as_slice).unwrap_or_default();
         match step {
             Step::Dropped => {
                 let _ = writeln!(out, "  {:<50} dropped: already in glibc {onto}", old.name);
+                write_notes(&mut out, notes);
             }
             Step::Applied(_) => {
                 let Some(patch) = next.next() else { break };
                 let (a, b) = (normalize(&old.text), normalize(&patch.text));
                 if a == b {
                     let _ = writeln!(out, "  {:<50} unchanged -> {}", old.name, patch.name);
+                    write_notes(&mut out, notes);
                 } else {
                     // Only the functions named in hunk headers differ: the code moved upstream.
                     let label = if without_hunk_context(&a) == without_hunk_context(&b) {
@@ -79,6 +89,7 @@ pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> 
                         "changed"
                     };
                     let _ = writeln!(out, "  {:<50} {label} -> {}", old.name, patch.name);
+                    write_notes(&mut out, notes);
                     let diff = TextDiff::from_lines(&a, &b);
                     let old_name = format!("{}/{}", from.base, old.name);
                     let new_name = format!("{onto}/{}", patch.name);
@@ -98,6 +109,12 @@ pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> 
         }
     }
     out
+}
+
+fn write_notes(out: &mut String, notes: &[String]) {
+    for note in notes {
+        let _ = writeln!(out, "      {note}");
+    }
 }
 
 #[cfg(test)]
