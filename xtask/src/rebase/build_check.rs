@@ -204,8 +204,7 @@ impl BuildCheck {
             }
             let _ = write!(
                 report,
-                "  (the compiler ran in {}/{}; full log: {})",
-                tree.display(),
+                "  (the compiler ran in {}/ of a scratch copy of the work tree named below: its paths are relative to that; full log: {})",
                 dir_of(&job.file),
                 log.display()
             );

@@ -128,10 +128,9 @@ impl Checker {
             let status = logged::run_to_end(&mut cmd, &log, &label, |_| None)?;
             if !status.success() {
                 return Ok(Outcome::Failed(format!(
-                    "exec `{command}` failed ({status}) after {}:\n{}  (it ran in {}; full log: {})",
+                    "exec `{command}` failed ({status}) after {}:\n{}  (it ran in a scratch copy of the work tree named below; full log: {})",
                     patch.name,
                     tail(&log),
-                    tree.display(),
                     log.display()
                 )));
             }
