@@ -166,3 +166,27 @@ fn exec_runs_after_each_patch_of_an_update() {
         ran.both()
     );
 }
+
+#[test]
+fn a_verifying_update_continued_without_verification_writes_the_candidate() {
+    let p = Project::new();
+    // Verification asked for, but the rebase stops before it: no build starts.
+    let ran = p
+        .run(&["update-release", "2.42", "--no-build-check"])
+        .expect(2);
+    assert!(ran.stderr.contains("conflict in elf/dl-load.c"), "{ran:?}");
+    p.resolve(0);
+    p.run(&[CONTINUE, &["--no-verify"]].concat()).expect(2);
+    p.resolve(1);
+    let ran = p.run(&[CONTINUE, &["--no-verify"]].concat()).expect(0);
+    assert!(
+        ran.stdout.contains("patches/2.42 is written, not verified"),
+        "{ran:?}"
+    );
+    assert!(p.patches().join("2.42/series").is_file());
+    assert!(
+        !p.cache().join("update/2.42").exists(),
+        "the candidate is gone"
+    );
+    p.run(&["rebase-glibc", "--check"]).expect(0);
+}

@@ -149,7 +149,24 @@ impl Args {
         }
         phases.push(("rebase", phase.elapsed().as_secs_f64()));
 
-        let Some(series_dir) = written_to else {
+        let series_dir = match written_to {
+            // Asked not to verify on a --continue of a run that was to: the candidate goes
+            // to patches/ as it is.
+            Some(candidate_series) if self.no_verify => {
+                Series::load(&candidate_series)
+                    .with_context(|| {
+                        format!(
+                            "cannot read the rebased series {}",
+                            candidate_series.display()
+                        )
+                    })?
+                    .write(&ws.series_dir(onto))?;
+                durable::remove_tree(&candidate)?;
+                None
+            }
+            other => other,
+        };
+        let Some(series_dir) = series_dir else {
             // Written to patches/ directly: no verification asked (or a rebase started
             // without one).
             print_phases(onto, &phases, started);
