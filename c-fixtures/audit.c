@@ -1,5 +1,7 @@
 /* LD_AUDIT module: prints every la_objsearch candidate for libcuda.so.1 with its flag, so
-   that a scenario can see which search-path class the loader reports for it.  */
+   that a scenario can see which search-path class the loader reports for it, and every
+   libcuda* object mapped (la_objopen), so that a scenario sees which copy NVIDIA's real
+   runtime used even though the runtime dlcloses it again.  */
 #define _GNU_SOURCE
 #include <link.h>
 #include <stdio.h>
@@ -35,4 +37,16 @@ la_objsearch (const char *name, uintptr_t *cookie, unsigned int flag)
   if (strstr (name, "libcuda.so.1") != NULL)
     dprintf (1, "audit objsearch flag=%s name=%s\n", flag_name (flag), name);
   return (char *) name;
+}
+
+unsigned int
+la_objopen (struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
+{
+  (void) lmid;
+  (void) cookie;
+  const char *base = strrchr (map->l_name, '/');
+  base = base != NULL ? base + 1 : map->l_name;
+  if (strncmp (base, "libcuda", 7) == 0 && strncmp (base, "libcudart", 9) != 0)
+    dprintf (1, "audit objopen path=%s\n", map->l_name);
+  return 0;
 }

@@ -24,6 +24,7 @@ const SOURCES: &[&str] = &[
     "audit.c",
     "probe.c",
     "saxpy.c",
+    "cudart-probe.c",
 ];
 
 /// A `libcuda.so.1` build and the identity it reports.
@@ -95,41 +96,72 @@ impl Fixtures {
 
     /// Compiles the fixtures for `sysroot` into `cache/fixtures/<key>`, unless that exists.
     pub fn ensure(sysroot: &Sysroot, layout: &Layout, cache: &Path) -> Result<Fixtures> {
-        let sources = sources_dir();
-        let key = cache_key(sysroot, &sources)?;
-        let dir = cache.join("fixtures").join(format!(
-            "{}-{}-{}-{key:016x}",
-            sysroot.release, sysroot.target, sysroot.flavour
-        ));
-        if dir.join(".complete").exists() {
-            return Ok(Fixtures { dir });
-        }
-        fs::create_dir_all(dir.parent().unwrap())
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        let staging = tempfile::Builder::new()
-            .prefix(".staging-")
-            .tempdir_in(dir.parent().unwrap())
-            .context("cannot create a staging directory for fixtures")?;
-        Compiler::new(sysroot, layout, &sources, staging.path())?
-            .build_all(layout)
-            .with_context(|| {
-                format!(
-                    "cannot compile the c-fixtures against {}",
-                    sysroot.path.display()
-                )
-            })?;
-        fs::write(staging.path().join(".complete"), RECIPE)
-            .context("cannot mark the fixtures complete")?;
-        let staged = staging.keep();
-        if let Err(err) = fs::rename(&staged, &dir) {
-            let _ = fs::remove_dir_all(&staged);
-            // Another process published the same key first: theirs is as good as ours.
-            if !dir.join(".complete").exists() {
-                return Err(err).with_context(|| format!("cannot publish {}", dir.display()));
-            }
-        }
-        Ok(Fixtures { dir })
+        ensure_set(
+            FixtureSet {
+                prefix: "",
+                recipe: RECIPE,
+                sources: SOURCES,
+                build: &|c: &Compiler| c.build_all(layout),
+            },
+            sysroot,
+            layout,
+            cache,
+        )
     }
+}
+
+/// A set of fixtures compiled together and cached under one key: the matrix's, or the
+/// Jetson replay's (`crate::replay::fixtures`).
+pub(crate) struct FixtureSet<'a> {
+    /// Starts the cache directory's name (`""` for the matrix's set).
+    pub prefix: &'a str,
+    /// Bump when the recipe changes in a way the sources hash cannot see.
+    pub recipe: &'a str,
+    /// Files of `c-fixtures/` the set is made from (all go into the key).
+    pub sources: &'a [&'a str],
+    pub build: &'a dyn Fn(&Compiler) -> Result<()>,
+}
+
+/// Compiles `set` for `sysroot` into `cache/fixtures/<prefix><key>`, unless that exists.
+pub(crate) fn ensure_set(
+    set: FixtureSet<'_>,
+    sysroot: &Sysroot,
+    layout: &Layout,
+    cache: &Path,
+) -> Result<Fixtures> {
+    let sources = sources_dir();
+    let key = cache_key(sysroot, &sources, set.recipe, set.sources)?;
+    let dir = cache.join("fixtures").join(format!(
+        "{}{}-{}-{}-{key:016x}",
+        set.prefix, sysroot.release, sysroot.target, sysroot.flavour
+    ));
+    if dir.join(".complete").exists() {
+        return Ok(Fixtures { dir });
+    }
+    fs::create_dir_all(dir.parent().unwrap())
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let staging = tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(dir.parent().unwrap())
+        .context("cannot create a staging directory for fixtures")?;
+    let compiler = Compiler::new(sysroot, layout, &sources, staging.path())?;
+    (set.build)(&compiler).with_context(|| {
+        format!(
+            "cannot compile the c-fixtures against {}",
+            sysroot.path.display()
+        )
+    })?;
+    fs::write(staging.path().join(".complete"), set.recipe)
+        .context("cannot mark the fixtures complete")?;
+    let staged = staging.keep();
+    if let Err(err) = fs::rename(&staged, &dir) {
+        let _ = fs::remove_dir_all(&staged);
+        // Another process published the same key first: theirs is as good as ours.
+        if !dir.join(".complete").exists() {
+            return Err(err).with_context(|| format!("cannot publish {}", dir.display()));
+        }
+    }
+    Ok(Fixtures { dir })
 }
 
 /// `c-fixtures/` of the checkout.
@@ -140,9 +172,9 @@ pub fn sources_dir() -> PathBuf {
         .join("c-fixtures")
 }
 
-fn cache_key(sysroot: &Sysroot, sources: &Path) -> Result<u64> {
+fn cache_key(sysroot: &Sysroot, sources: &Path, recipe: &str, files: &[&str]) -> Result<u64> {
     let mut hash = Fnv::new();
-    hash.add(RECIPE.as_bytes());
+    hash.add(recipe.as_bytes());
     for m in MARKERS {
         hash.add(m.role.as_bytes());
         hash.add(&m.version.to_le_bytes());
@@ -166,7 +198,7 @@ fn cache_key(sysroot: &Sysroot, sources: &Path) -> Result<u64> {
             }
         }
     }
-    for name in SOURCES {
+    for name in files {
         let path = sources.join(name);
         let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         hash.add(name.as_bytes());
@@ -191,7 +223,8 @@ impl Fnv {
     }
 }
 
-struct Compiler<'a> {
+/// Compiles fixtures against the glibc under test, into one output directory.
+pub(crate) struct Compiler<'a> {
     sysroot: &'a Sysroot,
     layout: &'a Layout,
     sources: &'a Path,
@@ -220,6 +253,11 @@ impl<'a> Compiler<'a> {
             cc: toolchain.cc.program,
             kernel_headers: toolchain.kernel_headers,
         })
+    }
+
+    /// Where the compiled files go (to link later fixtures against earlier ones).
+    pub(crate) fn out(&self) -> &Path {
+        self.out
     }
 
     fn build_all(&self, layout: &Layout) -> Result<()> {
@@ -275,6 +313,7 @@ impl<'a> Compiler<'a> {
         ];
         let nodeflib = ["-Wl,-z,nodefaultlib".to_string(), runpath(&layout.slibdir)];
         self.program("probe", &[], &[])?;
+        self.compile("cudart-probe", "cudart-probe.c", &[], &[])?;
         self.program("probe-runpath", &[], &[runpath(compat)])?;
         self.program("probe-nodeflib", &[], &nodeflib)?;
         self.program("probe-static", &[], &["-static".into()])?;
@@ -318,7 +357,7 @@ impl<'a> Compiler<'a> {
         self.compile(name, "probe.c", defines, link)
     }
 
-    fn shared(
+    pub(crate) fn shared(
         &self,
         name: &str,
         source: &str,
@@ -335,7 +374,18 @@ impl<'a> Compiler<'a> {
         self.compile(name, source, &flags, link)
     }
 
-    fn compile(&self, name: &str, source: &str, flags: &[String], link: &[String]) -> Result<()> {
+    /// Compiles `source` into `name` (which may name a subdirectory of the output).
+    pub(crate) fn compile(
+        &self,
+        name: &str,
+        source: &str,
+        flags: &[String],
+        link: &[String],
+    ) -> Result<()> {
+        let output = self.out.join(name);
+        if let Some(dir) = output.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
         // `--sysroot` alone is not enough with Debian's gcc: it still takes crt files and
         // libc.so from the host's multiarch directories. -B and -L point it at the sysroot.
         let root = self.sysroot.path.display();
@@ -355,7 +405,7 @@ impl<'a> Compiler<'a> {
         }
         cmd.args(flags)
             .arg("-o")
-            .arg(self.out.join(name))
+            .arg(&output)
             .arg(self.sources.join(source))
             .args(link)
             .arg(format!(

@@ -44,6 +44,8 @@ pub mod tools {
     pub const QEMU_AARCH64: Tool = Tool::new("qemu-aarch64-static", "qemu-user-static");
     pub const QUILT: Tool = Tool::new("quilt", "quilt");
     pub const PATCH: Tool = Tool::new("patch", "patch");
+    /// Gives fixtures and NVIDIA's libraries the RUNPATH and DT_NEEDED entries Nix gives them.
+    pub const PATCHELF: Tool = Tool::new("patchelf", "patchelf");
 
     /// Every tool above: what `scripts/install-deps` must provide.
     pub const ALL: &[Tool] = &[
@@ -63,6 +65,7 @@ pub mod tools {
         QEMU_AARCH64,
         QUILT,
         PATCH,
+        PATCHELF,
     ];
 }
 

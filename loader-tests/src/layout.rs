@@ -17,8 +17,11 @@ pub struct Layout {
     pub tegra: String,
     /// C: a cuda_compat directory, in the DT_RUNPATH of probes and shims.
     pub compat: String,
-    /// A Nix-store-like cuda_compat directory, in the RUNPATH of the `libcudart` shim.
+    /// A Nix-store-like cuda_compat directory, in the RUNPATH of the `libcudart` shim: the
+    /// package's `compat/` directory, where nixpkgs' cuda_compat keeps its `libcuda.so.1`.
     pub nix_compat: String,
+    /// Where the real-binary scenarios put NVIDIA's real `libcudart.so.11.0`.
+    pub real_cudart: String,
     /// Where the Jetson app finds `libcudart.so.12` (its RUNPATH).
     pub nix_cudart: String,
     /// A directory listed in `/etc/ld.so.conf` (an `ld.so.cache` entry, not a default dir).
@@ -67,7 +70,9 @@ impl Layout {
             libdir: libdir.to_string(),
             tegra: format!("/usr/lib/{triplet}/tegra"),
             compat: "/opt/cuda_compat/lib".into(),
-            nix_compat: "/nix/store/0c5n1jv6x7l0q2hkyxgm1z1m7wd3mi0a-cuda_compat-12.2/lib".into(),
+            nix_compat: "/nix/store/0c5n1jv6x7l0q2hkyxgm1z1m7wd3mi0a-cuda_compat-12.2/compat"
+                .into(),
+            real_cudart: "/nix/store/1f0kz2m4y1b9p0d8l2c3x4v5n6m7q8r9-cuda_cudart-11.8/lib".into(),
             nix_cudart: "/nix/store/9fvgbhaq2r3zvv1wzbb6kbr3qbyl4ma8-cuda_cudart-12.2/lib".into(),
             cached: "/opt/cached".into(),
             empty: "/opt/empty".into(),

@@ -3,12 +3,15 @@
 
 use std::path::PathBuf;
 
+pub mod apt;
 pub mod explain;
 pub mod fixtures;
 pub mod host;
 pub mod layout;
 pub mod matrix;
+pub mod nvidia;
 pub mod probe;
+pub mod replay;
 pub mod report;
 pub mod root;
 
@@ -64,32 +67,53 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// A build of glibc with or without the LD_FALLBACK_PATH series.
+/// A build of glibc: with or without the LD_FALLBACK_PATH series, or a variant of the series
+/// kept apart from it (`patches/variants/<name>/<X.Y>/`), built only to compare against.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Flavour {
     Patched,
     Unpatched,
+    /// The series plus a patch that searches LD_FALLBACK_PATH before ld.so.cache and the
+    /// default directories (the placement of NixOS/nixpkgs#248547), for the Jetson replay.
+    FallbackFirst,
 }
 
 impl Flavour {
+    /// The flavours every release and target is built and checked in (`--flavour both`).
     pub const ALL: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
+    /// Variants of the series, built only when asked for by name.
+    pub const VARIANTS: [Flavour; 1] = [Flavour::FallbackFirst];
 
     pub fn name(self) -> &'static str {
         match self {
             Flavour::Patched => "patched",
             Flavour::Unpatched => "unpatched",
+            Flavour::FallbackFirst => "fallback-first",
         }
     }
 
     pub fn parse(text: &str) -> Option<Flavour> {
-        Flavour::ALL.into_iter().find(|f| f.name() == text)
+        Flavour::ALL
+            .into_iter()
+            .chain(Flavour::VARIANTS)
+            .find(|f| f.name() == text)
     }
 
+    /// Whether the loader has LD_FALLBACK_PATH at all (the series or a variant of it).
     pub fn is_patched(self) -> bool {
-        self == Flavour::Patched
+        self != Flavour::Unpatched
+    }
+
+    /// For a variant, the directory under `patches/variants/` whose patches go on top of the
+    /// series.
+    pub fn variant(self) -> Option<&'static str> {
+        match self {
+            Flavour::Patched | Flavour::Unpatched => None,
+            Flavour::FallbackFirst => Some(self.name()),
+        }
     }
 }
 
@@ -116,8 +140,10 @@ pub fn sysroot_env_var(target: Target, flavour: Flavour) -> String {
     if target == Target::Aarch64 {
         name.push_str("_AARCH64");
     }
-    if flavour == Flavour::Unpatched {
-        name.push_str("_UNPATCHED");
+    match flavour {
+        Flavour::Patched => {}
+        Flavour::Unpatched => name.push_str("_UNPATCHED"),
+        Flavour::FallbackFirst => name.push_str("_FALLBACK_FIRST"),
     }
     name
 }

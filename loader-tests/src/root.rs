@@ -158,10 +158,87 @@ impl Root {
         self
     }
 
+    /// Puts the host file `from` (say, one of NVIDIA's real libraries) at `to`, and records
+    /// `role` for its directory when it is a `libcuda.so.1`, so that runs name it.
+    pub fn host_file(&mut self, from: &Path, to: &str, role: Option<&str>) -> &mut Root {
+        // Packages ship `libcuda.so.1` as a relative symlink: link the file it names.
+        let result = fs::canonicalize(from)
+            .with_context(|| format!("cannot resolve {}", from.display()))
+            .and_then(|file| self.install(&file, to));
+        self.note(result);
+        if let (Some(role), Some(dir)) = (role, Path::new(to).parent()) {
+            self.placed
+                .push((dir.to_string_lossy().into_owned(), role.to_string()));
+        }
+        self
+    }
+
+    /// A private copy of the host file `from` at `to`, edited with `patchelf ARGS` (a RUNPATH
+    /// or DT_NEEDED entry as Nix would set it); the original is not touched.
+    pub fn patched_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
+        let dest = self.inside(to);
+        let result = (|| -> Result<()> {
+            crate::host::require(&[crate::host::tools::PATCHELF])?;
+            fs::create_dir_all(dest.parent().unwrap())
+                .with_context(|| format!("cannot create the directory of {to}"))?;
+            fresh_file(&dest).with_context(|| format!("cannot replace {to}"))?;
+            fs::copy(from, &dest)
+                .with_context(|| format!("cannot copy {} to {to}", from.display()))?;
+            // One patchelf run per option: patchelf 0.14 (Debian 12) writes the DT_NEEDED
+            // name into DT_RUNPATH when --set-rpath and --add-needed come in one run.
+            let mut operations: Vec<Vec<&str>> = Vec::new();
+            for arg in patchelf {
+                match operations.last_mut() {
+                    Some(operation) if !arg.starts_with("--") => operation.push(arg),
+                    _ => operations.push(vec![arg]),
+                }
+            }
+            for operation in operations {
+                let out = std::process::Command::new("patchelf")
+                    .args(&operation)
+                    .arg(&dest)
+                    .output()
+                    .context("cannot run patchelf")?;
+                if !out.status.success() {
+                    return Err(anyhow!(
+                        "patchelf {} {to} failed: {}",
+                        operation.join(" "),
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ));
+                }
+            }
+            Ok(())
+        })();
+        self.note(result);
+        self
+    }
+
     /// Puts fixture `name` at `to` (an absolute path inside the root).
     pub fn fixture(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
         let result = self.install(&from, to);
+        self.note(result);
+        self
+    }
+
+    /// A symlink at `link` (absolute, inside the root) pointing to `target` as given.
+    pub fn symlink(&mut self, target: &str, link: &str) -> &mut Root {
+        let dest = self.inside(link);
+        let result = fs::create_dir_all(dest.parent().unwrap())
+            .and_then(|()| fresh_file(&dest))
+            .and_then(|()| symlink(target, &dest))
+            .with_context(|| format!("cannot link {link} to {target} in the root"));
+        self.note(result);
+        self
+    }
+
+    /// A file of its own at `path` (absolute, inside the root) holding `text`.
+    pub fn write(&mut self, path: &str, text: &str) -> &mut Root {
+        let dest = self.inside(path);
+        let result = fs::create_dir_all(dest.parent().unwrap())
+            .and_then(|()| fresh_file(&dest))
+            .and_then(|()| fs::write(&dest, text))
+            .with_context(|| format!("cannot write {path} in the root"));
         self.note(result);
         self
     }
@@ -355,6 +432,7 @@ impl Root {
             .context("cannot make /tmp in the root world-writable")?;
         for name in [
             "probe",
+            "cudart-probe",
             "probe-runpath",
             "probe-nodeflib",
             "probe-static",

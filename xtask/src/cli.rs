@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use loader_tests::{Flavour, Target};
 
 use crate::store::release::{Release, SUPPORTED};
-use crate::{build, ci, rebase, resolution, series, store, update, verify};
+use crate::{build, ci, jetson, rebase, resolution, series, store, update, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -51,6 +51,8 @@ pub enum Command {
     TestResolution(resolution::Args),
     /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
     Verify(verify::Args),
+    /// Replay every way of using cuda_compat on Jetson, on every kind of host (docs/jetson.md).
+    JetsonReplay(jetson::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(Bench),
@@ -124,7 +126,8 @@ pub struct Cells {
 pub struct Selection {
     #[command(flatten)]
     pub cells: Cells,
-    /// `patched` (with the series), `unpatched` (the release as is) or `both`.
+    /// `patched` (with the series), `unpatched` (the release as is), `both`, or a variant of
+    /// the series (`fallback-first`: patches/variants/fallback-first/, for comparisons).
     #[arg(long, value_parser = flavours(), default_value = "patched")]
     pub flavour: Flavours,
 }
@@ -194,14 +197,23 @@ pub fn targets() -> impl TypedValueParser<Value = Targets> {
     })
 }
 
+/// Every flavour by name: the two of `both`, then the variants.
+fn flavour_names() -> impl Iterator<Item = &'static str> {
+    Flavour::ALL
+        .into_iter()
+        .chain(Flavour::VARIANTS)
+        .map(Flavour::name)
+}
+
 /// One flavour.
 pub fn flavour() -> impl TypedValueParser<Value = Flavour> {
-    PossibleValuesParser::new(Flavour::ALL.map(Flavour::name))
+    PossibleValuesParser::new(flavour_names())
         .map(|text| Flavour::parse(&text).expect("a possible value is a flavour"))
 }
 
+/// One flavour, or `both` (patched and unpatched; never a variant).
 fn flavours() -> impl TypedValueParser<Value = Flavours> {
-    let values = Flavour::ALL.map(Flavour::name).into_iter().chain(["both"]);
+    let values = flavour_names().chain(["both"]);
     PossibleValuesParser::new(values).map(|text| match Flavour::parse(&text) {
         Some(one) => Flavours(vec![one]),
         None => Flavours(Flavour::ALL.to_vec()),
@@ -236,6 +248,14 @@ mod tests {
     fn all_and_both_expand() {
         let s = parse(&["--release", "all", "--target", "all", "--flavour", "both"]).unwrap();
         assert_eq!(s.iter().count(), SUPPORTED.len() * 2 * 2);
+    }
+
+    #[test]
+    fn a_variant_is_a_flavour_of_its_own_and_not_part_of_both() {
+        let s = parse(&["--flavour", "fallback-first"]).unwrap();
+        assert_eq!(s.flavour.0, vec![Flavour::FallbackFirst]);
+        let s = parse(&["--flavour", "both"]).unwrap();
+        assert_eq!(s.flavour.0, vec![Flavour::Patched, Flavour::Unpatched]);
     }
 
     #[test]

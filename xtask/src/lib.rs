@@ -10,6 +10,7 @@
 pub mod build;
 pub mod ci;
 pub mod cli;
+pub mod jetson;
 pub mod rebase;
 pub mod resolution;
 pub mod series;

@@ -45,6 +45,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::BuildGlibc(args) => args.run(&global),
         Command::TestResolution(args) => args.run(&global),
         Command::Verify(args) => args.run(&global),
+        Command::JetsonReplay(args) => args.run(&global),
         Command::Bench(Bench::Store) => store::bench::run(),
         Command::Bench(Bench::Rebase) => rebase::bench::run(&global),
         Command::Bench(Bench::Build(args)) => args.run(&global),

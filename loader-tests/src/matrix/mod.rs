@@ -10,10 +10,12 @@ use anyhow::Result;
 use crate::root::Ctx;
 
 mod jetson;
+mod real;
 mod row;
 mod special;
 mod table;
 
+pub use real::RealCase;
 pub use row::{Cmd, Dir, Env, List, Look, Put, Row, Value};
 pub use table::MATRIX;
 
@@ -30,6 +32,9 @@ pub struct Scenario {
     pub unpatched: Unpatched,
     /// Secure-mode scenarios run a setuid-root program: elsewhere they are skipped.
     pub needs_root: bool,
+    /// Real-binary scenarios need NVIDIA's libraries from Debian's archive: where it cannot be
+    /// reached they are skipped (see `crate::nvidia`).
+    pub needs_archive: bool,
     pub how: How,
 }
 

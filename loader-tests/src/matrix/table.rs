@@ -6,6 +6,7 @@
 //! that won: `compat` (C), `driver` (T), `system` (a default dir), `cache` (ld.so.cache).
 
 use super::jetson::jetson;
+use super::real::{real, RealCase};
 use super::row::{fb, llp, Cmd::*, Dir::*, List, Look::*, Put::*, Row, Value};
 use super::special::*;
 use super::Contract::{Row as R, Story};
@@ -58,6 +59,7 @@ const DEFAULT: Scenario = Scenario {
     expected: "",
     unpatched: Same,
     needs_root: false,
+    needs_archive: false,
     how: How::Code(|_| unreachable!("a scenario without a way to run")),
 };
 
@@ -70,6 +72,9 @@ pub const MATRIX: &[Scenario] = &[
         how: row(C_AND_T, NEEDED_RUNPATH, &[llp("{T}")]), expected: "driver", ..DEFAULT },
     Scenario { id: "01-dlopen-bug", contract: R(1), title: "dlopen, the bug: LLP=T outranks RUNPATH=C",
         how: row(C_AND_T, DLOPEN_RUNPATH, &[llp("{T}")]), expected: "driver", ..DEFAULT },
+    Scenario { id: "01-real-llp-bug", contract: R(1), title: "NVIDIA's libcudart (RUNPATH=C) and libcuda.so.1 in C and T, LLP=T: the driver dir wins",
+        how: code(|cx| real(cx, RealCase { copy_in_compat: true, variable: "LD_LIBRARY_PATH" })), needs_archive: true,
+        expected: "driver, version 12020", ..DEFAULT },
     Scenario { id: "01-rpath-order", contract: R(1), title: "DT_RPATH=C outranks LLP=T (order step 1), FB=T changes nothing",
         how: row(C_AND_T, Probe("needed-rpath", &["needed"]), &[llp("{T}"), fb("{T}")]), expected: "compat", ..DEFAULT },
 
@@ -78,12 +83,18 @@ pub const MATRIX: &[Scenario] = &[
         how: row(C_AND_T, NEEDED_RUNPATH, FB_T), expected: "compat", ..DEFAULT },
     Scenario { id: "02-dlopen-fix", contract: R(2), title: "dlopen, the fix: FB=T, RUNPATH=C wins",
         how: row(C_AND_T, DLOPEN_RUNPATH, FB_T), expected: "compat", ..DEFAULT },
+    Scenario { id: "02-real-runpath-beats-fallback", contract: R(2), title: "NVIDIA's libcudart (RUNPATH=C) and libcuda.so.1 in C and T, FB=T: the RUNPATH copy wins",
+        how: code(|cx| real(cx, RealCase { copy_in_compat: true, variable: "LD_FALLBACK_PATH" })), needs_archive: true,
+        expected: "compat, version 12020", ..DEFAULT },
 
     // 3. A RUNPATH without a copy falls back to T.
     Scenario { id: "03-needed-runpath-miss", contract: R(3), title: "DT_NEEDED, RUNPATH without a copy falls back to T",
         how: row(&[Mkdir(Compat), Cuda("driver", Tegra)], NEEDED_RUNPATH, FB_T), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
     Scenario { id: "03-dlopen-runpath-miss", contract: R(3), title: "dlopen, RUNPATH without a copy falls back to T",
         how: row(&[Mkdir(Compat), Cuda("driver", Tegra)], DLOPEN_RUNPATH, FB_T), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
+    Scenario { id: "03-real-fallback-only", contract: R(3), title: "NVIDIA's libcudart (RUNPATH=C, empty) and libcuda.so.1 only in T, FB=T: found through the fallback",
+        how: code(|cx| real(cx, RealCase { copy_in_compat: false, variable: "LD_FALLBACK_PATH" })), needs_archive: true,
+        expected: "driver, version 12020", unpatched: Gives("no driver, version 0"), ..DEFAULT },
 
     // 4. Nothing set: a copy only in T is not found, also by the listings.
     Scenario { id: "04-needed-nothing-set", contract: R(4), title: "DT_NEEDED, copy only in T, nothing set",

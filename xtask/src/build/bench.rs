@@ -174,10 +174,7 @@ fn plain_build(
         dir.path().join("build"),
         dir.path().join("dest"),
     );
-    let series = match flavour {
-        Flavour::Patched => Some(source::load_series(&paths::patches_dir(), release)?),
-        Flavour::Unpatched => None,
-    };
+    let series = source::series_for(&paths::patches_dir(), release, flavour)?;
     let incoming = dir.path().join("incoming");
     fs::create_dir_all(&incoming).context("cannot create the plain source dir")?;
     BuildSource::resolve(global.store.as_deref(), release, series)?.export(&incoming)?;

@@ -26,6 +26,8 @@ pub struct KeyInputs {
     pub tree_id: String,
     /// The patch series' content id; `None` for an unpatched build.
     pub series_id: Option<String>,
+    /// A variant flavour's name (`fallback-first`); its patches are in `series_id` too.
+    pub variant: Option<String>,
     pub target: Target,
     pub configure_flags: Vec<String>,
     pub environment: Vec<(String, String)>,
@@ -36,6 +38,9 @@ pub struct KeyInputs {
 
 impl KeyInputs {
     pub fn flavour(&self) -> Flavour {
+        if let Some(variant) = self.variant.as_deref().and_then(Flavour::parse) {
+            return variant;
+        }
         match self.series_id {
             Some(_) => Flavour::Patched,
             None => Flavour::Unpatched,
@@ -53,6 +58,10 @@ impl KeyInputs {
             self.target.name(),
             self.compiler,
         );
+        // Only variants add a line: the keys of patched and unpatched builds stay as they were.
+        if let Some(variant) = &self.variant {
+            text.push_str(&format!("variant {variant}\n"));
+        }
         for flag in &self.configure_flags {
             text.push_str(&format!("configure {flag}\n"));
         }

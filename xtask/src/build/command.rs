@@ -2,7 +2,6 @@
 
 use anyhow::Result;
 use clap::Subcommand;
-use loader_tests::Flavour;
 
 use super::{default_jobs, print_list, source, BuildCache, Builder, Layout};
 use crate::cli::{Global, Selection};
@@ -55,9 +54,7 @@ impl Args {
         }
         // Fail before hours of `--release all` builds, not in the middle of them.
         for (release, _, flavour) in self.selection.iter() {
-            if flavour == Flavour::Patched {
-                source::load_series(&paths::patches_dir(), release)?;
-            }
+            source::series_for(&paths::patches_dir(), release, flavour)?;
         }
         let builder = Builder {
             layout,

@@ -174,10 +174,7 @@ impl Builder {
     }
 
     fn prepare(&self, release: Release, target: Target, flavour: Flavour) -> Result<Prepared> {
-        let series = match flavour {
-            Flavour::Patched => Some(source::load_series(&self.patches_dir, release)?),
-            Flavour::Unpatched => None,
-        };
+        let series = source::series_for(&self.patches_dir, release, flavour)?;
         let recipe = Recipe::for_target(target);
         recipe.require()?;
         let source = BuildSource::resolve(self.store.as_deref(), release, series)?;
@@ -185,6 +182,7 @@ impl Builder {
             release: release.version.to_string(),
             tree_id: source.tree_id.clone(),
             series_id: source.series_id(),
+            variant: flavour.variant().map(str::to_string),
             target,
             configure_flags: recipe.configure_flags(),
             environment: recipe

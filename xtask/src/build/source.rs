@@ -4,8 +4,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
+use loader_tests::Flavour;
 
-use crate::series::Series;
+use crate::series::{Patch, Series};
 use crate::store::release::Release;
 use crate::store::SourceStore;
 
@@ -103,4 +104,56 @@ pub fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
         );
     }
     Ok(series)
+}
+
+/// The series a flavour builds from: none (unpatched), `patches/<X.Y>/`, or for a variant
+/// that series followed by `patches/variants/<variant>/<X.Y>/*.patch` in name order. A
+/// variant's patches are part of the series' content id, so its builds get keys of their own.
+pub fn series_for(
+    patches_dir: &Path,
+    release: Release,
+    flavour: Flavour,
+) -> Result<Option<Series>> {
+    if flavour == Flavour::Unpatched {
+        return Ok(None);
+    }
+    let mut series = load_series(patches_dir, release)?;
+    let Some(variant) = flavour.variant() else {
+        return Ok(Some(series));
+    };
+    let dir = patches_dir
+        .join("variants")
+        .join(variant)
+        .join(release.version);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .with_context(|| {
+            format!(
+                "the {variant} variant has no patches for glibc {release} ({} is not readable)",
+                dir.display()
+            )
+        })?
+        .map(|entry| {
+            entry
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .with_context(|| format!("cannot read {}", dir.display()))
+        })
+        .collect::<Result<_>>()?;
+    names.retain(|name| name.ends_with(".patch"));
+    names.sort();
+    if names.is_empty() {
+        bail!("{} holds no .patch file", dir.display());
+    }
+    series
+        .series_text
+        .push_str(&format!("# variant: {variant}\n"));
+    for name in names {
+        let path = dir.join(&name);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        series
+            .series_text
+            .push_str(&format!("variants/{variant}/{}/{name}\n", release.version));
+        series.patches.push(Patch { name, text });
+    }
+    Ok(Some(series))
 }

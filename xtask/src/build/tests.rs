@@ -62,6 +62,7 @@ fn editing_a_patch_changes_the_key_and_nothing_else_does() {
             release: "2.44".into(),
             tree_id: release.tree.into(),
             series_id: Some(series.content_id()),
+            variant: None,
             target: Target::X86_64,
             configure_flags: vec!["--prefix=/usr".into()],
             environment: vec![],
@@ -74,4 +75,28 @@ fn editing_a_patch_changes_the_key_and_nothing_else_does() {
     assert_eq!(key(), first);
     std::fs::write(&patch, "Subject: [PATCH] fallback\n\n+b\n").unwrap();
     assert_ne!(key(), first);
+}
+
+#[test]
+fn a_variant_builds_from_the_series_plus_its_own_patches() {
+    let release = Release::newest();
+    let patches = crate::util::paths::patches_dir();
+    let series = source::series_for(&patches, release, Flavour::Patched)
+        .unwrap()
+        .unwrap();
+    let variant = source::series_for(&patches, release, Flavour::FallbackFirst)
+        .unwrap()
+        .unwrap();
+    assert_eq!(variant.patches.len(), series.patches.len() + 1);
+    assert_eq!(variant.patches[..series.patches.len()], series.patches[..]);
+    assert_ne!(variant.content_id(), series.content_id());
+    assert!(source::series_for(&patches, release, Flavour::Unpatched)
+        .unwrap()
+        .is_none());
+    let older = Release::parse("2.36").unwrap();
+    let err = source::series_for(&patches, older, Flavour::FallbackFirst).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("variants/fallback-first/2.36"),
+        "{err:#}"
+    );
 }

@@ -87,6 +87,17 @@ impl Args {
                 "both",
             ])?);
         }
+        // The Jetson replay's approach 8 runs under the fallback-first variant (aarch64 only).
+        let jetson = targets.contains(&Target::Aarch64);
+        if jetson {
+            steps.push(Step::xtask(&[
+                "build-glibc",
+                "--target",
+                "aarch64",
+                "--flavour",
+                "fallback-first",
+            ])?);
+        }
         let mut tests = Step::cargo(&["test", "--workspace"]);
         tests.wants_sysroots = true;
         steps.push(tests);
@@ -97,6 +108,10 @@ impl Args {
             _ => "all",
         };
         steps.push(Step::xtask(&["verify", "--target", target])?);
+        // Every cuda_compat approach on every host, and docs/jetson.md up to date with it.
+        if jetson {
+            steps.push(Step::xtask(&["jetson-replay", "--check"])?);
+        }
 
         let mut failed = Vec::new();
         let total = steps.len();
@@ -150,15 +165,31 @@ fn built_sysroots(targets: &[Target]) -> Vec<(String, String)> {
     };
     let mut vars = Vec::new();
     for target in targets {
-        for flavour in Flavour::ALL {
+        let variants = (*target == Target::Aarch64).then_some(Flavour::FallbackFirst);
+        for flavour in Flavour::ALL.into_iter().chain(variants) {
             let out = Command::new(&exe)
                 .args(["build-glibc", "--target", target.name()])
                 .args(["--flavour", flavour.name(), "--print-sysroot"])
                 .output();
-            let Ok(out) = out else { continue };
+            let var = sysroot_env_var(*target, flavour);
+            let out = match out {
+                Ok(out) => out,
+                Err(e) => {
+                    eprintln!("{var} left unset: cannot run {}: {e}", exe.display());
+                    continue;
+                }
+            };
             let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
             if out.status.success() && !path.is_empty() {
-                vars.push((sysroot_env_var(*target, flavour), path));
+                vars.push((var, path));
+            } else {
+                // The tests then fail naming the variable; this says why it is missing.
+                eprintln!(
+                    "{var} left unset: `build-glibc --target {target} --flavour {flavour} \
+                     --print-sysroot` failed ({}):\n{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim_end()
+                );
             }
         }
     }

@@ -108,7 +108,8 @@ impl Workspace {
     }
 
     /// Directories in `patches/` that are not a supported release (typos, dropped releases),
-    /// besides `resolutions/`.
+    /// besides `resolutions/` and `variants/` (variants of the series, see
+    /// `build::source::series_for`).
     pub fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
         let Ok(entries) = std::fs::read_dir(&self.patches_dir) else {
             return Ok(Vec::new());
@@ -121,6 +122,7 @@ impl Workspace {
             if entry.path().is_dir()
                 && !name.starts_with('.')
                 && name != RESOLUTIONS_DIR
+                && name != "variants"
                 && !SUPPORTED.iter().any(|r| r.version == name)
             {
                 stray.push(entry.path());

@@ -285,15 +285,11 @@ fn write_support_rows(root: &Path, reports: &[verify::CellReport]) -> Result<Pat
             reports,
             &verify::render::now(),
             &verify::render::project_commit(root),
+            false,
         ),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    let dir = path.parent().context("the support page has a directory")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let staged = dir.join(format!(".support-{}.md", std::process::id()));
-    durable::write_synced(&staged, text.as_bytes())?;
-    std::fs::rename(&staged, &path)
-        .with_context(|| format!("cannot move the new page to {}", path.display()))?;
+    durable::replace_file(&path, text.as_bytes())?;
     Ok(path)
 }
 

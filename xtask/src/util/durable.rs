@@ -21,6 +21,24 @@ pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot flush {} to the disk", path.display()))
 }
 
+/// Puts `bytes` at `path` whole or not at all: written and flushed beside it, then renamed
+/// over it. A killed process leaves the old file (or none) and a temporary one that the
+/// next `tempfile` cleanup or a later write replaces.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no directory", path.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", tmp.path().display()))?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot move a new {} into place", path.display()))?;
+    sync_dir(dir)
+}
+
 /// Flushes a directory's entries (a rename or a new file in it) to the disk.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     let handle =

@@ -113,7 +113,15 @@ pub struct CellReport {
     pub from_cache: bool,
 }
 
+/// What a cell without a current report says in place of its verdicts.
+pub const NOT_VERIFIED: &str = "not verified";
+
 impl CellReport {
+    /// A row for a cell that was neither verified nor run (`verify --cached-only`).
+    pub fn is_unverified(&self) -> bool {
+        self.applies.verdict == Verdict::NotRun && self.applies.summary.starts_with(NOT_VERIFIED)
+    }
+
     pub fn checks(&self) -> [(&'static str, &Check); 6] {
         [
             ("applies", &self.applies),
@@ -255,10 +263,12 @@ pub fn verify(run: &Run, plan: &Plan, key: String, series: String) -> CellReport
         step(&format!(
             "glibc's `make check subdirs={SUITE}`, {flavour} tree (~5 min)"
         ));
-        run.builder
-            .tree(release, target, flavour)
-            .and_then(|tree| testsuite::run_subdir(&tree, SUITE, run.builder.jobs))
-            .with_context(|| format!("cannot run glibc's tests in the {flavour} tree"))
+        let key = run.builder.key(release, target, flavour)?.0;
+        testsuite::results_for(&key, SUITE, || {
+            let tree = run.builder.tree(release, target, flavour)?;
+            testsuite::run_subdir(&tree, SUITE, run.builder.jobs)
+        })
+        .with_context(|| format!("cannot run glibc's tests in the {flavour} tree"))
     });
     seconds.elf_suite_pair = suite_started.elapsed().as_secs_f64();
     let [unpatched_results, patched_results] = match results {

@@ -45,6 +45,10 @@ pub struct Args {
     /// Verify again even cells whose cached report is current.
     #[arg(long)]
     pub force: bool,
+    /// Build and run nothing: report the cells whose cached report is current, and the others
+    /// as not verified (a support page of what has been proven so far, on this machine).
+    #[arg(long, conflicts_with = "force")]
+    pub cached_only: bool,
 }
 
 #[derive(Subcommand)]
@@ -95,7 +99,11 @@ impl Args {
         };
         let mut reports = Vec::new();
         for (release, target) in cells {
-            let report = verify_cell(&run, release, target, self.force);
+            let report = if self.cached_only {
+                cached_cell(&run, release, target)
+            } else {
+                verify_cell(&run, release, target, self.force)
+            };
             eprintln!("{}", render::line(&report));
             reports.push(report);
             run.progress.cell_done();
@@ -106,13 +114,27 @@ impl Args {
                 serde_json::to_string_pretty(&reports).context("cannot write the JSON report")?
             );
         } else if self.markdown {
-            print!("{}", render::markdown(&reports, &run.now, &run.commit));
+            print!(
+                "{}",
+                render::markdown(&reports, &run.now, &run.commit, self.cached_only)
+            );
         } else {
             print!("{}", render::table(&reports));
         }
+        let unverified: Vec<String> = reports
+            .iter()
+            .filter(|r| r.is_unverified())
+            .map(|r| format!("{} {}", r.release, r.target))
+            .collect();
+        if !unverified.is_empty() {
+            eprintln!(
+                "not verified on this machine yet (no current report): {}",
+                unverified.join(", ")
+            );
+        }
         let failed: Vec<String> = reports
             .iter()
-            .filter(|r| !r.passed)
+            .filter(|r| !r.passed && !r.is_unverified())
             .map(|r| format!("{} {}", r.release, r.target))
             .collect();
         if !failed.is_empty() {
@@ -188,6 +210,34 @@ fn verify_cell(run: &Run, release: Release, target: Target, force: bool) -> Cell
             }
         }
     }
+    report
+}
+
+/// The cell's current cached report, or one that says it was not verified: nothing is built
+/// or run.
+fn cached_cell(run: &Run, release: Release, target: Target) -> CellReport {
+    let (key, series, _) = match identify(run, release, target) {
+        Ok(found) => found,
+        Err(err) => return broken(run, release, target, err),
+    };
+    let cached = cache_path(release, target)
+        .ok()
+        .and_then(|path| load(&path, &key));
+    if let Some(mut report) = cached {
+        report.from_cache = true;
+        return report;
+    }
+    let mut report = broken(run, release, target, anyhow::anyhow!("not verified"));
+    report.series = series;
+    report.key = key;
+    report.applies = Check {
+        verdict: Verdict::NotRun,
+        summary: format!(
+            "{}: cargo xtask verify --release {release} --target {target}",
+            cell::NOT_VERIFIED
+        ),
+    };
+    report.verified_at = cell::NOT_VERIFIED.into();
     report
 }
 
@@ -292,20 +342,10 @@ fn load(path: &Path, key: &str) -> Option<CellReport> {
     (report.key == key && report.passed).then_some(report)
 }
 
-/// Written whole through a temporary file and a rename: a killed run leaves the old report
-/// or the new one.
+/// Written whole or not at all: a killed run leaves the old report or the new one.
 fn store(path: &Path, report: &CellReport) -> Result<()> {
-    let dir = path.parent().context("a report path has a directory")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let text = serde_json::to_string_pretty(report).context("cannot serialize a cell report")?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())
-        .and_then(|()| tmp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", tmp.path().display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot move the report to {}", path.display()))?;
-    Ok(())
+    crate::util::durable::replace_file(path, text.as_bytes())
 }
 
 fn merge(files: &[PathBuf], markdown: bool) -> Result<()> {
@@ -320,7 +360,10 @@ fn merge(files: &[PathBuf], markdown: bool) -> Result<()> {
     reports.sort_by(|a, b| (&a.release, a.target).cmp(&(&b.release, b.target)));
     if markdown {
         let commit = reports.first().map_or("?".into(), |r| r.commit.clone());
-        print!("{}", render::markdown(&reports, &render::now(), &commit));
+        print!(
+            "{}",
+            render::markdown(&reports, &render::now(), &commit, false)
+        );
     } else {
         print!("{}", render::table(&reports));
     }

@@ -7,6 +7,7 @@ fn inputs() -> KeyInputs {
         release: "2.44".into(),
         tree_id: "1111111111111111111111111111111111111111".into(),
         series_id: Some("series-a".into()),
+        variant: None,
         target: Target::X86_64,
         configure_flags: vec!["--prefix=/usr".into(), "--disable-werror".into()],
         environment: vec![("CC".into(), "gcc".into())],
@@ -46,6 +47,10 @@ fn every_input_changes_the_key() {
             Box::new(|i| i.compiler = "gcc (Debian 13.1.0-1) 13.1.0".into()),
         ),
         ("recipe", Box::new(|i| i.recipe = 2)),
+        (
+            "variant",
+            Box::new(|i| i.variant = Some("fallback-first".into())),
+        ),
     ];
     for (what, change) in changes {
         let mut changed = inputs();
@@ -53,6 +58,20 @@ fn every_input_changes_the_key() {
         assert_ne!(changed.key(), base, "changing the {what} kept the key");
         assert_ne!(changed.entry_name(), inputs().entry_name(), "{what}");
     }
+}
+
+#[test]
+fn a_variant_is_named_and_kept_as_a_flavour_of_its_own() {
+    let mut variant = inputs();
+    variant.variant = Some("fallback-first".into());
+    assert_eq!(variant.flavour(), Flavour::FallbackFirst);
+    assert!(variant
+        .entry_name()
+        .starts_with("2.44-x86_64-fallback-first-"));
+    assert!(variant.text().contains("variant fallback-first\n"));
+    assert!(!inputs().text().contains("variant"));
+    let manifest = Manifest::new(&variant, 1, Path::new("/dev/null"));
+    assert_eq!(manifest.flavour, "fallback-first");
 }
 
 #[test]

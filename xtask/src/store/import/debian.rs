@@ -1,15 +1,16 @@
 //! Debian's `glibc_X.Y.orig.tar.xz`, fetched through apt without touching the system's apt
-//! configuration: a private sources dir with one `deb-src` entry and private index/cache dirs.
-//! The mirror is the machine's own, read from `/etc/apt/sources.list.d/*.sources` at run time.
+//! configuration: a private apt (`loader_tests::apt`) with one `deb-src` entry. The mirror is
+//! the machine's own, read from `/etc/apt/sources.list.d/*.sources` at run time.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
 use crate::store::release::Release;
 use crate::util::logged;
+use loader_tests::apt;
 use loader_tests::host::{self, tools};
 
 /// Suites whose source indices hold the supported releases.
@@ -60,57 +61,26 @@ pub fn orig_name(release: Release) -> String {
     format!("glibc_{}.orig.tar.xz", release.version)
 }
 
+/// The private apt that downloads glibc sources (loader_tests::apt does the set-up).
 struct PrivateApt {
-    root: PathBuf,
+    apt: apt::PrivateApt,
 }
 
 impl PrivateApt {
     fn new(root: &Path) -> Result<PrivateApt> {
-        let (uri, signed_by) = system_mirror()?;
-        for dir in ["parts", "lists/partial", "cache/archives/partial"] {
-            std::fs::create_dir_all(root.join(dir))
-                .with_context(|| format!("cannot create {}", root.join(dir).display()))?;
-        }
-        let mut entry =
-            format!("Types: deb-src\nURIs: {uri}\nSuites: {SUITES}\nComponents: main\n");
-        if let Some(keyring) = signed_by {
-            entry.push_str(&format!("Signed-By: {keyring}\n"));
-        }
-        std::fs::write(root.join("parts/src.sources"), entry)
-            .context("cannot write the private apt source entry")?;
+        let mirror = apt::system_mirror().context("cannot download glibc sources through apt")?;
+        let sources = mirror.stanza("deb-src", SUITES, "main");
         Ok(PrivateApt {
-            root: root.to_path_buf(),
+            apt: apt::PrivateApt::new(root, &sources, None)?,
         })
     }
 
     fn command(&self) -> Command {
-        let mut cmd = Command::new("apt-get");
-        let root = &self.root;
-        for opt in [
-            "Dir::Etc::SourceList=/dev/null".to_string(),
-            format!("Dir::Etc::SourceParts={}", root.join("parts").display()),
-            format!("Dir::State::Lists={}", root.join("lists").display()),
-            format!("Dir::Cache={}", root.join("cache").display()),
-        ] {
-            cmd.arg("-o").arg(opt);
-        }
-        cmd
+        self.apt.command()
     }
 
     fn index_is_stale(&self) -> bool {
-        let newest = std::fs::read_dir(self.root.join("lists"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.file_name().to_string_lossy().contains("_source_Sources"))
-            .filter_map(|e| e.metadata().ok()?.modified().ok())
-            .max();
-        match newest {
-            Some(time) => {
-                SystemTime::now().duration_since(time).unwrap_or_default() > INDEX_MAX_AGE
-            }
-            None => true,
-        }
+        self.apt.index_is_stale(INDEX_MAX_AGE)
     }
 
     fn update(&self) -> Result<()> {
@@ -118,7 +88,7 @@ impl PrivateApt {
         cmd.arg("update");
         logged::run(
             &mut cmd,
-            &self.root.join("update.log"),
+            &self.apt.root().join("update.log"),
             "apt-get update (private source index)",
             |_| None,
         )
@@ -130,7 +100,10 @@ impl PrivateApt {
     fn download(&self, release: Release, dest: &Path) -> Result<()> {
         let staging =
             crate::util::staging::tempdir_in(dest.parent().expect("downloads dir"), "download")?;
-        let log = self.root.join(format!("source-{}.log", release.version));
+        let log = self
+            .apt
+            .root()
+            .join(format!("source-{}.log", release.version));
         let apt = self.command();
         // apt's exit status 100 ("some files failed") is judged below by whether the orig
         // tarball arrived; any other failure is reported as is.
@@ -166,65 +139,5 @@ impl PrivateApt {
         }
         std::fs::rename(&got, dest)
             .with_context(|| format!("cannot move the tarball to {}", dest.display()))
-    }
-}
-
-/// The first Debian mirror URI of the machine's deb822 sources (not the security archive).
-fn system_mirror() -> Result<(String, Option<String>)> {
-    let dir = Path::new("/etc/apt/sources.list.d");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "sources"))
-        .collect();
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-        if let Some(found) = mirror_in(&text) {
-            return Ok(found);
-        }
-    }
-    bail!(
-        "no Debian mirror found in {}/*.sources: cannot download glibc sources through apt",
-        dir.display()
-    )
-}
-
-fn mirror_in(text: &str) -> Option<(String, Option<String>)> {
-    for stanza in text.split("\n\n") {
-        let field = |name: &str| {
-            stanza
-                .lines()
-                .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
-        };
-        let Some(uri) = field("URIs:") else { continue };
-        let Some(uri) = uri.split_whitespace().next().map(str::to_string) else {
-            continue;
-        };
-        if uri.contains("security") {
-            continue;
-        }
-        return Some((uri, field("Signed-By:")));
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mirror_skips_the_security_archive() {
-        let text = "Types: deb\nURIs: http://sec.example.invalid/debian-security\nSuites: bookworm-security\n\n\
-                    Types: deb\nURIs: http://mirror.example.invalid/debian\nSuites: bookworm\nSigned-By: /k.gpg\n";
-        assert_eq!(
-            mirror_in(text),
-            Some((
-                "http://mirror.example.invalid/debian".into(),
-                Some("/k.gpg".into())
-            ))
-        );
     }
 }

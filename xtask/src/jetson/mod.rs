@@ -1,0 +1,209 @@
+//! `cargo xtask jetson-replay`: every proposed way of using cuda_compat on Jetson, on every kind
+//! of host, each cell a real run under the built loader (`loader_tests::replay`), as a table
+//! for the terminal, as JSON, or as the generated block of docs/jetson.md.
+//!
+//! The rows run under the patched loader, row 8 under the fallback-first variant, and the rows
+//! that set LD_FALLBACK_PATH under the unpatched loader too; the three sysroots are taken from
+//! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use loader_tests::host::{self, tools};
+use loader_tests::replay::{self, report, Benches, JetsonFixtures, ReplayReport};
+use loader_tests::root::Bench;
+use loader_tests::{Flavour, Target};
+
+use crate::cli::{self, Global};
+use crate::store::release::Release;
+use crate::util::paths;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// glibc release [default: the newest].
+    #[arg(long, value_name = "X.Y", value_parser = cli::release())]
+    pub release: Option<Release>,
+    /// The replay is about Jetson boards: aarch64, under QEMU user mode; x86_64 runs the same
+    /// roots natively (for a quick look; docs/jetson.md is aarch64).
+    #[arg(long, value_parser = cli::target(), default_value = "aarch64")]
+    pub target: Target,
+    /// Print the generated block of docs/jetson.md instead of the table.
+    #[arg(long, conflicts_with = "json")]
+    pub markdown: bool,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Show each run's command and the libraries it mapped (the winning paths).
+    #[arg(long)]
+    pub why: bool,
+    /// Fail when docs/jetson.md's table differs from this run's (its provenance line aside).
+    #[arg(long, conflicts_with = "write_doc")]
+    pub check: bool,
+    /// Replace the generated block of docs/jetson.md with this run's.
+    #[arg(long)]
+    pub write_doc: bool,
+}
+
+/// The flavours whose loaders the replay runs under.
+const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::FallbackFirst];
+
+impl Args {
+    pub fn run(self, global: &Global) -> Result<()> {
+        let release = self.release.unwrap_or_else(Release::newest);
+        host::require(&[tools::BWRAP, tools::PATCHELF])?;
+        let cache = host::cache_dir()?;
+        let started = Instant::now();
+        let mut prepared = Vec::new();
+        for flavour in FLAVOURS {
+            let bench = || -> Result<(Bench, JetsonFixtures)> {
+                let sysroot = crate::resolution::obtain_sysroot(
+                    global.store.as_deref(),
+                    release,
+                    self.target,
+                    flavour,
+                )?;
+                let bench = Bench::new(sysroot, &cache)
+                    .with_context(|| format!("cannot prepare the {flavour} bench"))?;
+                let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache)
+                    .with_context(|| format!("cannot compile the Jetson fixtures ({flavour})"))?;
+                Ok((bench, fixtures))
+            };
+            // The patched loader is every row's: without it there is no table. The others'
+            // rows (or lines) are reported as not run, with the reason, and the run fails.
+            let bench = match bench() {
+                Err(err) if flavour == Flavour::Patched => return Err(err),
+                other => other.map_err(|err| format!("{err:#}")),
+            };
+            prepared.push((flavour, bench));
+        }
+        let preparation = started.elapsed();
+        let benches = Benches {
+            target: self.target,
+            release: release.version.to_string(),
+            benches: prepared
+                .iter()
+                .map(|(flavour, bench)| {
+                    let bench = match bench {
+                        Ok((bench, fixtures)) => Ok((bench, fixtures.clone())),
+                        Err(why) => Err(why.clone()),
+                    };
+                    (*flavour, bench)
+                })
+                .collect::<BTreeMap<_, _>>(),
+        };
+        let mut report = replay::run(&benches);
+        report.provenance = Some(provenance(release, self.target)?);
+        eprintln!(
+            "jetson-replay: {} runs in {:.1} s (sysroots and fixtures ready in {:.1} s)",
+            report.runs().count(),
+            (started.elapsed() - preparation).as_secs_f64(),
+            preparation.as_secs_f64()
+        );
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).context("cannot write the JSON report")?
+            );
+        } else if self.markdown {
+            print!("{}", report.render_markdown());
+        } else {
+            print!("{}", report.render_text(self.why));
+        }
+        if report.has_unrun() {
+            bail!("some runs could not be made (see `not run` above)");
+        }
+        let doc = doc_path();
+        if self.write_doc {
+            write_doc(&doc, &report)?;
+            eprintln!("jetson-replay: wrote the table into {}", doc.display());
+        } else if self.check {
+            check_doc(&doc, &report)?;
+            eprintln!("jetson-replay: {} is up to date", doc.display());
+        }
+        Ok(())
+    }
+}
+
+/// docs/jetson.md of the checkout.
+pub fn doc_path() -> PathBuf {
+    paths::project_root().join("docs/jetson.md")
+}
+
+/// Fails, with a diff, when the page's table is not this report's.
+pub fn check_doc(doc: &Path, report: &ReplayReport) -> Result<()> {
+    let page =
+        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
+    let Some(block) = report::generated_block(&page) else {
+        bail!(
+            "{} has no generated block ({})",
+            doc.display(),
+            report::BEGIN
+        );
+    };
+    let (old, new) = (report::body(block), report::body(&report.render_markdown()));
+    if old == new {
+        return Ok(());
+    }
+    let diff = similar::TextDiff::from_lines(&old, &new)
+        .unified_diff()
+        .header("docs/jetson.md", "this run")
+        .to_string();
+    bail!(
+        "{} is out of date with the replay:\n{diff}\nupdate it with `cargo xtask jetson-replay --write-doc`",
+        doc.display()
+    )
+}
+
+/// Replaces the page's generated block with this report's.
+pub fn write_doc(doc: &Path, report: &ReplayReport) -> Result<()> {
+    let page =
+        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
+    let Some(block) = report::generated_block(&page) else {
+        bail!(
+            "{} has no generated block: add the lines {} and {} where the table goes",
+            doc.display(),
+            report::BEGIN,
+            report::END
+        );
+    };
+    let updated = page.replacen(block, &report.render_markdown(), 1);
+    std::fs::write(doc, updated).with_context(|| format!("cannot write {}", doc.display()))
+}
+
+/// `Generated on <UTC> from commit <id> ...`: the date, the checkout's commit and the content
+/// ids of the series and the variant the loaders were built from.
+fn provenance(release: Release, target: Target) -> Result<String> {
+    let root = paths::project_root();
+    let repo = git2::Repository::discover(&root)
+        .with_context(|| format!("cannot open the git repository of {}", root.display()))?;
+    let head = repo
+        .head()
+        .and_then(|h| h.peel_to_commit())
+        .context("cannot read the checkout's HEAD commit")?;
+    let mut status = git2::StatusOptions::new();
+    status.include_untracked(false);
+    let dirty = !repo
+        .statuses(Some(&mut status))
+        .context("cannot read the checkout's status")?
+        .is_empty();
+    let patches = paths::patches_dir();
+    let series_id = |flavour| match crate::build::source::series_for(&patches, release, flavour) {
+        Ok(Some(series)) => series.content_id()[..12].to_string(),
+        _ => "none".to_string(),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    Ok(format!(
+        "{}on {} from commit {}{} (glibc {release} {target}; series patches/{release} {}, fallback-first variant {}).",
+        report::PROVENANCE,
+        crate::series::mail_date::utc_minutes(now),
+        &head.id().to_string()[..12],
+        if dirty { " with local changes" } else { "" },
+        series_id(Flavour::Patched),
+        series_id(Flavour::FallbackFirst),
+    ))
+}
