@@ -458,4 +458,38 @@ mod tests {
         );
         assert!(with_release_rows("# not a support page\n", &new).is_err());
     }
+
+    /// A cell of a `verify --cached-only` page, with no current report.
+    fn unverified(release: &str, target: Target) -> CellReport {
+        let mut report = report(release, target, &format!("id-{release}"), Verdict::NotRun);
+        report.applies.summary = format!(
+            "{}: cargo xtask verify --release {release} --target {target}",
+            crate::verify::cell::NOT_VERIFIED
+        );
+        report.verified_at = crate::verify::cell::NOT_VERIFIED.into();
+        assert!(report.is_unverified());
+        report
+    }
+
+    #[test]
+    fn an_update_s_rows_replace_the_release_s_unverified_ones() {
+        let all: Vec<CellReport> = ["2.36", "2.43", "2.44"]
+            .iter()
+            .flat_map(|r| Target::ALL.map(|t| unverified(r, t)))
+            .collect();
+        let page = markdown(&all, "then", "abc", true);
+        assert_eq!(page.matches("| not verified: ").count(), 6, "{page}");
+        let new: Vec<CellReport> = Target::ALL
+            .map(|t| report("2.43", t, "new-2.43", Verdict::Pass))
+            .to_vec();
+        let updated = with_release_rows(&page, &new).unwrap();
+        let mut expected = all.clone();
+        expected.splice(2..4, new.iter().cloned());
+        assert_eq!(updated, markdown(&expected, "then", "abc", true));
+        assert_eq!(updated.matches("| not verified: ").count(), 4, "{updated}");
+        assert!(
+            updated.contains("| 2.43 | x86_64 | ok: applies |"),
+            "{updated}"
+        );
+    }
 }
