@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use loader_tests::{Flavour, Target};
 
 use crate::store::release::{Release, SUPPORTED};
-use crate::{build, ci, jetson, rebase, resolution, series, store, verify};
+use crate::{build, ci, jetson, rebase, resolution, series, store, update, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -43,6 +43,8 @@ pub enum Command {
     FormatSeries(series::format::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
+    /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
+    UpdateRelease(update::Args),
     /// Build glibc, patched or not, into a cached sysroot.
     BuildGlibc(build::command::Args),
     /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
@@ -186,7 +188,8 @@ pub fn target() -> impl TypedValueParser<Value = Target> {
         .map(|text| Target::parse(&text).expect("a possible value is a target"))
 }
 
-fn targets() -> impl TypedValueParser<Value = Targets> {
+/// `x86_64`, `aarch64` or `all`.
+pub fn targets() -> impl TypedValueParser<Value = Targets> {
     let values = Target::ALL.map(Target::name).into_iter().chain(["all"]);
     PossibleValuesParser::new(values).map(|text| match Target::parse(&text) {
         Some(one) => Targets(vec![one]),

@@ -4,8 +4,8 @@
 //! `store` (glibc releases) -> `series` (patches/) -> `rebase` (moving a series between
 //! releases) -> `build` (cached sysroots) -> `resolution` (the scenario matrix against a
 //! sysroot) -> `verify` (every cell proven, the support table) -> `ci` (all of it, as CI
-//! runs it). `cli` holds the vocabulary every command
-//! shares; `util` the plumbing.
+//! runs it); `update` takes one release through all of them (`update-release`). `cli` holds
+//! the vocabulary every command shares; `util` the plumbing.
 
 pub mod build;
 pub mod ci;
@@ -15,5 +15,6 @@ pub mod rebase;
 pub mod resolution;
 pub mod series;
 pub mod store;
+pub mod update;
 pub mod util;
 pub mod verify;

@@ -41,6 +41,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Patches(cmd) => cmd.run(&global),
         Command::FormatSeries(args) => args.run(&global),
         Command::RebaseGlibc(args) => args.run(&global),
+        Command::UpdateRelease(args) => args.run(&global),
         Command::BuildGlibc(args) => args.run(&global),
         Command::TestResolution(args) => args.run(&global),
         Command::Verify(args) => args.run(&global),

@@ -1,6 +1,7 @@
 //! Real glibc releases: imports from Debian (downloaded when not cached) reproduce the
 //! pinned trees and the same commit ids as everywhere else, an interrupted import leaves no
-//! half store, and a series on elf/dl-load.c rebases from 2.41 to 2.42.
+//! half store, a series on elf/dl-load.c rebases from 2.41 to 2.42, and the committed
+//! recorded resolutions take every release's rebase through unattended.
 //!
 //! These tests use the real cache (`$LD_FALLBACK_CACHE`, else `~/.cache/ld-fallback`) for
 //! downloads and the shared store: imports are verified against the pinned tree ids and
@@ -49,7 +50,7 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
         .unwrap();
     let summary = match rebase::start(&ws, Some(r41), r42).unwrap() {
         Outcome::Written(summary) => summary,
-        Outcome::Conflict(report) => panic!("{report}"),
+        Outcome::Conflict(report) | Outcome::CheckFailed(report) => panic!("{report}"),
     };
     assert!(
         summary.contains("0001-elf-Mark-where-LD_FALLBACK_PATH-is-searched.patch"),
@@ -155,4 +156,95 @@ fn the_news_entry_lands_where_every_committed_series_has_it() {
             "glibc {release}: the placed entry differs from the committed series' NEWS"
         );
     }
+}
+
+/// The committed records of `patches/resolutions/` are current: moving each release's series
+/// source (the `from` of its records) onto the release again needs nobody (every conflict and
+/// fix-up is replayed from its record) and writes the committed series and records byte for
+/// byte. A change of the series that moves the text a record was made for (0002's elf/Makefile,
+/// say) fails here until the records are made again (README, "Recorded resolutions").
+#[test]
+fn the_recorded_resolutions_take_every_release_through_unattended() {
+    use xtask::rebase::resolution::Resolutions;
+    let project = Workspace::open_default(None).unwrap();
+    let tmp = TempDir::new().unwrap();
+    let ws = Workspace {
+        store: SourceStore::open(project.store.dir()).unwrap(),
+        patches_dir: tmp.path().join("patches"),
+        rebase_dir: tmp.path().join("rebase"),
+    };
+    copy_dir(&project.patches_dir, &ws.patches_dir);
+    let mut replayed = 0;
+    for onto in project.releases_with_series() {
+        let records = project.patches_dir.join("resolutions").join(onto.version);
+        if !records.is_dir() {
+            continue;
+        }
+        let set = Resolutions::load_dir(&records).unwrap();
+        let from = set.list.first().map(|r| r.from.clone()).unwrap();
+        assert!(
+            set.list.iter().all(|r| r.from == from),
+            "glibc {onto}: records made from more than one series"
+        );
+        let from = Release::parse(&from).unwrap();
+        for release in [from, onto] {
+            project.store.ensure_release(release).unwrap();
+        }
+        let summary = match rebase::start(&ws, Some(from), onto).unwrap() {
+            Outcome::Written(summary) => summary,
+            Outcome::Conflict(report) | Outcome::CheckFailed(report) => panic!(
+                "glibc {from} -> {onto} stopped although patches/resolutions/{onto} is committed (stale records? make them again):\n{report}"
+            ),
+        };
+        assert_eq!(
+            summary.matches("resolved from record: ").count(),
+            set.list.len(),
+            "glibc {from} -> {onto}: every record is replayed\n{summary}"
+        );
+        replayed += set.list.len();
+        for dir in [onto.version.to_string(), format!("resolutions/{onto}")] {
+            assert_eq!(
+                files_of(&ws.patches_dir.join(&dir)),
+                files_of(&project.patches_dir.join(&dir)),
+                "glibc {from} -> {onto}: patches/{dir} differs from the committed one"
+            );
+        }
+    }
+    assert!(replayed > 0, "no recorded resolution was checked");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dest = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// Every file below `dir` (names relative to it) with its content, in name order.
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((name, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
 }

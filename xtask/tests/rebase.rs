@@ -1,5 +1,6 @@
 //! `rebase-glibc` on synthetic releases: clean moves, changed context, patches already
-//! upstream, conflicts with --continue and --abort, and drift caught by --check.
+//! upstream, conflicts with --continue and --abort, drift caught by --check, and the NEWS
+//! entry placed by rule.
 
 mod common;
 
@@ -75,14 +76,18 @@ fn fixture() -> Fixture {
 fn written(outcome: Outcome) -> String {
     match outcome {
         Outcome::Written(summary) => summary,
-        Outcome::Conflict(report) => panic!("unexpected conflict:\n{report}"),
+        Outcome::Conflict(report) | Outcome::CheckFailed(report) => {
+            panic!("unexpected stop:\n{report}")
+        }
     }
 }
 
 fn conflict(outcome: Outcome) -> String {
     match outcome {
-        Outcome::Written(summary) => panic!("expected a conflict, got:\n{summary}"),
         Outcome::Conflict(report) => report,
+        Outcome::Written(text) | Outcome::CheckFailed(text) => {
+            panic!("expected a conflict, got:\n{text}")
+        }
     }
 }
 
@@ -448,4 +453,141 @@ fn patches_import_takes_git_format_patch_files() {
         "{err:#}"
     );
     assert!(!f.ws.series_dir(rel("2.43")).exists());
+}
+
+/// glibc's NEWS shape: the newest version first with its features, older versions after.
+fn news_of(version: &str, features: &[&str]) -> String {
+    let mut text = format!(
+        "GNU C Library NEWS -- history of user-visible changes.\n\nVersion {version}\n\nMajor new features:\n\n"
+    );
+    for feature in features {
+        text.push_str(&format!("* {feature}\n\n"));
+    }
+    text.push_str("Deprecated and removed features, and other changes affecting compatibility:\n\n* None.\n\nVersion 2.40\n\nMajor new features:\n\n* Old.\n");
+    text
+}
+
+const NEWS_ENTRY: &str =
+    "* The dynamic linker searches LD_FALLBACK_PATH last.\n  It is ignored in secure mode.\n\n";
+
+/// 2.41 carries a one-patch series adding the NEWS entry (and a line of dl-load.c); 2.42
+/// rewrote the lines around where the entry goes, so a merge of NEWS would conflict.
+/// `news_41` is what the patch makes of 2.41's NEWS.
+fn news_fixture(news_41: impl Fn(&str) -> String) -> Fixture {
+    let t = TestStore::new();
+    let news41 = news_of("2.41", &["Tunables 2.41."]);
+    let (r41, base) = t.add(
+        "2.41",
+        &[("NEWS", &news41), ("elf/dl-load.c", &dl_load("2.41", ""))],
+    );
+    t.add(
+        "2.42",
+        &[
+            (
+                "NEWS",
+                &news_of(
+                    "2.42",
+                    &["Support for a new CPU.", "Tunables 2.42, longer."],
+                ),
+            ),
+            ("elf/dl-load.c", &dl_load("2.42", "int moved;\n")),
+        ],
+    );
+    let c1 = t.commit(
+        base,
+        "elf: Search LD_FALLBACK_PATH last\n",
+        &[
+            (
+                "elf/dl-load.c",
+                &dl_load("2.41", "").replace(OLD_LINE, NEW_LINES),
+            ),
+            ("NEWS", &news_41(&news41)),
+        ],
+        1_764_000_000,
+    );
+    let ws = Workspace {
+        store: SourceStore::open(t.store.dir()).unwrap(),
+        patches_dir: t.tmp.path().join("patches"),
+        rebase_dir: t.tmp.path().join("rebase"),
+    };
+    Series::from_commits(t.repo(), r41, &[c1])
+        .unwrap()
+        .write(&ws.series_dir(r41))
+        .unwrap();
+    std::fs::write(ws.patches_dir.join("scope"), "NEWS\nelf/**\n").unwrap();
+    Fixture { t, ws }
+}
+
+#[test]
+fn the_news_entry_is_placed_by_rule_and_the_series_stays_consumable() {
+    use xtask::series::news;
+    let f = news_fixture(|news| news::place(news, NEWS_ENTRY).unwrap());
+    let summary = written(rebase::start(&f.ws, None, rel("2.42")).unwrap());
+    assert!(
+        summary.contains("NEWS: its entry placed first under glibc 2.42's \"Major new features:\""),
+        "{summary}"
+    );
+    // Only the entry shows in the summary's diff, not the release's lines around it.
+    assert!(!summary.contains("Tunables"), "{summary}");
+    let news42 = news_of(
+        "2.42",
+        &["Support for a new CPU.", "Tunables 2.42, longer."],
+    );
+    assert_eq!(
+        file_in_series_tree(&f, rel("2.42"), "NEWS"),
+        news::place(&news42, NEWS_ENTRY).unwrap()
+    );
+    let check = rebase::check(&f.ws).unwrap();
+    assert!(check.ok, "{}", check.text);
+
+    // git am and patch -p1 take the written series on the release as it is.
+    let dir = f.ws.series_dir(rel("2.42"));
+    let series = Series::load(&dir).unwrap();
+    let (_, commits) = f.ws.commit_series(&series).unwrap();
+    let expected =
+        f.t.repo()
+            .find_commit(*commits.last().unwrap())
+            .unwrap()
+            .tree_id();
+    let plain = f.t.tmp.path().join("plain");
+    f.ws.store.export_tree(rel("2.42"), None, &plain).unwrap();
+    for p in &series.patches {
+        let file = dir.join(&p.name);
+        run(
+            &plain,
+            "patch",
+            &["-p1", "--quiet", "-i", file.to_str().unwrap()],
+        );
+    }
+    assert_eq!(snapshot(&plain), expected);
+    let am = f.t.tmp.path().join("am");
+    f.ws.store.export_tree(rel("2.42"), None, &am).unwrap();
+    let git = |args: &[&str]| {
+        let mut all = vec!["-c", "user.name=t", "-c", "user.email=t@e.invalid"];
+        all.extend_from_slice(args);
+        run(&am, "git", &all)
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    let files: Vec<String> = series
+        .patches
+        .iter()
+        .map(|p| dir.join(&p.name).display().to_string())
+        .collect();
+    let mut am_args = vec!["am", "-q"];
+    am_args.extend(files.iter().map(String::as_str));
+    git(&am_args);
+    assert_eq!(
+        git(&["rev-parse", "HEAD^{tree}"]).trim(),
+        expected.to_string()
+    );
+}
+
+#[test]
+fn news_changed_any_other_way_is_merged_and_may_conflict() {
+    // Rewords an upstream line instead of adding an entry: merged the usual way.
+    let f = news_fixture(|news| news.replace("Tunables 2.41.", "Tunables 2.41, reworded."));
+    let report = conflict(rebase::start(&f.ws, None, rel("2.42")).unwrap());
+    assert!(report.contains("conflict in NEWS"), "{report}");
 }

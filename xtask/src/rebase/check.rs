@@ -1,7 +1,7 @@
 //! `cargo xtask rebase-glibc --check`: every series in `patches/` applies exactly to its
 //! release, stays inside the declared scope, and re-exports byte for byte.
 //!
-//! Each directory gets one verdict: `ok`, `DRIFT` (applies, but the files are not what the
+//! Each directory (and each of `patches/resolutions/`) gets one verdict: `ok`, `DRIFT` (applies, but the files are not what the
 //! commits export), `FAILED` (a defect of the series: does not parse, does not apply, leaves
 //! the scope, lost its series file), `MISSING` (its release is not in the store; the check
 //! imports nothing unless asked) or `ERROR` (the check itself could not read something: not
@@ -12,8 +12,11 @@ use std::fmt::Write;
 use anyhow::Result;
 use git2::{Oid, Repository};
 
+use crate::rebase::resolution::Resolutions;
 use crate::series::Workspace;
-use crate::series::{first_difference, format_patch, is_defect, quote_line, Drift, Series};
+use crate::series::{
+    defect, first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,
+};
 use crate::store::release::Release;
 use crate::store::ReleaseNotImported;
 
@@ -109,8 +112,82 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
             }
         }
     }
+    check_resolutions(ws, &mut report);
     report.ok &= !report.errors;
     Ok(report)
+}
+
+/// `patches/resolutions/<X.Y>/`: each directory a supported release, each file a recorded
+/// resolution that parses, for paths `patches/scope` allows. (Whether a rebase still meets
+/// them, only the rebase can tell: it drops the stale ones when it writes.)
+fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
+    let root = ws.patches_dir.join(RESOLUTIONS_DIR);
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return;
+    };
+    let mut dirs: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    let scope = ws.scope();
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some(release) = Release::parse(&name).ok().filter(|_| dir.is_dir()) else {
+            report.ok = false;
+            let _ = writeln!(
+                report.text,
+                "FAILED  {}: not a supported release ({}); move or delete it",
+                dir.display(),
+                crate::store::release::supported_list()
+            );
+            continue;
+        };
+        let loaded = Resolutions::load_dir(&dir).and_then(|set| {
+            let scope = scope.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            let outside: Vec<String> = set
+                .list
+                .iter()
+                .filter(|r| !scope.allows(&r.path, r.result.is_none()))
+                .map(|r| format!("{} ({})", r.path, r.patch))
+                .collect();
+            if !outside.is_empty() {
+                return Err(defect(format!(
+                    "recorded resolutions change paths {} does not allow: {}",
+                    scope.path.display(),
+                    outside.join(", ")
+                )));
+            }
+            Ok(set)
+        });
+        match loaded {
+            Ok(set) => {
+                let _ = writeln!(
+                    report.text,
+                    "ok      {}: {} recorded resolution(s) for rebases onto {}, in scope",
+                    dir.display(),
+                    set.list.len(),
+                    release.tag()
+                );
+            }
+            Err(e) if is_defect(&e) => {
+                report.ok = false;
+                let _ = writeln!(report.text, "FAILED  {}: {e:#}", dir.display());
+            }
+            Err(e) => {
+                report.errors = true;
+                let _ = writeln!(
+                    report.text,
+                    "ERROR   {}: {e:#}\n        (the check could not read what it needs: this says nothing about the resolutions)",
+                    dir.display()
+                );
+            }
+        }
+    }
 }
 
 /// Release's series applies exactly to it and stays in scope: the series, and a line per

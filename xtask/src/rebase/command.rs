@@ -1,12 +1,19 @@
-//! `cargo xtask rebase-glibc`: `--onto X.Y [--from X.Y]`, `--continue`, `--abort` or `--check`.
+//! `cargo xtask rebase-glibc`: `--onto X.Y [--from X.Y] [--build-check] [--exec CMD]`,
+//! `--continue`, `--abort` or `--check`.
 
 use anyhow::{bail, Result};
 use git2::ErrorClass;
 
-use super::{abort, check, continue_rebase, start, state, stopped_rebase, Outcome};
+use super::state::Checks;
+use super::{
+    abort, build_check, check, continue_with, start_with, state, stopped_rebase, Options, Outcome,
+    Resume,
+};
+use crate::build::{Builder, Layout};
 use crate::cli::{self, Global, NeedsAttention};
 use crate::series::Workspace;
 use crate::store::release::Release;
+use crate::util::paths;
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("mode").required(true).args(["onto", "continue_", "abort", "check"])))]
@@ -17,6 +24,16 @@ pub struct Args {
     /// The series to move [default: the newest one in patches/].
     #[arg(long, value_name = "X.Y", value_parser = cli::release(), requires = "onto")]
     pub from: Option<Release>,
+    /// After each applied patch (clean or continued), compile the loader files it touches in
+    /// the release's real configuration; stop at the first that does not compile. Takes a
+    /// compiled build tree of the release (a cold build the first time).
+    #[arg(long, requires = "onto")]
+    pub build_check: bool,
+    /// After each applied patch (clean or continued), run CMD with `sh -c` in a work tree
+    /// holding the release with the patches so far; stop at the first failure, like `git
+    /// rebase --exec`. May be given more than once.
+    #[arg(long, value_name = "CMD", requires = "onto")]
+    pub exec: Vec<String>,
     /// Go on after resolving the conflicts in the work tree.
     #[arg(long = "continue")]
     pub continue_: bool,
@@ -71,22 +88,63 @@ impl Args {
             println!("aborted the rebase onto glibc {onto}; patches/ is unchanged");
             return Ok(());
         }
+        let mut options = options_for_cli(global, Resume::rebase_glibc())?;
+        options.checks = Checks {
+            exec: self.exec,
+            build_check: self.build_check,
+        };
         let outcome = match self.onto {
-            Some(onto) => start(&ws, self.from, onto),
-            None => continue_rebase(&ws, stopped_rebase(&ws, self.stopped)?, &self.delete),
+            Some(onto) => start_with(&ws, self.from, onto, options),
+            None => continue_with(
+                &ws,
+                stopped_rebase(&ws, self.stopped)?,
+                &self.delete,
+                options,
+            ),
         }
         .map_err(|e| explain_unwritable_store(e, &ws))?;
-        match outcome {
-            Outcome::Written(summary) => {
-                print!("{summary}");
-                Ok(())
-            }
-            Outcome::Conflict(report) => {
-                eprint!("{report}");
-                Err(NeedsAttention("the rebase stopped at a conflict".into()).into())
-            }
+        finish(outcome)
+    }
+}
+
+/// Prints what a rebase did; a stop is a finding (exit status 2).
+pub fn finish(outcome: Outcome) -> Result<()> {
+    match outcome {
+        Outcome::Written(summary) => {
+            print!("{summary}");
+            Ok(())
+        }
+        Outcome::Conflict(report) => {
+            eprint!("{report}");
+            Err(NeedsAttention("the rebase stopped at a conflict".into()).into())
+        }
+        Outcome::CheckFailed(report) => {
+            eprint!("{report}");
+            Err(NeedsAttention("the rebase stopped: a check failed after a patch".into()).into())
         }
     }
+}
+
+/// The options of a rebase run from the command line: the build check's tree from the build
+/// cache, logs beside the builds'; no checks (the caller sets them for a start).
+pub fn options_for_cli(global: &Global, resume: Resume) -> Result<Options> {
+    let layout = Layout::from_env()?;
+    let logs = layout.logs.clone();
+    let jobs = crate::build::default_jobs();
+    Ok(Options {
+        checks: Checks::default(),
+        out: None,
+        compiled: Some(build_check::Source::Builder(Builder {
+            layout,
+            store: global.store.clone(),
+            patches_dir: paths::patches_dir(),
+            jobs,
+            rebuild: false,
+        })),
+        logs,
+        jobs,
+        resume,
+    })
 }
 
 /// A rebase stores its commits in the store: on one it may not write, say so, instead of

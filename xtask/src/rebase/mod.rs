@@ -1,16 +1,27 @@
 //! Moving a patch series onto another release with a 3-way merge (`cargo xtask
-//! rebase-glibc`): start, stop at a conflict, continue or abort, and check that every series
-//! still applies to its own release.
+//! rebase-glibc`): start, stop at a conflict or a failed check, continue or abort, and check
+//! that every series still applies to its own release.
+//!
+//! One patch at a time: merge it ([`engine::merge_commit`], NEWS entries placed by rule),
+//! replay the recorded resolutions that match what the merge produced ([`resolution`]),
+//! commit, run the checks after it ([`checks`]: `--build-check`, `--exec`). A conflict no
+//! record resolves, or a failed check, stops the rebase with a work tree to fix and state to
+//! `--continue` from ([`state`]); what the human made there is recorded, and written with the
+//! series when every patch went through.
 
 pub mod bench;
+pub mod build_check;
 pub mod check;
+pub mod checks;
 pub mod command;
 pub mod engine;
 pub mod intake;
 pub mod range_diff;
+pub mod resolution;
 pub mod state;
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::Oid;
@@ -20,21 +31,86 @@ pub use check::{check, check_release, CheckReport};
 use crate::series::{Series, Workspace};
 use crate::store::release::Release;
 use crate::util::fault;
-use engine::{applied, commit_like, Picked, Step};
-use state::{ConflictFile, RebaseState};
+use checks::Checker;
+use engine::{applied, commit_like, Merged, Step};
+use resolution::{Kind, Resolution, Resolutions};
+use state::{Checks, ConflictFile, RebaseState, Stop, Used};
 
 /// How a rebase ended.
 pub enum Outcome {
-    /// `patches/<onto>/` was written; the summary says what happened to each patch.
+    /// The series was written; the summary says what happened to each patch.
     Written(String),
     /// Stopped at a conflict; the report names the files and how to go on.
     Conflict(String),
+    /// Stopped after a patch that merged but failed a check; the report says which and how
+    /// to go on.
+    CheckFailed(String),
+}
+
+/// The commands a report tells the user to go on with.
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub continue_: String,
+    pub abort: String,
+}
+
+impl Resume {
+    pub fn rebase_glibc() -> Resume {
+        Resume {
+            continue_: "cargo xtask rebase-glibc --continue".into(),
+            abort: "cargo xtask rebase-glibc --abort".into(),
+        }
+    }
+}
+
+/// How a rebase runs, besides what to move where.
+pub struct Options {
+    /// What runs after each patch (taken from the state by `--continue`).
+    pub checks: Checks,
+    /// Where to write the series (`None`: `patches/<onto>/`; taken from the state by
+    /// `--continue`).
+    pub out: Option<PathBuf>,
+    /// Where the build check gets its compiled tree; `None`: the build check is refused.
+    pub compiled: Option<build_check::Source>,
+    /// Where the checks' logs go.
+    pub logs: PathBuf,
+    /// Compiles at once for the build check.
+    pub jobs: usize,
+    pub resume: Resume,
+}
+
+impl Options {
+    /// No checks, the series into `patches/<onto>/`.
+    pub fn plain(ws: &Workspace) -> Options {
+        Options {
+            checks: Checks::default(),
+            out: None,
+            compiled: None,
+            logs: ws.rebase_dir.join("logs"),
+            jobs: 1,
+            resume: Resume::rebase_glibc(),
+        }
+    }
+}
+
+/// Moves the series of `from` (default: the newest) onto `onto`, with no checks.
+pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Outcome> {
+    start_with(ws, from, onto, Options::plain(ws))
 }
 
 /// Moves the series of `from` (default: the newest) onto `onto`.
-pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Outcome> {
+pub fn start_with(
+    ws: &Workspace,
+    from: Option<Release>,
+    onto: Release,
+    options: Options,
+) -> Result<Outcome> {
     if state::state_dir(ws, onto).join("state").exists() {
-        bail!("a rebase onto glibc {onto} is already in progress: finish it with --continue or drop it with --abort");
+        bail!(
+            "a rebase onto glibc {onto} is already in progress: finish it with `{}` or drop it with `{}`",
+            options.resume.continue_,
+            options.resume.abort
+        );
     }
     let from = match from {
         Some(release) => ws.load_series(release)?,
@@ -42,22 +118,40 @@ pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Out
     };
     let (_, commits) = ws.commit_series(&from)?;
     let head = ws.store.ensure_release(onto)?;
+    let checks = options.checks.clone();
+    let out = options.out.clone();
+    let mut run = Run::new(ws, &from, onto, commits, checks, out, options)?;
     let mut steps = Vec::new();
-    let picked = engine::pick(ws.store.repo(), &commits, 0, head, &mut steps)?;
+    let stopped = run.pick(0, head, &mut steps)?;
     fault::point("rebase:picked");
-    settle(ws, &from, onto, steps, picked, Vec::new())
+    match stopped {
+        None => run.finish(steps, Vec::new()),
+        Some(stopped) => run.stop(stopped, steps),
+    }
+}
+
+/// Takes the resolved work tree of the stopped rebase onto `onto` and goes on, with no build
+/// check available.
+pub fn continue_rebase(ws: &Workspace, onto: Release, deletions: &[String]) -> Result<Outcome> {
+    continue_with(ws, onto, deletions, Options::plain(ws))
 }
 
 /// Takes the resolved work tree of the stopped rebase onto `onto` and goes on. `deletions`
 /// are the paths the user said the resolution deletes (`--delete`); see [`intake`] for what
-/// else is taken and refused.
-pub fn continue_rebase(ws: &Workspace, onto: Release, deletions: &[String]) -> Result<Outcome> {
+/// else is taken and refused. What the user made of the produced files is recorded; the
+/// checks of the state run on the patch again.
+pub fn continue_with(
+    ws: &Workspace,
+    onto: Release,
+    deletions: &[String],
+    options: Options,
+) -> Result<Outcome> {
     let (state, from) = RebaseState::load(ws, onto)?;
     let (_, commits) = ws.commit_series(&from)?;
     let repo = ws.store.repo();
     let original = repo
         .find_commit(commits[state.at])
-        .context("the conflicting patch's commit is missing from the store")?;
+        .context("the stopped patch's commit is missing from the store")?;
     let tree_dir = state::tree_dir(ws, onto);
     let taken = intake::take(
         repo,
@@ -72,9 +166,34 @@ pub fn continue_rebase(ws: &Workspace, onto: Release, deletions: &[String]) -> R
         deletions,
     )?;
     fault::point("continue:taken");
+    let mut run = Run::new(
+        ws,
+        &from,
+        onto,
+        commits.clone(),
+        state.checks.clone(),
+        state.out.clone(),
+        options,
+    )?;
+    run.used = state.used.clone();
+    let mut notes = taken.notes;
+    notes.extend(run.record(state.at, state.produced, taken.tree, &state.conflicts)?);
     let mut steps = state.steps;
     let head = match commit_like(repo, &original, state.head, taken.tree)? {
         Some(id) => {
+            if let Some(failure) = run.check(state.at, state.head, taken.tree)? {
+                let stopped = Stopped {
+                    at: state.at,
+                    head: state.head,
+                    stop: Stop::Check(failure),
+                    produced: state.produced,
+                    written: taken.tree,
+                    conflicts: state.conflicts,
+                    files: Vec::new(),
+                    notes,
+                };
+                return run.stop(stopped, steps);
+            }
             steps.push(Step::Applied(id));
             id
         }
@@ -83,14 +202,572 @@ pub fn continue_rebase(ws: &Workspace, onto: Release, deletions: &[String]) -> R
             state.head
         }
     };
-    let picked = engine::pick(repo, &commits, state.at + 1, head, &mut steps)?;
+    let stopped = run.pick(state.at + 1, head, &mut steps)?;
     fault::point("rebase:picked");
-    settle(ws, &from, onto, steps, picked, taken.notes)
+    match stopped {
+        None => run.finish(steps, notes),
+        Some(mut stopped) => {
+            notes.append(&mut stopped.notes);
+            stopped.notes = notes;
+            run.stop(stopped, steps)
+        }
+    }
 }
 
 /// Drops the state of the stopped rebase onto `onto`; an error if there is none.
 pub fn abort(ws: &Workspace, onto: Release) -> Result<()> {
     state::remove(ws, onto)
+}
+
+/// Where and why picking stopped.
+struct Stopped {
+    at: usize,
+    head: Oid,
+    stop: Stop,
+    produced: Oid,
+    /// What the work tree is written from: `produced` with the matching records replayed.
+    written: Oid,
+    conflicts: Vec<String>,
+    /// The conflicts no record resolved.
+    files: Vec<ConflictFile>,
+    notes: Vec<String>,
+}
+
+/// One rebase run: the series, what it replays and records, and its checks.
+struct Run<'a> {
+    ws: &'a Workspace,
+    from: &'a Series,
+    onto: Release,
+    commits: Vec<Oid>,
+    /// The target release's tree: what "the series so far touches" is measured against.
+    base_tree: Oid,
+    /// `patches/resolutions/<onto>/` as the run found it.
+    records: Resolutions,
+    used: Used,
+    checker: Checker,
+    /// What the checks said per patch (this run only), for the summary.
+    check_lines: Vec<(usize, Vec<String>)>,
+    out: Option<PathBuf>,
+    resume: Resume,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        ws: &'a Workspace,
+        from: &'a Series,
+        onto: Release,
+        commits: Vec<Oid>,
+        checks: Checks,
+        out: Option<PathBuf>,
+        options: Options,
+    ) -> Result<Run<'a>> {
+        if checks.build_check && options.compiled.is_none() {
+            bail!("the build check needs a compiled glibc tree, and none was provided");
+        }
+        let base = ws.store.ensure_release(onto)?;
+        let base_tree = ws
+            .store
+            .repo()
+            .find_commit(base)
+            .with_context(|| format!("the store's {} is not a commit", onto.tag()))?
+            .tree_id();
+        let records = Resolutions::load(&ws.patches_dir, onto)?;
+        let checker = Checker::new(
+            checks,
+            &ws.rebase_dir,
+            &options.logs,
+            options.compiled,
+            options.jobs,
+        );
+        Ok(Run {
+            ws,
+            from,
+            onto,
+            commits,
+            base_tree,
+            records,
+            used: Used::default(),
+            checker,
+            check_lines: Vec::new(),
+            out,
+            resume: options.resume,
+        })
+    }
+
+    fn repo(&self) -> &'a git2::Repository {
+        self.ws.store.repo()
+    }
+
+    fn labels(&self, at: usize) -> (String, String) {
+        (
+            format!("glibc {} (+ patches so far)", self.onto),
+            self.from.patches[at].name.clone(),
+        )
+    }
+
+    /// Picks patches `at..` onto `head` until one stops the rebase (`Some`) or all went
+    /// through (`None`).
+    fn pick(
+        &mut self,
+        start: usize,
+        mut head: Oid,
+        steps: &mut Vec<Step>,
+    ) -> Result<Option<Stopped>> {
+        let repo = self.repo();
+        for at in start..self.commits.len() {
+            let commit = repo
+                .find_commit(self.commits[at])
+                .context("a commit of the series is missing from the store")?;
+            let (produced, tree, files, conflicts) =
+                match engine::merge_commit(repo, &commit, head)? {
+                    Merged::Clean(produced) => {
+                        let (tree, _) = self.replay(at, produced)?;
+                        (produced, tree, Vec::new(), Vec::new())
+                    }
+                    Merged::Conflict(index) => {
+                        let (ours, theirs) = self.labels(at);
+                        let (files, produced) =
+                            state::conflict_tree(repo, &index, (&ours, &theirs))?;
+                        let (tree, resolved) = self.replay(at, produced)?;
+                        let conflicts: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+                        let open: Vec<ConflictFile> = files
+                            .into_iter()
+                            .filter(|f| !resolved.contains(&f.path))
+                            .collect();
+                        (produced, tree, open, conflicts)
+                    }
+                };
+            if !files.is_empty() {
+                return Ok(Some(Stopped {
+                    at,
+                    head,
+                    stop: Stop::Conflict,
+                    produced,
+                    written: tree,
+                    conflicts,
+                    files,
+                    notes: Vec::new(),
+                }));
+            }
+            match commit_like(repo, &commit, head, tree)? {
+                Some(new) => {
+                    if let Some(failure) = self.check(at, head, tree)? {
+                        return Ok(Some(Stopped {
+                            at,
+                            head,
+                            stop: Stop::Check(failure),
+                            produced,
+                            written: tree,
+                            conflicts,
+                            files: Vec::new(),
+                            notes: Vec::new(),
+                        }));
+                    }
+                    head = new;
+                    steps.push(Step::Applied(new));
+                }
+                None => steps.push(Step::Dropped),
+            }
+        }
+        Ok(None)
+    }
+
+    /// `produced` with every recorded resolution of patch `at` whose key matches replayed;
+    /// and the paths they resolved.
+    fn replay(&mut self, at: usize, produced: Oid) -> Result<(Oid, Vec<String>)> {
+        let repo = self.repo();
+        let name = &self.from.patches[at].name;
+        let tree = repo
+            .find_tree(produced)
+            .context("a merged tree is missing from the store")?;
+        let matching: Vec<Resolution> = self
+            .records
+            .matching(name, &tree)
+            .into_iter()
+            .cloned()
+            .collect();
+        if matching.is_empty() {
+            return Ok((produced, Vec::new()));
+        }
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        let mut paths = Vec::new();
+        for record in matching {
+            let entry = tree
+                .get_path(Path::new(&record.path))
+                .context("a matching resolution's file is in the tree by construction")?;
+            let blob = repo
+                .find_blob(entry.id())
+                .with_context(|| format!("the blob of {} is missing", record.path))?;
+            match record.replay(blob.content())? {
+                Some(bytes) => {
+                    let id = repo
+                        .blob(&bytes)
+                        .context("cannot store a replayed resolution")?;
+                    update.upsert(&record.path, id, engine::file_mode(entry.filemode() as u32));
+                }
+                None => {
+                    update.remove(&record.path);
+                }
+            }
+            paths.push(record.path.clone());
+            self.used.set.put(record);
+        }
+        let tree = update
+            .create_updated(repo, &tree)
+            .context("cannot apply the recorded resolutions")?;
+        Ok((tree, paths))
+    }
+
+    /// Records what the human made of patch `at`: every file that differs between what the
+    /// rebase produced and the taken tree. Returns notes for what could not be recorded.
+    fn record(
+        &mut self,
+        at: usize,
+        produced: Oid,
+        taken: Oid,
+        conflicts: &[String],
+    ) -> Result<Vec<String>> {
+        let repo = self.repo();
+        let name = self.from.patches[at].name.clone();
+        let (produced_tree, taken_tree) = (
+            repo.find_tree(produced)
+                .context("the produced tree of the stopped rebase is missing from the store")?,
+            repo.find_tree(taken)
+                .context("the taken work tree is missing from the store")?,
+        );
+        let bytes = |tree: &git2::Tree<'_>, path: &str| -> Result<Option<Vec<u8>>> {
+            let Ok(entry) = tree.get_path(Path::new(path)) else {
+                return Ok(None);
+            };
+            let blob = repo
+                .find_blob(entry.id())
+                .with_context(|| format!("the blob of {path} is missing"))?;
+            Ok(Some(blob.content().to_vec()))
+        };
+        let mut notes = Vec::new();
+        let mut unrecorded = Vec::new();
+        for path in checks::changed_paths(repo, produced, taken)? {
+            let Some(old) = bytes(&produced_tree, &path)? else {
+                unrecorded.push(format!(
+                    "{path} (new: no text the rebase produced to key it by)"
+                ));
+                continue;
+            };
+            let new = bytes(&taken_tree, &path)?;
+            let kind = if conflicts.contains(&path) {
+                Kind::Conflict
+            } else {
+                Kind::FixUp
+            };
+            let Some(record) =
+                Resolution::make(&name, &path, kind, self.from.base, &old, new.as_deref())
+            else {
+                unrecorded.push(format!("{path} (not UTF-8 text)"));
+                continue;
+            };
+            // A replayed record the human left alone is the record's, not theirs.
+            let replayed = self.used.set.list.contains(&record);
+            if !replayed && !self.used.made.iter().any(|(p, f)| *p == name && *f == path) {
+                self.used.made.push((name.clone(), path.clone()));
+            }
+            self.used.set.put(record);
+        }
+        if !unrecorded.is_empty() {
+            notes.push(format!(
+                "not recorded (the next rebase stops here again): {}",
+                unrecorded.join(", ")
+            ));
+        }
+        Ok(notes)
+    }
+
+    /// The checks after patch `at` (picked onto `head`, giving `tree`): `Some(report)` when
+    /// one failed.
+    fn check(&mut self, at: usize, head: Oid, tree: Oid) -> Result<Option<String>> {
+        if self.checker.checks.is_empty() {
+            return Ok(None);
+        }
+        let repo = self.repo();
+        let head_tree = repo
+            .find_commit(head)
+            .context("the commit picked onto is missing from the store")?
+            .tree_id();
+        let touched = checks::changed_paths(repo, head_tree, tree)?;
+        let series_touched = checks::changed_paths(repo, self.base_tree, tree)?;
+        let patch = checks::Patch {
+            number: at + 1,
+            name: &self.from.patches[at].name,
+            tree,
+            touched: &touched,
+            series_touched: &series_touched,
+        };
+        eprintln!(
+            "checking patch {}/{} {}",
+            at + 1,
+            self.from.patches.len(),
+            patch.name
+        );
+        match self.checker.run(repo, self.onto, &patch)? {
+            checks::Outcome::Passed(lines) => {
+                self.check_lines.push((at, lines));
+                Ok(None)
+            }
+            checks::Outcome::Failed(report) => Ok(Some(report)),
+        }
+    }
+
+    /// The scope guard over the patches so far (see `series::scope`).
+    fn check_scope(&self, steps: &[Step]) -> Result<()> {
+        let scope = self.ws.scope()?;
+        scope
+            .check(self.repo(), &named_steps(self.from, steps))
+            .with_context(|| {
+                format!(
+                    "refusing to write a series for glibc {} that leaves the declared scope; {} is unchanged",
+                    self.onto,
+                    self.ws.patches_dir.display()
+                )
+            })
+    }
+
+    /// Saves the state at the stop and says what to do.
+    fn stop(&mut self, stopped: Stopped, steps: Vec<Step>) -> Result<Outcome> {
+        self.check_scope(&steps)?;
+        let state = RebaseState {
+            onto: self.onto,
+            head: stopped.head,
+            at: stopped.at,
+            steps,
+            stop: stopped.stop.clone(),
+            conflicts: stopped.conflicts.clone(),
+            tree: stopped.written,
+            produced: stopped.produced,
+            checks: self.checker.checks.clone(),
+            out: self.out.clone(),
+            used: self.used.clone(),
+        };
+        state.save(self.ws, self.from)?;
+        let mut text = String::new();
+        for note in &stopped.notes {
+            let _ = writeln!(text, "note: {note}");
+        }
+        text.push_str(&self.so_far());
+        Ok(match &stopped.stop {
+            Stop::Conflict => {
+                text.push_str(&self.conflict_report(&stopped));
+                Outcome::Conflict(text)
+            }
+            Stop::Check(failure) => {
+                text.push_str(&self.check_report(&stopped, failure));
+                Outcome::CheckFailed(text)
+            }
+        })
+    }
+
+    /// What happened to the patches before a stop, when a record or a check did something.
+    fn so_far(&self) -> String {
+        let mut out = String::new();
+        for (at, patch) in self.from.patches.iter().enumerate() {
+            let notes = self.patch_notes(at);
+            if notes.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "  {}:", patch.name);
+            for note in notes {
+                let _ = writeln!(out, "      {note}");
+            }
+        }
+        out
+    }
+
+    fn conflict_report(&self, stopped: &Stopped) -> String {
+        let patch = &self.from.patches[stopped.at];
+        let onto = self.onto;
+        let mut out = format!(
+            "patch {}/{} {} does not merge into glibc {onto}:\n",
+            stopped.at + 1,
+            self.from.patches.len(),
+            patch.name
+        );
+        for file in &stopped.files {
+            let _ = writeln!(out, "  conflict in {}:", file.path);
+            for (line, hunk) in &file.hunks {
+                if *line > 0 {
+                    let _ = writeln!(out, "    at line {line}:");
+                }
+                write_hunk(&mut out, hunk);
+            }
+            if self
+                .records
+                .for_path(&patch.name, &file.path)
+                .next()
+                .is_some()
+            {
+                let _ = writeln!(
+                    out,
+                    "    a recorded resolution of {} exists for this patch, but for other text (the series or the release changed since); \
+                     it may help: {}",
+                    file.path,
+                    resolution::dir(&self.ws.patches_dir, onto)
+                        .join(format!("{}{}", patch.name, resolution::SUFFIX))
+                        .display()
+                );
+            }
+        }
+        let tree = state::tree_dir(self.ws, onto);
+        let _ = write!(
+            out,
+            "The work tree {} holds glibc {onto} with the patches so far and conflict markers in the files above.\n\
+             Resolve them there (remove every marker; your resolution is recorded and replayed the next time), then run:\n    {}\n\
+             or give up with:\n    {}\n{} is untouched.\n",
+            tree.display(),
+            self.resume.continue_,
+            self.resume.abort,
+            self.ws.patches_dir.display()
+        );
+        out
+    }
+
+    fn check_report(&self, stopped: &Stopped, failure: &str) -> String {
+        let patch = &self.from.patches[stopped.at];
+        let onto = self.onto;
+        let tree = state::tree_dir(self.ws, onto);
+        format!(
+            "patch {}/{} {} applies to glibc {onto}, but the check after it fails:\n{failure}\n\
+             The work tree {} holds glibc {onto} with the patches so far and this one applied.\n\
+             Fix it there (the fix becomes part of {}, and is recorded and replayed the next time), then run:\n    {}\n\
+             (the checks run again on the fixed patch) or give up with:\n    {}\n{} is untouched.\n",
+            stopped.at + 1,
+            self.from.patches.len(),
+            patch.name,
+            tree.display(),
+            patch.name,
+            self.resume.continue_,
+            self.resume.abort,
+            self.ws.patches_dir.display()
+        )
+    }
+
+    /// Lines under patch `at` in a summary: NEWS by rule, resolutions, checks.
+    fn patch_notes(&self, at: usize) -> Vec<String> {
+        let mut notes = Vec::new();
+        let name = &self.from.patches[at].name;
+        let adds_news = self
+            .repo()
+            .find_commit(self.commits[at])
+            .ok()
+            .and_then(|c| engine::adds_news_entry(self.repo(), &c).ok())
+            .unwrap_or(false);
+        if adds_news {
+            notes.push(format!(
+                "NEWS: its entry placed first under glibc {}'s \"Major new features:\" (by rule, not merged)",
+                self.onto
+            ));
+        }
+        let mut used: Vec<&Resolution> = self
+            .used
+            .set
+            .list
+            .iter()
+            .filter(|r| r.patch == *name)
+            .collect();
+        used.sort_by(|a, b| a.path.cmp(&b.path));
+        for r in used {
+            let made = self
+                .used
+                .made
+                .iter()
+                .any(|(p, f)| p == name && *f == r.path);
+            if made {
+                notes.push(format!(
+                    "recorded: your resolution, the {} (replayed the next time)",
+                    r.kind.describe(&r.path)
+                ));
+            } else {
+                notes.push(format!(
+                    "resolved from record: the {}",
+                    r.kind.describe(&r.path)
+                ));
+            }
+        }
+        for (_, lines) in self.check_lines.iter().filter(|(a, _)| *a == at) {
+            notes.extend(lines.iter().cloned());
+        }
+        notes
+    }
+
+    /// Every patch went through: writes the resolutions and the series, drops the state.
+    fn finish(&mut self, steps: Vec<Step>, notes: Vec<String>) -> Result<Outcome> {
+        self.check_scope(&steps)?;
+        let onto = self.onto;
+        let commits = applied(&steps);
+        if commits.is_empty() {
+            bail!("every patch of the series is already in glibc {onto}: nothing to write");
+        }
+        let new = Series::from_commits(self.repo(), onto, &commits)?;
+        let records = self.resolutions_to_keep();
+        let records_changed = records.texts(onto) != self.records.texts(onto);
+        if records_changed {
+            records.publish(&self.ws.patches_dir, onto)?;
+            fault::point("rebase:resolutions-written");
+        }
+        let dir = self.out.clone().unwrap_or_else(|| self.ws.series_dir(onto));
+        new.write(&dir)?;
+        fault::point("rebase:written");
+        if state::state_dir(self.ws, onto).join("state").exists() {
+            state::remove(self.ws, onto)?;
+        }
+        let mut text = String::new();
+        for note in notes {
+            let _ = writeln!(text, "note: {note}");
+        }
+        let per_patch: Vec<Vec<String>> = (0..self.from.patches.len())
+            .map(|at| self.patch_notes(at))
+            .collect();
+        text.push_str(&range_diff::summarize(
+            self.from, onto, &new, &steps, &per_patch,
+        ));
+        if records_changed {
+            let stale = self
+                .records
+                .list
+                .iter()
+                .filter(|r| !records.list.contains(r))
+                .count();
+            let _ = writeln!(
+                text,
+                "wrote {} ({} recorded resolution(s){}): commit it with the series",
+                resolution::dir(&self.ws.patches_dir, onto).display(),
+                records.list.len(),
+                if stale > 0 {
+                    format!("; {stale} stale one(s) dropped: this rebase from glibc {} no longer meets them", self.from.base)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        let _ = writeln!(text, "wrote {}", dir.display());
+        Ok(Outcome::Written(text))
+    }
+
+    /// The resolutions `patches/resolutions/<onto>/` keeps: those this rebase used or made,
+    /// and those made for rebases from other releases (this one cannot tell whether they
+    /// are stale). A record from the same source that this rebase never met is stale.
+    fn resolutions_to_keep(&self) -> Resolutions {
+        let mut kept = Resolutions {
+            list: self
+                .records
+                .list
+                .iter()
+                .filter(|r| r.from != self.from.base.version)
+                .cloned()
+                .collect(),
+        };
+        for r in &self.used.set.list {
+            kept.put(r.clone());
+        }
+        kept
+    }
 }
 
 /// The patches of `from` that went through so far, named, for the scope guard.
@@ -103,103 +780,6 @@ fn named_steps(from: &Series, steps: &[Step]) -> Vec<(String, Oid)> {
             Step::Dropped => None,
         })
         .collect()
-}
-
-/// Writes the series when every patch went through, else saves the state at the conflict.
-/// Either way, the patches so far must stay inside the declared scope.
-fn settle(
-    ws: &Workspace,
-    from: &Series,
-    onto: Release,
-    steps: Vec<Step>,
-    picked: Picked,
-    notes: Vec<String>,
-) -> Result<Outcome> {
-    let scope = ws.scope()?;
-    scope
-        .check(ws.store.repo(), &named_steps(from, &steps))
-        .with_context(|| {
-            format!(
-                "refusing to write a series for glibc {onto} that leaves the declared scope; {} is unchanged",
-                ws.patches_dir.display()
-            )
-        })?;
-    let mut text = String::new();
-    for note in notes {
-        let _ = writeln!(text, "note: {note}");
-    }
-    match picked {
-        Picked::Done { .. } => {
-            let commits = applied(&steps);
-            if commits.is_empty() {
-                bail!("every patch of the series is already in glibc {onto}: nothing to write");
-            }
-            let new = Series::from_commits(ws.store.repo(), onto, &commits)?;
-            let dir = ws.series_dir(onto);
-            new.write(&dir)?;
-            fault::point("rebase:written");
-            if state::state_dir(ws, onto).join("state").exists() {
-                state::remove(ws, onto)?;
-            }
-            text.push_str(&range_diff::summarize(from, onto, &new, &steps));
-            let _ = writeln!(text, "wrote {}", dir.display());
-            Ok(Outcome::Written(text))
-        }
-        Picked::Conflict { at, head, index } => {
-            let patch = &from.patches[at];
-            let mut state = RebaseState {
-                onto,
-                head,
-                at,
-                steps,
-                conflicts: Vec::new(),
-                tree: Oid::zero(),
-            };
-            let files = state.save(
-                ws,
-                from,
-                &index,
-                (&format!("glibc {onto} (+ patches so far)"), &patch.name),
-            )?;
-            text.push_str(&conflict_report(ws, from, onto, &state, &files));
-            Ok(Outcome::Conflict(text))
-        }
-    }
-}
-
-fn conflict_report(
-    ws: &Workspace,
-    from: &Series,
-    onto: Release,
-    state: &RebaseState,
-    files: &[ConflictFile],
-) -> String {
-    let patch = &from.patches[state.at];
-    let mut out = format!(
-        "patch {}/{} {} does not merge into glibc {onto}:\n",
-        state.at + 1,
-        from.patches.len(),
-        patch.name
-    );
-    for file in files {
-        let _ = writeln!(out, "  conflict in {}:", file.path);
-        for (line, hunk) in &file.hunks {
-            if *line > 0 {
-                let _ = writeln!(out, "    at line {line}:");
-            }
-            write_hunk(&mut out, hunk);
-        }
-    }
-    let tree = state::tree_dir(ws, onto);
-    let _ = write!(
-        out,
-        "The work tree {} holds glibc {onto} with the patches so far and conflict markers in the files above.\n\
-         Resolve them there (remove every marker), then run:\n    cargo xtask rebase-glibc --continue\n\
-         or give up with:\n    cargo xtask rebase-glibc --abort\n{} is untouched.\n",
-        tree.display(),
-        ws.patches_dir.display()
-    );
-    out
 }
 
 /// Lines of one side of a conflict hunk shown before the rest is counted, not printed: a

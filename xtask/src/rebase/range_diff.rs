@@ -1,6 +1,8 @@
 //! A range-diff-like summary of a rebase: per patch, unchanged / changed / dropped, and for a
 //! changed patch the diff of its content with line numbers, `index` lines, commit ids and
-//! numbering stripped, so a reviewer sees only what really changed.
+//! numbering stripped, so a reviewer sees only what really changed. NEWS, whose entry the
+//! rebase places by rule, shows its added and removed lines only: the release's lines around
+//! the entry change with every release, and say nothing about the patch.
 
 use std::fmt::Write;
 
@@ -13,8 +15,14 @@ use crate::store::release::Release;
 /// What a reviewer needs to compare: the patch minus what moves with every rebase.
 pub fn normalize(text: &str) -> String {
     let mut out = String::new();
+    let mut in_news = false;
     for (n, line) in text.lines().enumerate() {
         if n == 0 && line.starts_with("From ") || line.starts_with("index ") {
+            continue;
+        }
+        if line.starts_with("diff --git ") {
+            in_news = line == "diff --git a/NEWS b/NEWS";
+        } else if in_news && (line.starts_with(' ') || line.starts_with("@@")) {
             continue;
         }
         let line = if let Some(rest) = line.strip_prefix("Subject: [PATCH ") {
@@ -44,8 +52,15 @@ fn without_hunk_context(normalized: &str) -> String {
         .join("\n")
 }
 
-/// One line per patch of `from`, and the content diff under each changed one.
-pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> String {
+/// One line per patch of `from`, its `notes` (what the rebase did to it: NEWS, resolutions,
+/// checks), and the content diff under each changed one.
+pub fn summarize(
+    from: &Series,
+    onto: Release,
+    new: &Series,
+    steps: &[Step],
+    notes: &[Vec<String>],
+) -> String {
     let mut out = format!(
         "rebased {} patch{} from glibc {} onto glibc {onto}:\n",
         from.patches.len(),
@@ -53,16 +68,19 @@ pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> 
         from.base
     );
     let mut next = new.patches.iter();
-    for (old, step) in from.patches.iter().zip(steps) {
+    for (at, (old, step)) in from.patches.iter().zip(steps).enumerate() {
+        let notes = notes.get(at).map(Vec::as_slice).unwrap_or_default();
         match step {
             Step::Dropped => {
                 let _ = writeln!(out, "  {:<50} dropped: already in glibc {onto}", old.name);
+                write_notes(&mut out, notes);
             }
             Step::Applied(_) => {
                 let Some(patch) = next.next() else { break };
                 let (a, b) = (normalize(&old.text), normalize(&patch.text));
                 if a == b {
                     let _ = writeln!(out, "  {:<50} unchanged -> {}", old.name, patch.name);
+                    write_notes(&mut out, notes);
                 } else {
                     // Only the functions named in hunk headers differ: the code moved upstream.
                     let label = if without_hunk_context(&a) == without_hunk_context(&b) {
@@ -71,6 +89,7 @@ pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> 
                         "changed"
                     };
                     let _ = writeln!(out, "  {:<50} {label} -> {}", old.name, patch.name);
+                    write_notes(&mut out, notes);
                     let diff = TextDiff::from_lines(&a, &b);
                     let old_name = format!("{}/{}", from.base, old.name);
                     let new_name = format!("{onto}/{}", patch.name);
@@ -92,6 +111,12 @@ pub fn summarize(from: &Series, onto: Release, new: &Series, steps: &[Step]) -> 
     out
 }
 
+fn write_notes(out: &mut String, notes: &[String]) {
+    for note in notes {
+        let _ = writeln!(out, "      {note}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +128,15 @@ mod tests {
         assert_eq!(normalize(a), normalize(b));
         assert_eq!(normalize(a), "Subject: [PATCH] x\n@@ int f (void)\n+new\n");
         assert_ne!(normalize(a), normalize(&b.replace("+new", "+other")));
+    }
+
+    #[test]
+    fn news_shows_only_the_entry() {
+        let a = "diff --git a/NEWS b/NEWS\n@@ -9,6 +9,8 @@ Version 2.44\n Major new features:\n \n+* Entry.\n+\n * Tunables.\ndiff --git a/elf/x.c b/elf/x.c\n@@ -1 +1 @@ f\n ctx\n+x\n";
+        let b = a
+            .replace("Version 2.44", "Version 2.43")
+            .replace("Tunables", "Other");
+        assert_eq!(normalize(a), normalize(&b));
+        assert!(normalize(a).contains("+* Entry.\n") && normalize(a).contains(" ctx\n"));
     }
 }

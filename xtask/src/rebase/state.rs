@@ -1,7 +1,9 @@
-//! A rebase stopped at a conflict: `<rebase_dir>/<X.Y>` holds `state` (where it stopped,
-//! and the work tree as written), `from/` (a copy of the series being moved) and `tree/` (the
-//! target release with the patches so far, and conflict markers in the files the next patch
-//! could not merge).
+//! A stopped rebase: `<rebase_dir>/<X.Y>` holds `state` (where and why it stopped, the work
+//! tree as written and as the rebase produced it, the checks to run after each patch),
+//! `from/` (a copy of the series being moved), `resolutions/` (the recorded resolutions
+//! replayed or made so far, written with the series at the end) and `tree/` (the target
+//! release with the patches so far, and either conflict markers in the files the next patch
+//! could not merge, or that patch applied when a check after it failed).
 //!
 //! Every change of the state is atomic. `<X.Y>` is a symlink to a generation directory
 //! `.state-X.Y-<pid>-<random>/`: a new generation is written whole and flushed, then published
@@ -17,6 +19,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Index, IndexEntry, MergeFileOptions, Oid, Repository};
 
 use crate::rebase::engine::{file_mode, Step};
+use crate::rebase::resolution::Resolutions;
 use crate::series::Series;
 use crate::series::Workspace;
 use crate::store::release::{Release, SUPPORTED};
@@ -25,17 +28,86 @@ use crate::util::{durable, fault, staging};
 
 pub struct RebaseState {
     pub onto: Release,
-    /// The target-release commit the conflicting patch is being picked onto.
+    /// The target-release commit the stopped patch is being picked onto.
     pub head: Oid,
-    /// Index of the conflicting patch in the source series.
+    /// Index of the stopped patch in the source series.
     pub at: usize,
     /// What happened to the patches before it.
     pub steps: Vec<Step>,
-    /// Paths that had conflicts when the rebase stopped.
+    /// Why it stopped.
+    pub stop: Stop,
+    /// Paths that had conflicts when the rebase stopped (none after a failed check).
     pub conflicts: Vec<String>,
     /// The work tree as it was written, as a tree in the store: what `--continue` compares
     /// the resolved tree against, to name every file that appeared, vanished or changed.
     pub tree: Oid,
+    /// What the rebase produced for the stopped patch before any recorded resolution was
+    /// replayed (conflict markers included): the keys of the resolutions `--continue`
+    /// records.
+    pub produced: Oid,
+    /// What runs after each applied patch; `--continue` runs it too.
+    pub checks: Checks,
+    /// Where the series is written when every patch went through (`None`: `patches/<X.Y>/`).
+    pub out: Option<PathBuf>,
+    /// The recorded resolutions this rebase replayed or made so far (see [`Used`]).
+    pub used: Used,
+}
+
+/// Why a rebase stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// The patch does not merge.
+    Conflict,
+    /// The patch merged, but a check after it failed; the text says which.
+    Check(String),
+}
+
+/// What runs in the work tree after each applied patch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checks {
+    /// `--exec` commands, run by `sh -c`, in order.
+    pub exec: Vec<String>,
+    /// `--build-check`: the loader files the patch touches compile in the release's real
+    /// configuration.
+    pub build_check: bool,
+}
+
+impl Checks {
+    pub fn is_empty(&self) -> bool {
+        self.exec.is_empty() && !self.build_check
+    }
+
+    /// The options that ask for these checks, for the commands a report prints.
+    pub fn as_options(&self) -> String {
+        let mut words = String::new();
+        if self.build_check {
+            words.push_str(" --build-check");
+        }
+        for command in &self.exec {
+            words.push_str(&format!(" --exec {}", shell_quote(command)));
+        }
+        words
+    }
+}
+
+/// `text` as one sh word.
+pub fn shell_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+    {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// The recorded resolutions a rebase replayed or made, and which of them a human made in this
+/// rebase (patch, path), for the summary.
+#[derive(Debug, Clone, Default)]
+pub struct Used {
+    pub set: Resolutions,
+    pub made: Vec<(String, String)>,
 }
 
 /// One conflicting file: its path and each conflict region, with its first line number.
@@ -61,16 +133,13 @@ pub fn in_progress(ws: &Workspace) -> Vec<Release> {
         .collect()
 }
 
+/// In a state generation: the resolutions replayed or made so far.
+const USED_DIR: &str = "resolutions";
+
 impl RebaseState {
-    /// Writes state, series copy and conflict work tree as a new generation, and publishes
-    /// it (see the module docs). Records the conflicts and the written tree in `self`.
-    pub fn save(
-        &mut self,
-        ws: &Workspace,
-        from: &Series,
-        index: &Index,
-        labels: (&str, &str),
-    ) -> Result<Vec<ConflictFile>> {
+    /// Writes state, series copy, resolutions so far and the work tree (`self.tree`) as a
+    /// new generation, and publishes it (see the module docs).
+    pub fn save(&self, ws: &Workspace, from: &Series) -> Result<()> {
         std::fs::create_dir_all(&ws.rebase_dir)
             .with_context(|| format!("cannot create {}", ws.rebase_dir.display()))?;
         let generation = tempfile::Builder::new()
@@ -89,23 +158,31 @@ impl RebaseState {
             .keep();
         from.write(&generation.join("from"))?;
         fault::point("rebase-save:from-written");
-        let (conflicts, tree) =
-            write_conflict_tree(ws.store.repo(), index, &generation.join("tree"), labels)?;
+        self.used
+            .set
+            .write_files(&generation.join(USED_DIR), self.onto)?;
+        worktree::write_tree(ws.store.repo(), self.tree, &generation.join("tree"))
+            .context("cannot write the rebase's work tree")?;
         fault::point("rebase-save:tree-written");
-        self.conflicts = conflicts.iter().map(|c| c.path.clone()).collect();
-        self.tree = tree;
         durable::write_synced(&generation.join("state"), self.to_text().as_bytes())?;
         durable::sync_dir(&generation)?;
         fault::point("rebase-save:state-written");
-        publish(ws, self.onto, &generation)?;
-        Ok(conflicts)
+        publish(ws, self.onto, &generation)
     }
 
     fn to_text(&self) -> String {
         let mut text = format!(
-            "onto {}\nhead {}\nat {}\ntree {}\n",
-            self.onto.version, self.head, self.at, self.tree
+            "onto {}\nhead {}\nat {}\ntree {}\nproduced {}\n",
+            self.onto.version, self.head, self.at, self.tree, self.produced
         );
+        match &self.stop {
+            Stop::Conflict => text.push_str("stopped conflict\n"),
+            Stop::Check(what) => {
+                for line in what.lines() {
+                    text.push_str(&format!("stopped check {line}\n"));
+                }
+            }
+        }
         for c in &self.conflicts {
             text.push_str(&format!("conflict {c}\n"));
         }
@@ -114,6 +191,19 @@ impl RebaseState {
                 Step::Applied(id) => text.push_str(&format!("step applied {id}\n")),
                 Step::Dropped => text.push_str("step dropped\n"),
             }
+        }
+        if self.checks.build_check {
+            text.push_str("build-check yes\n");
+        }
+        for command in &self.checks.exec {
+            // One line each: a newline in a command would be read back as two commands.
+            text.push_str(&format!("exec {}\n", command.replace('\n', " ")));
+        }
+        if let Some(out) = &self.out {
+            text.push_str(&format!("out {}\n", out.display()));
+        }
+        for (patch, path) in &self.used.made {
+            text.push_str(&format!("made {patch} {path}\n"));
         }
         text
     }
@@ -134,9 +224,15 @@ impl RebaseState {
             head: Oid::zero(),
             at: 0,
             steps: Vec::new(),
+            stop: Stop::Conflict,
             conflicts: Vec::new(),
             tree: Oid::zero(),
+            produced: Oid::zero(),
+            checks: Checks::default(),
+            out: None,
+            used: Used::default(),
         };
+        let mut check_lines: Vec<&str> = Vec::new();
         let malformed = || format!("malformed rebase state {}", path.display());
         for line in text.lines() {
             let (key, value) = line.split_once(' ').with_context(malformed)?;
@@ -145,14 +241,29 @@ impl RebaseState {
                 "head" => state.head = Oid::from_str(value).with_context(malformed)?,
                 "at" => state.at = value.parse().with_context(malformed)?,
                 "tree" => state.tree = Oid::from_str(value).with_context(malformed)?,
+                "produced" => state.produced = Oid::from_str(value).with_context(malformed)?,
+                "stopped" if value == "conflict" => {}
+                "stopped" => {
+                    check_lines.push(value.strip_prefix("check ").with_context(malformed)?)
+                }
                 "conflict" => state.conflicts.push(value.to_string()),
                 "step" if value == "dropped" => state.steps.push(Step::Dropped),
                 "step" => state.steps.push(Step::Applied(
                     Oid::from_str(value.strip_prefix("applied ").with_context(malformed)?)
                         .with_context(malformed)?,
                 )),
+                "build-check" => state.checks.build_check = true,
+                "exec" => state.checks.exec.push(value.to_string()),
+                "out" => state.out = Some(PathBuf::from(value)),
+                "made" => {
+                    let (patch, file) = value.split_once(' ').with_context(malformed)?;
+                    state.used.made.push((patch.to_string(), file.to_string()));
+                }
                 _ => bail!("malformed rebase state line `{line}` in {}", path.display()),
             }
+        }
+        if !check_lines.is_empty() {
+            state.stop = Stop::Check(check_lines.join("\n"));
         }
         if state.tree.is_zero() {
             bail!(
@@ -163,6 +274,12 @@ impl RebaseState {
                 dir.join("tree").display()
             );
         }
+        // A state from before recorded resolutions: the tree as written is what was produced.
+        if state.produced.is_zero() {
+            state.produced = state.tree;
+        }
+        state.used.set = Resolutions::load_dir(&dir.join(USED_DIR))
+            .with_context(|| format!("cannot read the resolutions kept in {}", dir.display()))?;
         let from = Series::load(&dir.join("from"))
             .with_context(|| format!("cannot read the series copy in {}", dir.display()))?;
         Ok((state, from))
@@ -304,6 +421,12 @@ pub fn recover(ws: &Workspace) -> Result<Vec<String>> {
             left.display()
         ));
     }
+    for left in staging::remove_orphans(&ws.rebase_dir, crate::rebase::checks::SCRATCH) {
+        said.push(format!(
+            "removed {}, the work tree a killed run checked its patches in",
+            left.display()
+        ));
+    }
     Ok(said)
 }
 
@@ -316,24 +439,19 @@ pub fn has_markers(bytes: &[u8]) -> bool {
     })
 }
 
-/// Writes the merged index into `dest`: merged files as they are, conflicting files with
-/// diff3-style markers (ours = the target release so far, theirs = the patch). Returns the
-/// conflicts and the written files as a tree in the store (built from the index, not by
-/// hashing the files again).
-fn write_conflict_tree(
+/// The merged index as a tree: merged files as they are, conflicting files with diff3-style
+/// markers (ours = the target release so far, theirs = the patch). Returns the conflicts and
+/// the tree (built from the index, not by hashing files): what the rebase produced.
+pub fn conflict_tree(
     repo: &Repository,
     index: &Index,
-    dest: &Path,
     (ours, theirs): (&str, &str),
 ) -> Result<(Vec<ConflictFile>, Oid)> {
-    std::fs::create_dir_all(dest).with_context(|| format!("cannot create {}", dest.display()))?;
     let mut written = git2::build::TreeUpdateBuilder::new();
     for entry in index.iter() {
         if (entry.flags >> 12) & 3 != 0 {
             continue;
         }
-        let path = dest.join(std::ffi::OsStr::from_bytes(&entry.path));
-        write_blob(repo, &path, entry.id, entry.mode)?;
         written.upsert(
             std::ffi::OsStr::from_bytes(&entry.path),
             entry.id,
@@ -353,7 +471,6 @@ fn write_conflict_tree(
             .or(conflict.ancestor.as_ref())
             .context("empty conflict")?;
         let rel = String::from_utf8_lossy(&any.path).into_owned();
-        let path = dest.join(&rel);
         let hunks = match (&conflict.ancestor, &conflict.our, &conflict.their) {
             (Some(base), Some(our), Some(their)) => {
                 let mut opts = MergeFileOptions::new();
@@ -364,7 +481,6 @@ fn write_conflict_tree(
                 let merged = repo
                     .merge_file_from_index(base, our, their, Some(&mut opts))
                     .with_context(|| format!("cannot merge {rel}"))?;
-                write_file(&path, merged.content(), our.mode)?;
                 let blob = repo
                     .blob(merged.content())
                     .with_context(|| format!("cannot store the conflicted {rel}"))?;
@@ -376,7 +492,6 @@ fn write_conflict_tree(
                     .as_ref()
                     .or(their.as_ref())
                     .context("deleted on both sides")?;
-                write_blob(repo, &path, kept.id, kept.mode)?;
                 written.upsert(rel.as_str(), kept.id, file_mode(kept.mode));
                 let what = if our.is_none() {
                     "the patch changes a file the release deleted"
@@ -403,21 +518,6 @@ fn write_conflict_tree(
         .create_updated(repo, &empty)
         .context("cannot record the work tree in the store")?;
     Ok((files, tree))
-}
-
-fn write_blob(repo: &Repository, path: &Path, id: Oid, mode: u32) -> Result<()> {
-    let blob = repo
-        .find_blob(id)
-        .with_context(|| format!("blob of {} is missing", path.display()))?;
-    write_file(path, blob.content(), mode)
-}
-
-fn write_file(path: &Path, content: &[u8], mode: u32) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    worktree::write_file(path, content, mode as i32)
 }
 
 /// Each `<<<<<<<` .. `>>>>>>>` region with its 1-based starting line.

@@ -29,6 +29,9 @@ use crate::util::{durable, fault};
 
 /// The series file's name, as quilt expects it.
 pub const SERIES_FILE: &str = "series";
+/// `patches/<RESOLUTIONS_DIR>/<X.Y>/`: the recorded resolutions of the rebases onto X.Y
+/// (see `rebase::resolution`), kept with the series but not part of any.
+pub const RESOLUTIONS_DIR: &str = "resolutions";
 /// Ends every patch: the mail signature `git format-patch` would fill with its version.
 pub const TRAILER: &str = "-- \nld-fallback\n";
 const BASE_PREFIX: &str = "# base: ";

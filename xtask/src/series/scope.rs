@@ -14,7 +14,9 @@
 //!
 //! `*` matches within one path component, `**` (a whole component) any number of components,
 //! `?` one character. The file lives beside the series it governs (`patches/scope`), so that
-//! a new kind of series there (variants, say) is held to the same list.
+//! a new kind of series there (variants, say) is held to the same list; so are the recorded
+//! resolutions in `patches/resolutions/` (`rebase-glibc --check` refuses one for a path the
+//! list does not allow, and what a replayed one makes is a patch like any other).
 
 use std::path::{Path, PathBuf};
 
@@ -114,6 +116,12 @@ impl Scope {
             }
         }
         Ok(found)
+    }
+
+    /// Whether a patch may change `path` (or delete it, when `deleted`).
+    pub fn allows(&self, path: &str, deleted: bool) -> bool {
+        let globs = if deleted { &self.delete } else { &self.touch };
+        globs.iter().any(|g| glob_matches(g, path))
     }
 
     /// Refuses (as a defect) the first of `patches` (name, commit) that leaves the scope.

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use git2::Oid;
 
 use crate::series::scope::Scope;
-use crate::series::{defect, Series};
+use crate::series::{defect, Series, RESOLUTIONS_DIR};
 use crate::store::release::{Release, SUPPORTED};
 use crate::store::SourceStore;
 use crate::util::{durable, paths, staging};
@@ -42,30 +42,35 @@ impl Workspace {
         })
     }
 
-    /// Repairs what killed runs left in `patches/`: a series directory moved aside and not
-    /// put back (`.old-X.Y`), staging directories of processes that are gone. Returns a
-    /// sentence per repair, for the user.
+    /// Repairs what killed runs left in `patches/` and `patches/resolutions/`: a directory
+    /// moved aside and not put back (`.old-X.Y`), staging directories of processes that are
+    /// gone. Returns a sentence per repair, for the user.
     pub fn recover(&self) -> Result<Vec<String>> {
         let mut said = Vec::new();
-        let Ok(entries) = std::fs::read_dir(&self.patches_dir) else {
-            return Ok(said);
-        };
-        let mut names: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        for name in names {
-            if let Some(series) = name.strip_prefix(".old-") {
-                said.extend(durable::recover_old(&self.patches_dir.join(series))?);
+        for (dir, kind) in [
+            (self.patches_dir.clone(), "series"),
+            (self.patches_dir.join(RESOLUTIONS_DIR), "resolutions"),
+        ] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut names: Vec<String> = entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            for name in names {
+                if let Some(series) = name.strip_prefix(".old-") {
+                    said.extend(durable::recover_old(&dir.join(series))?);
+                }
             }
-        }
-        for left in staging::remove_orphans(&self.patches_dir, "series") {
-            said.push(format!(
-                "removed {}, left by an interrupted series write (the series in {} are whole)",
-                left.display(),
-                self.patches_dir.display()
-            ));
+            for left in staging::remove_orphans(&dir, kind) {
+                said.push(format!(
+                    "removed {}, left by an interrupted write (the {kind} in {} are whole)",
+                    left.display(),
+                    dir.display()
+                ));
+            }
         }
         Ok(said)
     }
@@ -102,8 +107,9 @@ impl Workspace {
             .collect()
     }
 
-    /// Directories in `patches/` that are not a supported release (typos, dropped releases);
-    /// `patches/variants/` holds variants of the series (see `build::source::series_for`).
+    /// Directories in `patches/` that are not a supported release (typos, dropped releases),
+    /// besides `resolutions/` and `variants/` (variants of the series, see
+    /// `build::source::series_for`).
     pub fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
         let Ok(entries) = std::fs::read_dir(&self.patches_dir) else {
             return Ok(Vec::new());
@@ -115,6 +121,7 @@ impl Workspace {
             let name = entry.file_name().to_string_lossy().into_owned();
             if entry.path().is_dir()
                 && !name.starts_with('.')
+                && name != RESOLUTIONS_DIR
                 && name != "variants"
                 && !SUPPORTED.iter().any(|r| r.version == name)
             {

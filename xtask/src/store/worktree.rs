@@ -77,3 +77,52 @@ pub fn write_file(path: &Path, content: &[u8], mode: i32) -> Result<()> {
     }
     Ok(())
 }
+
+/// Makes `dest`, which holds tree `old`, hold tree `new`: writes what differs, removes what
+/// `new` lacks (and directories left empty). Files are replaced, never written in place.
+pub fn update_tree(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result<()> {
+    let (old, new) = (
+        repo.find_tree(old)
+            .context("a tree to update from is missing from the store")?,
+        repo.find_tree(new)
+            .context("a tree to update to is missing from the store")?,
+    );
+    let diff = repo
+        .diff_tree_to_tree(Some(&old), Some(&new), None)
+        .context("cannot compare two trees")?;
+    for delta in diff.deltas() {
+        let (before, after) = (delta.old_file(), delta.new_file());
+        if let Some(path) = before.path().filter(|_| before.exists()) {
+            let path = dest.join(path);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot remove {}", path.display()))
+                }
+            }
+            if !after.exists() {
+                // Directories the removal emptied go too, as a checkout would leave them.
+                let mut dir = path.parent();
+                while let Some(d) = dir.filter(|d| *d != dest) {
+                    if std::fs::remove_dir(d).is_err() {
+                        break;
+                    }
+                    dir = d.parent();
+                }
+            }
+        }
+        if let Some(path) = after.path().filter(|_| after.exists()) {
+            let path = dest.join(path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create {}", parent.display()))?;
+            }
+            let blob = repo
+                .find_blob(after.id())
+                .with_context(|| format!("blob of {} is missing", path.display()))?;
+            write_file(&path, blob.content(), i32::from(after.mode()))?;
+        }
+    }
+    Ok(())
+}

@@ -144,6 +144,43 @@ impl Args {
     }
 }
 
+/// Verifies (or takes from the cache) the cells of `release`, one per target, with the series
+/// in `patches_dir` (a copy of `patches/` not yet written, say): what `cargo xtask
+/// update-release` runs before it writes a series into `patches/`. The cache keys are the
+/// series' content, not where it lives, so a later `cargo xtask verify` of the same series
+/// is a cache hit.
+pub fn verify_release(
+    global: &Global,
+    patches_dir: &Path,
+    release: Release,
+    targets: &[Target],
+    force: bool,
+) -> Result<Vec<CellReport>> {
+    let mut workspace = Workspace::open_default(global.store.as_deref())?;
+    workspace.patches_dir = patches_dir.to_path_buf();
+    let run = Run {
+        workspace,
+        builder: Builder {
+            layout: Layout::from_env()?,
+            store: global.store.clone(),
+            patches_dir: patches_dir.to_path_buf(),
+            jobs: crate::build::default_jobs(),
+            rebuild: false,
+        },
+        now: render::now(),
+        commit: render::project_commit(&paths::project_root()),
+        progress: Progress::new(targets.len()),
+    };
+    let mut reports = Vec::new();
+    for target in targets {
+        let report = verify_cell(&run, release, *target, force);
+        eprintln!("{}", render::line(&report));
+        reports.push(report);
+        run.progress.cell_done();
+    }
+    Ok(reports)
+}
+
 /// The cell's report: from the cache when its key is current, else verified now (and cached
 /// when it passed: a failure is looked at again next time).
 fn verify_cell(run: &Run, release: Release, target: Target, force: bool) -> CellReport {

@@ -294,3 +294,202 @@ pub fn markdown(reports: &[CellReport], now: &str, commit: &str, cached_only: bo
     let _ = writeln!(out, "```");
     out
 }
+
+/// docs/support.md (`page`) with the rows of one release — the main table's, the series
+/// table's and the details — replaced by `reports` (all of one release), the other releases'
+/// left as they are: what `cargo xtask update-release` writes after verifying one release.
+pub fn with_release_rows(page: &str, reports: &[CellReport]) -> Result<String, String> {
+    let Some(first) = reports.first() else {
+        return Ok(page.to_string());
+    };
+    let release = first.release.as_str();
+    let (Some(table_at), Some(series_at), Some(details_at)) = (
+        page.find("\n| release | target |"),
+        page.find("\n## Series\n"),
+        page.find("\n## Details\n"),
+    ) else {
+        return Err(
+            "it lacks the table, \"## Series\" or \"## Details\" of a page `cargo xtask verify --markdown` made".into(),
+        );
+    };
+    if !(table_at < series_at && series_at < details_at) {
+        return Err(
+            "its sections are not in the order `cargo xtask verify --markdown` writes them".into(),
+        );
+    }
+    let order = |version: &str| {
+        crate::store::release::SUPPORTED
+            .iter()
+            .position(|r| r.version == version)
+            .unwrap_or(usize::MAX)
+    };
+    let row_release = |line: &str| -> Option<String> {
+        let mut cells = line.split('|').map(str::trim).skip(1);
+        let first = cells.next()?;
+        (order(first) != usize::MAX).then(|| first.to_string())
+    };
+    // Replaces the release's lines among `lines` (rows, or detail blocks) by `new`, placed
+    // before the first of a newer release.
+    let splice = |items: Vec<(Option<String>, String)>, new: Vec<String>| -> String {
+        let mut out = String::new();
+        let mut placed = false;
+        for (of, text) in items {
+            if of.as_deref() == Some(release) {
+                continue;
+            }
+            if !placed && of.as_deref().is_some_and(|r| order(r) > order(release)) {
+                new.iter().for_each(|n| out.push_str(n));
+                placed = true;
+            }
+            out.push_str(&text);
+        }
+        if !placed {
+            new.iter().for_each(|n| out.push_str(n));
+        }
+        out
+    };
+    let rows_of = |section: &str| -> Vec<(Option<String>, String)> {
+        section
+            .split_inclusive('\n')
+            .map(|line| (row_release(line), line.to_string()))
+            .collect()
+    };
+    // Only the table rows move: a row is a line that starts with `| <release> |`.
+    let table = &page[table_at..series_at];
+    let new_rows: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            let mut row = cells(r);
+            if r.from_cache {
+                row[8] = minutes(r.seconds.total);
+            }
+            format!("| {} |\n", row.join(" | "))
+        })
+        .collect();
+    let series = &page[series_at..details_at];
+    let new_series = vec![format!(
+        "| {} | `{}` | {} (commit `{}`) |\n",
+        release, first.series, first.verified_at, first.commit
+    )];
+    let detail_section = &page[details_at..];
+    let (fence_open, fence_close) =
+        match (detail_section.find("```\n"), detail_section.rfind("\n```")) {
+            (Some(open), Some(close)) if open + 4 <= close + 1 => (open + 4, close + 1),
+            _ => return Err("its details are not in a ``` block".into()),
+        };
+    let mut blocks: Vec<(Option<String>, String)> = Vec::new();
+    for line in detail_section[fence_open..fence_close].split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("glibc ") {
+            let version = rest.split_whitespace().next().unwrap_or_default();
+            blocks.push((Some(version.to_string()), String::new()));
+        } else if blocks.is_empty() {
+            blocks.push((None, String::new()));
+        }
+        blocks.last_mut().expect("pushed above").1.push_str(line);
+    }
+    let new_details: Vec<String> = reports.iter().map(details).collect();
+    Ok(format!(
+        "{}{}{}{}{}{}",
+        &page[..table_at],
+        splice(rows_of(table), new_rows),
+        splice(rows_of(series), new_series),
+        &detail_section[..fence_open],
+        splice(blocks, new_details),
+        &detail_section[fence_close..]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::cell::Seconds;
+    use loader_tests::Target;
+
+    fn report(release: &str, target: Target, series: &str, verdict: Verdict) -> CellReport {
+        let check = |summary: &str| Check {
+            verdict,
+            summary: summary.to_string(),
+        };
+        CellReport {
+            release: release.into(),
+            target,
+            verified_at: format!("when {series}"),
+            commit: "c0ffee".into(),
+            series: series.into(),
+            key: String::new(),
+            applies: check("applies"),
+            build: check("built"),
+            matrix: check("matrix"),
+            sensitivity: check("sensitivity"),
+            series_tests: check("tests"),
+            elf_regressions: check("elf"),
+            series_test_results: Vec::new(),
+            elf: None,
+            seconds: Seconds::default(),
+            passed: verdict == Verdict::Pass,
+            from_cache: false,
+        }
+    }
+
+    #[test]
+    fn one_release_s_rows_are_replaced_and_the_others_kept() {
+        let all: Vec<CellReport> = ["2.36", "2.43", "2.44"]
+            .iter()
+            .flat_map(|r| Target::ALL.map(|t| report(r, t, &format!("old-{r}"), Verdict::Fail)))
+            .collect();
+        let page = markdown(&all, "then", "abc", false);
+        let new: Vec<CellReport> = Target::ALL
+            .map(|t| report("2.43", t, "new-2.43", Verdict::Pass))
+            .to_vec();
+        let updated = with_release_rows(&page, &new).unwrap();
+        let mut expected = all.clone();
+        expected.splice(2..4, new.iter().cloned());
+        assert_eq!(updated, markdown(&expected, "then", "abc", false));
+        // A release the page lacks goes where it belongs.
+        let without: Vec<CellReport> = all
+            .iter()
+            .filter(|r| r.release != "2.43")
+            .cloned()
+            .collect();
+        let page = markdown(&without, "then", "abc", false);
+        assert_eq!(
+            with_release_rows(&page, &new).unwrap(),
+            markdown(&expected, "then", "abc", false)
+        );
+        assert!(with_release_rows("# not a support page\n", &new).is_err());
+    }
+
+    /// A cell of a `verify --cached-only` page, with no current report.
+    fn unverified(release: &str, target: Target) -> CellReport {
+        let mut report = report(release, target, &format!("id-{release}"), Verdict::NotRun);
+        report.applies.summary = format!(
+            "{}: cargo xtask verify --release {release} --target {target}",
+            crate::verify::cell::NOT_VERIFIED
+        );
+        report.verified_at = crate::verify::cell::NOT_VERIFIED.into();
+        assert!(report.is_unverified());
+        report
+    }
+
+    #[test]
+    fn an_update_s_rows_replace_the_release_s_unverified_ones() {
+        let all: Vec<CellReport> = ["2.36", "2.43", "2.44"]
+            .iter()
+            .flat_map(|r| Target::ALL.map(|t| unverified(r, t)))
+            .collect();
+        let page = markdown(&all, "then", "abc", true);
+        assert_eq!(page.matches("| not verified: ").count(), 6, "{page}");
+        let new: Vec<CellReport> = Target::ALL
+            .map(|t| report("2.43", t, "new-2.43", Verdict::Pass))
+            .to_vec();
+        let updated = with_release_rows(&page, &new).unwrap();
+        let mut expected = all.clone();
+        expected.splice(2..4, new.iter().cloned());
+        assert_eq!(updated, markdown(&expected, "then", "abc", true));
+        assert_eq!(updated.matches("| not verified: ").count(), 4, "{updated}");
+        assert!(
+            updated.contains("| 2.43 | x86_64 | ok: applies |"),
+            "{updated}"
+        );
+    }
+}

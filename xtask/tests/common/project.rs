@@ -78,9 +78,21 @@ fn borrowed(files: &[(String, String)]) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// NEWS of a pretend release: a section per version.
+/// NEWS of a pretend release: a section per version, as glibc's.
 pub fn news(version: &str) -> String {
-    format!("Version {version}\n\n* Something upstream.\n\nVersion 2.40\n\n* Older.\n")
+    format!("Version {version}\n\nMajor new features:\n\n* Something upstream.\n\nVersion 2.40\n\n* Older.\n")
+}
+
+/// The entry patch 1 adds to NEWS.
+pub const NEWS_ENTRY: &str = "* LD_FALLBACK_PATH.\n\n";
+
+/// `news` with the entry where patch 1 puts it.
+pub fn with_entry(news: &str) -> String {
+    news.replacen(
+        "\n\n* Something",
+        &format!("\n\n{NEWS_ENTRY}* Something"),
+        1,
+    )
 }
 
 impl Project {
@@ -113,11 +125,7 @@ impl Project {
                     "elf/dl-load.c",
                     &dl_load("2.41", "").replace(OLD_LINE, NEW_LINES),
                 ),
-                (
-                    "NEWS",
-                    &news("2.41")
-                        .replace("\n\n* Something", "\n\n* LD_FALLBACK_PATH.\n* Something"),
-                ),
+                ("NEWS", &with_entry(&news("2.41"))),
             ],
             1_764_000_000,
         );

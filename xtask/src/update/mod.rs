@@ -1,0 +1,339 @@
+//! `cargo xtask update-release X.Y`: one glibc release from import to verdict in one command.
+//!
+//! 1. import the release into the store (from Debian, when it is not there);
+//! 2. rebase the nearest series onto it (`rebase-glibc`, with the build check after each
+//!    patch, recorded resolutions replayed), writing the series into a candidate copy of
+//!    `patches/` under `<cache>/update/X.Y/`;
+//! 3. verify the release's cells (both sysroots built, matrix, glibc's `elf/` tests) with
+//!    `verify`'s library, from the candidate;
+//! 4. only when they pass, write `patches/X.Y/` and the release's rows of docs/support.md.
+//!
+//! A stop is a finding (exit status 2) with the precise report and the commands that go on:
+//! the rebase's work tree to fix, then `update-release X.Y --continue`. The rebase's state is
+//! crash-safe and every later step is cached (builds, verified cells), so a run killed
+//! anywhere goes on by running the same command again. `--no-verify` skips steps 3 and 4's
+//! page (the series goes straight to `patches/X.Y/`): the rebase part alone, for rehearsals.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::cli::{self, Global, NeedsAttention, Targets};
+use crate::rebase::state::{self, Checks, RebaseState};
+use crate::rebase::{self, command::options_for_cli, Outcome, Resume};
+use crate::series::scope::SCOPE_FILE;
+use crate::series::{Series, Workspace};
+use crate::store::release::{Release, SUPPORTED};
+use crate::util::{durable, paths};
+use crate::verify::{self, support};
+use anyhow::{bail, Context, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The release to bring up to date.
+    #[arg(value_name = "X.Y", value_parser = cli::release())]
+    pub release: Release,
+    /// The series to move onto it [default: the nearest other release with a series, the
+    /// newer one when two are as near].
+    #[arg(long, value_name = "X.Y", value_parser = cli::release(), conflicts_with_all = ["continue_", "abort"])]
+    pub from: Option<Release>,
+    /// Go on after fixing what the last run stopped at, in the work tree it named.
+    #[arg(long = "continue", conflicts_with = "abort")]
+    pub continue_: bool,
+    /// With --continue: the fix deletes PATH (relative to the work tree).
+    #[arg(long = "delete", value_name = "PATH", requires = "continue_")]
+    pub delete: Vec<String>,
+    /// Give up the stopped update; patches/ is untouched.
+    #[arg(long)]
+    pub abort: bool,
+    /// Skip the build check after each patch (it takes a compiled build tree of the release:
+    /// a cold build the first time).
+    #[arg(long, conflicts_with_all = ["continue_", "abort"])]
+    pub no_build_check: bool,
+    /// Also run CMD (`sh -c`, in the work tree) after each patch, as `rebase-glibc --exec`.
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["continue_", "abort"])]
+    pub exec: Vec<String>,
+    /// Skip the builds and the verification: write patches/X.Y/ as soon as the rebase went
+    /// through, and leave docs/support.md alone (its row is then stale). For rehearsing the
+    /// rebase part.
+    #[arg(long, conflicts_with = "abort")]
+    pub no_verify: bool,
+    /// The cells to verify: `x86_64` (native), `aarch64` (under QEMU user mode) or `all`.
+    #[arg(long, value_parser = cli::targets(), default_value = "x86_64")]
+    pub target: Targets,
+    /// Verify again even cells whose cached report is current.
+    #[arg(long)]
+    pub force: bool,
+}
+
+impl Args {
+    pub fn run(self, global: &Global) -> Result<()> {
+        let ws = Workspace::open_default(global.store.as_deref())?;
+        for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
+            eprintln!("{said}");
+        }
+        let onto = self.release;
+        let candidate = candidate_dir(onto)?;
+        if self.abort {
+            rebase::abort(&ws, onto)?;
+            durable::remove_tree(&candidate)?;
+            println!("aborted the update of glibc {onto}; patches/ is unchanged");
+            return Ok(());
+        }
+        let started = Instant::now();
+        let mut phases: Vec<(&str, f64)> = Vec::new();
+
+        eprintln!("==== update-release glibc {onto}: import");
+        let phase = Instant::now();
+        if ws.store.release_commit(onto)?.is_none() {
+            eprintln!(
+                "importing glibc {onto} into {} (from Debian)",
+                ws.store.dir().display()
+            );
+        }
+        let commit = ws.store.ensure_release(onto)?;
+        eprintln!("glibc {onto} is {} in {}", commit, ws.store.dir().display());
+        phases.push(("import", phase.elapsed().as_secs_f64()));
+
+        eprintln!("==== update-release glibc {onto}: rebase");
+        let phase = Instant::now();
+        let resume = Resume {
+            continue_: format!("cargo xtask update-release {onto} --continue"),
+            abort: format!("cargo xtask update-release {onto} --abort"),
+        };
+        let mut options = options_for_cli(global, resume)?;
+        let (outcome, written_to) = if self.continue_ {
+            let (stopped, _) = RebaseState::load(&ws, onto).with_context(|| {
+                format!("there is no stopped update of glibc {onto} to continue: run `cargo xtask update-release {onto}`")
+            })?;
+            let out = stopped.out.clone();
+            (
+                rebase::continue_with(&ws, onto, &self.delete, options)?,
+                out,
+            )
+        } else {
+            if state::state_dir(&ws, onto).join("state").exists() {
+                return Err(NeedsAttention(format!(
+                    "a rebase onto glibc {onto} is stopped (in {}): fix what it stopped at there, then run \
+                     `cargo xtask update-release {onto} --continue`, or give it up with `cargo xtask update-release {onto} --abort`",
+                    state::tree_dir(&ws, onto).display()
+                ))
+                .into());
+            }
+            let from = match self.from {
+                Some(from) => from,
+                None => nearest_series(&ws, onto)?,
+            };
+            eprintln!("moving the series of glibc {from} onto glibc {onto}");
+            options.checks = Checks {
+                exec: self.exec.clone(),
+                build_check: !self.no_build_check,
+            };
+            let out = if self.no_verify {
+                None
+            } else {
+                prepare_candidate(&ws, &candidate)?;
+                Some(candidate.join(onto.version))
+            };
+            options.out = out.clone();
+            (rebase::start_with(&ws, Some(from), onto, options)?, out)
+        };
+        match outcome {
+            Outcome::Written(summary) => print!("{summary}"),
+            Outcome::Conflict(report) | Outcome::CheckFailed(report) => {
+                eprint!("{report}");
+                return Err(NeedsAttention(format!(
+                    "the update of glibc {onto} stopped in its rebase (see above); after the fix: cargo xtask update-release {onto} --continue"
+                ))
+                .into());
+            }
+        }
+        phases.push(("rebase", phase.elapsed().as_secs_f64()));
+
+        let series_dir = match written_to {
+            // Asked not to verify on a --continue of a run that was to: the candidate goes
+            // to patches/ as it is.
+            Some(candidate_series) if self.no_verify => {
+                Series::load(&candidate_series)
+                    .with_context(|| {
+                        format!(
+                            "cannot read the rebased series {}",
+                            candidate_series.display()
+                        )
+                    })?
+                    .write(&ws.series_dir(onto))?;
+                durable::remove_tree(&candidate)?;
+                None
+            }
+            other => other,
+        };
+        let Some(series_dir) = series_dir else {
+            // Written to patches/ directly: no verification asked (or a rebase started
+            // without one).
+            print_phases(onto, &phases, started);
+            println!(
+                "patches/{onto} is written, not verified: docs/support.md's rows for {onto} are stale until \
+                 `cargo xtask update-release {onto}` (or `cargo xtask verify --release {onto}`) runs"
+            );
+            return Ok(());
+        };
+
+        eprintln!("==== update-release glibc {onto}: build pair and verify");
+        let phase = Instant::now();
+        let patches_dir = series_dir
+            .parent()
+            .context("the candidate series has a parent directory")?
+            .to_path_buf();
+        copy_scope(&ws, &patches_dir)?;
+        let reports =
+            verify::verify_release(global, &patches_dir, onto, &self.target.0, self.force)?;
+        phases.push(("verify", phase.elapsed().as_secs_f64()));
+        print!("{}", verify::render::table(&reports));
+        let failed: Vec<String> = reports
+            .iter()
+            .filter(|r| !r.passed)
+            .map(|r| format!("{} {}", r.release, r.target))
+            .collect();
+        if !failed.is_empty() {
+            print_phases(onto, &phases, started);
+            bail!(
+                "verification failed for {}: patches/{onto} is not written (the candidate series is {}). \
+                 To find the patch at fault, rebase with a check that shows the failure, e.g. \
+                 `cargo xtask update-release {onto} --exec '<command>'`: it stops after the first patch that fails it, \
+                 the fix you make there is recorded, and the next update replays it",
+                failed.join(", "),
+                series_dir.display()
+            );
+        }
+
+        eprintln!("==== update-release glibc {onto}: write");
+        let series = Series::load(&series_dir)
+            .with_context(|| format!("cannot read the verified series {}", series_dir.display()))?;
+        series.write(&ws.series_dir(onto))?;
+        let page = write_support_rows(&paths::project_root(), &reports)?;
+        durable::remove_tree(&candidate)?;
+        print_phases(onto, &phases, started);
+        println!(
+            "wrote {} and the rows of glibc {onto} in {}: review and commit them (with patches/resolutions/{onto}/ if it changed)",
+            ws.series_dir(onto).display(),
+            page.display()
+        );
+        Ok(())
+    }
+}
+
+/// `<cache>/update/<X.Y>/`: the candidate `patches/` a verified update is written from.
+fn candidate_dir(onto: Release) -> Result<PathBuf> {
+    Ok(paths::cache_dir()?.join("update").join(onto.version))
+}
+
+/// An empty candidate `patches/` with the checkout's scope (what the verification's
+/// `rebase-glibc --check` holds the series to).
+fn prepare_candidate(ws: &Workspace, candidate: &Path) -> Result<()> {
+    durable::remove_tree(candidate)?;
+    std::fs::create_dir_all(candidate)
+        .with_context(|| format!("cannot create {}", candidate.display()))?;
+    copy_scope(ws, candidate)
+}
+
+fn copy_scope(ws: &Workspace, patches_dir: &Path) -> Result<()> {
+    let (from, to) = (
+        ws.patches_dir.join(SCOPE_FILE),
+        patches_dir.join(SCOPE_FILE),
+    );
+    if from == to {
+        return Ok(());
+    }
+    std::fs::copy(&from, &to)
+        .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    Ok(())
+}
+
+/// The series to move onto `onto`: the nearest other release with one (by position in the
+/// supported list), the newer of two as near, since the series is developed on the newest;
+/// `onto`'s own when it is the only one.
+pub fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
+    let at = |r: Release| SUPPORTED.iter().position(|s| *s == r).unwrap_or(0) as i64;
+    let with = ws.releases_with_series();
+    let nearest = with
+        .iter()
+        .filter(|r| **r != onto)
+        .min_by_key(|r| ((at(**r) - at(onto)).abs(), -at(**r)))
+        .copied();
+    match nearest {
+        Some(from) => Ok(from),
+        None if with.contains(&onto) => Ok(onto),
+        None => bail!(
+            "no patch series in {} to move onto glibc {onto}",
+            ws.patches_dir.display()
+        ),
+    }
+}
+
+/// Writes docs/support.md with the release's rows replaced (the page as `verify --markdown`
+/// writes it when it does not exist yet). Returns its path.
+fn write_support_rows(root: &Path, reports: &[verify::CellReport]) -> Result<PathBuf> {
+    let path = root.join(support::PAGE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(page) => verify::render::with_release_rows(&page, reports).map_err(|why| {
+            anyhow::anyhow!(
+                "cannot update {}: {why}; regenerate it with `cargo xtask verify --release all --target all --markdown > {}`",
+                path.display(),
+                support::PAGE
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => verify::render::markdown(
+            reports,
+            &verify::render::now(),
+            &verify::render::project_commit(root),
+            false,
+        ),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    durable::replace_file(&path, text.as_bytes())?;
+    Ok(path)
+}
+
+fn print_phases(onto: Release, phases: &[(&str, f64)], started: Instant) {
+    let parts: Vec<String> = phases
+        .iter()
+        .map(|(name, secs)| format!("{name} {secs:.1} s"))
+        .collect();
+    println!(
+        "update-release glibc {onto}: {} (total {:.1} s)",
+        parts.join(", "),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_series_is_the_closest_release_and_the_newer_of_two() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace {
+            store: crate::store::SourceStore::open(&tmp.path().join("glibc.git")).unwrap(),
+            patches_dir: tmp.path().join("patches"),
+            rebase_dir: tmp.path().join("rebase"),
+        };
+        let rel = |v| Release::parse(v).unwrap();
+        let with = |versions: &[&str]| {
+            let _ = std::fs::remove_dir_all(&ws.patches_dir);
+            for v in versions {
+                let dir = ws.patches_dir.join(v);
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(dir.join(crate::series::SERIES_FILE), "").unwrap();
+            }
+        };
+        with(&["2.36", "2.42", "2.44"]);
+        assert_eq!(nearest_series(&ws, rel("2.43")).unwrap(), rel("2.44"));
+        assert_eq!(nearest_series(&ws, rel("2.41")).unwrap(), rel("2.42"));
+        assert_eq!(nearest_series(&ws, rel("2.40")).unwrap(), rel("2.36"));
+        assert_eq!(nearest_series(&ws, rel("2.44")).unwrap(), rel("2.42"));
+        with(&["2.44"]);
+        assert_eq!(nearest_series(&ws, rel("2.44")).unwrap(), rel("2.44"));
+        with(&[]);
+        assert!(nearest_series(&ws, rel("2.44")).is_err());
+    }
+}

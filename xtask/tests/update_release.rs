@@ -1,0 +1,192 @@
+//! `cargo xtask update-release` through the real binary on a synthetic project: a stop at
+//! each conflict with the command that goes on, `--continue` after a fix and after a kill,
+//! `--abort`, and the second run unattended. `--no-verify --no-build-check` throughout: the
+//! builds and the verification are `verify`'s and the build check's, tested where they live;
+//! a test never starts a glibc build.
+
+mod common;
+
+use common::project::*;
+
+const UPDATE: &[&str] = &["update-release", "2.42", "--no-verify", "--no-build-check"];
+const CONTINUE: &[&str] = &["update-release", "2.42", "--continue"];
+
+#[test]
+fn an_update_stops_at_each_conflict_goes_on_and_runs_unattended_the_next_time() {
+    let p = Project::new();
+    let ran = p.run(UPDATE).expect(2);
+    assert!(
+        ran.stderr
+            .contains("moving the series of glibc 2.41 onto glibc 2.42")
+            && ran.stderr.contains("conflict in elf/dl-load.c")
+            && ran
+                .stderr
+                .contains("    cargo xtask update-release 2.42 --continue\n")
+            && ran
+                .stderr
+                .contains("    cargo xtask update-release 2.42 --abort\n"),
+        "{}",
+        ran.both()
+    );
+    assert!(!p.patches().join("2.42").exists());
+
+    // Asked again before the fix: it says where it stopped, and does nothing.
+    let ran = p.run(UPDATE).expect(2);
+    assert!(
+        ran.stderr.contains("a rebase onto glibc 2.42 is stopped")
+            && ran.stderr.contains("update-release 2.42 --continue"),
+        "{}",
+        ran.both()
+    );
+    assert_eq!(stopped_at(p.root()), Some(0));
+
+    p.resolve(0);
+    p.run(CONTINUE).expect(2);
+    assert_eq!(stopped_at(p.root()), Some(1));
+    p.resolve(1);
+    let ran = p.run(CONTINUE).expect(0);
+    assert!(
+        ran.stdout
+            .contains("recorded: your resolution, the conflict in elf/dl-load.c")
+            && ran
+                .stdout
+                .contains("recorded: your resolution, the conflict in elf/rtld.c")
+            && ran.stdout.contains("patches/2.42 is written, not verified"),
+        "{}",
+        ran.both()
+    );
+    let first = visible_files(&p.patches().join("2.42"));
+    let records = visible_files(&p.patches().join("resolutions/2.42"));
+    assert_eq!(records.len(), 2, "{records:?}");
+    p.run(&["rebase-glibc", "--check"]).expect(0);
+
+    // The next update of the release needs nobody.
+    std::fs::remove_dir_all(p.patches().join("2.42")).unwrap();
+    let ran = p.run(&[UPDATE, &["--from", "2.41"]].concat()).expect(0);
+    assert_eq!(
+        ran.stdout
+            .matches("resolved from record: the conflict in")
+            .count(),
+        2,
+        "{}",
+        ran.both()
+    );
+    assert_eq!(visible_files(&p.patches().join("2.42")), first);
+    assert_eq!(
+        visible_files(&p.patches().join("resolutions/2.42")),
+        records
+    );
+}
+
+#[test]
+fn a_killed_update_goes_on_with_the_same_command() {
+    let p = Project::new();
+    p.run(UPDATE).expect(2);
+    p.resolve(0);
+    p.run(CONTINUE).expect(2);
+    p.resolve(1);
+    let uninterrupted = p.root().parent().unwrap().join(format!(
+        "{}-uninterrupted",
+        p.root().file_name().unwrap().to_string_lossy()
+    ));
+    copy_project(p.root(), &uninterrupted);
+    run_in(&uninterrupted, CONTINUE).expect(0);
+
+    for point in ["rebase:resolutions-written", "rebase:written"] {
+        let case = p.root().parent().unwrap().join(format!(
+            "{}-{}",
+            p.root().file_name().unwrap().to_string_lossy(),
+            point.replace(':', "-")
+        ));
+        copy_project(p.root(), &case);
+        let out = command_in(&case, CONTINUE)
+            .env("LD_FALLBACK_FAULT", format!("{point}:1"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), None, "killed at {point}");
+        run_in(&case, CONTINUE).expect(0);
+        for dir in ["patches/2.42", "patches/resolutions/2.42"] {
+            assert_eq!(
+                visible_files(&case.join(dir)),
+                visible_files(&uninterrupted.join(dir)),
+                "{dir} after a kill at {point}"
+            );
+        }
+        std::fs::remove_dir_all(&case).unwrap();
+    }
+    std::fs::remove_dir_all(&uninterrupted).unwrap();
+}
+
+#[test]
+fn an_abort_leaves_patches_as_it_was() {
+    let p = Project::new();
+    let before = visible_files(&p.patches());
+    p.run(UPDATE).expect(2);
+    let ran = p.run(&["update-release", "2.42", "--abort"]).expect(0);
+    assert!(
+        ran.stdout.contains("aborted the update of glibc 2.42"),
+        "{ran:?}"
+    );
+    assert_eq!(stopped_at(p.root()), None);
+    assert_eq!(visible_files(&p.patches()), before);
+    let ran = p.run(CONTINUE).expect(1);
+    assert!(
+        ran.stderr
+            .contains("there is no stopped update of glibc 2.42 to continue"),
+        "{ran:?}"
+    );
+}
+
+#[test]
+fn exec_runs_after_each_patch_of_an_update() {
+    let p = Project::new();
+    p.run(UPDATE).expect(2);
+    p.resolve(0);
+    p.run(CONTINUE).expect(2);
+    p.run(&["update-release", "2.42", "--abort"]).expect(0);
+    // With a check that fails on patch 1's fallback search: the stop names the check.
+    let ran = p
+        .run(&[UPDATE, &["--exec", "! grep -q fallback_path elf/dl-load.c"]].concat())
+        .expect(2);
+    // The recorded resolution of patch 1's conflict is not there yet (the abort dropped
+    // it with the state): the rebase stops at the conflict first.
+    assert!(
+        ran.stderr.contains("conflict in elf/dl-load.c"),
+        "{}",
+        ran.both()
+    );
+    p.resolve(0);
+    let ran = p.run(CONTINUE).expect(2);
+    assert!(
+        ran.stderr.contains("but the check after it fails")
+            && ran
+                .stderr
+                .contains("exec `! grep -q fallback_path elf/dl-load.c` failed"),
+        "{}",
+        ran.both()
+    );
+}
+
+#[test]
+fn a_verifying_update_continued_without_verification_writes_the_candidate() {
+    let p = Project::new();
+    // Verification asked for, but the rebase stops before it: no build starts.
+    let ran = p
+        .run(&["update-release", "2.42", "--no-build-check"])
+        .expect(2);
+    assert!(ran.stderr.contains("conflict in elf/dl-load.c"), "{ran:?}");
+    p.resolve(0);
+    p.run(&[CONTINUE, &["--no-verify"]].concat()).expect(2);
+    p.resolve(1);
+    let ran = p.run(&[CONTINUE, &["--no-verify"]].concat()).expect(0);
+    assert!(
+        ran.stdout.contains("patches/2.42 is written, not verified"),
+        "{ran:?}"
+    );
+    assert!(p.patches().join("2.42/series").is_file());
+    assert!(
+        !p.cache().join("update/2.42").exists(),
+        "the candidate is gone"
+    );
+    p.run(&["rebase-glibc", "--check"]).expect(0);
+}
