@@ -13,6 +13,12 @@ use xtask::store::SourceStore;
 const NEWS: &str = "GNU C Library NEWS\n\nVersion 2.41\n\nMajor new features:\n\n* Something.\n";
 const ENTRY: &str = "* LD_FALLBACK_PATH is searched last.\n\n";
 
+/// Upstream's file: its copyright line is not the series' to change.
+const RTLD: &str = "/* Copyright (C) 1995-2026 Free Software Foundation, Inc.  */\nint rtld;\n";
+/// A file the series adds, from glibc's template.
+const NEW_TEST: &str =
+    "/* Test LD_FALLBACK_PATH.\n   Copyright (C) 2026 Free Software Foundation, Inc.\n   This file is part of the GNU C Library.  */\nint main (void) { return 0; }\n";
+
 struct Fixture {
     t: TestStore,
     ws: Workspace,
@@ -25,7 +31,7 @@ fn fixture(dl_change: &str) -> Fixture {
         &[
             ("NEWS", NEWS),
             ("elf/dl-load.c", &dl_load("2.41", "")),
-            ("elf/rtld.c", "int rtld;\n"),
+            ("elf/rtld.c", RTLD),
         ],
     );
     let news = NEWS.replace("* Something.\n", &format!("{ENTRY}* Something.\n"));
@@ -33,7 +39,12 @@ fn fixture(dl_change: &str) -> Fixture {
     let c1 = t.commit(
         base,
         "elf: Search LD_FALLBACK_PATH last\n\nAfter the default path.\n",
-        &[("NEWS", &news), ("elf/dl-load.c", &dl)],
+        &[
+            ("NEWS", &news),
+            ("elf/dl-load.c", &dl),
+            ("elf/rtld.c", &format!("{RTLD}int fallback;\n")),
+            ("elf/tst-fallback.c", NEW_TEST),
+        ],
         1_764_000_000,
     );
     let c2 = parse_patch(&t, c1);
@@ -115,6 +126,16 @@ fn a_second_version_is_ready_to_mail() {
         "{patch}"
     );
     assert!(!mails.iter().any(|(_, t)| t.contains("example.invalid")));
+    // A DCO contribution's new files carry the DCO copyright line; upstream's keep theirs.
+    assert!(
+        patch.contains("+   Copyright The GNU Toolchain Authors.\n"),
+        "{patch}"
+    );
+    assert!(!patch.contains("+   Copyright (C) 2026"), "{patch}");
+    assert!(
+        patch.contains(" /* Copyright (C) 1995-2026 Free Software Foundation, Inc.  */\n"),
+        "{patch}"
+    );
 
     // git am takes them on the release.
     let am = v2.t.tmp.path().join("am");
