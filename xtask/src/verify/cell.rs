@@ -324,10 +324,11 @@ pub fn verify(run: &Run, plan: &Plan, key: String, series: String) -> CellReport
     report.elf_regressions = Check::of(
         diff.passes(),
         format!(
-            "{} regressions, {} other changes, {} failing in both",
+            "{} regressions, {} other changes, {} failing in both, {} expected to fail (XPASS/XFAIL)",
             diff.regressions.len(),
             diff.other_changes.len(),
-            diff.failing_in_both.len()
+            diff.failing_in_both.len(),
+            diff.expected_to_fail.len()
         ),
     );
     report.elf = Some(diff);

@@ -188,14 +188,16 @@ pub fn details(report: &CellReport) -> String {
     if let Some(diff) = &report.elf {
         let _ = writeln!(
             out,
-            "    elf suite: patched {} PASS / {} FAIL / {} UNSUPPORTED of {}; unpatched {} / {} / {} of {}",
+            "    elf suite: patched {} PASS / {} FAIL / {} UNSUPPORTED / {} XPASS or XFAIL of {}; unpatched {} / {} / {} / {} of {}",
             diff.patched.pass,
             diff.patched.fail,
             diff.patched.unsupported,
+            diff.patched.other,
             diff.patched.total,
             diff.unpatched.pass,
             diff.unpatched.fail,
             diff.unpatched.unsupported,
+            diff.unpatched.other,
             diff.unpatched.total
         );
         for c in &diff.regressions {
@@ -224,6 +226,13 @@ pub fn details(report: &CellReport) -> String {
                 "    fails in both (environment) {}: {}",
                 t.test,
                 t.reason.as_deref().unwrap_or("-")
+            );
+        }
+        for t in &diff.expected_to_fail {
+            let _ = writeln!(
+                out,
+                "    {} {} (glibc marks it as expected to fail in this configuration)",
+                t.status, t.test
             );
         }
         for t in &diff.only_unpatched {

@@ -39,8 +39,10 @@ impl Status {
         })
     }
 
+    /// What fails glibc's own `make check`: FAIL and ERROR. An XPASS (a test the
+    /// configuration marks as expected to fail, passing) is listed but fails nothing.
     pub fn is_failure(self) -> bool {
-        matches!(self, Status::Fail | Status::Error | Status::Xpass)
+        matches!(self, Status::Fail | Status::Error)
     }
 }
 
@@ -187,6 +189,9 @@ pub struct Diff {
     pub failing_in_both: Vec<Named>,
     /// UNSUPPORTED in the patched tree, with the reason.
     pub unsupported: Vec<Named>,
+    /// XPASS or XFAIL in the patched tree: glibc marks them as expected to fail here.
+    #[serde(default)]
+    pub expected_to_fail: Vec<Named>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,6 +253,9 @@ impl Diff {
         for (test, after) in patched {
             if after.status == Status::Unsupported {
                 diff.unsupported.push(named(test, after));
+            }
+            if matches!(after.status, Status::Xpass | Status::Xfail) {
+                diff.expected_to_fail.push(named(test, after));
             }
             let Some(before) = unpatched.get(test) else {
                 diff.only_patched.push(named(test, after));
@@ -329,6 +337,26 @@ mod tests {
         assert_eq!(diff.only_unpatched[0].test, "elf/gone");
         assert_eq!(diff.patched.pass, 3);
         assert_eq!(diff.unpatched.unsupported, 1);
+    }
+
+    #[test]
+    fn an_expected_failure_that_passes_fails_nothing_and_is_named() {
+        use Status::*;
+        let unpatched = results(&[("elf/tst-ifunc-isa-1", Xpass), ("elf/x", Xfail)]);
+        let patched = results(&[("elf/tst-ifunc-isa-1", Xpass), ("elf/x", Xfail)]);
+        let diff = Diff::between(&unpatched, &patched);
+        assert!(diff.passes());
+        assert!(diff.failing_in_both.is_empty());
+        let named: Vec<&str> = diff
+            .expected_to_fail
+            .iter()
+            .map(|t| t.test.as_str())
+            .collect();
+        assert_eq!(named, ["elf/tst-ifunc-isa-1", "elf/x"]);
+        assert_eq!(diff.patched.other, 2);
+        // An XPASS that turns into a FAIL with the patch is a regression all the same.
+        let broken = results(&[("elf/tst-ifunc-isa-1", Fail), ("elf/x", Xfail)]);
+        assert!(!Diff::between(&unpatched, &broken).passes());
     }
 
     #[test]
