@@ -73,10 +73,23 @@ enum Row {
     Unverified,
 }
 
+/// By the verdict each cell starts with (`ok: ...`, `FAIL: ...`, `skipped: ...`, `not run`),
+/// never by words inside a summary: "0 FAIL" or "XPASS/XFAIL" in a passing row are counts.
 fn classify(row: &str) -> Row {
-    if row.contains("FAIL") || row.contains("not run") {
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    // `| release | target | applies | ... | elf regressions | time |`: the verdicts only.
+    let verdicts = cells
+        .get(3..cells.len().saturating_sub(2))
+        .unwrap_or_default();
+    if verdicts
+        .iter()
+        .any(|cell| cell.starts_with("FAIL") || cell.starts_with("not run"))
+    {
         Row::Fails
-    } else if row.contains(crate::verify::cell::NOT_VERIFIED) {
+    } else if verdicts
+        .first()
+        .is_some_and(|cell| cell.starts_with(crate::verify::cell::NOT_VERIFIED))
+    {
         Row::Unverified
     } else {
         Row::Passes
@@ -128,15 +141,16 @@ mod tests {
 
     #[test]
     fn a_failing_row_fails_and_an_unverified_one_is_only_listed() {
-        assert_eq!(
-            classify("| 2.44 | x86_64 | ok: 2 patches | ok |"),
-            Row::Passes
-        );
-        assert_eq!(classify("| 2.44 | x86_64 | ok | FAIL: drift |"), Row::Fails);
-        assert_eq!(classify("| 2.44 | x86_64 | ok | not run |"), Row::Fails);
-        assert_eq!(
-            classify("| 2.36 | x86_64 | not verified: cargo xtask verify --release 2.36 | - |"),
-            Row::Unverified
-        );
+        let passing = "| 2.43 | x86_64 | ok: 2 patches | ok | ok: 63 pass | ok: 6 PASS, 1 UNSUPPORTED, 0 FAIL | ok: 0 regressions, 4 expected to fail (XPASS/XFAIL) | 0.2 min |";
+        assert_eq!(classify(passing), Row::Passes);
+        let skipped = "| 2.44 | aarch64 | ok: 2 patches | ok | skipped: under QEMU | 0.3 min |";
+        assert_eq!(classify(skipped), Row::Passes);
+        let failing = "| 2.44 | x86_64 | ok | ok | FAIL: 1 regression | 1.0 min |";
+        assert_eq!(classify(failing), Row::Fails);
+        let broken = "| 2.44 | x86_64 | FAIL: does not apply | not run | 0.0 min |";
+        assert_eq!(classify(broken), Row::Fails);
+        let unverified =
+            "| 2.36 | x86_64 | not verified: cargo xtask verify --release 2.36 | - | - |";
+        assert_eq!(classify(unverified), Row::Unverified);
     }
 }
