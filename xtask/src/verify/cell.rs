@@ -117,6 +117,19 @@ pub struct CellReport {
 pub const NOT_VERIFIED: &str = "not verified";
 
 impl CellReport {
+    /// Makes this the row of a cell that was neither verified nor run (`verify
+    /// --cached-only`): it says so, and how to verify it.
+    pub fn mark_unverified(&mut self) {
+        self.applies = Check {
+            verdict: Verdict::NotRun,
+            summary: format!(
+                "{NOT_VERIFIED}: cargo xtask verify --release {} --target {}",
+                self.release, self.target
+            ),
+        };
+        self.verified_at = NOT_VERIFIED.into();
+    }
+
     /// A row for a cell that was neither verified nor run (`verify --cached-only`).
     pub fn is_unverified(&self) -> bool {
         self.applies.verdict == Verdict::NotRun && self.applies.summary.starts_with(NOT_VERIFIED)

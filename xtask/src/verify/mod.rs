@@ -230,14 +230,7 @@ fn cached_cell(run: &Run, release: Release, target: Target) -> CellReport {
     let mut report = broken(run, release, target, anyhow::anyhow!("not verified"));
     report.series = series;
     report.key = key;
-    report.applies = Check {
-        verdict: Verdict::NotRun,
-        summary: format!(
-            "{}: cargo xtask verify --release {release} --target {target}",
-            cell::NOT_VERIFIED
-        ),
-    };
-    report.verified_at = cell::NOT_VERIFIED.into();
+    report.mark_unverified();
     report
 }
 

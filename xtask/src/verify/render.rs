@@ -471,11 +471,7 @@ mod tests {
     /// A cell of a `verify --cached-only` page, with no current report.
     fn unverified(release: &str, target: Target) -> CellReport {
         let mut report = report(release, target, &format!("id-{release}"), Verdict::NotRun);
-        report.applies.summary = format!(
-            "{}: cargo xtask verify --release {release} --target {target}",
-            crate::verify::cell::NOT_VERIFIED
-        );
-        report.verified_at = crate::verify::cell::NOT_VERIFIED.into();
+        report.mark_unverified();
         assert!(report.is_unverified());
         report
     }
