@@ -193,3 +193,95 @@ fn a_later_version_needs_the_previous_one() {
     // is asked for here: the library call formats; the command insists on --previous.
     assert_eq!(format(&f.ws, &req).unwrap().len(), 2);
 }
+
+// --- where the mails go: `--out` never destroys what format-series did not write -----------
+
+const AUTHOR: &str = "Ada Lovelace <ada@example.org>";
+
+fn format_into(p: &common::project::Project, out: &std::path::Path, extra: &[&str]) -> Ran {
+    let out = out.display().to_string();
+    let mut args = vec![
+        "format-series",
+        "--release",
+        "2.41",
+        "--author",
+        AUTHOR,
+        "--out",
+        &out,
+    ];
+    args.extend(extra);
+    p.run(&args)
+}
+
+use common::project::{visible_files, Project, Ran};
+
+#[test]
+fn out_refuses_a_directory_it_did_not_write_and_deletes_nothing() {
+    let p = Project::new();
+    // A checkout: a `.git`, uncommitted work.
+    let checkout = p.root().join("checkout");
+    std::fs::create_dir_all(checkout.join(".git/objects")).unwrap();
+    std::fs::write(checkout.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(checkout.join("work.c"), "int uncommitted;\n").unwrap();
+    let before = visible_files(&checkout);
+    let ran = format_into(&p, &checkout, &[]).expect(1);
+    assert!(
+        ran.stderr.contains("is not an output of format-series")
+            && ran.stderr.contains(".git")
+            && ran.stderr.contains("work.c"),
+        "{ran:?}"
+    );
+    assert_eq!(visible_files(&checkout), before);
+    assert!(checkout.join(".git/HEAD").is_file());
+
+    // The series itself.
+    let series = p.patches().join("2.41");
+    let before = visible_files(&series);
+    let ran = format_into(&p, &series, &[]).expect(1);
+    assert!(
+        ran.stderr.contains("is not an output of format-series"),
+        "{ran:?}"
+    );
+    assert_eq!(visible_files(&series), before);
+}
+
+#[test]
+fn out_replaces_only_its_own_output_of_the_same_version() {
+    let p = Project::new();
+    // An empty directory is taken, and written into in place.
+    let v1 = p.root().join("v1");
+    std::fs::create_dir(&v1).unwrap();
+    let ran = format_into(&p, &v1, &[]).expect(0);
+    let first = visible_files(&v1);
+    assert_eq!(first.len(), 2, "{ran:?}");
+    // Run again: the same version's output is replaced, whole.
+    std::fs::write(
+        v1.join("0001-elf-Search-LD_FALLBACK_PATH-last.patch"),
+        "old\n",
+    )
+    .unwrap();
+    format_into(&p, &v1, &[]).expect(0);
+    assert_eq!(visible_files(&v1), first);
+    // A file added beside the output is not the command's to delete.
+    std::fs::write(v1.join("notes.txt"), "my notes\n").unwrap();
+    let ran = format_into(&p, &v1, &[]).expect(1);
+    assert!(ran.stderr.contains("notes.txt"), "{ran:?}");
+    assert!(v1.join("notes.txt").is_file());
+    std::fs::remove_file(v1.join("notes.txt")).unwrap();
+
+    // v2 over the v1 it is compared with: v1 would be gone.
+    let v1_arg = v1.display().to_string();
+    let ran = format_into(&p, &v1, &["--version", "2", "--previous", &v1_arg]).expect(1);
+    assert!(ran.stderr.contains("--previous"), "{ran:?}");
+    assert_eq!(visible_files(&v1), first);
+    // v2 over another v1 output: another version's mails are not replaced either.
+    let other = p.root().join("other");
+    format_into(&p, &other, &[]).expect(0);
+    let ran = format_into(&p, &other, &["--version", "2", "--previous", &v1_arg]).expect(1);
+    assert!(ran.stderr.contains("holds v1"), "{ran:?}");
+    assert_eq!(visible_files(&other), first);
+    // A new directory takes v2.
+    let v2 = p.root().join("v2");
+    format_into(&p, &v2, &["--version", "2", "--previous", &v1_arg]).expect(0);
+    assert_eq!(visible_files(&v2).len(), 2);
+}

@@ -17,7 +17,7 @@ use super::mail::{file_stats, format_patch_tagged, split_message};
 use super::{diffstat, mail_date, news, slug, Series, Workspace, TRAILER};
 use crate::cli::{self, Global};
 use crate::store::release::Release;
-use crate::util::paths;
+use crate::util::{durable, paths, staging};
 
 /// The placeholder author the series in `patches/` carry.
 const PLACEHOLDER_DOMAIN: &str = "example.invalid";
@@ -68,13 +68,15 @@ impl Args {
             previous,
             support,
         };
-        let mails = format(&ws, &request)?;
         let out = self.out.unwrap_or_else(|| {
             paths::project_root()
                 .join("target/format-series")
                 .join(format!("v{}", self.version))
         });
-        write(&out, &mails)?;
+        // Before any work: a directory that cannot take the mails is refused first.
+        let target = OutDir::examine(&out, self.version, self.previous.as_deref())?;
+        let mails = format(&ws, &request)?;
+        target.write(self.version, release, &mails)?;
         for (name, _) in &mails {
             println!("{}", out.join(name).display());
         }
@@ -468,17 +470,155 @@ fn read_patches(dir: &Path) -> Result<Vec<(String, String)>> {
     Ok(patches)
 }
 
-/// Writes the mails into `dir`, replacing what an earlier run of the same version left.
-fn write(dir: &Path, mails: &[(String, String)]) -> Result<()> {
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+/// The file format-series leaves in each directory it writes: the version and the mails it
+/// wrote there, so that a later run replaces its own output and nothing else.
+const OUTPUT_MARKER: &str = ".format-series";
+
+/// Where the mails go, as found before writing: `--out` may name any directory, and what it
+/// holds that format-series did not write is never deleted.
+struct OutDir {
+    path: PathBuf,
+    state: OutState,
+}
+
+enum OutState {
+    /// Nothing there: the mails are staged beside it and renamed into place.
+    Absent,
+    /// An empty directory (the user's, perhaps their shell's working directory): written in
+    /// place, the marker first, so that an interrupted run leaves a directory the next run
+    /// recognises as its own.
+    Empty,
+    /// A previous output of the same version, nothing else: replaced whole, in one swap.
+    Previous,
+}
+
+impl OutDir {
+    /// Refuses a directory that holds anything but a previous output of this `version`, and
+    /// the directory of the `previous` version (the range diff's input).
+    fn examine(dir: &Path, version: u32, previous: Option<&Path>) -> Result<OutDir> {
+        let path = match dir.canonicalize() {
+            Ok(path) => path,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::path::absolute(dir)
+                .with_context(|| format!("cannot resolve {}", dir.display()))?,
+            Err(e) => return Err(e).with_context(|| format!("cannot resolve {}", dir.display())),
+        };
+        if let Some(previous) = previous {
+            if previous.canonicalize().is_ok_and(|p| p == path) {
+                bail!(
+                    "--out {} is the --previous directory: the v{version} mails would replace the ones they are compared with; write them elsewhere (the default is target/format-series/v{version})",
+                    dir.display()
+                );
+            }
+        }
+        let entries = match std::fs::read_dir(&path) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(OutDir {
+                    path,
+                    state: OutState::Absent,
+                })
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                bail!("--out {} is not a directory", dir.display())
+            }
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        if names.is_empty() {
+            return Ok(OutDir {
+                path,
+                state: OutState::Empty,
+            });
+        }
+        let refuse = |why: String| {
+            anyhow::anyhow!(
+                "--out {}: {why}; nothing was written or deleted. Name a new or empty directory, or move those files away",
+                dir.display()
+            )
+        };
+        let marker = match std::fs::read_to_string(path.join(OUTPUT_MARKER)) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(refuse(format!(
+                    "the directory is not empty and is not an output of format-series (it has no {OUTPUT_MARKER}): it holds {}",
+                    crate::series::scope::listed(&names)
+                )))
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot read {}", path.join(OUTPUT_MARKER).display()))
+            }
+        };
+        let (written_version, written) = parse_marker(&marker);
+        if written_version != Some(version) {
+            let held = written_version.map_or("another version".to_string(), |v| format!("v{v}"));
+            return Err(refuse(format!(
+                "it holds {held} of the patch set, which a v{version} does not replace"
+            )));
+        }
+        let foreign: Vec<String> = names
+            .into_iter()
+            .filter(|n| n != OUTPUT_MARKER && !written.contains(n))
+            .collect();
+        if !foreign.is_empty() {
+            return Err(refuse(format!(
+                "besides the mails format-series wrote there, it holds {}",
+                crate::series::scope::listed(&foreign)
+            )));
+        }
+        Ok(OutDir {
+            path,
+            state: OutState::Previous,
+        })
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (name, text) in mails {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+
+    /// Writes the mails and the marker (see [`OutState`]).
+    fn write(&self, version: u32, release: Release, mails: &[(String, String)]) -> Result<()> {
+        let mut marker = format!(
+            "# Written by `cargo xtask format-series`: a later run of the same version replaces this directory.\nversion {version}\nrelease {release}\n"
+        );
+        for (name, _) in mails {
+            let _ = writeln!(marker, "mail {name}");
+        }
+        let write_into = |dir: &Path| -> Result<()> {
+            durable::write_synced(&dir.join(OUTPUT_MARKER), marker.as_bytes())?;
+            for (name, text) in mails {
+                durable::write_synced(&dir.join(name), text.as_bytes())?;
+            }
+            Ok(())
+        };
+        match self.state {
+            OutState::Empty => write_into(&self.path),
+            OutState::Absent | OutState::Previous => {
+                let parent = self
+                    .path
+                    .parent()
+                    .with_context(|| format!("{} has no parent", self.path.display()))?;
+                let staged = staging::tempdir_in(parent, "format-series")?;
+                write_into(staged.path())?;
+                durable::replace_dir(&staged.keep(), &self.path)
+            }
+        }
     }
-    Ok(())
+}
+
+/// The version and the mails a marker names.
+fn parse_marker(text: &str) -> (Option<u32>, Vec<String>) {
+    let mut version = None;
+    let mut mails = Vec::new();
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("version ") {
+            version = v.trim().parse().ok();
+        } else if let Some(name) = line.strip_prefix("mail ") {
+            mails.push(name.to_string());
+        }
+    }
+    (version, mails)
 }
 
 #[cfg(test)]
