@@ -544,3 +544,62 @@ fn rejected_import_input_does_not_create_a_store() {
     );
     assert!(!store.exists());
 }
+
+/// Writing a series replaces its directory whole; what the user keeps beside the series there
+/// is not the command's to delete.
+#[test]
+fn a_series_write_deletes_no_file_it_did_not_write() {
+    let p = Project::new();
+    let dir = p.patches().join("2.41");
+    std::fs::write(dir.join("NOTES.md"), "why patch 2 exists\n").unwrap();
+    std::fs::write(dir.join(".review-status"), "half done\n").unwrap();
+    let ran = p
+        .run(&["rebase-glibc", "--onto", "2.41", "--from", "2.41"])
+        .expect(1);
+    assert!(
+        ran.stderr.contains("NOTES.md")
+            && ran.stderr.contains(".review-status")
+            && ran.stderr.contains("not part of its series"),
+        "{ran:?}"
+    );
+    assert!(dir.join("NOTES.md").is_file() && dir.join(".review-status").is_file());
+
+    // `patches import --replace` replaces the series, not what lies beside it.
+    let outside = p.root().join("mails");
+    std::fs::create_dir_all(&outside).unwrap();
+    let mut files = Vec::new();
+    for patch in xtask::series::Series::load(&dir).unwrap().patches {
+        std::fs::write(outside.join(&patch.name), &patch.text).unwrap();
+        files.push(outside.join(&patch.name).display().to_string());
+    }
+    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
+    args.extend(files.iter().map(String::as_str));
+    let ran = p.run(&args).expect(1);
+    assert!(ran.stderr.contains("NOTES.md"), "{ran:?}");
+    assert!(dir.join("NOTES.md").is_file());
+
+    std::fs::remove_file(dir.join("NOTES.md")).unwrap();
+    std::fs::remove_file(dir.join(".review-status")).unwrap();
+    p.run(&args).expect(0);
+}
+
+/// The same for the recorded resolutions, which are written with the series: both refused.
+#[test]
+fn a_resolutions_write_deletes_no_file_it_did_not_write() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    p.resolve(0);
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    p.resolve(1);
+    let records = p.patches().join("resolutions/2.42");
+    std::fs::create_dir_all(&records).unwrap();
+    std::fs::write(records.join(".notes"), "to review\n").unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(1);
+    assert!(ran.stderr.contains(".notes"), "{ran:?}");
+    assert!(records.join(".notes").is_file());
+    assert!(!p.patches().join("2.42").exists(), "{ran:?}");
+    assert_eq!(stopped_at(p.root()), Some(1), "the state is kept");
+    std::fs::remove_file(records.join(".notes")).unwrap();
+    p.run(&["rebase-glibc", "--continue"]).expect(0);
+    assert!(p.patches().join("2.42/series").is_file());
+}

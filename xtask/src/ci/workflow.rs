@@ -141,7 +141,7 @@ pub fn write_or_check(root: &Path, check: bool) -> Result<()> {
     }
     let dir = path.parent().context("the workflow path has a directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(&path, wanted).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::util::durable::replace_file(&path, wanted.as_bytes())?;
     println!("wrote {}", path.display());
     Ok(())
 }

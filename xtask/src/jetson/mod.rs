@@ -169,7 +169,8 @@ pub fn write_doc(doc: &Path, report: &ReplayReport) -> Result<()> {
         );
     };
     let updated = page.replacen(block, &report.render_markdown(), 1);
-    std::fs::write(doc, updated).with_context(|| format!("cannot write {}", doc.display()))
+    // Whole or not at all: a kill mid-write must not leave the page cut short.
+    crate::util::durable::replace_file(doc, updated.as_bytes())
 }
 
 /// `Generated on <UTC> from commit <id> ...`: the date, the checkout's commit and the content

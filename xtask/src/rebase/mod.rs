@@ -707,11 +707,16 @@ impl<'a> Run<'a> {
         let new = Series::from_commits(self.repo(), onto, &commits)?;
         let records = self.resolutions_to_keep();
         let records_changed = records.texts(onto) != self.records.texts(onto);
+        let dir = self.out.clone().unwrap_or_else(|| self.ws.series_dir(onto));
+        // Both directories are replaced whole: refused before either is written.
+        crate::series::refuse_foreign_files(&dir)?;
+        if records_changed {
+            resolution::refuse_foreign_files(&resolution::dir(&self.ws.patches_dir, onto))?;
+        }
         if records_changed {
             records.publish(&self.ws.patches_dir, onto)?;
             fault::point("rebase:resolutions-written");
         }
-        let dir = self.out.clone().unwrap_or_else(|| self.ws.series_dir(onto));
         new.write(&dir)?;
         fault::point("rebase:written");
         if state::state_dir(self.ws, onto).join("state").exists() {

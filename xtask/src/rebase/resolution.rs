@@ -280,6 +280,7 @@ impl Resolutions {
     pub fn publish(&self, patches_dir: &Path, onto: Release) -> Result<()> {
         let parent = patches_dir.join(DIR);
         let dest = dir(patches_dir, onto);
+        refuse_foreign_files(&dest)?;
         if self.list.is_empty() {
             if !dest.exists() {
                 return Ok(());
@@ -301,6 +302,14 @@ impl Resolutions {
         self.write_files(staged.path(), onto)?;
         durable::replace_dir(&staged.keep(), &dest)
     }
+}
+
+/// Refuses to replace `dest` (a release's resolutions directory) while it holds anything but
+/// recorded resolutions: publishing replaces the directory whole.
+pub fn refuse_foreign_files(dest: &Path) -> Result<()> {
+    durable::refuse_foreign_entries(dest, "not recorded resolutions", |name| {
+        name.ends_with(SUFFIX) && !name.starts_with('.')
+    })
 }
 
 /// `patches/resolutions/<onto>/`.

@@ -83,6 +83,37 @@ pub fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// Refuses to replace the series directory `dir` while it holds anything but its `series`
+/// file and the patches that file lists (or, when it is gone, files named like patches):
+/// replacing the directory would delete them.
+pub fn refuse_foreign_files(dir: &Path) -> Result<()> {
+    let listed: Option<Vec<String>> =
+        std::fs::read_to_string(dir.join(SERIES_FILE))
+            .ok()
+            .map(|text| {
+                text.lines()
+                    .filter_map(|l| l.split_whitespace().next())
+                    .filter(|w| !w.starts_with('#'))
+                    .map(str::to_string)
+                    .collect()
+            });
+    durable::refuse_foreign_entries(dir, "not part of its series", |name| {
+        name == SERIES_FILE
+            || match &listed {
+                Some(listed) => listed.iter().any(|l| l == name),
+                None => is_patch_name(name),
+            }
+    })
+}
+
+/// `NNNN-<slug>.patch`, as a series names its patches.
+fn is_patch_name(name: &str) -> bool {
+    name.len() > 11
+        && name.as_bytes()[..4].iter().all(u8::is_ascii_digit)
+        && name.as_bytes()[4] == b'-'
+        && name.ends_with(".patch")
+}
+
 /// The first line where `a` and `b` differ: its number (1-based) and both versions (`None`
 /// past the end of a text).
 pub fn first_difference<'t>(
@@ -317,6 +348,7 @@ impl Series {
     /// swapped into place in one step, so that `dir` is at every moment the old series or the
     /// new one, never half of each (see `util::durable`).
     pub fn write(&self, dir: &Path) -> Result<()> {
+        refuse_foreign_files(dir)?;
         let parent = dir.parent().context("series dir has no parent")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;

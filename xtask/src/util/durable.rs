@@ -161,6 +161,46 @@ pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
     }
 }
 
+/// The entries of `dir` that `is_own` does not claim, sorted: what replacing `dir` whole would
+/// delete although no command wrote it there. None when `dir` does not exist.
+pub fn foreign_entries(dir: &Path, is_own: impl Fn(&str) -> bool) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+    };
+    let mut foreign = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if !(is_file && is_own(&name)) {
+            foreign.push(name);
+        }
+    }
+    foreign.sort();
+    Ok(foreign)
+}
+
+/// Refuses to replace `dir` whole while it holds [`foreign_entries`]; `not_what` says what
+/// they are not ("not part of its series").
+pub fn refuse_foreign_entries(
+    dir: &Path,
+    not_what: &str,
+    is_own: impl Fn(&str) -> bool,
+) -> Result<()> {
+    let foreign = foreign_entries(dir, is_own)?;
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{} holds {} {not_what}: {}; it is replaced whole, so nothing was written: move them elsewhere and run the command again",
+        dir.display(),
+        if foreign.len() == 1 { "a file that is" } else { "files that are" },
+        crate::series::scope::listed(&foreign)
+    )
+}
+
 /// Removes a directory tree that nothing refers to any more (a crash halfway is harmless).
 pub fn remove_tree(dir: &Path) -> Result<()> {
     match std::fs::remove_dir_all(dir) {
