@@ -7,6 +7,10 @@
 //! runs it); `update` takes one release through all of them (`update-release`). `cli` holds
 //! the vocabulary every command shares; `util` the plumbing.
 
+// First, so that its output macros (`outln!`, `diagln!`, ...) are in scope in every module.
+#[macro_use]
+pub mod util;
+
 pub mod build;
 pub mod ci;
 pub mod cli;
@@ -16,5 +20,4 @@ pub mod resolution;
 pub mod series;
 pub mod store;
 pub mod update;
-pub mod util;
 pub mod verify;

@@ -8,31 +8,41 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use xtask::cli::{self, Bench, Cli, Command};
-use xtask::{rebase, store};
+use xtask::util::output;
+use xtask::{diagln, rebase, store};
 
 /// Errors are printed here, as `error: <what>: <cause>: ...`: returning them from `main` would
 /// print anyhow's debug form, with a backtrace whenever `RUST_BACKTRACE` is set (as in many
 /// CI images), for what is a message to the user.
 fn main() -> ExitCode {
+    output::survive_closed_pipes();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(usage) => {
-            let _ = usage.print();
+            let printed = usage.print();
             // Usage errors are failures (1), not findings: clap's own code 2 is ours.
             return ExitCode::from(if usage.use_stderr() {
                 cli::EXIT_FAILURE
+            } else if printed.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                output::EXIT_READER_GONE
             } else {
                 cli::EXIT_OK
             });
         }
     };
-    match run(cli) {
-        Ok(()) => ExitCode::from(cli::EXIT_OK),
+    let status = match run(cli) {
+        Ok(()) => cli::EXIT_OK,
         Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(cli::exit_status(&err))
+            diagln!("error: {err:#}");
+            cli::exit_status(&err)
         }
+    };
+    // Output nobody read is not a failure of the work, but a pipeline should still see that
+    // its writer outlived its reader, as it would from any tool that SIGPIPE ended.
+    if status == cli::EXIT_OK && output::reader_gone() {
+        return ExitCode::from(output::EXIT_READER_GONE);
     }
+    ExitCode::from(status)
 }
 
 fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {

@@ -603,3 +603,72 @@ fn a_resolutions_write_deletes_no_file_it_did_not_write() {
     p.run(&["rebase-glibc", "--continue"]).expect(0);
     assert!(p.patches().join("2.42/series").is_file());
 }
+
+/// `cargo xtask ... | head -1`: the reader is gone before the command writes.
+fn with_reader_gone(mut cmd: std::process::Command, stream: &str) -> Ran {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    match stream {
+        "stdout" => cmd.stdout(writer).stderr(std::process::Stdio::piped()),
+        _ => cmd.stderr(writer).stdout(std::process::Stdio::piped()),
+    };
+    let out = cmd.output().unwrap();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A closed pipe ends a command quietly, with the shell's status for it (128 + SIGPIPE) when
+/// nothing else went wrong, never a panic; and a command that changes something finishes it.
+#[test]
+fn a_closed_pipe_ends_quietly_and_the_work_is_done() {
+    let p = Project::new();
+    for args in [&["glibc", "list"][..], &["rebase-glibc", "--check"]] {
+        let ran = with_reader_gone(p.command(args), "stdout");
+        assert_eq!(ran.code, 141, "{args:?}: {ran:?}");
+        assert!(!ran.stderr.contains("panicked"), "{args:?}: {ran:?}");
+    }
+    // An error still says what it is, in its own status, when stderr is the closed one.
+    let ran = with_reader_gone(p.command(&["rebase-glibc", "--abort"]), "stderr");
+    assert_eq!(ran.code, 1, "{ran:?}");
+    // The rebase goes on to write the series though nobody reads its report.
+    let ran = with_reader_gone(
+        p.command(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"]),
+        "stdout",
+    );
+    assert_eq!(ran.code, 2, "a stop needs attention, read or not: {ran:?}");
+    p.resolve(0);
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    p.resolve(1);
+    let ran = with_reader_gone(p.command(&["rebase-glibc", "--continue"]), "stdout");
+    assert_eq!(ran.code, 141, "{ran:?}");
+    assert!(!ran.stderr.contains("panicked"), "{ran:?}");
+    assert_eq!(stopped_at(p.root()), None);
+    p.run(&["rebase-glibc", "--check"]).expect(0);
+    assert!(p.patches().join("2.42/series").is_file());
+}
+
+/// A system that refuses a thread (a container's pids limit) gets an error naming what could
+/// not start, not a panic. A stack no address space can hold makes every thread fail to start.
+#[test]
+fn a_refused_thread_is_an_error_not_a_panic() {
+    let p = Project::new();
+    let top = source_dir(&p.root().join("src-new"), "2.43", &[("README", "2.43\n")]);
+    let tar = tarball(&top, &p.root().join("glibc_2.43.tar.xz"));
+    let from = format!("tarball:{}", tar.display());
+    let out = p
+        .command(&["glibc", "import", "2.43", "--from", &from])
+        .env("RUST_MIN_STACK", (1u64 << 60).to_string())
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: ") && stderr.contains("cannot start a thread"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

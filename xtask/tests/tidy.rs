@@ -138,6 +138,34 @@ fn filesystem_errors_carry_context() {
     );
 }
 
+/// The commands print through `xtask::util::output`'s macros, which survive a closed pipe
+/// (`cargo xtask glibc list | head -1`); std's panic on it, in the middle of the work.
+#[test]
+fn output_survives_a_closed_pipe() {
+    let mut std_macros = Vec::new();
+    for path in sources() {
+        let rel = relative(&path);
+        if !rel.starts_with("xtask/src/") || rel == "xtask/src/util/output.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for (i, line) in code.lines().enumerate() {
+            let uses_std = ["println!", "print!(", "eprintln!", "eprint!("]
+                .iter()
+                .any(|m| line.contains(m));
+            if uses_std && !line.trim_start().starts_with("//") {
+                std_macros.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        std_macros.is_empty(),
+        "std's print macros panic when the reader of a pipe is gone; use outln!/out! (stdout) or diagln!/diag! (stderr):\n  {}",
+        std_macros.join("\n  ")
+    );
+}
+
 fn is_fs_call(line: &str) -> bool {
     ["fs::", "File::open(", "File::create(", "OpenOptions::"]
         .iter()

@@ -75,7 +75,7 @@ impl BenchArgs {
             });
         let cold_possible = !cached && !work.root().exists();
         if !cold_possible {
-            eprintln!(
+            diagln!(
                 "{} already holds a glibc {release} {} {flavour} build: not timing a cold one \
                  (omit --cache for a fresh cache)",
                 root.display(),
@@ -127,30 +127,30 @@ impl BenchArgs {
             false => None,
         };
 
-        println!(
+        outln!(
             "glibc {release} {} {flavour}, make -j{jobs} (times exclude waiting for locks)",
             target.name()
         );
         match cold_time {
-            Some(time) => println!("cold build:           {} (1 run)", minutes(time)),
-            None => println!("cold build:           not run (the cache already held the build)"),
+            Some(time) => outln!("cold build:           {} (1 run)", minutes(time)),
+            None => outln!("cold build:           not run (the cache already held the build)"),
         }
-        println!(
+        outln!(
             "cached hit:           {:.3} s (median of {})",
             median(&mut hits).as_secs_f64(),
             hits.len()
         );
-        println!(
+        outln!(
             "incremental, {TOUCHED} touched: {} (median of {})",
             minutes(median(&mut incremental)),
             incremental.len()
         );
         match plain {
-            Some(time) => println!(
+            Some(time) => outln!(
                 "plain configure && make -j{jobs} && make install: {} (1 run)",
                 minutes(time)
             ),
-            None => println!("plain configure && make && make install: not run (pass --plain)"),
+            None => outln!("plain configure && make && make install: not run (pass --plain)"),
         }
         Ok(())
     }

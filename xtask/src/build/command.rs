@@ -46,7 +46,7 @@ impl Args {
             Some(Manage::List) => return print_list(&cache),
             Some(Manage::Prune) => {
                 for entry in cache.prune()? {
-                    println!("removed {}", entry.dir.display());
+                    outln!("removed {}", entry.dir.display());
                 }
                 return Ok(());
             }
@@ -65,16 +65,16 @@ impl Args {
         };
         for (release, target, flavour) in self.selection.iter() {
             if self.print_key {
-                println!("{}", builder.key(release, target, flavour)?.0);
+                outln!("{}", builder.key(release, target, flavour)?.0);
                 continue;
             }
             let outcome = builder.ensure(release, target, flavour)?;
             let path = outcome.sysroot.path.display();
             if self.print_sysroot {
-                println!("{path}");
+                outln!("{path}");
             } else {
                 let how = if outcome.built { "built" } else { "cached" };
-                println!("glibc {release} {target} {flavour} ({how}): {path}");
+                outln!("glibc {release} {target} {flavour} ({how}): {path}");
             }
         }
         Ok(())

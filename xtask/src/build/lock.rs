@@ -28,11 +28,11 @@ pub fn acquire(path: &Path, what: &str) -> Result<FileLock> {
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
-            eprintln!("waiting for {what} ({})...", path.display());
+            diagln!("waiting for {what} ({})...", path.display());
             file.lock()
                 .with_context(|| format!("cannot lock {}", path.display()))?;
             let secs = started.elapsed().as_secs();
-            eprintln!("got {what} after {}:{:02}", secs / 60, secs % 60);
+            diagln!("got {what} after {}:{:02}", secs / 60, secs % 60);
         }
         Err(TryLockError::Error(err)) => {
             return Err(err).with_context(|| format!("cannot lock {}", path.display()))

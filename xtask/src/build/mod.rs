@@ -215,10 +215,10 @@ impl Builder {
             source,
         } = prepared;
         let started = Instant::now();
-        eprintln!("{label}: writing sources into {}", work.src().display());
+        diagln!("{label}: writing sources into {}", work.src().display());
         let tree = source.source_tree()?;
         let stats = work.update_source(source.repo(), tree, |dest| source.export(dest))?;
-        eprintln!(
+        diagln!(
             "{label}: sources: {} files written, {} removed, {} unchanged ({:.1} s)",
             stats.written,
             stats.removed,
@@ -274,7 +274,7 @@ impl Builder {
 
         let build_seconds = started.elapsed().saturating_sub(machine_wait).as_secs();
         let entry = staging.publish(&Manifest::new(inputs, build_seconds, &log))?;
-        eprintln!(
+        diagln!(
             "{label}: published {} ({}:{:02}; log {})",
             entry.dir.display(),
             build_seconds / 60,
@@ -329,18 +329,22 @@ pub fn default_jobs() -> usize {
 pub fn print_list(cache: &BuildCache) -> Result<()> {
     let entries = cache.list()?;
     if entries.is_empty() {
-        println!("no cached glibc builds in {}", cache.root().display());
+        outln!("no cached glibc builds in {}", cache.root().display());
         return Ok(());
     }
-    println!(
+    outln!(
         "{:<8} {:<8} {:<10} {:>9} {:>6}  path",
-        "release", "target", "flavour", "size", "age"
+        "release",
+        "target",
+        "flavour",
+        "size",
+        "age"
     );
     let now = cache::now_secs();
     for entry in entries {
         let m = &entry.manifest;
         let size = cache::disk_usage(&entry.sysroot()) as f64 / (1024.0 * 1024.0);
-        println!(
+        outln!(
             "{:<8} {:<8} {:<10} {:>5.0} MiB {:>6}  {}",
             m.release,
             m.target,

@@ -122,14 +122,14 @@ impl Args {
         let mut ran = 0;
         for (i, mut step) in steps.into_iter().enumerate() {
             ran += 1;
-            eprintln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
+            diagln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
             // `--store` reaches the child processes the way they read it when not given.
             if let Some(store) = &global.store {
                 step.command.env("LD_FALLBACK_STORE", store);
             }
             if step.wants_sysroots {
                 for (var, path) in built_sysroots(targets, global.store.as_deref()) {
-                    eprintln!("{var}={path}");
+                    diagln!("{var}={path}");
                     step.command.env(var, path);
                 }
             }
@@ -140,17 +140,17 @@ impl Args {
                 .with_context(|| format!("cannot run {}", step.shown))?;
             let secs = started.elapsed().as_secs_f64();
             let verdict = if status.success() { "ok" } else { "FAILED" };
-            eprintln!("==== {verdict} in {secs:.1} s: {}", step.shown);
+            diagln!("==== {verdict} in {secs:.1} s: {}", step.shown);
             if !status.success() {
                 failed.push(step.shown);
                 if step.gates_the_rest {
-                    eprintln!("==== not running the remaining steps: they need this build");
+                    diagln!("==== not running the remaining steps: they need this build");
                     break;
                 }
             }
         }
         let not_run = total - ran;
-        println!(
+        outln!(
             "ci: {} passed, {} failed, {not_run} not run",
             ran - failed.len(),
             failed.len()
@@ -179,7 +179,7 @@ fn built_sysroots(targets: &[Target], store: Option<&Path>) -> Vec<(String, Stri
             let var = sysroot_env_var(*target, flavour);
             match crate::build::ensure_sysroot(store, Release::newest(), *target, flavour) {
                 Ok(sysroot) => vars.push((var, sysroot.path.display().to_string())),
-                Err(err) => eprintln!("{var} left unset: {err:#}"),
+                Err(err) => diagln!("{var} left unset: {err:#}"),
             }
         }
     }

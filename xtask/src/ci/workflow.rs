@@ -136,12 +136,12 @@ pub fn write_or_check(root: &Path, check: bool) -> Result<()> {
                 path.display()
             );
         }
-        println!("{PATH} is up to date");
+        outln!("{PATH} is up to date");
         return Ok(());
     }
     let dir = path.parent().context("the workflow path has a directory")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     crate::util::durable::replace_file(&path, wanted.as_bytes())?;
-    println!("wrote {}", path.display());
+    outln!("wrote {}", path.display());
     Ok(())
 }

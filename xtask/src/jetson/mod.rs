@@ -95,21 +95,21 @@ impl Args {
         };
         let mut report = replay::run(&benches);
         report.provenance = Some(provenance(release, self.target)?);
-        eprintln!(
+        diagln!(
             "jetson-replay: {} runs in {:.1} s (sysroots and fixtures ready in {:.1} s)",
             report.runs().count(),
             (started.elapsed() - preparation).as_secs_f64(),
             preparation.as_secs_f64()
         );
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&report).context("cannot write the JSON report")?
             );
         } else if self.markdown {
-            print!("{}", report.render_markdown());
+            out!("{}", report.render_markdown());
         } else {
-            print!("{}", report.render_text(self.why));
+            out!("{}", report.render_text(self.why));
         }
         if report.has_unrun() {
             bail!("some runs could not be made (see `not run` above)");
@@ -117,10 +117,10 @@ impl Args {
         let doc = doc_path();
         if self.write_doc {
             write_doc(&doc, &report)?;
-            eprintln!("jetson-replay: wrote the table into {}", doc.display());
+            diagln!("jetson-replay: wrote the table into {}", doc.display());
         } else if self.check {
             check_doc(&doc, &report)?;
-            eprintln!("jetson-replay: {} is up to date", doc.display());
+            diagln!("jetson-replay: {} is up to date", doc.display());
         }
         Ok(())
     }

@@ -57,9 +57,7 @@ pub fn run(global: &Global) -> Result<()> {
     let series = match ws.newest_series() {
         Ok(series) => series,
         Err(_) => {
-            eprintln!(
-                "no series in patches/: timing a synthetic one-patch series on glibc {newest}"
-            );
+            diagln!("no series in patches/: timing a synthetic one-patch series on glibc {newest}");
             synthetic_series(ws.store.repo(), newest, ws.store.ensure_release(newest)?)?
         }
     };
@@ -84,14 +82,14 @@ pub fn run(global: &Global) -> Result<()> {
     }
     let rebase = started.elapsed();
 
-    println!(
+    outln!(
         "rebase of the {}-patch series from glibc {} onto every other release: {:.2} s (target < 10 s)",
         series.patches.len(),
         series.base,
         rebase.as_secs_f64()
     );
     for (version, outcome, took) in rows {
-        println!("  onto {version}: {outcome} ({:.2} s)", took.as_secs_f64());
+        outln!("  onto {version}: {outcome} ({:.2} s)", took.as_secs_f64());
     }
     Ok(())
 }

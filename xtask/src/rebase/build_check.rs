@@ -88,7 +88,7 @@ impl BuildCheck {
                     _held: None,
                 },
                 Source::Builder(builder) => {
-                    eprintln!(
+                    diagln!(
                         "build check: taking the compiled glibc {onto} x86_64 tree (unpatched) from the build cache; \
                          the first time for a release this is a cold build of about 20 min on 2 cores, under the \
                          machine-wide build lock {}, reused by later builds of the release",
@@ -100,7 +100,7 @@ impl BuildCheck {
                         .with_context(|| {
                             format!("the build check needs a compiled glibc {onto} tree")
                         })?;
-                    eprintln!(
+                    diagln!(
                         "build check: glibc {onto} build tree ready in {:.0} s ({})",
                         started.elapsed().as_secs_f64(),
                         tree.work.root().display()
@@ -356,15 +356,24 @@ fn run_jobs(
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Compiled>>> =
         jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let work = || loop {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let Some(job) = jobs.get(i) else { break };
+        let result = compile(job, src, build, tree, out);
+        *results[i].lock().expect("no panic holds it") = Some(result);
+    };
     std::thread::scope(|scope| {
-        for _ in 0..parallel.min(jobs.len()) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Some(job) = jobs.get(i) else { break };
-                let result = compile(job, src, build, tree, out);
-                *results[i].lock().expect("no panic holds it") = Some(result);
-            });
+        // As many threads as the system lets us start (a pids limit may refuse some); this
+        // one works too, so that none only makes it slower.
+        for _ in 1..parallel.min(jobs.len()) {
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, work)
+                .is_err()
+            {
+                break;
+            }
         }
+        work();
     });
     results
         .into_iter()

@@ -155,7 +155,7 @@ impl Checker {
             }
             None => {
                 let dir = staging::tempdir_in(&self.rebase_dir, SCRATCH)?;
-                eprintln!(
+                diagln!(
                     "writing the work tree the checks run in: {}",
                     dir.path().display()
                 );

@@ -65,11 +65,11 @@ impl Args {
             Workspace::open_default(global.store.as_deref())?
         };
         for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
-            eprintln!("{said}");
+            diagln!("{said}");
         }
         if self.check {
             let report = check(&ws)?;
-            print!("{}", report.text);
+            out!("{}", report.text);
             if report.errors {
                 bail!("the check could not read or write what it needs (see ERROR above)");
             }
@@ -85,7 +85,7 @@ impl Args {
         if self.abort {
             let onto = stopped_rebase(&ws, self.stopped)?;
             abort(&ws, onto)?;
-            println!("aborted the rebase onto glibc {onto}; patches/ is unchanged");
+            outln!("aborted the rebase onto glibc {onto}; patches/ is unchanged");
             return Ok(());
         }
         let mut options = options_for_cli(global, Resume::rebase_glibc())?;
@@ -111,15 +111,15 @@ impl Args {
 pub fn finish(outcome: Outcome) -> Result<()> {
     match outcome {
         Outcome::Written(summary) => {
-            print!("{summary}");
+            out!("{summary}");
             Ok(())
         }
         Outcome::Conflict(report) => {
-            eprint!("{report}");
+            diag!("{report}");
             Err(NeedsAttention("the rebase stopped at a conflict".into()).into())
         }
         Outcome::CheckFailed(report) => {
-            eprint!("{report}");
+            diag!("{report}");
             Err(NeedsAttention("the rebase stopped: a check failed after a patch".into()).into())
         }
     }

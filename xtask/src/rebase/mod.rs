@@ -501,7 +501,7 @@ impl<'a> Run<'a> {
             touched: &touched,
             series_touched: &series_touched,
         };
-        eprintln!(
+        diagln!(
             "checking patch {}/{} {}",
             at + 1,
             self.from.patches.len(),

@@ -27,12 +27,12 @@ impl Args {
         let release = Release::newest();
         let sysroot = obtain_sysroot(global.store.as_deref(), release, target, flavour)?;
         let (warmup, warmup_time) = run_matrix(sysroot.clone(), None)?;
-        println!(
+        outln!(
             "resolution matrix, glibc {release} {target} ({flavour}), {} scenarios, {} CPUs",
             warmup.scenarios.len(),
             std::thread::available_parallelism().map_or(0, |n| n.get())
         );
-        println!(
+        outln!(
             "  warm-up run (fixtures checked/compiled): {:.2} s",
             secs(warmup_time)
         );
@@ -40,12 +40,12 @@ impl Args {
         let mut last = warmup;
         for i in 1..=self.runs.max(1) {
             let (report, time) = run_matrix(sysroot.clone(), None)?;
-            println!("  run {i}: {:.2} s", secs(time));
+            outln!("  run {i}: {:.2} s", secs(time));
             times.push(time);
             last = report;
         }
         times.sort();
-        println!(
+        outln!(
             "  min {:.2} s, median {:.2} s, max {:.2} s",
             secs(times[0]),
             secs(times[times.len() / 2]),
@@ -58,9 +58,9 @@ impl Args {
             .take(5)
             .map(|o| format!("{} {:.0} ms", o.id, o.elapsed.as_secs_f64() * 1000.0))
             .collect();
-        println!("  slowest scenarios (last run): {}", slowest.join(", "));
+        outln!("  slowest scenarios (last run): {}", slowest.join(", "));
         if last.summary.mismatch > 0 {
-            println!(
+            outln!(
                 "  note: {} scenarios mismatched (see cargo xtask test-resolution)",
                 last.summary.mismatch
             );

@@ -34,12 +34,12 @@ impl Args {
             let sysroot = obtain_sysroot(global.store.as_deref(), release, target, flavour)?;
             let (report, _) = run_matrix(sysroot, self.scenario.as_deref())?;
             if !self.json {
-                println!("{}", report.render());
+                outln!("{}", report.render());
             }
             reports.push(report);
         }
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&reports).context("cannot write the JSON report")?
             );

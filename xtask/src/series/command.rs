@@ -42,12 +42,12 @@ impl Command {
             _ => Workspace::open_default(global.store.as_deref())?,
         };
         for said in ws.recover()? {
-            eprintln!("{said}");
+            diagln!("{said}");
         }
         match self {
             Command::Status { .. } => {
                 let report = super::status::status(&ws, SUPPORTED)?;
-                print!("{}", report.text);
+                out!("{}", report.text);
                 if report.errors {
                     bail!("the status of some releases could not be found out (see `error` above)");
                 }
@@ -64,7 +64,7 @@ impl Command {
                 files,
             } => {
                 let dir = super::import::import(&ws, release, &files, replace)?;
-                println!("imported {} patches into {}", files.len(), dir.display());
+                outln!("imported {} patches into {}", files.len(), dir.display());
                 Ok(())
             }
         }

@@ -78,7 +78,7 @@ impl Args {
         let mails = format(&ws, &request)?;
         target.write(self.version, release, &mails)?;
         for (name, _) in &mails {
-            println!("{}", out.join(name).display());
+            outln!("{}", out.join(name).display());
         }
         Ok(())
     }

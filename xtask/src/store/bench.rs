@@ -53,19 +53,19 @@ pub fn run(global: &Global) -> Result<()> {
         }
         git.push(started.elapsed());
     }
-    println!(
+    outln!(
         "import of glibc {newest} from {} into a fresh store (median of {RUNS}, alternating):",
         tarball.display()
     );
-    println!(
+    outln!(
         "  cargo xtask glibc import:                  {}",
         summary(&mut ours)
     );
-    println!(
+    outln!(
         "  tar -x && git add -A && git commit:        {}",
         summary(&mut git)
     );
-    println!(
+    outln!(
         "  load average afterwards: {}",
         std::fs::read_to_string("/proc/loadavg")
             .unwrap_or_default()

@@ -33,7 +33,7 @@ impl Command {
             Command::List => {
                 let dir = crate::util::paths::store_dir(global.store.as_deref())?;
                 let store = SourceStore::open_read_only(&dir)?;
-                println!("store: {}", store.dir().display());
+                outln!("store: {}", store.dir().display());
                 let stored = store.list()?;
                 for release in SUPPORTED {
                     let row = stored.iter().find(|s| s.tag == release.tag());
@@ -47,15 +47,16 @@ impl Command {
                             s.commit, s.tree, release.tree
                         ),
                     };
-                    println!("{:<11} {state}", release.tag());
+                    outln!("{:<11} {state}", release.tag());
                 }
                 for other in stored
                     .iter()
                     .filter(|s| !SUPPORTED.iter().any(|r| r.tag() == s.tag))
                 {
-                    println!(
+                    outln!(
                         "{:<11} commit {} (not a supported release)",
-                        other.tag, other.commit
+                        other.tag,
+                        other.commit
                     );
                 }
                 Ok(())

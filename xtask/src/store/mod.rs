@@ -140,10 +140,10 @@ fn verify_tarball(
         bail!("tarball {} does not exist", tarball.display());
     }
     let started = std::time::Instant::now();
-    eprintln!("glibc {release}: reading {}", tarball.display());
+    diagln!("glibc {release}: reading {}", tarball.display());
     let imported = import::tarball::import(tarball, &[import::DROPPED_TOP_LEVEL])?;
     fault::point("import:read");
-    eprintln!(
+    diagln!(
         "glibc {release}: {} files hashed and packed, tree {} ({:.1} s)",
         imported.files,
         imported.root,
@@ -158,7 +158,7 @@ fn verify_tarball(
             imported.root
         );
     }
-    eprintln!("glibc {release}: tree verified");
+    diagln!("glibc {release}: tree verified");
     Ok(VerifiedRelease {
         release,
         tree: imported.root,
@@ -286,7 +286,7 @@ impl SourceStore {
             }
             .into());
         }
-        eprintln!(
+        diagln!(
             "glibc {release} is not in the store ({}): importing it from Debian",
             self.dir.display()
         );
@@ -296,7 +296,7 @@ impl SourceStore {
     /// Imports `release` from `source`; a no-op if it is already stored.
     pub fn import(&self, release: Release, source: &Source) -> Result<Oid> {
         if let Some(commit) = self.release_commit(release)? {
-            eprintln!("glibc {release} is already in the store as {commit}");
+            diagln!("glibc {release} is already in the store as {commit}");
             return Ok(commit);
         }
         if self.access == Access::ReadOnly {
@@ -314,12 +314,10 @@ impl SourceStore {
     /// Writes a verified release's objects, then its commit and tag (the commit point).
     pub fn write_verified(&self, verified: VerifiedRelease) -> Result<Oid> {
         let release = verified.release;
-        eprintln!("glibc {release}: writing it into the store");
+        diagln!("glibc {release}: writing it into the store");
         let written = match &verified.objects {
             VerifiedObjects::Pack(pack) => pack.install(&self.repo).map(|written| {
-                eprintln!(
-                    "glibc {release}: {written} objects the store lacked, written as one pack"
-                );
+                diagln!("glibc {release}: {written} objects the store lacked, written as one pack");
             }),
             VerifiedObjects::Repository(scratch) => {
                 import::git::copy_tree(scratch, &self.repo, verified.tree)
@@ -363,7 +361,7 @@ impl SourceStore {
                 "import",
             )
             .with_context(|| format!("cannot tag {}", release.tag()))?;
-        eprintln!(
+        diagln!(
             "imported glibc {release}: commit {commit}, tree {}",
             tree.id()
         );
@@ -418,7 +416,7 @@ fn recover_beside(dir: &Path) {
     let parent = dir.parent().unwrap_or(Path::new("."));
     for kind in ["import", "fetch", "store"] {
         for left in staging::remove_orphans(parent, kind) {
-            eprintln!(
+            diagln!(
                 "removed {}, left by an interrupted import (its process is gone)",
                 left.display()
             );

@@ -69,32 +69,32 @@ impl Args {
     pub fn run(self, global: &Global) -> Result<()> {
         let ws = Workspace::open_default(global.store.as_deref())?;
         for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
-            eprintln!("{said}");
+            diagln!("{said}");
         }
         let onto = self.release;
         let candidate = candidate_dir(onto)?;
         if self.abort {
             rebase::abort(&ws, onto)?;
             durable::remove_tree(&candidate)?;
-            println!("aborted the update of glibc {onto}; patches/ is unchanged");
+            outln!("aborted the update of glibc {onto}; patches/ is unchanged");
             return Ok(());
         }
         let started = Instant::now();
         let mut phases: Vec<(&str, f64)> = Vec::new();
 
-        eprintln!("==== update-release glibc {onto}: import");
+        diagln!("==== update-release glibc {onto}: import");
         let phase = Instant::now();
         if ws.store.release_commit(onto)?.is_none() {
-            eprintln!(
+            diagln!(
                 "importing glibc {onto} into {} (from Debian)",
                 ws.store.dir().display()
             );
         }
         let commit = ws.store.ensure_release(onto)?;
-        eprintln!("glibc {onto} is {} in {}", commit, ws.store.dir().display());
+        diagln!("glibc {onto} is {} in {}", commit, ws.store.dir().display());
         phases.push(("import", phase.elapsed().as_secs_f64()));
 
-        eprintln!("==== update-release glibc {onto}: rebase");
+        diagln!("==== update-release glibc {onto}: rebase");
         let phase = Instant::now();
         let resume = Resume {
             continue_: format!("cargo xtask update-release {onto} --continue"),
@@ -123,7 +123,7 @@ impl Args {
                 Some(from) => from,
                 None => nearest_series(&ws, onto)?,
             };
-            eprintln!("moving the series of glibc {from} onto glibc {onto}");
+            diagln!("moving the series of glibc {from} onto glibc {onto}");
             options.checks = Checks {
                 exec: self.exec.clone(),
                 build_check: !self.no_build_check,
@@ -138,9 +138,9 @@ impl Args {
             (rebase::start_with(&ws, Some(from), onto, options)?, out)
         };
         match outcome {
-            Outcome::Written(summary) => print!("{summary}"),
+            Outcome::Written(summary) => out!("{summary}"),
             Outcome::Conflict(report) | Outcome::CheckFailed(report) => {
-                eprint!("{report}");
+                diag!("{report}");
                 return Err(NeedsAttention(format!(
                     "the update of glibc {onto} stopped in its rebase (see above); after the fix: cargo xtask update-release {onto} --continue"
                 ))
@@ -170,14 +170,14 @@ impl Args {
             // Written to patches/ directly: no verification asked (or a rebase started
             // without one).
             print_phases(onto, &phases, started);
-            println!(
+            outln!(
                 "patches/{onto} is written, not verified: docs/support.md's rows for {onto} are stale until \
                  `cargo xtask update-release {onto}` (or `cargo xtask verify --release {onto}`) runs"
             );
             return Ok(());
         };
 
-        eprintln!("==== update-release glibc {onto}: build pair and verify");
+        diagln!("==== update-release glibc {onto}: build pair and verify");
         let phase = Instant::now();
         let patches_dir = series_dir
             .parent()
@@ -187,7 +187,7 @@ impl Args {
         let reports =
             verify::verify_release(global, &patches_dir, onto, &self.target.0, self.force)?;
         phases.push(("verify", phase.elapsed().as_secs_f64()));
-        print!("{}", verify::render::table(&reports));
+        out!("{}", verify::render::table(&reports));
         let failed: Vec<String> = reports
             .iter()
             .filter(|r| !r.passed)
@@ -205,14 +205,14 @@ impl Args {
             );
         }
 
-        eprintln!("==== update-release glibc {onto}: write");
+        diagln!("==== update-release glibc {onto}: write");
         let series = Series::load(&series_dir)
             .with_context(|| format!("cannot read the verified series {}", series_dir.display()))?;
         series.write(&ws.series_dir(onto))?;
         let page = write_support_rows(&paths::project_root(), &reports)?;
         durable::remove_tree(&candidate)?;
         print_phases(onto, &phases, started);
-        println!(
+        outln!(
             "wrote {} and the rows of glibc {onto} in {}: review and commit them (with patches/resolutions/{onto}/ if it changed)",
             ws.series_dir(onto).display(),
             page.display()
@@ -298,7 +298,7 @@ fn print_phases(onto: Release, phases: &[(&str, f64)], started: Instant) {
         .iter()
         .map(|(name, secs)| format!("{name} {secs:.1} s"))
         .collect();
-    println!(
+    outln!(
         "update-release glibc {onto}: {} (total {:.1} s)",
         parts.join(", "),
         started.elapsed().as_secs_f64()

@@ -29,15 +29,15 @@ pub fn run(
 ) -> Result<()> {
     let ran = run_inner(cmd, log, label, status)?;
     if !ran.exit.success() {
-        eprintln!(
+        diagln!(
             "---- last {} lines of {} ----",
             ran.tail.len(),
             log.display()
         );
         for line in &ran.tail {
-            eprintln!("{line}");
+            diagln!("{line}");
         }
-        eprintln!("---- end of log tail ----");
+        diagln!("---- end of log tail ----");
         return Err(Failure {
             label: label.to_string(),
             status: ran.exit,
@@ -120,6 +120,15 @@ fn run_inner(
         forward_lines(child.stdout.take().expect("piped stdout"), tx.clone()),
         forward_lines(child.stderr.take().expect("piped stderr"), tx),
     ];
+    let readers = match readers {
+        [Ok(out), Ok(err)] => [out, err],
+        [Err(e), _] | [_, Err(e)] => {
+            // The child's output would go unread: it must not run on without us.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e).context("cannot start a thread to read a command's output");
+        }
+    };
 
     let mut tail = VecDeque::with_capacity(TAIL_LINES);
     let mut log_error = None;
@@ -169,22 +178,22 @@ pub fn print_tail(log: &Path) {
     }
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(TAIL_LINES);
-    eprintln!(
+    diagln!(
         "---- last {} lines of {} ----",
         lines.len() - start,
         log.display()
     );
     for line in &lines[start..] {
-        eprintln!("{line}");
+        diagln!("{line}");
     }
-    eprintln!("---- end of log tail ----");
+    diagln!("---- end of log tail ----");
 }
 
 fn forward_lines<R: Read + Send + 'static>(
     stream: R,
     tx: mpsc::Sender<String>,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().spawn(move || {
         let mut reader = BufReader::new(stream);
         let mut buf = Vec::new();
         while matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
@@ -218,7 +227,7 @@ impl<'a> Progress<'a> {
             last_shown: None,
         };
         if !tty {
-            eprintln!("{label}: started");
+            diagln!("{label}: started");
         }
         progress
     }
@@ -249,9 +258,9 @@ impl<'a> Progress<'a> {
         if self.tty {
             let mut line = self.line();
             line.truncate(100);
-            eprint!("\r\x1b[2K{line}");
+            diag!("\r\x1b[2K{line}");
         } else if self.last_shown.is_some() || force {
-            eprintln!("{}", self.line());
+            diagln!("{}", self.line());
         }
         self.last_shown = Some((now, self.status.clone()));
     }
@@ -260,9 +269,9 @@ impl<'a> Progress<'a> {
         self.status = if ok { "done".into() } else { "FAILED".into() };
         if self.tty {
             self.show(true);
-            eprintln!();
+            diagln!();
         } else {
-            eprintln!("{}", self.line());
+            diagln!("{}", self.line());
         }
     }
 }

@@ -11,7 +11,7 @@ pub fn tempdir_in(parent: &Path, kind: &str) -> Result<TempDir> {
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
     for left in remove_orphans(parent, kind) {
-        eprintln!(
+        diagln!(
             "removed {}, left by an interrupted run (its process is gone)",
             left.display()
         );

@@ -104,22 +104,22 @@ impl Args {
             } else {
                 verify_cell(&run, release, target, self.force)
             };
-            eprintln!("{}", render::line(&report));
+            diagln!("{}", render::line(&report));
             reports.push(report);
             run.progress.cell_done();
         }
         if self.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&reports).context("cannot write the JSON report")?
             );
         } else if self.markdown {
-            print!(
+            out!(
                 "{}",
                 render::markdown(&reports, &run.now, &run.commit, self.cached_only)
             );
         } else {
-            print!("{}", render::table(&reports));
+            out!("{}", render::table(&reports));
         }
         let unverified: Vec<String> = reports
             .iter()
@@ -127,7 +127,7 @@ impl Args {
             .map(|r| format!("{} {}", r.release, r.target))
             .collect();
         if !unverified.is_empty() {
-            eprintln!(
+            diagln!(
                 "not verified on this machine yet (no current report): {}",
                 unverified.join(", ")
             );
@@ -174,7 +174,7 @@ pub fn verify_release(
     let mut reports = Vec::new();
     for target in targets {
         let report = verify_cell(&run, release, *target, force);
-        eprintln!("{}", render::line(&report));
+        diagln!("{}", render::line(&report));
         reports.push(report);
         run.progress.cell_done();
     }
@@ -206,7 +206,7 @@ fn verify_cell(run: &Run, release: Release, target: Target, force: bool) -> Cell
     if report.passed {
         if let Ok(path) = &path {
             if let Err(err) = store(path, &report) {
-                eprintln!("warning: cannot cache the report of {release} {target}: {err:#}");
+                diagln!("warning: cannot cache the report of {release} {target}: {err:#}");
             }
         }
     }
@@ -353,12 +353,12 @@ fn merge(files: &[PathBuf], markdown: bool) -> Result<()> {
     reports.sort_by(|a, b| (&a.release, a.target).cmp(&(&b.release, b.target)));
     if markdown {
         let commit = reports.first().map_or("?".into(), |r| r.commit.clone());
-        print!(
+        out!(
             "{}",
             render::markdown(&reports, &render::now(), &commit, false)
         );
     } else {
-        print!("{}", render::table(&reports));
+        out!("{}", render::table(&reports));
     }
     if reports.iter().any(|r| !r.passed) {
         bail!("not every cell passed");
@@ -395,7 +395,7 @@ impl Progress {
         state.current_estimate = minutes;
         state.cell_started = Some(Instant::now());
         let left = self.cells - state.done;
-        eprintln!(
+        diagln!(
             "==== cell {}/{} glibc {release} {target}: estimated {minutes:.0} min (cells left: {left}, elapsed {:.0} min)",
             state.done + 1,
             self.cells,
@@ -408,7 +408,7 @@ impl Progress {
         let spent = state
             .cell_started
             .map_or(0.0, |t| t.elapsed().as_secs_f64() / 60.0);
-        eprintln!(
+        diagln!(
             "---- {release} {target}: {what} (cell {}/{}, {spent:.1} of ~{:.0} min)",
             state.done + 1,
             self.cells,

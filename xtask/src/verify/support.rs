@@ -49,7 +49,7 @@ pub fn check(root: &Path) -> Result<()> {
         }
     }
     if !unverified.is_empty() {
-        println!(
+        outln!(
             "{PAGE}: not verified yet (the page says so): {}",
             unverified.join(", ")
         );
@@ -61,7 +61,7 @@ pub fn check(root: &Path) -> Result<()> {
             problems.join("\n  ")
         );
     }
-    println!("{PAGE} describes the series in patches/ as they are");
+    outln!("{PAGE} describes the series in patches/ as they are");
     Ok(())
 }
 

@@ -33,7 +33,7 @@ pub fn fetch_orig(release: Release, downloads: &Path) -> Result<PathBuf> {
     let lock = std::fs::File::create(&lock_path)
         .with_context(|| format!("cannot create {}", lock_path.display()))?;
     if lock.try_lock().is_err() {
-        eprintln!("waiting for another download into {}", downloads.display());
+        diagln!("waiting for another download into {}", downloads.display());
         lock.lock().context("cannot lock the downloads dir")?;
     }
     if tarball.is_file() {
@@ -49,7 +49,7 @@ pub fn fetch_orig(release: Release, downloads: &Path) -> Result<PathBuf> {
             return Err(e);
         }
         // A fresh-enough index can still predate a new Debian revision: refresh once.
-        eprintln!("retrying with a refreshed source index");
+        diagln!("retrying with a refreshed source index");
         apt.update()?;
         apt.download(release, &tarball)?;
     }

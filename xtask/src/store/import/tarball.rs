@@ -105,20 +105,32 @@ fn read_archive(
     let (tx, rx) = sync_channel::<(ObjectType, Oid, Vec<u8>)>(64);
     let rx = Mutex::new(rx);
     std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..deflate_threads())
-            .map(|_| {
-                scope.spawn(|| -> Result<PackBuilder> {
-                    let mut pack = PackBuilder::new();
-                    loop {
-                        let next = rx.lock().expect("no deflating thread panics").recv();
-                        let Ok((kind, oid, data)) = next else {
-                            return Ok(pack);
-                        };
-                        pack.add(kind, oid, &data)?;
-                    }
-                })
-            })
-            .collect();
+        let deflate = || -> Result<PackBuilder> {
+            let mut pack = PackBuilder::new();
+            loop {
+                let next = rx.lock().expect("no deflating thread panics").recv();
+                let Ok((kind, oid, data)) = next else {
+                    return Ok(pack);
+                };
+                pack.add(kind, oid, &data)?;
+            }
+        };
+        // As many as the system lets us start (a container's pids limit may refuse some):
+        // fewer only take longer; none would leave the reader waiting forever.
+        let mut workers = Vec::new();
+        let mut refused = None;
+        for _ in 0..deflate_threads() {
+            match std::thread::Builder::new().spawn_scoped(scope, deflate) {
+                Ok(worker) => workers.push(worker),
+                Err(e) => {
+                    refused = Some(e);
+                    break;
+                }
+            }
+        }
+        if let (true, Some(e)) = (workers.is_empty(), refused) {
+            return Err(e).context("cannot start a thread to compress the release's objects");
+        }
         let mut packer = Packer {
             packed: HashSet::new(),
             to_deflate: tx,
