@@ -182,6 +182,20 @@ fn releases() -> impl TypedValueParser<Value = Releases> {
     })
 }
 
+/// A count that must be 1 or more (`--jobs`, `--version`, `--hit-runs`): 0 would run
+/// `make -j0`, format a "v0" patch set, or time nothing.
+pub fn at_least_one<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialEq + From<u8>,
+    T::Err: std::fmt::Display,
+{
+    match text.parse::<T>() {
+        Ok(n) if n == T::from(0) => Err("give 1 or more".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a count: {e}")),
+    }
+}
+
 /// One target.
 pub fn target() -> impl TypedValueParser<Value = Target> {
     PossibleValuesParser::new(Target::ALL.map(Target::name))
@@ -256,6 +270,26 @@ mod tests {
         assert_eq!(s.flavour.0, vec![Flavour::FallbackFirst]);
         let s = parse(&["--flavour", "both"]).unwrap();
         assert_eq!(s.flavour.0, vec![Flavour::Patched, Flavour::Unpatched]);
+    }
+
+    #[test]
+    fn counts_start_at_one() {
+        for args in [
+            &["format-series", "--version", "0"][..],
+            &["build-glibc", "--jobs", "0"],
+            &["bench", "build", "--jobs", "0"],
+            &["bench", "build", "--hit-runs", "0"],
+            &["bench", "build", "--incremental-runs", "0"],
+        ] {
+            let err =
+                Cli::try_parse_from(std::iter::once("cargo-xtask").chain(args.iter().copied()))
+                    .err()
+                    .unwrap_or_else(|| panic!("{args:?} was accepted"));
+            assert!(
+                err.to_string().contains("give 1 or more"),
+                "{args:?}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -29,15 +29,15 @@ pub struct BenchArgs {
     /// Time the unpatched build instead of the patched one.
     #[arg(long, value_parser = cli::flavour(), default_value = "patched")]
     pub flavour: Flavour,
-    #[arg(long)]
+    #[arg(long, value_parser = cli::at_least_one::<usize>)]
     pub jobs: Option<usize>,
     /// Cache root to build in; the cold build is timed only if it does not hold this build
     /// yet. Default: a fresh directory under the cache root, removed afterwards.
     #[arg(long)]
     pub cache: Option<PathBuf>,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = cli::at_least_one::<usize>)]
     pub hit_runs: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = cli::at_least_one::<usize>)]
     pub incremental_runs: usize,
     /// Also time a plain `configure && make && make install` of the same sources (~7 min).
     #[arg(long)]

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Subcommand;
 
 use super::{default_jobs, print_list, source, BuildCache, Builder, Layout};
-use crate::cli::{Global, Selection};
+use crate::cli::{self, Global, Selection};
 use crate::util::paths;
 
 #[derive(clap::Args)]
@@ -15,7 +15,7 @@ pub struct Args {
     #[command(flatten)]
     pub selection: Selection,
     /// Parallel make jobs [default: the number of CPUs].
-    #[arg(long)]
+    #[arg(long, value_parser = cli::at_least_one::<usize>)]
     pub jobs: Option<usize>,
     /// Print only the sysroot path(s) on stdout, after building them if needed.
     #[arg(long, conflicts_with = "print_key")]

@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long, value_name = "X.Y", value_parser = cli::release())]
     pub release: Option<Release>,
     /// The version of the patch set: 1 for the first mail, 2 after the first review, ...
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = cli::at_least_one::<u32>)]
     pub version: u32,
     /// Write a cover letter (`0000-cover-letter.patch`) too.
     #[arg(long)]
@@ -93,19 +93,31 @@ pub struct Author {
 
 impl Author {
     pub fn parse(text: &str) -> Result<Author> {
+        // Quoted as Rust quotes strings: a newline in it must not break the error's one line.
+        let not = |why: &str| anyhow::anyhow!("{text:?} is not `Name <email>`{why}");
         let Some((name, email)) = text
             .trim()
             .strip_suffix('>')
             .and_then(|t| t.split_once(" <"))
         else {
-            bail!("`{text}` is not `Name <email>`");
+            return Err(not(""));
         };
         let author = Author {
             name: name.trim().to_string(),
             email: email.trim().to_string(),
         };
         if author.name.is_empty() || !author.email.contains('@') {
-            bail!("`{text}` is not `Name <email>`");
+            return Err(not(""));
+        }
+        // What a mail header and libgit2's signature cannot hold: a line break or another
+        // control character anywhere, an angle bracket in the name, a space in the address.
+        if text.trim().chars().any(char::is_control)
+            || author.name.contains(['<', '>'])
+            || author.email.contains(['<', '>', ' '])
+        {
+            return Err(not(
+                ": the name and the address must be one line, without control characters, the name without `<` or `>`, the address without spaces",
+            ));
         }
         if author.email.ends_with(PLACEHOLDER_DOMAIN) || !author.name.is_ascii() {
             bail!("`{text}` cannot be sent: the address is a placeholder or the name is not ASCII");
@@ -650,6 +662,24 @@ mod tests {
         assert!(Author::parse("ld-fallback developers <ld-fallback@example.invalid>").is_err());
         assert!(Author::parse("no address").is_err());
         assert!(Author::parse("<a@b>").is_err());
+    }
+
+    #[test]
+    fn an_author_with_a_newline_is_refused_by_name_not_by_libgit2() {
+        for text in [
+            "A\nB <a@example.org>",
+            "A B <a@exa\nmple.org>",
+            "A\tB <a@example.org>",
+            "A <B <a@example.org>",
+            "A B <a b@example.org>",
+        ] {
+            let err = format!("{:#}", Author::parse(text).unwrap_err());
+            assert!(err.contains("is not `Name <email>`"), "{text:?}: {err}");
+            assert!(
+                !err.contains('\n'),
+                "{text:?}: the message is one line: {err}"
+            );
+        }
     }
 
     #[test]
