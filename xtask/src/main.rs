@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use xtask::cli::{self, Bench, Cli, Command};
-use xtask::util::output;
+use xtask::util::{limits, output};
 use xtask::{diagln, rebase, store};
 
 /// Errors are printed here, as `error: <what>: <cause>: ...`: returning them from `main` would
@@ -16,6 +16,7 @@ use xtask::{diagln, rebase, store};
 /// CI images), for what is a message to the user.
 fn main() -> ExitCode {
     output::survive_closed_pipes();
+    limits::survive();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(usage) => {
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
     let status = match run(cli) {
         Ok(()) => cli::EXIT_OK,
         Err(err) => {
+            let err = limits::explain(err);
             diagln!("error: {err:#}");
             cli::exit_status(&err)
         }

@@ -325,6 +325,18 @@ fn import_in_child(
     tree: &str,
     env: &[(&str, &std::ffi::OsStr)],
 ) -> std::process::Output {
+    import_child_command(store, tar, tree, env)
+        .output()
+        .unwrap()
+}
+
+/// The command [`import_in_child`] runs.
+fn import_child_command(
+    store: &Path,
+    tar: &Path,
+    tree: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "import_child", "--nocapture", "--test-threads=1"])
         .env(
@@ -335,7 +347,7 @@ fn import_in_child(
         .env_remove("LD_FALLBACK_FAULT_LOG")
         .env("LD_FALLBACK_CACHE", store.parent().unwrap().join("cache"))
         .envs(env.iter().copied());
-    cmd.output().unwrap()
+    cmd
 }
 
 fn commit_line(out: &std::process::Output) -> String {
@@ -427,6 +439,67 @@ fn an_import_killed_anywhere_recovers() {
             assert_eq!(unfinished_packs(&store), Vec::<String>::new(), "{what}");
         }
     }
+}
+
+/// An import whose pack outgrows the file size limit (`ulimit -f`, SIGXFSZ ignored as `main`
+/// ignores it) fails, and leaves neither the release nor a temporary pack behind.
+#[test]
+fn an_import_over_the_file_size_limit_leaves_no_temporary_pack() {
+    use std::os::unix::process::CommandExt;
+    let tmp = TempDir::new().unwrap();
+    // Text that does not compress: the pack is about as large as the files.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let files: Vec<(String, String)> = (0..8)
+        .map(|i| {
+            let text: String = (0..40_000)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    char::from(b'a' + (state % 26) as u8)
+                })
+                .collect();
+            (format!("elf/f{i}.c"), text)
+        })
+        .collect();
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let top = common::source_dir(&tmp.path().join("src"), "2.42", &borrowed);
+    let tree = common::release_of("2.42", &top).tree;
+    let tar = common::tarball(&top, &tmp.path().join("glibc_2.42.tar.xz"));
+    let store = tmp.path().join("glibc.git");
+    let mut cmd = import_child_command(&store, &tar, tree, &[]);
+    // SAFETY: signal and setrlimit are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 100_000,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "the import fit in the limit: {stderr}"
+    );
+    assert!(stderr.contains("File too large"), "{stderr}");
+    let opened = SourceStore::open(&store).unwrap();
+    assert_eq!(
+        opened
+            .release_commit(Release::parse("2.42").unwrap())
+            .unwrap(),
+        None
+    );
+    assert_eq!(unfinished_packs(&store), Vec::<String>::new());
 }
 
 /// What a killed pack install can leave in `objects/pack/`: a temporary file, or a pack

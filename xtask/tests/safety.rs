@@ -672,3 +672,87 @@ fn a_refused_thread_is_an_error_not_a_panic() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `cmd` under a file size limit (`ulimit -f`) of `bytes`.
+fn with_file_size_limit(mut cmd: std::process::Command, bytes: u64) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().unwrap()
+}
+
+/// A command that meets the file size limit says so and fails, and leaves nothing half
+/// written; the limit's signal (SIGXFSZ) killed it without a word, mid-write. At 0 bytes the
+/// rebase fails writing to the store; at 1000 its objects (compressed) fit, but not the
+/// series copy its state keeps.
+#[test]
+fn a_file_size_limit_is_an_error_not_a_silent_death() {
+    let p = Project::new();
+    for bytes in [0, 1000] {
+        let out = with_file_size_limit(
+            p.command(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"]),
+            bytes,
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{bytes}: {:?}: {stderr}",
+            out.status
+        );
+        assert!(
+            stderr.contains("error: ") && stderr.contains("file size limit (`ulimit -f`"),
+            "{bytes}: {stderr}"
+        );
+        assert_eq!(stopped_at(p.root()), None, "{bytes}");
+        assert_eq!(
+            hidden_entries(&p.cache().join("rebase")),
+            Vec::<String>::new(),
+            "{bytes}: {stderr}"
+        );
+    }
+    // The rebase starts again once the limit is raised.
+    p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(2);
+}
+
+/// The soft CPU time limit (`ulimit -t`) sends SIGXCPU, which killed a command without a
+/// word; now it says why it ends, with status 1, and its checks' commands end with it. The
+/// check here sends the signal itself, at a known moment.
+#[test]
+fn the_cpu_time_limit_ends_a_command_with_a_message() {
+    let p = Project::new();
+    let ran = p.run(&[
+        "rebase-glibc",
+        "--onto",
+        "2.41",
+        "--from",
+        "2.41",
+        "--exec",
+        "kill -XCPU $PPID; sleep 10",
+    ]);
+    assert_eq!(ran.code, 1, "{ran:?}");
+    assert!(
+        ran.stderr
+            .contains("error: this command used up the CPU time limit"),
+        "{ran:?}"
+    );
+    // What it left is the next run's to remove, as after any crash.
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(0);
+    assert_eq!(
+        hidden_entries(&p.cache().join("rebase")),
+        Vec::<String>::new(),
+        "{ran:?}"
+    );
+}

@@ -142,7 +142,9 @@ impl RebaseState {
     pub fn save(&self, ws: &Workspace, from: &Series) -> Result<()> {
         std::fs::create_dir_all(&ws.rebase_dir)
             .with_context(|| format!("cannot create {}", ws.rebase_dir.display()))?;
-        let generation = tempfile::Builder::new()
+        // Kept (not deleted on drop) only once it is whole: a write that fails (a full disk,
+        // the file size limit) removes its half generation itself.
+        let staged = tempfile::Builder::new()
             .prefix(&format!(
                 ".state-{}-{}-",
                 self.onto.version,
@@ -154,8 +156,8 @@ impl RebaseState {
                     "cannot create a state directory in {}",
                     ws.rebase_dir.display()
                 )
-            })?
-            .keep();
+            })?;
+        let generation = staged.path();
         from.write(&generation.join("from"))?;
         fault::point("rebase-save:from-written");
         self.used
@@ -165,9 +167,9 @@ impl RebaseState {
             .context("cannot write the rebase's work tree")?;
         fault::point("rebase-save:tree-written");
         durable::write_synced(&generation.join("state"), self.to_text().as_bytes())?;
-        durable::sync_dir(&generation)?;
+        durable::sync_dir(generation)?;
         fault::point("rebase-save:state-written");
-        publish(ws, self.onto, &generation)
+        publish(ws, self.onto, &staged.keep())
     }
 
     fn to_text(&self) -> String {

@@ -193,11 +193,18 @@ impl Pack {
         for (data, ext) in [(&bytes, "pack"), (&index, "idx")] {
             // git's own prefix for packs in progress: `git gc` removes stale ones.
             let tmp = dir.join(format!("tmp_{ext}_{hex}_{pid}"));
-            durable::write_synced(&tmp, data)?;
-            fault::point("pack:written");
             let dest = dir.join(format!("pack-{hex}.{ext}"));
-            fs::rename(&tmp, &dest)
-                .with_context(|| format!("cannot move {} into place", dest.display()))?;
+            let installed = durable::write_synced(&tmp, data).and_then(|()| {
+                fault::point("pack:written");
+                fs::rename(&tmp, &dest)
+                    .with_context(|| format!("cannot move {} into place", dest.display()))
+            });
+            if let Err(e) = installed {
+                // A full disk or the file size limit: what was written of it helps nobody
+                // (a pack is tens of MB), and this process is alive to remove it.
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
             fault::point("pack:renamed");
         }
         durable::sync_dir(&dir)?;
