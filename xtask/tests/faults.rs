@@ -364,19 +364,24 @@ fn commit_line(out: &std::process::Output) -> String {
         .to_string()
 }
 
+/// A tarball of a pretend 2.42 holding `files`, in `dir`, and its tree.
+fn release_tarball(dir: &Path, files: &[(String, String)]) -> (&'static str, PathBuf) {
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let top = common::source_dir(&dir.join("src"), "2.42", &borrowed);
+    let tree = common::release_of("2.42", &top).tree;
+    (tree, common::tarball(&top, &dir.join("glibc_2.42.tar.xz")))
+}
+
 #[test]
 fn an_import_killed_anywhere_recovers() {
     let tmp = TempDir::new().unwrap();
     let files: Vec<(String, String)> = (0..40)
         .map(|i| (format!("elf/f{i:02}.c"), format!("int f{i};\n")))
         .collect();
-    let borrowed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let top = common::source_dir(&tmp.path().join("src"), "2.42", &borrowed);
-    let tree = common::release_of("2.42", &top).tree;
-    let tar = common::tarball(&top, &tmp.path().join("glibc_2.42.tar.xz"));
+    let (tree, tar) = release_tarball(tmp.path(), &files);
 
     let clean = tmp.path().join("clean/glibc.git");
     let log = tmp.path().join("points.log");
@@ -462,13 +467,7 @@ fn an_import_over_the_file_size_limit_leaves_no_temporary_pack() {
             (format!("elf/f{i}.c"), text)
         })
         .collect();
-    let borrowed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, t)| (p.as_str(), t.as_str()))
-        .collect();
-    let top = common::source_dir(&tmp.path().join("src"), "2.42", &borrowed);
-    let tree = common::release_of("2.42", &top).tree;
-    let tar = common::tarball(&top, &tmp.path().join("glibc_2.42.tar.xz"));
+    let (tree, tar) = release_tarball(tmp.path(), &files);
     let store = tmp.path().join("glibc.git");
     let mut cmd = import_child_command(&store, &tar, tree, &[]);
     // SAFETY: signal and setrlimit are async-signal-safe.
