@@ -441,17 +441,7 @@ fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
     let release = series.base;
     let bad_series =
         xtask::series::Series::from_commits(repo, release, &[commits[0], commits[1], bad]).unwrap();
-    let outside = p.root().join("outside");
-    std::fs::create_dir_all(&outside).unwrap();
-    let mut files = Vec::new();
-    for patch in &bad_series.patches {
-        std::fs::write(outside.join(&patch.name), &patch.text).unwrap();
-        files.push(outside.join(&patch.name).display().to_string());
-    }
-
-    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
-    args.extend(files.iter().map(String::as_str));
-    let ran = p.run(&args).expect(1);
+    let ran = import_replacing(&p, &bad_series).expect(1);
     assert!(
         ran.stderr.contains("deletes 12 file(s)")
             && ran.stderr.contains("misc/file00.c")
@@ -480,6 +470,25 @@ fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
         .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
         .expect(1);
     assert!(ran.stderr.contains("deletes 12 file(s)"), "{ran:?}");
+}
+
+/// `patches import --release 2.41 --replace` of `series`' patches, written as mails outside
+/// `patches/` first.
+fn import_replacing(p: &Project, series: &xtask::series::Series) -> Ran {
+    let outside = p.root().join("mails");
+    let _ = std::fs::remove_dir_all(&outside);
+    std::fs::create_dir_all(&outside).unwrap();
+    let files: Vec<String> = series
+        .patches
+        .iter()
+        .map(|patch| {
+            std::fs::write(outside.join(&patch.name), &patch.text).unwrap();
+            outside.join(&patch.name).display().to_string()
+        })
+        .collect();
+    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
+    args.extend(files.iter().map(String::as_str));
+    p.run(&args)
 }
 
 #[test]
@@ -565,22 +574,14 @@ fn a_series_write_deletes_no_file_it_did_not_write() {
     assert!(dir.join("NOTES.md").is_file() && dir.join(".review-status").is_file());
 
     // `patches import --replace` replaces the series, not what lies beside it.
-    let outside = p.root().join("mails");
-    std::fs::create_dir_all(&outside).unwrap();
-    let mut files = Vec::new();
-    for patch in xtask::series::Series::load(&dir).unwrap().patches {
-        std::fs::write(outside.join(&patch.name), &patch.text).unwrap();
-        files.push(outside.join(&patch.name).display().to_string());
-    }
-    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
-    args.extend(files.iter().map(String::as_str));
-    let ran = p.run(&args).expect(1);
+    let series = xtask::series::Series::load(&dir).unwrap();
+    let ran = import_replacing(&p, &series).expect(1);
     assert!(ran.stderr.contains("NOTES.md"), "{ran:?}");
     assert!(dir.join("NOTES.md").is_file());
 
     std::fs::remove_file(dir.join("NOTES.md")).unwrap();
     std::fs::remove_file(dir.join(".review-status")).unwrap();
-    p.run(&args).expect(0);
+    import_replacing(&p, &series).expect(0);
 }
 
 /// The same for the recorded resolutions, which are written with the series: both refused.
@@ -753,6 +754,118 @@ fn the_cpu_time_limit_ends_a_command_with_a_message() {
     assert_eq!(
         hidden_entries(&p.cache().join("rebase")),
         Vec::<String>::new(),
+        "{ran:?}"
+    );
+}
+
+/// A marker line is the marker alone too: git writes `=======` with nothing after it, and a
+/// hand-edited file may keep a bare `<<<<<<<`. Each is refused, whatever follows it.
+#[test]
+fn every_form_of_a_marker_line_is_refused() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    for marker in [
+        "=======",
+        "<<<<<<<",
+        ">>>>>>>",
+        "|||||||",
+        "======= ",
+        "<<<<<<<\t",
+    ] {
+        p.resolve(0);
+        let path = p.tree().join("elf/dl-load.c");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &path,
+            text.replacen("static int line3;\n", &format!("{marker}\n"), 1),
+        )
+        .unwrap();
+        let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+        assert!(
+            ran.stderr
+                .contains("conflict markers remain in elf/dl-load.c"),
+            "{marker:?}: {ran:?}"
+        );
+        assert_eq!(stopped_at(p.root()), Some(0), "{marker:?}");
+    }
+    // Longer runs are text, not markers (a row of `=` under a heading).
+    p.resolve(0);
+    let path = p.tree().join("elf/dl-load.c");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("static int line3;\n", "/* ==========\n   <<<<<<<< */\n", 1),
+    )
+    .unwrap();
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert_eq!(stopped_at(p.root()), Some(1));
+}
+
+/// A series whose patch adds a marker line (accepted by an older `--continue`, or written by
+/// hand) is refused by `--check`, by a rebase from it and by `patches import`.
+#[test]
+fn a_series_carrying_a_marker_is_refused_everywhere() {
+    let p = Project::new();
+    let repo = p.t.repo();
+    let release = xtask::store::release::Release::parse("2.41").unwrap();
+    let series = xtask::series::Series::load(&p.patches().join("2.41")).unwrap();
+    let base = p.t.store.release_commit(release).unwrap().unwrap();
+    let commits = series.commit_on(repo, base).unwrap();
+    let marked = p.t.commit(
+        commits[0],
+        "elf: Parse LD_FALLBACK_PATH\n",
+        &[("elf/rtld.c", "int rtld;\n=======\nint fallback;\n")],
+        1_764_000_100,
+    );
+    let bad = xtask::series::Series::from_commits(repo, release, &[commits[0], marked]).unwrap();
+    let ran = import_replacing(&p, &bad).expect(1);
+    assert!(
+        ran.stderr.contains("adds conflict markers")
+            && ran.stderr.contains("elf/rtld.c line 2: `=======`"),
+        "{ran:?}"
+    );
+
+    bad.write(&p.patches().join("2.41")).unwrap();
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(
+        ran.stdout.contains("FAILED") && ran.stdout.contains("adds conflict markers"),
+        "{ran:?}"
+    );
+    let ran = p
+        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(1);
+    assert!(ran.stderr.contains("adds conflict markers"), "{ran:?}");
+    assert!(!p.patches().join("2.42").exists());
+}
+
+/// A recorded resolution whose result keeps a marker line is refused by `--check` (a replay of
+/// it would put the marker back into the series).
+#[test]
+fn check_refuses_a_recorded_resolution_that_keeps_a_marker() {
+    use xtask::rebase::resolution::{Kind, Resolution, Resolutions};
+    let p = Project::new();
+    let release = xtask::store::release::Release::parse("2.42").unwrap();
+    let from = xtask::store::release::Release::parse("2.41").unwrap();
+    let produced = "<<<<<<< a\nint rtld_renamed;\n=======\nint fallback;\n>>>>>>> b\n";
+    let kept = "int rtld_renamed;\n=======\nint fallback;\n";
+    let record = Resolution::make(
+        "0002-elf-Parse-LD_FALLBACK_PATH.patch",
+        "elf/rtld.c",
+        Kind::Conflict,
+        from,
+        produced.as_bytes(),
+        Some(kept.as_bytes()),
+    )
+    .unwrap();
+    Resolutions { list: vec![record] }
+        .publish(&p.patches(), release)
+        .unwrap();
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(
+        ran.stdout.contains("FAILED")
+            && ran.stdout.contains("resolutions/2.42")
+            && ran.stdout.contains("keep conflict markers")
+            && ran.stdout.contains("elf/rtld.c"),
         "{ran:?}"
     );
 }

@@ -118,7 +118,8 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
 }
 
 /// `patches/resolutions/<X.Y>/`: each directory a supported release, each file a recorded
-/// resolution that parses, for paths `patches/scope` allows. (Whether a rebase still meets
+/// resolution that parses, for paths `patches/scope` allows, making text without conflict
+/// markers. (Whether a rebase still meets
 /// them, only the rebase can tell: it drops the stale ones when it writes.)
 fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
     let root = ws.patches_dir.join(RESOLUTIONS_DIR);
@@ -160,6 +161,18 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
                     "recorded resolutions change paths {} does not allow: {}",
                     scope.path.display(),
                     outside.join(", ")
+                )));
+            }
+            let marked: Vec<String> = set
+                .list
+                .iter()
+                .filter(|r| r.keeps_markers())
+                .map(|r| format!("{} ({})", r.path, r.patch))
+                .collect();
+            if !marked.is_empty() {
+                return Err(defect(format!(
+                    "recorded resolutions keep conflict markers in what they make (a replay would put them into the series): {}",
+                    marked.join(", ")
                 )));
             }
             Ok(set)

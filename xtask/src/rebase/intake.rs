@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Delta, Oid, Repository};
 
 use crate::cli::NeedsAttention;
-use crate::rebase::state::has_markers;
+use crate::series::markers::has_markers;
 use crate::series::scope::listed;
 use crate::store::snapshot::Snapshot;
 

@@ -516,14 +516,17 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The scope guard over the patches so far (see `series::scope`).
+    /// The scope guard and the marker scan over the patches so far (see `series::scope`,
+    /// `series::markers`).
     fn check_scope(&self, steps: &[Step]) -> Result<()> {
         let scope = self.ws.scope()?;
+        let named = named_steps(self.from, steps);
         scope
-            .check(self.repo(), &named_steps(self.from, steps))
+            .check(self.repo(), &named)
+            .and_then(|()| crate::series::markers::check(self.repo(), &named))
             .with_context(|| {
                 format!(
-                    "refusing to write a series for glibc {} that leaves the declared scope; {} is unchanged",
+                    "refusing to write a series for glibc {} that leaves the declared scope or carries conflict markers; {} is unchanged",
                     self.onto,
                     self.ws.patches_dir.display()
                 )
@@ -801,9 +804,7 @@ fn write_hunk(out: &mut String, hunk: &str) {
         }
     };
     for text in hunk.lines() {
-        let marker = ["<<<<<<<", "|||||||", "=======", ">>>>>>>"]
-            .iter()
-            .any(|m| text.starts_with(m));
+        let marker = crate::series::markers::is_marker_line(text.as_bytes());
         if marker {
             flush(out, &mut elided);
             shown = 0;

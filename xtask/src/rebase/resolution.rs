@@ -32,6 +32,7 @@ use git2::{ObjectType, Oid};
 use similar::TextDiff;
 
 use crate::series::defect;
+use crate::series::markers::{has_markers, is_marker_line};
 use crate::store::release::Release;
 use crate::util::{durable, staging};
 
@@ -132,6 +133,9 @@ impl Resolution {
         let old = std::str::from_utf8(produced)
             .map_err(|_| self.damaged(anyhow::anyhow!("its key is not UTF-8 text")))?;
         let new = apply(old, &self.diff).map_err(|e| self.damaged(e))?;
+        if self.result.is_some() && has_markers(new.as_bytes()) {
+            return Err(self.damaged(anyhow::anyhow!("what it makes keeps conflict markers")));
+        }
         let Some(result) = self.result else {
             return Ok(None);
         };
@@ -143,6 +147,16 @@ impl Resolution {
             )));
         }
         Ok(Some(new.into_bytes()))
+    }
+
+    /// Whether what it makes holds a conflict marker line, as far as the record shows: one
+    /// its diff adds or keeps as context. (A replay checks the whole result.)
+    pub fn keeps_markers(&self) -> bool {
+        self.diff.lines().any(|line| {
+            !line.starts_with("+++ ")
+                && (line.strip_prefix('+').or_else(|| line.strip_prefix(' ')))
+                    .is_some_and(|text| is_marker_line(text.as_bytes()))
+        })
     }
 
     fn damaged(&self, why: anyhow::Error) -> anyhow::Error {
@@ -588,6 +602,25 @@ mod tests {
         assert!(crate::series::is_defect(
             &r.replay(old.as_bytes()).unwrap_err()
         ));
+    }
+
+    #[test]
+    fn a_record_that_keeps_a_marker_is_refused_when_replayed() {
+        // The marker is outside the hunk: only the whole result shows it.
+        let old = "<<<<<<< a\n1\n=======\n2\n>>>>>>> b\n3\n4\n5\n6\n7\n8\n9\n";
+        let new = "<<<<<<< a\n1\n=======\n2\n>>>>>>> b\n3\n4\n5\n6\n7\n8\nnine\n";
+        let r = Resolution::make(
+            "p",
+            "f",
+            Kind::Conflict,
+            rel(),
+            old.as_bytes(),
+            Some(new.as_bytes()),
+        )
+        .unwrap();
+        assert!(!r.keeps_markers(), "{}", r.diff);
+        let err = format!("{:#}", r.replay(old.as_bytes()).unwrap_err());
+        assert!(err.contains("keeps conflict markers"), "{err}");
     }
 
     #[test]

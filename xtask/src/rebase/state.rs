@@ -20,6 +20,7 @@ use git2::{Index, IndexEntry, MergeFileOptions, Oid, Repository};
 
 use crate::rebase::engine::{file_mode, Step};
 use crate::rebase::resolution::Resolutions;
+use crate::series::markers::is_marker_line;
 use crate::series::Series;
 use crate::series::Workspace;
 use crate::store::release::{Release, SUPPORTED};
@@ -432,15 +433,6 @@ pub fn recover(ws: &Workspace) -> Result<Vec<String>> {
     Ok(said)
 }
 
-/// Whether a file's lines hold conflict markers.
-pub fn has_markers(bytes: &[u8]) -> bool {
-    bytes.split(|b| *b == b'\n').any(|line| {
-        line.starts_with(b"<<<<<<< ")
-            || line.starts_with(b">>>>>>> ")
-            || line.starts_with(b"||||||| ")
-    })
-}
-
 /// The merged index as a tree: merged files as they are, conflicting files with diff3-style
 /// markers (ours = the target release so far, theirs = the patch). Returns the conflicts and
 /// the tree (built from the index, not by hashing files): what the rebase produced.
@@ -528,14 +520,14 @@ fn marker_hunks(content: &[u8]) -> Vec<(usize, String)> {
     let mut hunks = Vec::new();
     let mut current: Option<(usize, String)> = None;
     for (n, line) in text.lines().enumerate() {
-        if line.starts_with("<<<<<<< ") {
+        if line.starts_with("<<<<<<<") && is_marker_line(line.as_bytes()) {
             current = Some((n + 1, String::new()));
         }
         if let Some((_, hunk)) = current.as_mut() {
             hunk.push_str(line);
             hunk.push('\n');
         }
-        if line.starts_with(">>>>>>> ") {
+        if line.starts_with(">>>>>>>") && is_marker_line(line.as_bytes()) {
             hunks.extend(current.take());
         }
     }

@@ -61,9 +61,12 @@ pub fn import(
         commits.push(head);
         named.push((file.display().to_string(), head));
     }
-    ws.scope()?.check(repo, &named).with_context(|| {
+    ws.scope()?
+        .check(repo, &named)
+        .and_then(|()| super::markers::check(repo, &named))
+        .with_context(|| {
         format!(
-            "refusing to import a series that leaves the declared scope; {} is unchanged",
+            "refusing to import a series that leaves the declared scope or carries conflict markers; {} is unchanged",
             dir.display()
         )
     })?;

@@ -11,6 +11,7 @@ pub mod format;
 pub mod import;
 pub mod mail;
 pub mod mail_date;
+pub mod markers;
 pub mod news;
 pub mod scope;
 pub mod status;

@@ -87,15 +87,7 @@ impl Scope {
     /// What `commit` changes outside the scope: paths it may not touch, files it may not
     /// delete. Empty when it stays inside.
     pub fn violations(&self, repo: &Repository, commit: Oid) -> Result<Violations> {
-        let commit = repo
-            .find_commit(commit)
-            .context("a commit to check against the scope is missing")?;
-        let parent = commit
-            .parent(0)
-            .with_context(|| format!("commit {} has no parent", commit.id()))?;
-        let diff = repo
-            .diff_tree_to_tree(Some(&parent.tree()?), Some(&commit.tree()?), None)
-            .context("cannot diff a commit against its parent")?;
+        let diff = commit_diff(repo, commit)?;
         let mut found = Violations::default();
         for delta in diff.deltas() {
             let path = |f: git2::DiffFile<'_>| {
@@ -172,6 +164,18 @@ impl Violations {
     }
 }
 
+/// What `commit` changes against its parent.
+pub fn commit_diff(repo: &Repository, commit: Oid) -> Result<git2::Diff<'_>> {
+    let commit = repo
+        .find_commit(commit)
+        .with_context(|| format!("commit {commit} of the series is missing from the store"))?;
+    let parent = commit
+        .parent(0)
+        .with_context(|| format!("commit {} has no parent", commit.id()))?;
+    repo.diff_tree_to_tree(Some(&parent.tree()?), Some(&commit.tree()?), None)
+        .context("cannot diff a commit against its parent")
+}
+
 /// Up to ten paths, then how many more: refusals name what they refuse without flooding.
 pub fn listed(paths: &[String]) -> String {
     let mut text = paths
@@ -190,6 +194,11 @@ pub fn listed(paths: &[String]) -> String {
 pub fn glob_matches(glob: &str, path: &str) -> bool {
     let glob: Vec<&str> = glob.split('/').collect();
     let path: Vec<&str> = path.split('/').collect();
+    // `elf/../Makefile` is not below elf/, whatever `elf/**` would say of its components; a
+    // path written by hand (a recorded resolution's) may hold such components, git's never.
+    if path.iter().any(|c| matches!(*c, "" | "." | "..")) {
+        return false;
+    }
     match_components(&glob, &path)
 }
 
@@ -239,6 +248,20 @@ mod tests {
             "sysdeps/generic/ld?odefs.h",
             "sysdeps/generic/ldsodefs.h"
         ));
+    }
+
+    #[test]
+    fn a_path_that_climbs_out_matches_nothing() {
+        for path in [
+            "elf/../Makefile",
+            "elf/./x.c",
+            "elf//x.c",
+            "/elf/x.c",
+            "elf/",
+        ] {
+            assert!(!glob_matches("elf/**", path), "{path}");
+            assert!(!glob_matches("**", path), "{path}");
+        }
     }
 
     #[test]
