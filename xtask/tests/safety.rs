@@ -408,19 +408,29 @@ fn a_one_byte_edit_is_shown_at_its_line_in_the_patch_that_changed() {
     );
 }
 
+/// The project's 2.41 series, and its commits on the release in the store (to build a bad
+/// series on).
+fn series_2_41(
+    p: &Project,
+) -> (
+    xtask::store::release::Release,
+    xtask::series::Series,
+    Vec<git2::Oid>,
+) {
+    let release = xtask::store::release::Release::parse("2.41").unwrap();
+    let series = xtask::series::Series::load(&p.patches().join("2.41")).unwrap();
+    let base = p.t.store.release_commit(release).unwrap().unwrap();
+    let commits = series.commit_on(p.t.repo(), base).unwrap();
+    (release, series, commits)
+}
+
 #[test]
 fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
     let p = Project::new();
     // A series whose second patch deletes files and touches README: as if a bug had
     // committed a half-deleted tree.
     let repo = p.t.repo();
-    let series = xtask::series::Series::load(&p.patches().join("2.41")).unwrap();
-    let base =
-        p.t.store
-            .release_commit(xtask::store::release::Release::parse("2.41").unwrap())
-            .unwrap()
-            .unwrap();
-    let commits = series.commit_on(repo, base).unwrap();
+    let (_, series, commits) = series_2_41(&p);
     let last = repo.find_commit(commits[1]).unwrap();
     let mut update = git2::build::TreeUpdateBuilder::new();
     for i in 0..12 {
@@ -807,10 +817,7 @@ fn every_form_of_a_marker_line_is_refused() {
 fn a_series_carrying_a_marker_is_refused_everywhere() {
     let p = Project::new();
     let repo = p.t.repo();
-    let release = xtask::store::release::Release::parse("2.41").unwrap();
-    let series = xtask::series::Series::load(&p.patches().join("2.41")).unwrap();
-    let base = p.t.store.release_commit(release).unwrap().unwrap();
-    let commits = series.commit_on(repo, base).unwrap();
+    let (release, _, commits) = series_2_41(&p);
     let marked = p.t.commit(
         commits[0],
         "elf: Parse LD_FALLBACK_PATH\n",
@@ -868,4 +875,89 @@ fn check_refuses_a_recorded_resolution_that_keeps_a_marker() {
             && ran.stdout.contains("elf/rtld.c"),
         "{ran:?}"
     );
+}
+
+/// What a resolution may change in the work tree is text: a symlink (out of the tree, say)
+/// or a mode change is refused by name, and the state is left as it was.
+#[test]
+fn a_symlink_or_a_mode_change_in_the_work_tree_is_refused() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    let file = p.tree().join("elf/dl-load.c");
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", &file).unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert!(
+        ran.stderr
+            .contains("elf/dl-load.c is a symlink (to /etc/passwd)"),
+        "{ran:?}"
+    );
+    assert_eq!(stopped_at(p.root()), Some(0));
+
+    std::fs::remove_file(&file).unwrap();
+    p.resolve(0);
+    common::make_executable(&file);
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert!(
+        ran.stderr
+            .contains("elf/dl-load.c changed mode from 100644 to 100755")
+            && ran.stderr.contains("chmod"),
+        "{ran:?}"
+    );
+    assert_eq!(stopped_at(p.root()), Some(0));
+
+    // With the mode put back, the resolution goes through.
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert_eq!(stopped_at(p.root()), Some(1));
+}
+
+/// A series whose patch changes a file's mode or adds a symlink is refused by `--check`, a
+/// rebase from it, and `patches import`, like one that leaves the scope.
+#[test]
+fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
+    let p = Project::new();
+    let repo = p.t.repo();
+    let (release, series, commits) = series_2_41(&p);
+    let last = repo.find_commit(commits[1]).unwrap();
+    for (what, path, mode, content) in [
+        (
+            "changes the mode of elf/rtld.c from 100644 to 100755",
+            "elf/rtld.c",
+            git2::FileMode::BlobExecutable,
+            &b"int rtld;\nint fallback;\n"[..],
+        ),
+        (
+            "adds a symlink elf/passwd (to /etc/passwd)",
+            "elf/passwd",
+            git2::FileMode::Link,
+            b"/etc/passwd",
+        ),
+    ] {
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        update.upsert(path, repo.blob(content).unwrap(), mode);
+        let tree = repo
+            .find_tree(update.create_updated(repo, &last.tree().unwrap()).unwrap())
+            .unwrap();
+        let sig = last.author();
+        let bad = repo
+            .commit(None, &sig, &sig, "elf: Odd\n", &tree, &[&last])
+            .unwrap();
+        let bad =
+            xtask::series::Series::from_commits(repo, release, &[commits[0], commits[1], bad])
+                .unwrap();
+        let ran = import_replacing(&p, &bad).expect(1);
+        assert!(ran.stderr.contains(what), "{what}: {ran:?}");
+        bad.write(&p.patches().join("2.41")).unwrap();
+        let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+        assert!(
+            ran.stdout.contains("FAILED") && ran.stdout.contains(what),
+            "{what}: {ran:?}"
+        );
+        let ran = p
+            .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+            .expect(1);
+        assert!(ran.stderr.contains(what), "{what}: {ran:?}");
+        series.write(&p.patches().join("2.41")).unwrap();
+    }
 }

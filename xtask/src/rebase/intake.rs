@@ -19,9 +19,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use git2::{Delta, Oid, Repository};
+use git2::{Delta, FileMode, Oid, Repository};
 
 use crate::cli::NeedsAttention;
+use crate::rebase::engine::file_mode;
 use crate::series::markers::has_markers;
 use crate::series::scope::listed;
 use crate::store::snapshot::Snapshot;
@@ -77,17 +78,53 @@ pub fn take(repo: &Repository, stopped: &Stopped<'_>, deletions: &[String]) -> R
         .diff_tree_to_tree(Some(&recorded), Some(&now), Some(&mut opts))
         .context("cannot compare the work tree with the one the rebase wrote")?;
 
+    let patch_tree = stopped
+        .patch
+        .tree()
+        .context("cannot read the patch's tree")?;
     let mut changed = Vec::new();
     let mut extra = Vec::new();
     let mut ignored = Vec::new();
     let mut missing = Vec::new();
     let mut deleted = Vec::new();
+    let mut kinds = Vec::new();
     for delta in diff.deltas() {
         let path = |f: git2::DiffFile<'_>| {
             f.path()
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default()
         };
+        if delta.status() != Delta::Deleted {
+            let p = path(delta.new_file());
+            // A new file takes the mode the patch gives its path (a plain file if none).
+            let expected = match delta.status() {
+                Delta::Added => patch_tree
+                    .get_path(Path::new(&p))
+                    .map_or(FileMode::Blob, |e| file_mode(e.filemode() as u32)),
+                _ => delta.old_file().mode(),
+            };
+            let now = delta.new_file().mode();
+            if now == FileMode::Link {
+                let target = std::fs::read_link(tree_dir.join(&p))
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".to_string());
+                kinds.push(format!(
+                    "{p} is a symlink (to {target}): make it the file it was (a series holds regular files)"
+                ));
+            } else if now != expected && !is_editor_leftover(&p) {
+                let fix = if now == FileMode::BlobExecutable {
+                    "chmod -x"
+                } else {
+                    "chmod +x"
+                };
+                let (was, is) = (u32::from(expected), u32::from(now));
+                kinds.push(if delta.status() == Delta::Added {
+                    format!("{p} is new with mode {is:o}, but the patch gives it {was:o}: `{fix} {p}`")
+                } else {
+                    format!("{p} changed mode from {was:o} to {is:o}: `{fix} {p}` puts it back (a resolution changes text, not modes)")
+                });
+            }
+        }
         match delta.status() {
             Delta::Added => {
                 let p = path(delta.new_file());
@@ -134,7 +171,12 @@ pub fn take(repo: &Repository, stopped: &Stopped<'_>, deletions: &[String]) -> R
         if removed_by_flag.iter().any(|r| r == p) {
             continue;
         }
-        if let Ok(bytes) = std::fs::read(tree_dir.join(p)) {
+        // Not through a symlink (refused above): what it points at is not the tree's.
+        let file = tree_dir.join(p);
+        if file.is_symlink() {
+            continue;
+        }
+        if let Ok(bytes) = std::fs::read(&file) {
             if has_markers(&bytes) {
                 unresolved.push(p.to_string());
             }
@@ -148,6 +190,7 @@ pub fn take(repo: &Repository, stopped: &Stopped<'_>, deletions: &[String]) -> R
             listed(&unresolved)
         ));
     }
+    problems.extend(kinds);
     if !missing.is_empty() {
         problems.push(format!(
             "{} file(s) are missing from the work tree, and {} does not delete them: {}. \

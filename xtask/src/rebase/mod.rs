@@ -516,21 +516,17 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The scope guard and the marker scan over the patches so far (see `series::scope`,
-    /// `series::markers`).
+    /// The series' guard over the patches so far (see `series::guard`).
     fn check_scope(&self, steps: &[Step]) -> Result<()> {
         let scope = self.ws.scope()?;
         let named = named_steps(self.from, steps);
-        scope
-            .check(self.repo(), &named)
-            .and_then(|()| crate::series::markers::check(self.repo(), &named))
-            .with_context(|| {
-                format!(
-                    "refusing to write a series for glibc {} that leaves the declared scope or carries conflict markers; {} is unchanged",
-                    self.onto,
-                    self.ws.patches_dir.display()
-                )
-            })
+        crate::series::guard(&scope, self.repo(), &named).with_context(|| {
+            format!(
+                "refusing to write the series for glibc {}; {} is unchanged",
+                self.onto,
+                self.ws.patches_dir.display()
+            )
+        })
     }
 
     /// Saves the state at the stop and says what to do.

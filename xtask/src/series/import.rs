@@ -61,12 +61,9 @@ pub fn import(
         commits.push(head);
         named.push((file.display().to_string(), head));
     }
-    ws.scope()?
-        .check(repo, &named)
-        .and_then(|()| super::markers::check(repo, &named))
-        .with_context(|| {
+    super::guard(&ws.scope()?, repo, &named).with_context(|| {
         format!(
-            "refusing to import a series that leaves the declared scope or carries conflict markers; {} is unchanged",
+            "refusing to import the series; {} is unchanged",
             dir.display()
         )
     })?;

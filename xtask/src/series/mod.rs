@@ -9,6 +9,7 @@ pub mod command;
 pub mod diffstat;
 pub mod format;
 pub mod import;
+pub mod kinds;
 pub mod mail;
 pub mod mail_date;
 pub mod markers;
@@ -113,6 +114,15 @@ fn is_patch_name(name: &str) -> bool {
         && name.as_bytes()[..4].iter().all(u8::is_ascii_digit)
         && name.as_bytes()[4] == b'-'
         && name.ends_with(".patch")
+}
+
+/// Everything a patch of a series is held to, whatever made it (a rebase, an import, a hand):
+/// the declared scope, no conflict marker, regular files that keep their modes. The first of
+/// `patches` (name, commit) that breaks a rule is refused as a defect.
+pub fn guard(scope: &scope::Scope, repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
+    scope.check(repo, patches)?;
+    markers::check(repo, patches)?;
+    kinds::check(repo, patches)
 }
 
 /// The first line where `a` and `b` differ: its number (1-based) and both versions (`None`

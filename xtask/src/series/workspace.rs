@@ -155,8 +155,8 @@ impl Workspace {
         }
     }
 
-    /// The series committed on its release in the store; checks the recorded base tree, that
-    /// every patch stays inside the declared scope, and that none adds a conflict marker.
+    /// The series committed on its release in the store; checks the recorded base tree, and
+    /// holds every patch to the rules of [`super::guard`].
     pub fn commit_series(&self, series: &Series) -> Result<(Oid, Vec<Oid>)> {
         let base = self.store.ensure_release(series.base)?;
         let tree = self
@@ -180,8 +180,7 @@ impl Workspace {
             .map(|p| p.name.clone())
             .zip(commits.iter().copied())
             .collect();
-        self.scope()?.check(self.store.repo(), &named)?;
-        super::markers::check(self.store.repo(), &named)?;
+        super::guard(&self.scope()?, self.store.repo(), &named)?;
         Ok((base, commits))
     }
 }
