@@ -263,7 +263,7 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
     assert!(
         check
             .text
-            .contains("cargo xtask rebase-glibc --from 2.41 --onto 2.41"),
+            .contains("cargo xtask patches import --release 2.41 --replace"),
         "{}",
         check.text
     );

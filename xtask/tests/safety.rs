@@ -569,21 +569,29 @@ fn rejected_import_input_does_not_create_a_store() {
 #[test]
 fn a_series_write_deletes_no_file_it_did_not_write() {
     let p = Project::new();
-    let dir = p.patches().join("2.41");
-    std::fs::write(dir.join("NOTES.md"), "why patch 2 exists\n").unwrap();
-    std::fs::write(dir.join(".review-status"), "half done\n").unwrap();
-    let ran = p
-        .run(&["rebase-glibc", "--onto", "2.41", "--from", "2.41"])
-        .expect(1);
+    // The rebase onto 2.42, at its end: the series it writes goes where notes wait.
+    stop_at_first_conflict(&p);
+    p.resolve(0);
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    p.resolve(1);
+    let target = p.patches().join("2.42");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::write(target.join("NOTES.md"), "plans for 2.42\n").unwrap();
+    std::fs::write(target.join(".review-status"), "half done\n").unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(1);
     assert!(
         ran.stderr.contains("NOTES.md")
             && ran.stderr.contains(".review-status")
             && ran.stderr.contains("not part of its series"),
         "{ran:?}"
     );
-    assert!(dir.join("NOTES.md").is_file() && dir.join(".review-status").is_file());
+    assert!(target.join("NOTES.md").is_file() && target.join(".review-status").is_file());
+    assert_eq!(stopped_at(p.root()), Some(1), "the state is kept");
 
     // `patches import --replace` replaces the series, not what lies beside it.
+    let dir = p.patches().join("2.41");
+    std::fs::write(dir.join("NOTES.md"), "why patch 2 exists\n").unwrap();
+    std::fs::write(dir.join(".review-status"), "half done\n").unwrap();
     let series = xtask::series::Series::load(&dir).unwrap();
     let ran = import_replacing(&p, &series).expect(1);
     assert!(ran.stderr.contains("NOTES.md"), "{ran:?}");
@@ -960,4 +968,127 @@ fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
         assert!(ran.stderr.contains(what), "{what}: {ran:?}");
         series.write(&p.patches().join("2.41")).unwrap();
     }
+}
+
+/// A source series that `--check` does not pass is not moved: a patch cut short by hand
+/// (its trailer kept, so it still parses and applies) would be written smaller, and the
+/// recorded resolutions of what it lost dropped as stale.
+#[test]
+fn a_rebase_refuses_a_source_series_that_check_does_not_pass() {
+    let p = Project::new();
+    let patch = p
+        .patches()
+        .join("2.41/0001-elf-Search-LD_FALLBACK_PATH-last.patch");
+    let text = std::fs::read_to_string(&patch).unwrap();
+    // The patch changes NEWS, then elf/dl-load.c: cut the second file's part.
+    let cut = text.find("diff --git a/elf/dl-load.c").unwrap();
+    std::fs::write(&patch, format!("{}-- \nld-fallback\n", &text[..cut])).unwrap();
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(ran.stdout.contains("DRIFT"), "{ran:?}");
+    for args in [
+        &["rebase-glibc", "--onto", "2.42", "--from", "2.41"][..],
+        &[
+            "update-release",
+            "2.42",
+            "--from",
+            "2.41",
+            "--no-verify",
+            "--no-build-check",
+        ],
+        &[
+            "format-series",
+            "--release",
+            "2.41",
+            "--author",
+            "A B <a@example.org>",
+        ],
+    ] {
+        let ran = p.run(args).expect(1);
+        assert!(
+            ran.stderr
+                .contains("0001-elf-Search-LD_FALLBACK_PATH-last.patch")
+                && ran.stderr.contains("rebase-glibc --check"),
+            "{args:?}: {ran:?}"
+        );
+        assert!(!p.patches().join("2.42").exists(), "{args:?}");
+        assert_eq!(stopped_at(p.root()), None, "{args:?}");
+    }
+    // Meant as it is: the files are taken as the series, in place, and check again.
+    let dir = p.patches().join("2.41");
+    let files: Vec<String> = xtask::series::Series::load(&dir)
+        .unwrap()
+        .patches
+        .iter()
+        .map(|patch| dir.join(&patch.name).display().to_string())
+        .collect();
+    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
+    args.extend(files.iter().map(String::as_str));
+    p.run(&args).expect(0);
+    p.run(&["rebase-glibc", "--check"]).expect(0);
+}
+
+/// A `series` line is a file of the series' own directory: an absolute path (or one that
+/// climbs out) names a file nothing checks.
+#[test]
+fn a_series_line_naming_a_file_elsewhere_is_refused() {
+    let p = Project::new();
+    let dir = p.patches().join("2.41");
+    let name = "0002-elf-Parse-LD_FALLBACK_PATH.patch";
+    let elsewhere = p.root().join(name);
+    std::fs::rename(dir.join(name), &elsewhere).unwrap();
+    let series = std::fs::read_to_string(dir.join("series")).unwrap();
+    for line in [elsewhere.display().to_string(), format!("../{name}")] {
+        if line.starts_with("..") {
+            std::fs::rename(&elsewhere, p.patches().join(name)).unwrap();
+        }
+        std::fs::write(dir.join("series"), series.replace(name, &line)).unwrap();
+        let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+        assert!(
+            ran.stdout.contains("FAILED")
+                && ran
+                    .stdout
+                    .contains(&format!("lists {line}, which is not a file of")),
+            "{line}: {ran:?}"
+        );
+        let ran = p
+            .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+            .expect(1);
+        assert!(
+            ran.stderr.contains("which is not a file of"),
+            "{line}: {ran:?}"
+        );
+    }
+}
+
+/// Recorded resolutions `--check` refuses (a path outside the scope, say) are not replayed by
+/// a rebase either: it refuses to start.
+#[test]
+fn a_rebase_refuses_recorded_resolutions_that_check_refuses() {
+    use xtask::rebase::resolution::{Kind, Resolution, Resolutions};
+    let p = Project::new();
+    let release = xtask::store::release::Release::parse("2.42").unwrap();
+    let from = xtask::store::release::Release::parse("2.41").unwrap();
+    let record = Resolution::make(
+        "0001-elf-Search-LD_FALLBACK_PATH-last.patch",
+        "README",
+        Kind::FixUp,
+        from,
+        b"glibc 2.42\n",
+        Some(b"glibc 2.42, patched\n"),
+    )
+    .unwrap();
+    Resolutions { list: vec![record] }
+        .publish(&p.patches(), release)
+        .unwrap();
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(ran.stdout.contains("FAILED"), "{ran:?}");
+    let ran = p
+        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(1);
+    assert!(
+        ran.stderr.contains("rebase-glibc --check")
+            && ran.stderr.contains("does not allow: README"),
+        "{ran:?}"
+    );
+    assert_eq!(stopped_at(p.root()), None);
 }

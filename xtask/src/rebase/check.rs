@@ -9,13 +9,13 @@
 
 use std::fmt::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use crate::rebase::resolution::Resolutions;
 use crate::series::Workspace;
 use crate::series::{
-    defect, first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,
+    first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,
 };
 use crate::store::release::Release;
 use crate::store::ReleaseNotImported;
@@ -75,7 +75,8 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
                 }
                 let _ = writeln!(
                     report.text,
-                    "        the files differ from what the series' own commits export (edited by hand?); to regenerate them:\n            cargo xtask rebase-glibc --from {release} --onto {release}"
+                    "        the files differ from what the series' own commits export (edited by hand, or cut short?): restore them from git (`git diff -- {}` shows what changed),\n        or, if the edit is meant, take the files as they are:\n            cargo xtask patches import --release {release} --replace <the patch files, in order>",
+                    dir.display()
                 );
             }
             Err(e) if e.downcast_ref::<ReleaseNotImported>().is_some() => {
@@ -150,31 +151,7 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
         };
         let loaded = Resolutions::load_dir(&dir).and_then(|set| {
             let scope = scope.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
-            let outside: Vec<String> = set
-                .list
-                .iter()
-                .filter(|r| !scope.allows(&r.path, r.result.is_none()))
-                .map(|r| format!("{} ({})", r.path, r.patch))
-                .collect();
-            if !outside.is_empty() {
-                return Err(defect(format!(
-                    "recorded resolutions change paths {} does not allow: {}",
-                    scope.path.display(),
-                    outside.join(", ")
-                )));
-            }
-            let marked: Vec<String> = set
-                .list
-                .iter()
-                .filter(|r| r.keeps_markers())
-                .map(|r| format!("{} ({})", r.path, r.patch))
-                .collect();
-            if !marked.is_empty() {
-                return Err(defect(format!(
-                    "recorded resolutions keep conflict markers in what they make (a replay would put them into the series): {}",
-                    marked.join(", ")
-                )));
-            }
+            set.keep_rules(scope)?;
             Ok(set)
         });
         match loaded {
@@ -218,6 +195,30 @@ pub fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<St
     }
     let lines = explain_drift(ws.store.repo(), &dir, &again, &drift);
     Ok((series, lines))
+}
+
+/// The series of `release`, if `--check` passes it: what a rebase moves and `format-series`
+/// mails. A series that does not parse, apply or stay in its rules is refused with the
+/// defect; one whose files drifted from what its commits export (a patch cut short by hand
+/// still applies, and would be moved smaller) with what drifted.
+pub fn passing_series(ws: &Workspace, release: Release) -> Result<Series> {
+    let dir = ws.series_dir(release);
+    let refused = || {
+        format!(
+            "refusing to use the series in {}: `cargo xtask rebase-glibc --check` does not pass it",
+            dir.display()
+        )
+    };
+    let (series, drift) = check_release(ws, release).with_context(refused)?;
+    if drift.is_empty() {
+        return Ok(series);
+    }
+    Err(anyhow::anyhow!(
+        "{}; restore the files from git (`git diff -- {}` shows what changed), or, if the edit is meant, take the files as they are with `cargo xtask patches import --release {release} --replace <the patch files>`",
+        drift.join("; "),
+        dir.display()
+    )
+    .context(format!("{}: its files drifted from what its commits export", refused())))
 }
 
 fn check_one(ws: &Workspace, release: Release) -> Result<Verdict> {

@@ -112,10 +112,12 @@ pub fn start_with(
             options.resume.abort
         );
     }
+    // What --check would refuse is not moved (a patch cut short would be written smaller).
     let from = match from {
-        Some(release) => ws.load_series(release)?,
-        None => ws.newest_series()?,
+        Some(release) => release,
+        None => ws.newest_release_with_series()?,
     };
+    let from = check::passing_series(ws, from)?;
     let (_, commits) = ws.commit_series(&from)?;
     let head = ws.store.ensure_release(onto)?;
     let checks = options.checks.clone();
@@ -271,7 +273,14 @@ impl<'a> Run<'a> {
             .find_commit(base)
             .with_context(|| format!("the store's {} is not a commit", onto.tag()))?
             .tree_id();
+        // What --check refuses is not replayed.
         let records = Resolutions::load(&ws.patches_dir, onto)?;
+        records.keep_rules(&ws.scope()?).with_context(|| {
+                format!(
+                    "refusing to replay the recorded resolutions in {}: `cargo xtask rebase-glibc --check` does not pass them",
+                resolution::dir(&ws.patches_dir, onto).display()
+            )
+        })?;
         let checker = Checker::new(
             checks,
             &ws.rebase_dir,

@@ -33,6 +33,7 @@ use similar::TextDiff;
 
 use crate::series::defect;
 use crate::series::markers::{has_markers, is_marker_line};
+use crate::series::scope::Scope;
 use crate::store::release::Release;
 use crate::util::{durable, staging};
 
@@ -223,6 +224,38 @@ impl Resolutions {
             list.extend(parse(&patch, &text, &path)?);
         }
         Ok(Resolutions { list })
+    }
+
+    /// Refuses (as a defect) resolutions for paths `scope` does not allow, and those whose
+    /// result keeps conflict markers (as far as the record shows): what `--check` holds
+    /// them to, and a rebase before it replays any.
+    pub fn keep_rules(&self, scope: &Scope) -> Result<()> {
+        let outside: Vec<String> = self
+            .list
+            .iter()
+            .filter(|r| !scope.allows(&r.path, r.result.is_none()))
+            .map(|r| format!("{} ({})", r.path, r.patch))
+            .collect();
+        if !outside.is_empty() {
+            return Err(defect(format!(
+                "recorded resolutions change paths {} does not allow: {}",
+                scope.path.display(),
+                outside.join(", ")
+            )));
+        }
+        let marked: Vec<String> = self
+            .list
+            .iter()
+            .filter(|r| r.keeps_markers())
+            .map(|r| format!("{} ({})", r.path, r.patch))
+            .collect();
+        if !marked.is_empty() {
+            return Err(defect(format!(
+                "recorded resolutions keep conflict markers in what they make (a replay would put them into the series): {}",
+                marked.join(", ")
+            )));
+        }
+        Ok(())
     }
 
     /// The resolutions of `patch` whose key is what `produced` holds at their path.

@@ -156,7 +156,8 @@ pub struct Request {
 /// The mails, in order: (file name, text).
 pub fn format(ws: &Workspace, request: &Request) -> Result<Vec<(String, String)>> {
     let release = request.release;
-    let series = ws.load_series(release)?;
+    // A series --check refuses is not mailed (a patch cut short would go out short).
+    let series = crate::rebase::check::passing_series(ws, release)?;
     let (base, commits) = ws.commit_series(&series)?;
     let repo = ws.store.repo();
     let development = next_version(release);

@@ -252,6 +252,15 @@ impl Series {
             else {
                 continue;
             };
+            // A file of this directory, by name: `dir.join` of an absolute path or of `../x`
+            // would read a file no check of this series looks at.
+            if name.contains('/') || name == "." || name == ".." {
+                return Err(defect(format!(
+                    "{} lists {name}, which is not a file of {} (a series names its patches by file name)",
+                    path.display(),
+                    dir.display()
+                )));
+            }
             let patch = dir.join(name);
             let text =
                 read_text(&patch).with_context(|| format!("{} lists {name}", path.display()))?;

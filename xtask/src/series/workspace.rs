@@ -146,8 +146,13 @@ impl Workspace {
 
     /// The newest series in `patches/`: the default `--from`.
     pub fn newest_series(&self) -> Result<Series> {
+        self.load_series(self.newest_release_with_series()?)
+    }
+
+    /// The release of the newest series in `patches/`.
+    pub fn newest_release_with_series(&self) -> Result<Release> {
         match self.releases_with_series().last() {
-            Some(release) => self.load_series(*release),
+            Some(release) => Ok(*release),
             None => bail!(
                 "no patch series in {}: nothing to rebase",
                 self.patches_dir.display()
