@@ -58,7 +58,7 @@ fn an_update_stops_at_each_conflict_goes_on_and_runs_unattended_the_next_time() 
     let first = visible_files(&p.patches().join("2.42"));
     let records = visible_files(&p.patches().join("resolutions/2.42"));
     assert_eq!(records.len(), 2, "{records:?}");
-    p.run(&["rebase-glibc", "--check"]).expect(0);
+    p.check();
 
     // The next update of the release needs nobody.
     std::fs::remove_dir_all(p.patches().join("2.42")).unwrap();
@@ -188,5 +188,5 @@ fn a_verifying_update_continued_without_verification_writes_the_candidate() {
         !p.cache().join("update/2.42").exists(),
         "the candidate is gone"
     );
-    p.run(&["rebase-glibc", "--check"]).expect(0);
+    p.check();
 }

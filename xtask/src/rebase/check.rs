@@ -1,7 +1,7 @@
 //! `cargo xtask rebase-glibc --check`: every series in `patches/` applies exactly to its
 //! release, stays inside the declared scope, and re-exports byte for byte.
 //!
-//! Each directory (and each of `patches/resolutions/`) gets one verdict: `ok`, `DRIFT` (applies, but the files are not what the
+//! Each supported release (and each directory of `patches/resolutions/`) gets one verdict: `ok`, `DRIFT` (applies, but the files are not what the
 //! commits export), `FAILED` (a defect of the series: does not parse, does not apply, leaves
 //! the scope, lost its series file), `MISSING` (its release is not in the store; the check
 //! imports nothing unless asked) or `ERROR` (the check itself could not read something: not
@@ -17,7 +17,7 @@ use crate::series::Workspace;
 use crate::series::{
     first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,
 };
-use crate::store::release::Release;
+use crate::store::release::{Release, SUPPORTED};
 use crate::store::ReleaseNotImported;
 
 pub struct CheckReport {
@@ -44,6 +44,37 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
     if releases.is_empty() {
         report.ok = false;
         let _ = writeln!(report.text, "no series in {}", ws.patches_dir.display());
+    }
+    // Every supported release is accounted for: one whose directory is gone is a finding,
+    // not a release with nothing to check.
+    for release in SUPPORTED.iter().filter(|r| !releases.contains(r)) {
+        let dir = ws.series_dir(*release);
+        match dir.try_exists() {
+            Ok(false) => {
+                report.ok = false;
+                let _ = writeln!(
+                    report.text,
+                    "FAILED  {}: glibc {release} is a supported release, but it has no series (the directory is gone): restore it from git, or make it with `cargo xtask update-release {release}`",
+                    dir.display()
+                );
+            }
+            Ok(true) => {
+                report.ok = false;
+                let _ = writeln!(
+                    report.text,
+                    "FAILED  {}: not a directory: the series of glibc {release} lives in a directory of that name",
+                    dir.display()
+                );
+            }
+            Err(e) => {
+                report.errors = true;
+                let _ = writeln!(
+                    report.text,
+                    "ERROR   {}: cannot tell whether it exists: {e}\n        (the check could not read what it needs: this says nothing about the series)",
+                    dir.display()
+                );
+            }
+        }
     }
     for stray in ws.unknown_series_dirs()? {
         report.ok = false;
@@ -124,8 +155,29 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
 /// them, only the rebase can tell: it drops the stale ones when it writes.)
 fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
     let root = ws.patches_dir.join(RESOLUTIONS_DIR);
-    let Ok(entries) = std::fs::read_dir(&root) else {
-        return;
+    // None is fine (no rebase needed a resolution); one that cannot be read is not "none".
+    let entries = match std::fs::read_dir(&root) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            report.ok = false;
+            let _ = writeln!(
+                report.text,
+                "FAILED  {}: not a directory (recorded resolutions live in {}/<X.Y>/)",
+                root.display(),
+                root.display()
+            );
+            return;
+        }
+        Err(e) => {
+            report.errors = true;
+            let _ = writeln!(
+                report.text,
+                "ERROR   {}: cannot read it: {e}\n        (the check could not read what it needs: this says nothing about the resolutions)",
+                root.display()
+            );
+            return;
+        }
     };
     let mut dirs: Vec<std::path::PathBuf> = entries
         .flatten()

@@ -275,6 +275,12 @@ impl Series {
                 path.display()
             )));
         };
+        if patches.is_empty() {
+            return Err(defect(format!(
+                "{} lists no patch: a series is at least one (were its lines deleted?)",
+                path.display()
+            )));
+        }
         Ok(Series {
             base,
             base_tree,

@@ -111,8 +111,14 @@ impl Workspace {
     /// besides `resolutions/` and `variants/` (variants of the series, see
     /// `build::source::series_for`).
     pub fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
-        let Ok(entries) = std::fs::read_dir(&self.patches_dir) else {
-            return Ok(Vec::new());
+        let entries = match std::fs::read_dir(&self.patches_dir) {
+            Ok(entries) => entries,
+            // No patches/ at all: the check says so, release by release.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("cannot read {}", self.patches_dir.display()))
+            }
         };
         let mut stray = Vec::new();
         for entry in entries {

@@ -80,7 +80,9 @@ impl Args {
     pub fn run(self, global: &Global) -> Result<()> {
         match self.other {
             Some(Other::Merge { files, markdown }) => return merge(&files, markdown),
-            Some(Other::CheckSupport) => return support::check(&paths::project_root()),
+            Some(Other::CheckSupport) => {
+                return support::check(&paths::project_root(), &paths::patches_dir())
+            }
             None => {}
         }
         let cells: Vec<(Release, Target)> = self.cells.iter().collect();

@@ -12,8 +12,9 @@ use crate::store::release::SUPPORTED;
 
 pub const PAGE: &str = "docs/support.md";
 
-/// Fails naming every release whose row is missing, failing or stale.
-pub fn check(root: &Path) -> Result<()> {
+/// Fails naming every release whose row is missing, failing or stale: the page of the
+/// checkout at `root` against the series in `patches_dir`.
+pub fn check(root: &Path, patches_dir: &Path) -> Result<()> {
     let path = root.join(PAGE);
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
@@ -24,7 +25,7 @@ pub fn check(root: &Path) -> Result<()> {
     let mut problems = Vec::new();
     let mut unverified = Vec::new();
     for release in SUPPORTED {
-        let dir = root.join("patches").join(release.version);
+        let dir = patches_dir.join(release.version);
         let current = Series::load(&dir)
             .with_context(|| format!("cannot load the series {}", dir.display()))?
             .content_id();

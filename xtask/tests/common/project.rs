@@ -182,6 +182,12 @@ impl Project {
         Ran::of(cmd.output().unwrap())
     }
 
+    /// `rebase-glibc --check`, asserting that every series of the project passes (see
+    /// [`check_in`]).
+    pub fn check(&self) -> Ran {
+        check_in(self.root())
+    }
+
     /// The resolution of the conflict of patch `at` (0-based) in the work tree.
     pub fn resolve(&self, at: usize) {
         resolve_in(&self.tree(), at);
@@ -205,6 +211,18 @@ fn isolate(cmd: &mut Command, root: &Path) {
         .env_remove("LD_FALLBACK_FAULT_LOG")
         .env_remove("RUST_BACKTRACE")
         .env_remove("CI");
+}
+
+/// `rebase-glibc --check` on the project rooted at `root`, asserting that every series it has
+/// passes: the supported releases it has no series for are the only findings (exit 2).
+pub fn check_in(root: &Path) -> Ran {
+    let ran = run_in(root, &["rebase-glibc", "--check"]);
+    assert!(
+        ran.code == 2 && super::passes_but_for_absent_series(&ran.stdout),
+        "--check finds more than the releases without a series:\n{}",
+        ran.both()
+    );
+    ran
 }
 
 pub fn run_in(root: &Path, args: &[&str]) -> Ran {
