@@ -34,6 +34,9 @@ struct Stages {
     before: Vec<PathBuf>,
     old: Vec<(String, Vec<u8>)>,
     new: Vec<(String, Vec<u8>)>,
+    /// `patches/resolutions/2.42/` with the old series and with the new one.
+    old_records: Vec<(String, Vec<u8>)>,
+    new_records: Vec<(String, Vec<u8>)>,
 }
 
 /// The rebase onto 2.42 over an older 2.42 series, so that the write replaces a directory.
@@ -52,6 +55,7 @@ fn stages() -> Stages {
         .write(&p.patches().join("2.42"))
         .unwrap();
     let old = visible_files(&p.patches().join("2.42"));
+    let old_records = visible_files(&p.patches().join("resolutions/2.42"));
     pack_store(p.root());
 
     let tmp = TempDir::new().unwrap();
@@ -73,12 +77,16 @@ fn stages() -> Stages {
     copy_project(&stage2, &done);
     run_in(&done, CONTINUE).expect(0);
     let new = visible_files(&done.join("patches/2.42"));
+    let new_records = visible_files(&done.join("patches/resolutions/2.42"));
     assert_ne!(old, new);
+    assert_ne!(old_records, new_records);
     Stages {
         _tmp: tmp,
         before,
         old,
         new,
+        old_records,
+        new_records,
     }
 }
 
@@ -161,6 +169,17 @@ fn assert_recovers(root: &Path, s: &Stages, what: &str) {
         "{what}: --check after the kill:\n{}",
         check.both()
     );
+    // The series and its recorded resolutions are written as one, once the next run has
+    // recovered what the kill left.
+    let series = visible_files(&root.join("patches/2.42"));
+    let records = visible_files(&root.join("patches/resolutions/2.42"));
+    assert!(
+        (series == s.old && records == s.old_records)
+            || (series == s.new && records == s.new_records),
+        "{what}: patches/2.42 is the {} series, but patches/resolutions/2.42 holds {:?}",
+        if series == s.old { "old" } else { "new" },
+        records.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
     if !left.is_empty() {
         assert!(
             check.stderr.contains("removed ") || check.stderr.contains("restored "),
@@ -218,7 +237,7 @@ fn a_rebase_killed_anywhere_recovers_and_ends_with_the_same_series() {
         "rebase-save:tree-written",
         "rebase-save:published",
         "rebase-remove:unlinked",
-        "replace-dir:exchanged",
+        "together:swapped",
         "continue:taken",
     ] {
         assert!(
@@ -611,5 +630,36 @@ fn is_running(pid: u32) -> bool {
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .is_some_and(|state| state != "Z" && state != "X"),
         Err(_) => false,
+    }
+}
+
+/// Killed after the series was written and before the state was dropped: `--continue`
+/// finishes, and `--abort` says that patches/ changed (it said "patches/ is unchanged").
+#[test]
+fn a_rebase_killed_after_writing_is_not_called_unchanged() {
+    let s = stages();
+    let scratch = TempDir::new().unwrap();
+    for (case, args) in [
+        ("continue", CONTINUE),
+        ("abort", &["rebase-glibc", "--abort"][..]),
+    ] {
+        let root = scratch.path().join(case);
+        copy_project(&s.before[2], &root);
+        let out = command_in(&root, CONTINUE)
+            .env("LD_FALLBACK_FAULT", "rebase:written:1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.signal(), Some(SIGKILL));
+        assert_eq!(visible_files(&root.join("patches/2.42")), s.new);
+        let ran = run_in(&root, args).expect(0);
+        assert!(!ran.stdout.contains("patches/ is unchanged"), "{ran:?}");
+        if case == "abort" {
+            assert!(
+                ran.stdout.contains("had already written") && ran.stdout.contains("patches/2.42"),
+                "{ran:?}"
+            );
+        }
+        assert_eq!(stopped_at(&root), None);
+        assert_eq!(visible_files(&root.join("patches/2.42")), s.new);
     }
 }

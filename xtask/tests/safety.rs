@@ -1164,3 +1164,24 @@ fn check_refuses_a_resolutions_path_that_is_not_a_directory() {
         "{ran:?}"
     );
 }
+
+/// A write that fails halfway (the disk fills between the series and its records: here the
+/// file size limit stops the records) leaves both as they were, and the state to go on from.
+#[test]
+fn a_series_and_its_records_are_written_both_or_neither() {
+    let p = Project::new();
+    stop_at_first_conflict(&p);
+    p.resolve(0);
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    p.resolve(1);
+    // The series' files are under 900 bytes, the records over.
+    let out = with_file_size_limit(p.command(&["rebase-glibc", "--continue"]), 900);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!p.patches().join("2.42").exists(), "{stderr}");
+    assert!(!p.patches().join("resolutions").exists(), "{stderr}");
+    assert_eq!(hidden_entries(&p.patches()), Vec::<String>::new());
+    assert_eq!(stopped_at(p.root()), Some(1));
+    let ran = p.run(&["rebase-glibc", "--abort"]).expect(0);
+    assert!(ran.stdout.contains("patches/ is unchanged"), "{ran:?}");
+}

@@ -92,7 +92,7 @@ fn a_killed_update_goes_on_with_the_same_command() {
     copy_project(p.root(), &uninterrupted);
     run_in(&uninterrupted, CONTINUE).expect(0);
 
-    for point in ["rebase:resolutions-written", "rebase:written"] {
+    for point in ["together:swapped", "rebase:written"] {
         let case = p.root().parent().unwrap().join(format!(
             "{}-{}",
             p.root().file_name().unwrap().to_string_lossy(),
@@ -187,6 +187,69 @@ fn a_verifying_update_continued_without_verification_writes_the_candidate() {
     assert!(
         !p.cache().join("update/2.42").exists(),
         "the candidate is gone"
+    );
+    p.check();
+}
+
+/// An update that verifies, through both conflicts, killed at `fault` in its last
+/// `--continue`: before any build (a test never starts one; an empty PATH makes sure one
+/// could not start if the kill did not come).
+fn verifying_update_killed_at(p: &Project, fault: &str) {
+    p.run(&["update-release", "2.42", "--no-build-check"])
+        .expect(2);
+    p.resolve(0);
+    p.run(CONTINUE).expect(2);
+    p.resolve(1);
+    let empty = p.root().join("no-tools");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = p
+        .command(CONTINUE)
+        .env("PATH", &empty)
+        .env("LD_FALLBACK_FAULT", fault)
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "not killed at {fault}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An update that verifies writes nothing to `patches/` before the verification passed: the
+/// recorded resolutions wait in the candidate with the series. The run is killed as soon as
+/// the rebase wrote the candidate.
+#[test]
+fn an_update_writes_no_recorded_resolution_before_its_verification() {
+    let p = Project::new();
+    verifying_update_killed_at(&p, "rebase:written:1");
+    assert!(!p.patches().join("2.42").exists());
+    assert!(
+        !p.patches().join("resolutions/2.42").exists(),
+        "recorded resolutions were written before the series was verified"
+    );
+    let ran = p.run(&["update-release", "2.42", "--abort"]).expect(0);
+    assert!(ran.stdout.contains("patches/ is unchanged"), "{ran:?}");
+    assert!(!p.patches().join("resolutions/2.42").exists());
+}
+
+/// What a human fixed in an update whose verification did not pass (here: killed once the
+/// rebase was over, as verification begins) is not lost with the candidate: the next update
+/// replays it, and goes through unattended.
+#[test]
+fn the_next_update_replays_what_a_failed_one_recorded() {
+    let p = Project::new();
+    verifying_update_killed_at(&p, "rebase-remove:unlinked:1");
+    let ran = p.run(UPDATE).expect(0);
+    assert!(
+        ran.stdout
+            .contains("resolved from record: the conflict in elf/dl-load.c"),
+        "{ran:?}"
+    );
+    assert_eq!(
+        visible_files(&p.patches().join("resolutions/2.42")).len(),
+        2
     );
     p.check();
 }

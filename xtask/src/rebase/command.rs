@@ -84,8 +84,13 @@ impl Args {
         }
         if self.abort {
             let onto = stopped_rebase(&ws, self.stopped)?;
-            abort(&ws, onto)?;
-            outln!("aborted the rebase onto glibc {onto}; patches/ is unchanged");
+            match abort(&ws, onto)? {
+                None => outln!("aborted the rebase onto glibc {onto}; patches/ is unchanged"),
+                Some(dir) => outln!(
+                    "dropped the state of the rebase onto glibc {onto}, which had already written {} when it was interrupted: that is the rebased series now (git restores the old one)",
+                    dir.display()
+                ),
+            }
             return Ok(());
         }
         let mut options = options_for_cli(global, Resume::rebase_glibc())?;
@@ -144,6 +149,7 @@ pub fn options_for_cli(global: &Global, resume: Resume) -> Result<Options> {
         logs,
         jobs,
         resume,
+        carried_records: None,
     })
 }
 

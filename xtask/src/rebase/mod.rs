@@ -30,7 +30,7 @@ pub use check::{check, check_release, CheckReport};
 
 use crate::series::{Series, Workspace};
 use crate::store::release::Release;
-use crate::util::fault;
+use crate::util::{durable, fault, together};
 use checks::Checker;
 use engine::{applied, commit_like, Merged, Step};
 use resolution::{Kind, Resolution, Resolutions};
@@ -77,6 +77,10 @@ pub struct Options {
     /// Compiles at once for the build check.
     pub jobs: usize,
     pub resume: Resume,
+    /// A `patches/`-like directory whose recorded resolutions for the target are replayed
+    /// too, over those of patches/: an update's candidate, where the resolutions made in a
+    /// run whose verification failed wait for the next run.
+    pub carried_records: Option<PathBuf>,
 }
 
 impl Options {
@@ -89,6 +93,7 @@ impl Options {
             logs: ws.rebase_dir.join("logs"),
             jobs: 1,
             resume: Resume::rebase_glibc(),
+            carried_records: None,
         }
     }
 }
@@ -216,9 +221,13 @@ pub fn continue_with(
     }
 }
 
-/// Drops the state of the stopped rebase onto `onto`; an error if there is none.
-pub fn abort(ws: &Workspace, onto: Release) -> Result<()> {
-    state::remove(ws, onto)
+/// Drops the state of the stopped rebase onto `onto`; an error if there is none. Returns the
+/// directory the rebase had already written its series into, when it was interrupted after
+/// that write (so that no one says the series is unchanged).
+pub fn abort(ws: &Workspace, onto: Release) -> Result<Option<PathBuf>> {
+    let written = state::written_before_abort(ws, onto);
+    state::remove(ws, onto)?;
+    Ok(written)
 }
 
 /// Where and why picking stopped.
@@ -274,7 +283,12 @@ impl<'a> Run<'a> {
             .with_context(|| format!("the store's {} is not a commit", onto.tag()))?
             .tree_id();
         // What --check refuses is not replayed.
-        let records = Resolutions::load(&ws.patches_dir, onto)?;
+        let mut records = Resolutions::load(&ws.patches_dir, onto)?;
+        if let Some(carried) = &options.carried_records {
+            for record in Resolutions::load(carried, onto)?.list {
+                records.put(record);
+            }
+        }
         records.keep_rules(&ws.scope()?).with_context(|| {
                 format!(
                     "refusing to replay the recorded resolutions in {}: `cargo xtask rebase-glibc --check` does not pass them",
@@ -714,20 +728,36 @@ impl<'a> Run<'a> {
         }
         let new = Series::from_commits(self.repo(), onto, &commits)?;
         let records = self.resolutions_to_keep();
-        let records_changed = records.texts(onto) != self.records.texts(onto);
+        // Against patches/ as it is: records carried from elsewhere (an update's candidate)
+        // are a change of patches/ even when this run met them all.
+        let records_changed =
+            records.texts(onto) != Resolutions::load(&self.ws.patches_dir, onto)?.texts(onto);
         let dir = self.out.clone().unwrap_or_else(|| self.ws.series_dir(onto));
-        // Both directories are replaced whole: refused before either is written.
-        crate::series::refuse_foreign_files(&dir)?;
-        if records_changed {
-            resolution::refuse_foreign_files(&resolution::dir(&self.ws.patches_dir, onto))?;
+        // The records go with the series: into patches/, or into the candidate `patches/`
+        // the series is written to (update-release), whole, where they wait with it for the
+        // verification instead of reaching patches/ before it.
+        let records_root = match &self.out {
+            Some(out) => out
+                .parent()
+                .context("the series' directory has no parent")?
+                .to_path_buf(),
+            None => self.ws.patches_dir.clone(),
+        };
+        let write_records = records_changed || self.out.is_some();
+        // A continued rebase has a state to drop once the series is written: until then a
+        // marker says that the write may have happened (see `state::written_before_abort`).
+        let has_state = state::state_dir(self.ws, onto).join("state").exists();
+        if has_state {
+            state::mark_finishing(self.ws, onto, &dir, &new)?;
         }
-        if records_changed {
-            records.publish(&self.ws.patches_dir, onto)?;
-            fault::point("rebase:resolutions-written");
-        }
-        new.write(&dir)?;
+        publish(
+            &new,
+            &dir,
+            write_records.then_some((&records, records_root.as_path())),
+            onto,
+        )?;
         fault::point("rebase:written");
-        if state::state_dir(self.ws, onto).join("state").exists() {
+        if has_state {
             state::remove(self.ws, onto)?;
         }
         let mut text = String::new();
@@ -750,7 +780,7 @@ impl<'a> Run<'a> {
             let _ = writeln!(
                 text,
                 "wrote {} ({} recorded resolution(s){}): commit it with the series",
-                resolution::dir(&self.ws.patches_dir, onto).display(),
+                resolution::dir(&records_root, onto).display(),
                 records.list.len(),
                 if stale > 0 {
                     format!("; {stale} stale one(s) dropped: this rebase from glibc {} no longer meets them", self.from.base)
@@ -781,6 +811,64 @@ impl<'a> Run<'a> {
         }
         kept
     }
+}
+
+/// Writes `series` into `series_dir` and, when given, `records` as the whole of
+/// `<records root>/resolutions/<onto>/`: both or neither, whatever fails or kills the run
+/// (`util::together`). Each directory is replaced whole, so one holding files neither wrote
+/// is refused before anything is written.
+pub fn publish(
+    series: &Series,
+    series_dir: &Path,
+    records: Option<(&Resolutions, &Path)>,
+    onto: Release,
+) -> Result<()> {
+    crate::series::refuse_foreign_files(series_dir)?;
+    let Some((records, records_root)) = records else {
+        return series.write(series_dir);
+    };
+    let records_dir = resolution::dir(records_root, onto);
+    resolution::refuse_foreign_files(&records_dir)?;
+    let staged_series = series.stage(series_dir)?;
+    let records_parent = records_dir
+        .parent()
+        .context("records have a parent")?
+        .to_path_buf();
+    let staged_records = match records.stage(records_root, onto) {
+        Ok(staged) => staged,
+        Err(e) => {
+            // Staging made `resolutions/`; nothing else is to be left of this write.
+            let _ = std::fs::remove_dir(&records_parent);
+            return Err(e);
+        }
+    };
+    fault::point("rebase:staged");
+    let journal_dir = series_dir
+        .parent()
+        .context("the series' directory has no parent")?;
+    let pairs = [
+        together::Pair {
+            staged: staged_series.keep(),
+            dest: series_dir.to_path_buf(),
+        },
+        together::Pair {
+            staged: staged_records.keep(),
+            dest: records_dir.clone(),
+        },
+    ];
+    if let Err(e) = together::replace(journal_dir, onto.version, &pairs) {
+        for pair in &pairs {
+            let _ = durable::remove_tree(&pair.staged);
+        }
+        return Err(e);
+    }
+    // No records: the directory goes (it was swapped in empty), and `resolutions/` with it
+    // when it held nothing else.
+    if records.list.is_empty() {
+        let _ = std::fs::remove_dir(&records_dir);
+        let _ = std::fs::remove_dir(&records_parent);
+    }
+    Ok(())
 }
 
 /// The patches of `from` that went through so far, named, for the scope guard.

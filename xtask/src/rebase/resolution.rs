@@ -322,6 +322,15 @@ impl Resolutions {
             .collect()
     }
 
+    /// These resolutions as the files of a new staging directory in
+    /// `<patches_dir>/resolutions/` (none: an empty one), removed when dropped: what replaces
+    /// `patches/resolutions/<onto>/`.
+    pub fn stage(&self, patches_dir: &Path, onto: Release) -> Result<tempfile::TempDir> {
+        let staged = staging::tempdir_in(&patches_dir.join(DIR), "resolutions")?;
+        self.write_files(staged.path(), onto)?;
+        Ok(staged)
+    }
+
     /// Makes `patches/resolutions/<onto>/` hold exactly these resolutions (none: removed),
     /// replaced whole in one step like a series (see `util::durable`).
     pub fn publish(&self, patches_dir: &Path, onto: Release) -> Result<()> {

@@ -364,6 +364,37 @@ pub fn remove(ws: &Workspace, onto: Release) -> Result<()> {
     durable::remove_tree(&link)
 }
 
+/// In the live generation: written (and flushed) before a continued rebase writes its
+/// series, gone with the generation once its state is removed. A kill between the two leaves
+/// the series written and the state there: `--continue` writes it again, and `--abort` must
+/// say that patches/ did change ([`written_before_abort`]).
+const FINISHING: &str = "finishing";
+
+/// Says that the rebase onto `onto` is about to write `series` into `dir`.
+pub fn mark_finishing(ws: &Workspace, onto: Release, dir: &Path, series: &Series) -> Result<()> {
+    let text = format!(
+        "series {}\ncontent {}\n",
+        dir.display(),
+        series.content_id()
+    );
+    let generation = state_dir(ws, onto);
+    durable::write_synced(&generation.join(FINISHING), text.as_bytes())?;
+    durable::sync_dir(&generation)
+}
+
+/// The directory the stopped rebase onto `onto` had already written its series into when it
+/// was interrupted (after the write, before its state was removed), if it had.
+pub fn written_before_abort(ws: &Workspace, onto: Release) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(state_dir(ws, onto).join(FINISHING)).ok()?;
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix(' ')))
+    };
+    let dir = PathBuf::from(field("series")?);
+    let written = Series::load(&dir).ok()?.content_id() == field("content")?;
+    written.then_some(dir)
+}
+
 /// Removes what killed runs left in the rebase directory: generations nothing points at
 /// (written but never published, or replaced but not yet deleted) and staged symlinks.
 /// Returns a sentence per removal, for the user.

@@ -375,6 +375,12 @@ impl Series {
     /// new one, never half of each (see `util::durable`).
     pub fn write(&self, dir: &Path) -> Result<()> {
         refuse_foreign_files(dir)?;
+        durable::replace_dir(&self.stage(dir)?.keep(), dir)
+    }
+
+    /// The series' files, written and flushed into a new staging directory beside `dir`
+    /// (removed when dropped): what replaces `dir`.
+    pub fn stage(&self, dir: &Path) -> Result<tempfile::TempDir> {
         let parent = dir.parent().context("series dir has no parent")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
@@ -387,7 +393,7 @@ impl Series {
             durable::write_synced(&staging.path().join(&patch.name), patch.text.as_bytes())?;
             fault::point("series-write:patch");
         }
-        durable::replace_dir(&staging.keep(), dir)
+        Ok(staging)
     }
 
     /// Files of `dir` that differ from this series (missing, extra, or other bytes, with the

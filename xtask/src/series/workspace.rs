@@ -10,7 +10,7 @@ use crate::series::scope::Scope;
 use crate::series::{defect, Series, RESOLUTIONS_DIR};
 use crate::store::release::{Release, SUPPORTED};
 use crate::store::SourceStore;
-use crate::util::{durable, paths, staging};
+use crate::util::{durable, paths, staging, together};
 
 /// Everything a rebase touches, injectable so that tests use temp dirs.
 pub struct Workspace {
@@ -42,11 +42,14 @@ impl Workspace {
         })
     }
 
-    /// Repairs what killed runs left in `patches/` and `patches/resolutions/`: a directory
-    /// moved aside and not put back (`.old-X.Y`), staging directories of processes that are
-    /// gone. Returns a sentence per repair, for the user.
+    /// Repairs what killed runs left in `patches/` and `patches/resolutions/`: a series and
+    /// its records half swapped in (rolled back), a directory moved aside and not put back
+    /// (`.old-X.Y`), staging directories of processes that are gone. Returns a sentence per
+    /// repair, for the user.
     pub fn recover(&self) -> Result<Vec<String>> {
-        let mut said = Vec::new();
+        // First: a series and its records being written together are rolled back to their
+        // old directories, which the staging cleanup below would otherwise delete.
+        let mut said = together::recover(&self.patches_dir)?;
         for (dir, kind) in [
             (self.patches_dir.clone(), "series"),
             (self.patches_dir.join(RESOLUTIONS_DIR), "resolutions"),

@@ -18,12 +18,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cli::{self, Global, NeedsAttention, Targets};
+use crate::rebase::resolution::Resolutions;
 use crate::rebase::state::{self, Checks, RebaseState};
 use crate::rebase::{self, command::options_for_cli, Outcome, Resume};
 use crate::series::scope::SCOPE_FILE;
 use crate::series::{Series, Workspace};
 use crate::store::release::{Release, SUPPORTED};
-use crate::util::{durable, paths};
+use crate::util::{durable, paths, together};
 use crate::verify::{self, support};
 use anyhow::{bail, Context, Result};
 
@@ -73,10 +74,20 @@ impl Args {
         }
         let onto = self.release;
         let candidate = candidate_dir(onto)?;
+        // The candidate is written like patches/ (a series and its records together).
+        for said in together::recover(&candidate)? {
+            diagln!("{said}");
+        }
         if self.abort {
-            rebase::abort(&ws, onto)?;
+            let written = rebase::abort(&ws, onto)?;
             durable::remove_tree(&candidate)?;
-            outln!("aborted the update of glibc {onto}; patches/ is unchanged");
+            match written.filter(|dir| *dir == ws.series_dir(onto)) {
+                None => outln!("aborted the update of glibc {onto}; patches/ is unchanged"),
+                Some(dir) => outln!(
+                    "dropped the update of glibc {onto}, whose rebase had already written {} when it was interrupted: that is the rebased series now (git restores the old one)",
+                    dir.display()
+                ),
+            }
             return Ok(());
         }
         let started = Instant::now();
@@ -101,6 +112,8 @@ impl Args {
             abort: format!("cargo xtask update-release {onto} --abort"),
         };
         let mut options = options_for_cli(global, resume)?;
+        // What was fixed in a run whose verification failed waits in the candidate.
+        options.carried_records = Some(candidate.clone());
         let (outcome, written_to) = if self.continue_ {
             let (stopped, _) = RebaseState::load(&ws, onto).with_context(|| {
                 format!("there is no stopped update of glibc {onto} to continue: run `cargo xtask update-release {onto}`")
@@ -153,14 +166,7 @@ impl Args {
             // Asked not to verify on a --continue of a run that was to: the candidate goes
             // to patches/ as it is.
             Some(candidate_series) if self.no_verify => {
-                Series::load(&candidate_series)
-                    .with_context(|| {
-                        format!(
-                            "cannot read the rebased series {}",
-                            candidate_series.display()
-                        )
-                    })?
-                    .write(&ws.series_dir(onto))?;
+                write_from_candidate(&ws, onto, &candidate_series)?;
                 durable::remove_tree(&candidate)?;
                 None
             }
@@ -168,7 +174,8 @@ impl Args {
         };
         let Some(series_dir) = series_dir else {
             // Written to patches/ directly: no verification asked (or a rebase started
-            // without one).
+            // without one). The records a candidate carried are in patches/ now too.
+            durable::remove_tree(&candidate)?;
             print_phases(onto, &phases, started);
             outln!(
                 "patches/{onto} is written, not verified: docs/support.md's rows for {onto} are stale until \
@@ -196,7 +203,7 @@ impl Args {
         if !failed.is_empty() {
             print_phases(onto, &phases, started);
             bail!(
-                "verification failed for {}: patches/{onto} is not written (the candidate series is {}). \
+                "verification failed for {}: patches/ is not written (the candidate series is {}, and the resolutions recorded in this run wait beside it for the next run to replay). \
                  To find the patch at fault, rebase with a check that shows the failure, e.g. \
                  `cargo xtask update-release {onto} --exec '<command>'`: it stops after the first patch that fails it, \
                  the fix you make there is recorded, and the next update replays it",
@@ -206,10 +213,11 @@ impl Args {
         }
 
         diagln!("==== update-release glibc {onto}: write");
-        let series = Series::load(&series_dir)
-            .with_context(|| format!("cannot read the verified series {}", series_dir.display()))?;
-        series.write(&ws.series_dir(onto))?;
-        let page = write_support_rows(&paths::project_root(), &reports)?;
+        // The page's new text first: a page that cannot take the rows stops the write before
+        // the series changed, not after.
+        let (page, text) = support_rows(&paths::project_root(), &reports)?;
+        write_from_candidate(&ws, onto, &series_dir)?;
+        durable::replace_file(&page, text.as_bytes())?;
         durable::remove_tree(&candidate)?;
         print_phases(onto, &phases, started);
         outln!(
@@ -221,17 +229,55 @@ impl Args {
     }
 }
 
+/// Writes the candidate's series and its recorded resolutions (the whole set for `onto`, as
+/// the rebase left them beside it) into `patches/`, together.
+fn write_from_candidate(ws: &Workspace, onto: Release, candidate_series: &Path) -> Result<()> {
+    let series = Series::load(candidate_series).with_context(|| {
+        format!(
+            "cannot read the rebased series {}",
+            candidate_series.display()
+        )
+    })?;
+    let candidate_root = candidate_series
+        .parent()
+        .context("the candidate series has a parent directory")?;
+    let records = Resolutions::load(candidate_root, onto)?;
+    let current = Resolutions::load(&ws.patches_dir, onto)?;
+    let changed = records.texts(onto) != current.texts(onto);
+    rebase::publish(
+        &series,
+        &ws.series_dir(onto),
+        changed.then_some((&records, ws.patches_dir.as_path())),
+        onto,
+    )
+}
+
 /// `<cache>/update/<X.Y>/`: the candidate `patches/` a verified update is written from.
 fn candidate_dir(onto: Release) -> Result<PathBuf> {
     Ok(paths::cache_dir()?.join("update").join(onto.version))
 }
 
-/// An empty candidate `patches/` with the checkout's scope (what the verification's
-/// `rebase-glibc --check` holds the series to).
+/// A candidate `patches/` with the checkout's scope (what the verification's `rebase-glibc
+/// --check` holds the series to) and nothing else but the recorded resolutions an earlier
+/// run left there (made by a human, replayed by this run: see `Options::carried_records`).
 fn prepare_candidate(ws: &Workspace, candidate: &Path) -> Result<()> {
-    durable::remove_tree(candidate)?;
     std::fs::create_dir_all(candidate)
         .with_context(|| format!("cannot create {}", candidate.display()))?;
+    for entry in std::fs::read_dir(candidate)
+        .with_context(|| format!("cannot read {}", candidate.display()))?
+    {
+        let entry = entry.with_context(|| format!("cannot read {}", candidate.display()))?;
+        if entry.file_name() == crate::series::RESOLUTIONS_DIR {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            durable::remove_tree(&path)?;
+        } else {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
     copy_scope(ws, candidate)
 }
 
@@ -269,9 +315,9 @@ pub fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
     }
 }
 
-/// Writes docs/support.md with the release's rows replaced (the page as `verify --markdown`
-/// writes it when it does not exist yet). Returns its path.
-fn write_support_rows(root: &Path, reports: &[verify::CellReport]) -> Result<PathBuf> {
+/// docs/support.md with the release's rows replaced (the page as `verify --markdown` writes
+/// it when it does not exist yet): its path and its new text.
+fn support_rows(root: &Path, reports: &[verify::CellReport]) -> Result<(PathBuf, String)> {
     let path = root.join(support::PAGE);
     let text = match std::fs::read_to_string(&path) {
         Ok(page) => verify::render::with_release_rows(&page, reports).map_err(|why| {
@@ -289,8 +335,7 @@ fn write_support_rows(root: &Path, reports: &[verify::CellReport]) -> Result<Pat
         ),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    durable::replace_file(&path, text.as_bytes())?;
-    Ok(path)
+    Ok((path, text))
 }
 
 fn print_phases(onto: Release, phases: &[(&str, f64)], started: Instant) {

@@ -1,5 +1,5 @@
 //! Plumbing shared by the stages: logged long-running commands, staging directories and
-//! crash-safe writes for atomic publication, children that die with us, the fault-injection
+//! crash-safe writes for atomic publication (of one directory, or of several together), children that die with us, the fault-injection
 //! hook, output that survives a closed pipe, resource limits that end a command with a
 //! message, and where things live.
 
@@ -14,3 +14,4 @@ pub mod limits;
 pub mod logged;
 pub mod paths;
 pub mod staging;
+pub mod together;
