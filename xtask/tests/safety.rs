@@ -1185,3 +1185,76 @@ fn a_series_and_its_records_are_written_both_or_neither() {
     let ran = p.run(&["rebase-glibc", "--abort"]).expect(0);
     assert!(ran.stdout.contains("patches/ is unchanged"), "{ran:?}");
 }
+
+/// Two commands on one rebase: an `--abort` while a `--continue` is writing waits for it,
+/// and then says what is true (there is nothing left to abort), instead of dropping the state
+/// under it and saying patches/ is unchanged while the series is being written.
+#[test]
+fn an_abort_waits_for_a_continue_on_the_same_rebase() {
+    let p = Project::new();
+    let started = p.root().join("check-started");
+    let exec = format!("touch {}; sleep 2", started.display());
+    p.run(&[
+        "rebase-glibc",
+        "--onto",
+        "2.42",
+        "--from",
+        "2.41",
+        "--exec",
+        &exec,
+    ])
+    .expect(2);
+    p.resolve(0);
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    p.resolve(1);
+    let _ = std::fs::remove_file(&started);
+    let continuing = p
+        .command(&["rebase-glibc", "--continue"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !started.exists() {
+        assert!(std::time::Instant::now() < deadline, "the check never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let abort = p.run(&["rebase-glibc", "--abort"]);
+    let continued = continuing.wait_with_output().unwrap();
+    assert_eq!(
+        continued.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&continued.stderr)
+    );
+    assert!(p.patches().join("2.42/series").is_file());
+    // The abort came second: the rebase it would drop was over.
+    assert_eq!(abort.code, 1, "{abort:?}");
+    assert!(
+        abort
+            .stderr
+            .contains("no rebase onto glibc 2.42 is in progress")
+            && !abort.stdout.contains("unchanged"),
+        "{abort:?}"
+    );
+    assert!(abort.stderr.contains("waiting for"), "{abort:?}");
+}
+
+/// What a writer of a series leaves for a moment (its old directory moved aside, on a
+/// filesystem that cannot swap in one step) is a leftover only once nobody works on that
+/// series: another command's recovery must not "restore" it under a live writer.
+#[test]
+fn recovery_leaves_a_series_alone_while_its_writer_works() {
+    let p = Project::new();
+    let dir = p.patches().join("2.41");
+    let before = visible_files(&dir);
+    std::fs::rename(&dir, p.patches().join(".old-2.41")).unwrap();
+    let lock = xtask::build::lock::acquire(&p.cache().join("rebase/2.41.lock"), "test").unwrap();
+    let ran = p.run(&["patches", "status"]);
+    assert!(!ran.stderr.contains("restored"), "{ran:?}");
+    assert!(!dir.exists() && p.patches().join(".old-2.41").exists());
+    drop(lock);
+    let ran = p.run(&["patches", "status"]);
+    assert!(ran.stderr.contains("restored"), "{ran:?}");
+    assert_eq!(visible_files(&dir), before);
+}

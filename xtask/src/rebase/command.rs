@@ -84,6 +84,7 @@ impl Args {
         }
         if self.abort {
             let onto = stopped_rebase(&ws, self.stopped)?;
+            let _lock = state::lock(&ws, onto)?;
             match abort(&ws, onto)? {
                 None => outln!("aborted the rebase onto glibc {onto}; patches/ is unchanged"),
                 Some(dir) => outln!(
@@ -98,14 +99,14 @@ impl Args {
             exec: self.exec,
             build_check: self.build_check,
         };
+        let onto = match self.onto {
+            Some(onto) => onto,
+            None => stopped_rebase(&ws, self.stopped)?,
+        };
+        let _lock = state::lock(&ws, onto)?;
         let outcome = match self.onto {
             Some(onto) => start_with(&ws, self.from, onto, options),
-            None => continue_with(
-                &ws,
-                stopped_rebase(&ws, self.stopped)?,
-                &self.delete,
-                options,
-            ),
+            None => continue_with(&ws, onto, &self.delete, options),
         }
         .map_err(|e| explain_unwritable_store(e, &ws))?;
         finish(outcome)

@@ -117,6 +117,23 @@ pub struct ConflictFile {
     pub hunks: Vec<(usize, String)>,
 }
 
+/// The lock of the rebase onto `onto`, and of `patches/<onto>/`: held for the whole of every
+/// command that starts, continues or aborts that rebase, or writes that series (`rebase-glibc`,
+/// `update-release`, `patches import`). A second one waits: an `--abort` while a
+/// `--continue` writes would drop the state under it and say patches/ is unchanged.
+/// Released when dropped, or when the process dies.
+pub fn lock(ws: &Workspace, onto: Release) -> Result<crate::build::lock::FileLock> {
+    crate::build::lock::acquire(
+        &lock_path(ws, onto),
+        &format!("another cargo xtask working on the rebase onto glibc {onto} (or its series)"),
+    )
+}
+
+/// The file whose flock is [`lock`].
+pub fn lock_path(ws: &Workspace, onto: Release) -> PathBuf {
+    ws.rebase_dir.join(format!("{}.lock", onto.version))
+}
+
 pub fn state_dir(ws: &Workspace, onto: Release) -> PathBuf {
     ws.rebase_dir.join(onto.version)
 }

@@ -63,9 +63,21 @@ impl Workspace {
                 .collect();
             names.sort();
             for name in names {
-                if let Some(series) = name.strip_prefix(".old-") {
-                    said.extend(durable::recover_old(&dir.join(series))?);
-                }
+                let Some(series) = name.strip_prefix(".old-") else {
+                    continue;
+                };
+                // Moved aside by a live writer (between its two renames) is no leftover: the
+                // writer holds that release's lock.
+                let _held = match Release::parse(series) {
+                    Ok(release) => match crate::build::lock::try_acquire(
+                        &crate::rebase::state::lock_path(self, release),
+                    )? {
+                        Some(lock) => Some(lock),
+                        None => continue,
+                    },
+                    Err(_) => None,
+                };
+                said.extend(durable::recover_old(&dir.join(series))?);
             }
             for left in staging::remove_orphans(&dir, kind) {
                 said.push(format!(

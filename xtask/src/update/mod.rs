@@ -73,6 +73,8 @@ impl Args {
             diagln!("{said}");
         }
         let onto = self.release;
+        // For the whole run: the final write comes long after the rebase.
+        let _lock = state::lock(&ws, onto)?;
         let candidate = candidate_dir(onto)?;
         // The candidate is written like patches/ (a series and its records together).
         for said in together::recover(&candidate)? {
