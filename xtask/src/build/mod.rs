@@ -1,12 +1,18 @@
 //! `cargo xtask build-glibc`: cached patched and unpatched glibc sysroots.
 //!
-//! A build writes the release (plus the series) into a persistent per-flavour work directory,
-//! rewriting only changed files, runs configure once and make incrementally, installs into a
-//! staging directory and publishes it under a key that hashes every input.
+//! A build writes the release (plus the series) into the persistent work directory of its
+//! release and target, which every flavour shares, rewriting only the files that differ from
+//! what it held; runs configure once and make incrementally; installs into a staging
+//! directory and publishes it under a key that hashes every input. So the second flavour of a
+//! release costs what differs from the first (the loader's files and the links after them),
+//! not a second build: the series' header changes only declare new names, and such a header
+//! keeps its mtime (`declarations`) so that make does not recompile what includes it.
 
 pub mod bench;
 pub mod cache;
 pub mod command;
+pub mod compare;
+pub mod declarations;
 pub mod lock;
 pub mod recipe;
 pub mod source;
@@ -67,8 +73,9 @@ impl Layout {
         }
     }
 
-    pub fn work_dir(&self, release: Release, target: Target, flavour: Flavour) -> WorkDir {
-        WorkDir::new(self.work.join(format!("{release}-{target}-{flavour}")))
+    /// The one work directory of a release and target, whatever the flavour.
+    pub fn work_dir(&self, release: Release, target: Target) -> WorkDir {
+        WorkDir::new(self.work.join(format!("{release}-{target}")))
     }
 }
 
@@ -133,7 +140,7 @@ impl Builder {
         if let Some(entry) = cached() {
             return Ok(outcome(entry, false, key_lock.waited));
         }
-        let work = self.layout.work_dir(release, target, flavour);
+        let work = self.layout.work_dir(release, target);
         let work_lock = work.lock()?;
         let (entry, machine_wait) = self.build(&cache, &prepared, &work)?;
         let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
@@ -157,7 +164,7 @@ impl Builder {
     /// published), with the work dir's and the machine's build locks held.
     pub fn tree(&self, release: Release, target: Target, flavour: Flavour) -> Result<BuiltTree> {
         let prepared = self.prepare(release, target, flavour)?;
-        let work = self.layout.work_dir(release, target, flavour);
+        let work = self.layout.work_dir(release, target);
         let work_lock = work.lock()?;
         let name = prepared.inputs.entry_name();
         let log = self.new_log(&format!("{name}-tree"))?;
@@ -225,6 +232,16 @@ impl Builder {
             stats.unchanged,
             started.elapsed().as_secs_f64()
         );
+        for (header, names) in &stats.kept_headers {
+            eprintln!(
+                "{label}: {header} keeps its mtime: its change only declares {}, which \
+                 nothing but rewritten files mentions",
+                names.join(", ")
+            );
+        }
+        for (header, why) in &stats.rebuilt_headers {
+            eprintln!("{label}: {header} is rebuilt with what includes it: {why}");
+        }
 
         let machine_lock = lock::acquire(
             Path::new(lock::MACHINE_LOCK),
@@ -296,7 +313,7 @@ impl Builder {
 
 /// Makes the loader reachable at its standard path inside the sysroot, whatever directory
 /// glibc installed it in (a relative symlink, so it resolves from outside the root as well).
-fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
+pub(super) fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
     let wanted = sysroot.join(target.loader_path().trim_start_matches('/'));
     if wanted.symlink_metadata().is_ok() {
         return Ok(());
