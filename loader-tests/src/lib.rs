@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 pub mod apt;
-pub mod explain;
 pub mod fixtures;
 pub mod host;
 pub mod layout;
@@ -14,6 +13,7 @@ pub mod probe;
 pub mod replay;
 pub mod report;
 pub mod root;
+pub mod trace;
 
 /// A CPU architecture the matrix runs on.
 #[derive(

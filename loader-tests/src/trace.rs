@@ -1,5 +1,6 @@
-//! Explains a miss like libtree: every directory the loader considered, in order, with the
-//! source of that directory and what it found there, read from an `LD_DEBUG=libs` trace.
+//! Reading `LD_DEBUG=libs` traces of the real loader. [`explain`] explains a miss like libtree:
+//! every directory the loader considered, in order, with the source of that directory and what
+//! it found there. [`normalize_trace`] makes a trace comparable across runs and machines.
 
 use std::fmt::Write;
 use std::path::Path;
