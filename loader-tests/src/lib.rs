@@ -13,6 +13,7 @@ pub mod probe;
 pub mod replay;
 pub mod report;
 pub mod root;
+pub mod search;
 pub mod trace;
 
 /// A CPU architecture the matrix runs on.
