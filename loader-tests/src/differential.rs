@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::probe::Invocation;
-use crate::search::{self, Config, Cpu, Dlopen, Explanation, PathList, Release, Verdict};
+use crate::search::{self, Config, Cpu, Dlopen, Explanation, How, PathList, Release, Verdict};
 use crate::trace::{self, Traced};
 use crate::Target;
 
@@ -25,6 +25,8 @@ pub struct Step {
     pub name: String,
     /// Who asked (absent when the trace does not say).
     pub requested_by: Option<String>,
+    /// Asked for by `dlopen` rather than by a DT_NEEDED entry.
+    pub dlopen: bool,
     /// Every file tried, in order (`trying file=`).
     pub tried: Vec<String>,
     /// The file the search ended with, if it found one.
@@ -100,6 +102,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             namespace: 0,
             name: "libcuda.so.1".into(),
             requested_by: None,
+            dlopen: false,
             tried: Vec::new(),
             ended_with: seen.map(|load| load.path),
         }];
@@ -110,6 +113,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
                     namespace: 0,
                     name: "libcuda.so.1".into(),
                     requested_by: None,
+                    dlopen: false,
                     tried: Vec::new(),
                     ended_with: last.and_then(|l| l.mapped()).map(str::to_string),
                 }];
@@ -299,6 +303,7 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
                 namespace: s.namespace,
                 name: s.name.clone(),
                 requested_by: s.requested_by.clone(),
+                dlopen: s.dlopen,
                 tried: s.tried.clone(),
                 ended_with,
             }
@@ -313,6 +318,7 @@ pub fn predicted(x: &Explanation) -> Vec<Step> {
             namespace: load.namespace,
             name: load.name.clone(),
             requested_by: Some(load.requested_by.clone()),
+            dlopen: load.how != How::Needed,
             tried: load
                 .candidates
                 .iter()
@@ -349,7 +355,7 @@ pub fn compare(predicted: &[Step], observed: &[Step]) -> Option<String> {
     let (predicted, observed) = (renumber(predicted), renumber(observed));
     for (i, (p, o)) in predicted.iter().zip(&observed).enumerate() {
         let same_asker = match (&p.requested_by, &o.requested_by) {
-            (Some(a), Some(b)) => a == b,
+            (Some(a), Some(b)) => a == b && p.dlopen == o.dlopen,
             _ => true,
         };
         if p.namespace != o.namespace
@@ -385,9 +391,10 @@ pub fn compare(predicted: &[Step], observed: &[Step]) -> Option<String> {
 
 fn describe(s: &Step) -> String {
     format!(
-        "[{}] {} (by {}) -> {}; tried {}",
+        "[{}] {} ({} {}) -> {}; tried {}",
         s.namespace,
         s.name,
+        if s.dlopen { "dlopen from" } else { "needed by" },
         s.requested_by.as_deref().unwrap_or("?"),
         s.ended_with.as_deref().unwrap_or("nothing"),
         if s.tried.is_empty() {
@@ -412,6 +419,7 @@ mod tests {
             namespace: 0,
             name: name.into(),
             requested_by: Some("/bin/p".into()),
+            dlopen: false,
             tried: tried.iter().map(|t| t.to_string()).collect(),
             ended_with: ended.map(str::to_string),
         }
