@@ -5,7 +5,9 @@
 //! the same files taken (`loader_tests::differential`). The cases cover what the scenario
 //! roots do not: the distribution's real ld.so.cache and multiarch default dirs, glibc-hwcaps
 //! subdirectories that exist, the legacy hwcap subdirectories of 2.36, python's extension
-//! modules dlopened by path.
+//! modules dlopened by path. The same cases (python's aside) run for aarch64 under QEMU user
+//! mode in a root made of Debian's aarch64 cross libc (`libc6-arm64-cross`, which
+//! `gcc-aarch64-linux-gnu` brings): another loader, machine and cache flavour, and QEMU's CPU.
 //!
 //! The sysroots' own differential test is `tests/explain.rs`.
 
@@ -16,52 +18,68 @@ use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_tests::differential::{self, LoaderUnderTest, Mode};
-use loader_tests::host::{find_program, in_ci};
+use loader_tests::host::{find_program, in_ci, require_dirs, tools, AARCH64_CROSS_LIBC};
 use loader_tests::probe::Invocation;
 use loader_tests::search::Release;
 use loader_tests::Target;
 
-const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
+/// Debian's aarch64 cross libc: its loader and libraries.
+const CROSS_LIBC: &str = "/usr/aarch64-linux-gnu/lib";
 
 fn main() {
     let args = Arguments::from_args();
-    let why_not = why_not_here();
-    if let Some(why) = &why_not {
-        eprintln!("explain_host tests ignored: {why}");
+    let mut trials = Vec::new();
+    for target in Target::ALL {
+        let why_not = why_not_here(target);
+        if let Some(why) = &why_not {
+            eprintln!("explain_host {target} tests ignored: {why}");
+        }
+        for case in CASES {
+            if target == Target::Aarch64 && case.argv[0].contains("python3") {
+                continue;
+            }
+            let trial = Trial::test(format!("{target}::{}", case.name), move || {
+                run(target, case).map_err(Failed::from)
+            });
+            trials.push(trial.with_ignored_flag(why_not.is_some() && !in_ci()));
+        }
     }
-    let trials = CASES
-        .iter()
-        .map(|case| {
-            Trial::test(format!("host::{}", case.name), move || {
-                run(case).map_err(Failed::from)
-            })
-            .with_ignored_flag(why_not.is_some() && !in_ci())
-        })
-        .collect();
     libtest_mimic::run(&args, trials).exit();
 }
 
-/// Why the host cannot serve as the reference loader, if it cannot.
-fn why_not_here() -> Option<String> {
+/// The loader the cases of `target` run under.
+fn loader(target: Target) -> &'static str {
+    target.loader_path()
+}
+
+/// Why this machine cannot serve as the reference for `target`, if it cannot.
+fn why_not_here(target: Target) -> Option<String> {
     if std::env::consts::ARCH != "x86_64" {
         return Some("not an x86_64 machine".into());
     }
-    for tool in ["gcc", "bwrap"] {
-        if find_program(tool).is_none() {
-            return Some(format!("no {tool}"));
+    let mut needed = vec![tools::GCC, tools::BWRAP];
+    if target == Target::Aarch64 {
+        needed.extend([tools::AARCH64_GCC, tools::QEMU_AARCH64]);
+        if let Err(err) = require_dirs(&[AARCH64_CROSS_LIBC]) {
+            return Some(format!("{err:#}"));
         }
     }
-    match host_release() {
-        Some(r) if r == Release::parse("2.36").unwrap() || r.minor >= 40 => None,
-        Some(r) => Some(format!(
-            "the host's glibc {r} is not a release the model knows"
-        )),
-        None => Some(format!("{LOADER} says no release")),
+    if let Some(tool) = needed.iter().find(|t| find_program(t.program).is_none()) {
+        return Some(format!("no {} (package {})", tool.program, tool.package));
     }
-}
-
-fn host_release() -> Option<Release> {
-    loader_tests::search::release_in(Path::new("/"), "/bin/true", "/")
+    let known = |r: Release| r == Release::parse("2.36").unwrap() || r.minor >= 40;
+    let binary = match target {
+        Target::X86_64 => PathBuf::from(loader(target)),
+        Target::Aarch64 => Path::new(CROSS_LIBC).join("ld-linux-aarch64.so.1"),
+    };
+    let release = fs::read(&binary)
+        .ok()
+        .and_then(|b| loader_tests::search::platform::release_of(&b));
+    match release {
+        Some(r) if known(r) => None,
+        Some(r) => Some(format!("its glibc {r} is not a release the model knows")),
+        None => Some(format!("{} says no release", binary.display())),
+    }
 }
 
 /// One traced run.
@@ -165,7 +183,7 @@ const CASES: &[Case] = &[
     Case {
         name: "ld-so-inhibit-cache-library-path",
         argv: &[
-            LOADER,
+            "/lib64/ld-linux-x86-64.so.2",
             "--inhibit-cache",
             "--library-path",
             "{D}/driver",
@@ -189,14 +207,17 @@ const CASES: &[Case] = &[
     },
 ];
 
-fn run(case: &Case) -> Result<(), String> {
-    let dir = fixtures()?;
-    let d = dir.to_string_lossy();
-    let expand = |s: &str| s.replace("{D}", &d);
+fn run(target: Target, case: &Case) -> Result<(), String> {
+    let place = fixtures(target)?;
+    let d = place.dir.as_str();
+    let expand = |s: &str| {
+        s.replace("{D}", d)
+            .replace("/lib64/ld-linux-x86-64.so.2", loader(target))
+    };
     let invocation = Invocation {
-        root: PathBuf::from("/"),
+        root: place.root.clone(),
         cwd: expand(case.cwd),
-        qemu: None,
+        qemu: place.qemu.clone(),
         argv: case.argv.iter().map(|a| expand(a)).collect(),
         env: case
             .env
@@ -206,13 +227,14 @@ fn run(case: &Case) -> Result<(), String> {
         secure: false,
         placed: Vec::new(),
     };
-    let release = host_release().ok_or("the host's loader says no release")?;
+    let release = loader_tests::search::release_in(&place.root, loader(target), "/")
+        .ok_or("the loader says no release")?;
     let checked = differential::check(
         &invocation,
         LoaderUnderTest {
-            path: LOADER,
+            path: loader(target),
             release,
-            target: Target::X86_64,
+            target,
             patched: false,
         },
     );
@@ -228,24 +250,65 @@ fn run(case: &Case) -> Result<(), String> {
     }
 }
 
-/// The c-fixtures compiled with the host's gcc, once per test binary, laid out for the cases.
-fn fixtures() -> Result<&'static Path, String> {
-    static DIR: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
-    DIR.get_or_init(|| build().map_err(|e| format!("cannot compile the fixtures: {e:#}")))
+/// Where a target's cases run: the root, the fixtures' directory inside it, QEMU.
+struct Place {
+    /// Kept for the whole test binary: the root and the fixtures live in it.
+    _scratch: tempfile::TempDir,
+    root: PathBuf,
+    dir: String,
+    qemu: Option<PathBuf>,
+}
+
+/// The c-fixtures compiled for `target`, once per test binary, laid out for the cases: for
+/// x86_64 in a scratch directory of this machine (root `/`), for aarch64 in a root of its
+/// own holding the cross libc where a Debian arm64 system has it.
+fn fixtures(target: Target) -> Result<&'static Place, String> {
+    static PLACES: [OnceLock<Result<Place, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    PLACES[target as usize]
+        .get_or_init(|| build(target).map_err(|e| format!("cannot compile the fixtures: {e:#}")))
         .as_ref()
-        .map(|d| d.path())
         .map_err(Clone::clone)
 }
 
-fn build() -> anyhow::Result<tempfile::TempDir> {
-    let dir = tempfile::Builder::new()
+fn build(target: Target) -> anyhow::Result<Place> {
+    let scratch = tempfile::Builder::new()
         .prefix("explain-host-")
         .tempdir_in("/tmp")?;
-    let d = dir.path();
+    let (root, inside, qemu) = match target {
+        Target::X86_64 => (PathBuf::from("/"), scratch.path().to_path_buf(), None),
+        Target::Aarch64 => {
+            let root = scratch.path().to_path_buf();
+            let multiarch = root.join("lib/aarch64-linux-gnu");
+            fs::create_dir_all(&multiarch)?;
+            for entry in fs::read_dir(CROSS_LIBC)? {
+                let entry = entry?;
+                let to = if entry.file_name() == "ld-linux-aarch64.so.1" {
+                    root.join("lib/ld-linux-aarch64.so.1")
+                } else {
+                    multiarch.join(entry.file_name())
+                };
+                if entry.file_type()?.is_file() {
+                    fs::copy(entry.path(), to)?;
+                } else if entry.file_type()?.is_symlink() {
+                    std::os::unix::fs::symlink(fs::read_link(entry.path())?, to)?;
+                }
+            }
+            for dir in ["tmp", "proc", "dev"] {
+                fs::create_dir_all(root.join(dir))?;
+            }
+            let qemu = find_program(tools::QEMU_AARCH64.program);
+            (root.clone(), root.join("fx"), qemu)
+        }
+    };
+    let d = inside.as_path();
     let src = loader_tests::fixtures::sources_dir();
     let include = format!("-I{}", src.display());
+    let cc = match target {
+        Target::X86_64 => tools::GCC.program,
+        Target::Aarch64 => tools::AARCH64_GCC.program,
+    };
     let gcc = |args: &[&str]| -> anyhow::Result<()> {
-        let out = Command::new("gcc").args(args).output()?;
+        let out = Command::new(cc).args(args).output()?;
         anyhow::ensure!(
             out.status.success(),
             "gcc {}: {}",
@@ -255,6 +318,12 @@ fn build() -> anyhow::Result<tempfile::TempDir> {
         Ok(())
     };
     let path = |rel: &str| d.join(rel).to_string_lossy().into_owned();
+    // The fixtures' directory as the programs see it (RUNPATH entries).
+    let seen = match target {
+        Target::X86_64 => d.to_string_lossy().into_owned(),
+        Target::Aarch64 => "/fx".to_string(),
+    };
+    let guest = |rel: &str| format!("{seen}/{rel}");
     for sub in [
         "driver",
         "empty",
@@ -262,8 +331,8 @@ fn build() -> anyhow::Result<tempfile::TempDir> {
         "hwcaps/glibc-hwcaps/x86-64-v2",
         "app/bin",
         "app/lib",
-        "x86_64",
-        "lib/x86_64-linux-gnu",
+        target.name(),
+        &format!("lib/{}", target.triplet()),
     ] {
         fs::create_dir_all(d.join(sub))?;
     }
@@ -285,18 +354,27 @@ fn build() -> anyhow::Result<tempfile::TempDir> {
     marker("driver", "driver/libcuda.so.1")?;
     marker("hwcaps", "hwcaps/glibc-hwcaps/x86-64-v2/libcuda.so.1")?;
     marker("origin", "app/lib/libcuda.so.1")?;
-    marker("platform", "x86_64/libcuda.so.1")?;
-    marker("lib", "lib/x86_64-linux-gnu/libcuda.so.1")?;
-    gcc(&[
-        "-m32",
-        "-nostdlib",
-        "-shared",
-        "-fPIC",
-        "-Wl,-soname,libcuda.so.1",
-        &src.join("libcuda32.c").to_string_lossy(),
-        "-o",
-        &path("elf32/libcuda.so.1"),
-    ])?;
+    marker("platform", &format!("{}/libcuda.so.1", target.name()))?;
+    marker("lib", &format!("lib/{}/libcuda.so.1", target.triplet()))?;
+    // The impostor comes from the host's compiler, whatever the target: i386 is the wrong
+    // class for both loaders.
+    let host_gcc = Command::new(tools::GCC.program)
+        .args([
+            "-m32",
+            "-nostdlib",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libcuda.so.1",
+        ])
+        .arg(src.join("libcuda32.c"))
+        .arg("-o")
+        .arg(d.join("elf32/libcuda.so.1"))
+        .output()?;
+    anyhow::ensure!(
+        host_gcc.status.success(),
+        "gcc -m32: {}",
+        String::from_utf8_lossy(&host_gcc.stderr)
+    );
     let probe = src.join("probe.c").to_string_lossy().into_owned();
     let runpath = |dirs: &str| format!("-Wl,--enable-new-dtags,-rpath,{dirs}");
     gcc(&[&include, &probe, "-o", &path("probe")])?;
@@ -305,7 +383,7 @@ fn build() -> anyhow::Result<tempfile::TempDir> {
         &probe,
         "-o",
         &path("probe-runpath"),
-        &runpath(&path("hwcaps")),
+        &runpath(&guest("hwcaps")),
     ])?;
     gcc(&[
         &include,
@@ -313,7 +391,7 @@ fn build() -> anyhow::Result<tempfile::TempDir> {
         "-o",
         &path("probe-nodeflib"),
         "-Wl,-z,nodefaultlib",
-        &runpath("/lib/x86_64-linux-gnu"),
+        &runpath(&format!("/lib/{}", target.triplet())),
     ])?;
     let link_cuda = ["-L", &path("driver"), "-l:libcuda.so.1"];
     gcc(&[
@@ -328,7 +406,7 @@ fn build() -> anyhow::Result<tempfile::TempDir> {
             &probe,
             "-o",
             &path("needed-runpath"),
-            &runpath(&path("hwcaps")),
+            &runpath(&guest("hwcaps")),
         ][..],
         &link_cuda,
     ]
@@ -351,7 +429,12 @@ fn build() -> anyhow::Result<tempfile::TempDir> {
         &src.join("libshim.c").to_string_lossy(),
         "-o",
         &path("libshim-runpath.so"),
-        &runpath(&path("driver")),
+        &runpath(&guest("driver")),
     ])?;
-    Ok(dir)
+    Ok(Place {
+        _scratch: scratch,
+        root,
+        dir: seen,
+        qemu,
+    })
 }
