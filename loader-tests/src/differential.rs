@@ -133,17 +133,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             return checked;
         }
     };
-    let mut searches = trace::searches(&out.stderr);
-    // An LD_AUDIT module lives in a namespace of its own, which the model does not model;
-    // the program's searches are the same with it or without it.
-    if let Some((_, module)) = invocation.env.iter().find(|(n, _)| n == "LD_AUDIT") {
-        let audit: Vec<usize> = searches
-            .iter()
-            .filter(|s| s.name == *module)
-            .map(|s| s.namespace)
-            .collect();
-        searches.retain(|s| !audit.contains(&s.namespace));
-    }
+    let searches = trace::searches(&out.stderr);
     config.dlopens = dlopens(&searches, &config.program);
     checked.observed = observed(&searches, &config);
     match search::explain(&config) {
@@ -198,6 +188,14 @@ pub fn config_for(invocation: &Invocation, loader: LoaderUnderTest) -> Result<Co
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     };
+    let audit: Vec<String> = env("LD_AUDIT")
+        .map(|list| {
+            list.split([':', ';'])
+                .filter(|m| !m.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     if env("LD_PRELOAD").is_some() {
         return Err("LD_PRELOAD is not modelled".into());
     }
@@ -221,6 +219,7 @@ pub fn config_for(invocation: &Invocation, loader: LoaderUnderTest) -> Result<Co
         library_path: list(library_option, "--library-path", "LD_LIBRARY_PATH"),
         fallback_path: list(fallback_option, "--fallback-path", "LD_FALLBACK_PATH"),
         dlopens: Vec::new(),
+        audit,
         inhibit_cache,
         secure: invocation.secure,
         trace: env("LD_TRACE_LOADED_OBJECTS").is_some_and(|v| !v.is_empty()),
@@ -313,7 +312,10 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
 
 /// The model's searches as steps.
 pub fn predicted(x: &Explanation) -> Vec<Step> {
+    // The loader maps an LD_AUDIT module without a `file=` request line: only its
+    // dependencies show in a trace.
     x.searches()
+        .filter(|load| load.how != How::Audit)
         .map(|load| Step {
             namespace: load.namespace,
             name: load.name.clone(),

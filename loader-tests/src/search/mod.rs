@@ -52,6 +52,8 @@ pub struct Config {
     pub fallback_path: Option<PathList>,
     /// The `dlopen`s to follow, in the order the program makes them.
     pub dlopens: Vec<Dlopen>,
+    /// LD_AUDIT: modules loaded before the program's libraries, each in its own namespace.
+    pub audit: Vec<String>,
     /// `ld.so --inhibit-cache`.
     pub inhibit_cache: bool,
     /// AT_SECURE (setuid, setgid, capabilities).
@@ -104,6 +106,8 @@ pub enum How {
     Needed,
     Dlopen,
     Dlmopen,
+    /// An LD_AUDIT module, loaded by the loader itself.
+    Audit,
 }
 
 /// The rule (search tier) a candidate belongs to.

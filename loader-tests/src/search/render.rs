@@ -93,6 +93,7 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
     let how = match load.how {
         How::Needed => format!("needed by {}", load.requested_by),
         How::Dlopen => format!("dlopen from {}", load.requested_by),
+        How::Audit => "LD_AUDIT module".to_string(),
         How::Dlmopen => format!(
             "dlmopen (namespace {}) from {}",
             load.namespace, load.requested_by

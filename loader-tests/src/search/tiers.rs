@@ -90,7 +90,27 @@ impl<'c> Model<'c> {
                 let rule = Rule::Rpath {
                     of: self.display(program),
                 };
-                return self.open_own(program, Own::Rpath, &dirs, rule, name, load);
+                match self.open_own(program, Own::Rpath, &dirs, rule, name, load) {
+                    Step::Continue => {}
+                    done => return done,
+                }
+            }
+            // For an LD_AUDIT module and its dependencies, the program's RUNPATH too (a
+            // fresh copy each time: a list found empty is not given up).
+            if self.auditing {
+                if let Some(runpath) = self.objects[program].dynamic.runpath.clone() {
+                    let dirs = super::paths::decompose(
+                        &runpath,
+                        &[':'],
+                        &self.origin_of(program),
+                        &self.facts,
+                        self.config.secure,
+                    );
+                    let rule = Rule::Runpath {
+                        of: self.display(program),
+                    };
+                    return self.open_path(&dirs, &rule, name, load).into_step(rule);
+                }
             }
         }
         Step::Continue

@@ -80,6 +80,9 @@ pub(super) struct Model<'c> {
     pub cache: Option<Result<Cache, String>>,
     pub loads: Vec<Load>,
     pub notes: Vec<String>,
+    /// Loading an LD_AUDIT module and its dependencies (`__RTLD_AUDIT`): the program's
+    /// RUNPATH is tried too.
+    pub auditing: bool,
 }
 
 /// Why a walk stopped: the load that failed is the last one recorded.
@@ -105,6 +108,7 @@ pub(super) fn run(
         cache: None,
         loads: Vec::new(),
         notes: Vec::new(),
+        auditing: false,
     };
     m.add_program(dynamic, &opened);
     m.add_loader();
@@ -113,6 +117,7 @@ pub(super) fn run(
     if let Some(why) = refused {
         m.notes.push(why);
     } else if m.rtld.is_some() {
+        m.load_audit_modules();
         starts = m.map_deps(0, 0).is_ok();
     }
     if starts && !config.trace {
@@ -322,6 +327,36 @@ impl Model<'_> {
             self.config.secure,
         )?;
         (!name.is_empty()).then_some(name)
+    }
+
+    /// LD_AUDIT: each module `dlmopen`ed by the loader into a namespace of its own, before
+    /// the program's libraries; a module that fails to load is left out, as the loader
+    /// does (with a message).
+    fn load_audit_modules(&mut self) {
+        let Some(rtld) = self.rtld else {
+            return;
+        };
+        if self.config.secure && !self.config.audit.is_empty() {
+            self.notes
+                .push("LD_AUDIT modules are not followed in secure mode".into());
+            return;
+        }
+        for module in self.config.audit.clone() {
+            self.namespaces.push(Vec::new());
+            let ns = self.namespaces.len() - 1;
+            self.auditing = true;
+            let objects_before = self.objects.len();
+            let result = self
+                .map_object(Some(rtld), &module, How::Audit, ns, true)
+                .and_then(|object| self.map_deps(object, ns));
+            self.auditing = false;
+            if result.is_err() {
+                self.namespaces[ns].clear();
+                for object in &mut self.objects[objects_before..] {
+                    object.removed = true;
+                }
+            }
+        }
     }
 
     /// One `dlopen`: the name from its caller, then the new object's dependencies; on a

@@ -113,6 +113,7 @@ impl Args {
                 source: "LD_FALLBACK_PATH".into(),
             }),
             dlopens,
+            audit: Vec::new(),
             inhibit_cache: self.inhibit_cache,
             secure: self.secure,
             trace: self.ldd,
