@@ -34,6 +34,14 @@ fn main() {
         if let Some(why) = &why_not {
             eprintln!("explain_host {target} tests ignored: {why}");
         }
+        if target == Target::X86_64 {
+            for check in CONTRACT {
+                let trial = Trial::test(format!("contract::{}", check.name), move || {
+                    contract(check).map_err(Failed::from)
+                });
+                trials.push(trial.with_ignored_flag(why_not.is_some() && !in_ci()));
+            }
+        }
         for case in CASES {
             if target == Target::Aarch64 && case.argv[0].contains("python3") {
                 continue;
@@ -207,6 +215,174 @@ const CASES: &[Case] = &[
     },
 ];
 
+/// A row of docs/contract.md the patched model must give, on the host's fixtures (no
+/// patched loader is needed, and none checks it here: tests/explain.rs does, against the
+/// built one). `{D}` as in the cases.
+struct ContractCheck {
+    name: &'static str,
+    program: &'static str,
+    fallback: Option<&'static str>,
+    library_path: Option<&'static str>,
+    dlopen: Option<&'static str>,
+    secure: bool,
+    inhibit_cache: bool,
+    patched: bool,
+    cwd: &'static str,
+    /// The library looked at.
+    library: &'static str,
+    /// The file the model must take for it, or `None` for not found.
+    expect: Option<&'static str>,
+}
+
+const CHECK: ContractCheck = ContractCheck {
+    name: "",
+    program: "{D}/probe",
+    fallback: Some("{D}/driver"),
+    library_path: None,
+    dlopen: Some("libcuda.so.1"),
+    secure: false,
+    inhibit_cache: false,
+    patched: true,
+    cwd: "/",
+    library: "libcuda.so.1",
+    expect: Some("{D}/driver/libcuda.so.1"),
+};
+
+const CONTRACT: &[ContractCheck] = &[
+    ContractCheck {
+        name: "03-the-fallback-is-reached",
+        ..CHECK
+    },
+    ContractCheck {
+        name: "23-not-without-the-patch",
+        patched: false,
+        expect: None,
+        ..CHECK
+    },
+    ContractCheck {
+        name: "02-runpath-beats-the-fallback",
+        program: "{D}/probe-runpath",
+        expect: Some("{D}/hwcaps/glibc-hwcaps/x86-64-v2/libcuda.so.1"),
+        ..CHECK
+    },
+    ContractCheck {
+        name: "01-llp-beats-the-fallback",
+        library_path: Some("{D}/app/lib"),
+        expect: Some("{D}/app/lib/libcuda.so.1"),
+        ..CHECK
+    },
+    ContractCheck {
+        name: "12-secure-mode-ignores-it",
+        secure: true,
+        expect: None,
+        ..CHECK
+    },
+    ContractCheck {
+        name: "14-nodefaultlib-keeps-it",
+        program: "{D}/probe-nodeflib",
+        ..CHECK
+    },
+    ContractCheck {
+        name: "15-inhibit-cache-keeps-it",
+        inhibit_cache: true,
+        ..CHECK
+    },
+    ContractCheck {
+        name: "16-an-empty-entry-is-never-the-cwd",
+        fallback: Some("::"),
+        cwd: "{D}/driver",
+        expect: None,
+        ..CHECK
+    },
+    ContractCheck {
+        name: "16-empty-entries-are-dropped",
+        fallback: Some(";;{D}/driver;"),
+        cwd: "{D}/app/lib",
+        ..CHECK
+    },
+    ContractCheck {
+        name: "17-origin-expands-against-the-program",
+        fallback: Some("$ORIGIN/app/../driver"),
+        expect: Some("{D}/app/../driver/libcuda.so.1"),
+        ..CHECK
+    },
+    ContractCheck {
+        name: "18-wrong-class-is-passed-over",
+        fallback: Some("{D}/elf32:{D}/driver"),
+        ..CHECK
+    },
+    ContractCheck {
+        name: "08-09-the-cache-and-default-dirs-beat-the-fallback",
+        fallback: Some("{D}/fbm"),
+        dlopen: Some("libm.so.6"),
+        library: "libm.so.6",
+        expect: Some("/lib/x86_64-linux-gnu/libm.so.6"),
+        ..CHECK
+    },
+    ContractCheck {
+        name: "19-missing-dirs-then-found",
+        fallback: Some("/nope:/nope/too:{D}/driver"),
+        ..CHECK
+    },
+];
+
+/// The patched model on one contract row.
+fn contract(check: &ContractCheck) -> Result<(), String> {
+    use loader_tests::search::{self, Config, Cpu, Dlopen, PathList};
+    let place = fixtures(Target::X86_64)?;
+    let d = place.dir.as_str();
+    let expand = |s: &str| s.replace("{D}", d);
+    let release = search::release_in(Path::new("/"), "/bin/true", "/").ok_or("no release")?;
+    let config = Config {
+        root: PathBuf::from("/"),
+        program: expand(check.program),
+        cwd: expand(check.cwd),
+        release,
+        target: Target::X86_64,
+        patched: check.patched,
+        library_path: check.library_path.map(|v| PathList {
+            value: expand(v),
+            source: "LD_LIBRARY_PATH".into(),
+        }),
+        fallback_path: check.fallback.map(|v| PathList {
+            value: expand(v),
+            source: "LD_FALLBACK_PATH".into(),
+        }),
+        dlopens: check
+            .dlopen
+            .map(|name| Dlopen {
+                name: name.into(),
+                from: None,
+                new_namespace: false,
+            })
+            .into_iter()
+            .collect(),
+        audit: Vec::new(),
+        inhibit_cache: check.inhibit_cache,
+        secure: check.secure,
+        trace: false,
+        via_loader: false,
+        cpu: Cpu::detect(Target::X86_64),
+    };
+    let x = search::explain(&config).map_err(|e| format!("{e:#}"))?;
+    let got = x
+        .loads
+        .iter()
+        .rev()
+        .find(|l| l.name == check.library)
+        .and_then(|l| l.mapped().map(str::to_string));
+    let want = check.expect.map(expand);
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}: the model takes {got:?}, the contract says {want:?}\n{}",
+            check.library,
+            search::render::text(&x)
+        ))
+    }
+}
+
 fn run(target: Target, case: &Case) -> Result<(), String> {
     let place = fixtures(target)?;
     let d = place.dir.as_str();
@@ -352,6 +528,8 @@ fn build(target: Target) -> anyhow::Result<Place> {
         ])
     };
     marker("driver", "driver/libcuda.so.1")?;
+    fs::create_dir_all(d.join("fbm"))?;
+    marker("libm-impostor", "fbm/libm.so.6")?;
     marker("hwcaps", "hwcaps/glibc-hwcaps/x86-64-v2/libcuda.so.1")?;
     marker("origin", "app/lib/libcuda.so.1")?;
     marker("platform", &format!("{}/libcuda.so.1", target.name()))?;

@@ -266,7 +266,11 @@ impl Model<'_> {
             .split([':', ';'])
             .filter(|e| !e.is_empty())
             .collect();
-        let dirs = paths::decompose(&entries.join(":"), &[':'], &origin, &self.facts, false);
+        let dirs = if entries.is_empty() {
+            Vec::new()
+        } else {
+            paths::decompose(&entries.join(":"), &[':'], &origin, &self.facts, false)
+        };
         if dirs.is_empty() {
             self.notes.push(format!(
                 "{} has no usable entry: no fallback search",
