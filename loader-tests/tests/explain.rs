@@ -171,8 +171,8 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
             }
         }
     }
-    // The benches live as long as the test binary: the roots stay for a look on failure.
-    std::mem::forget(bench);
+    // The roots go with the bench (LD_FALLBACK_KEEP_ROOTS=1 keeps them for a look).
+    drop(bench);
     Ok(rows)
 }
 
@@ -255,7 +255,7 @@ fn one(target: Target, flavour: Flavour, id: &str) -> Result<(), String> {
                 Ok(())
             }
             (_, Some(difference)) => Err(format!(
-                "the model and the real loader differ in {}:\n{difference}",
+                "the model and the real loader differ in {} (LD_FALLBACK_KEEP_ROOTS=1 keeps it):\n{difference}",
                 c.root.display()
             )),
             (_, None) if c.observed.is_empty() && c.predicted.is_empty() => {

@@ -7,6 +7,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
+
 /// Why a path cannot be opened, in the loader's terms (the `errno` it would get).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenError {
@@ -86,7 +88,9 @@ impl Tree {
                     if links > MAX_SYMLINKS {
                         return Err(OpenError::Loop);
                     }
-                    let target = fs::read_link(&here).map_err(|_| OpenError::Denied)?;
+                    let Ok(target) = fs::read_link(&here) else {
+                        return Err(OpenError::Denied);
+                    };
                     let target = target.to_string_lossy().into_owned();
                     if target.starts_with('/') {
                         done.clear();
@@ -148,17 +152,17 @@ impl Tree {
     }
 
     /// The first `limit` bytes of an opened file (what the loader reads to verify it).
-    pub fn head(&self, opened: &Opened, limit: u64) -> io::Result<Vec<u8>> {
+    pub fn head(&self, opened: &Opened, limit: u64) -> anyhow::Result<Vec<u8>> {
         let mut bytes = Vec::new();
-        fs::File::open(&opened.host)?
-            .take(limit)
-            .read_to_end(&mut bytes)?;
+        fs::File::open(&opened.host)
+            .and_then(|file| file.take(limit).read_to_end(&mut bytes))
+            .with_context(|| format!("cannot read {}", opened.host.display()))?;
         Ok(bytes)
     }
 
     /// The whole of an opened file.
-    pub fn read(&self, opened: &Opened) -> io::Result<Vec<u8>> {
-        fs::read(&opened.host)
+    pub fn read(&self, opened: &Opened) -> anyhow::Result<Vec<u8>> {
+        fs::read(&opened.host).with_context(|| format!("cannot read {}", opened.host.display()))
     }
 
     /// `realpath (path)` inside the tree, as the kernel gives `/proc/self/exe`.

@@ -124,12 +124,43 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
             let _ = writeln!(out, "{} ({how})\n  -> FAILS: {error}", load.name);
         }
     }
+    // Notes and candidates in the loader's order of tiers.
+    let mut lines: Vec<(usize, String, String)> = grouped(&load.candidates, &load.name, subdirs)
+        .into_iter()
+        .map(|(tier, text)| (rank(&tier), tier, text))
+        .collect();
     for note in &load.notes {
-        let _ = writeln!(out, "     {:width$}  {}", note.tier, note.note);
+        let at = lines
+            .iter()
+            .position(|(r, _, _)| *r > rank(&note.tier))
+            .unwrap_or(lines.len());
+        lines.insert(at, (rank(&note.tier), note.tier.clone(), note.note.clone()));
     }
-    for line in grouped(&load.candidates, &load.name, subdirs) {
-        let _ = writeln!(out, "     {:width$}  {}", line.0, line.1);
+    for (_, tier, text) in lines {
+        let _ = writeln!(out, "     {tier:width$}  {text}");
     }
+}
+
+/// Where a tier comes in the search, by the name rules and notes give it.
+fn rank(tier: &str) -> usize {
+    const ORDER: [&str; 7] = [
+        "RPATH",
+        "LD_LIBRARY_PATH",
+        "RUNPATH",
+        "ld.so.cache",
+        "default dir",
+        "fallback",
+        "path",
+    ];
+    let tier = if tier == "--library-path" {
+        "LD_LIBRARY_PATH"
+    } else {
+        tier
+    };
+    ORDER
+        .iter()
+        .position(|t| tier.starts_with(t))
+        .unwrap_or(ORDER.len())
 }
 
 /// The candidates one line per directory: the tries in its subdirectories (glibc-hwcaps,
