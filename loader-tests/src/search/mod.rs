@@ -373,3 +373,23 @@ pub fn explain(config: &Config) -> Result<Explanation> {
     );
     walk::run(config, tree, facts, dynamic, opened)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dlopen_names_its_caller_before_a_colon() {
+        let from_program = Dlopen::parse("libcuda.so.1");
+        assert_eq!(from_program.from, None);
+        assert_eq!(from_program.name, "libcuda.so.1");
+        let from_runtime = Dlopen::parse("libcudart.so.12:libcuda.so.1");
+        assert_eq!(from_runtime.from.as_deref(), Some("libcudart.so.12"));
+        assert_eq!(from_runtime.name, "libcuda.so.1");
+        let by_path = Dlopen::parse("/nix/store/x-cudart/lib/libcudart.so.12:libcuda.so.1");
+        assert_eq!(
+            by_path.from.as_deref(),
+            Some("/nix/store/x-cudart/lib/libcudart.so.12")
+        );
+    }
+}

@@ -2,10 +2,12 @@
 //! `LD_FALLBACK_PATH` (or without the patch), without running it or the patched loader: the
 //! search model of `loader_tests::search`, printed for a reader or as JSON.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use loader_tests::search::fs::{OpenError, Tree};
 use loader_tests::search::{self, Config, Cpu, Dlopen, PathList};
 use loader_tests::Target;
 
@@ -63,6 +65,21 @@ pub struct Args {
 impl Args {
     pub fn run(self) -> Result<()> {
         let started = Instant::now();
+        Tree::new(&self.root)
+            .open(&self.program, &self.cwd)
+            .map_err(|why| {
+                anyhow::anyhow!(
+                    "cannot open {} in {}: {}",
+                    self.program,
+                    self.root.display(),
+                    match why {
+                        OpenError::Absent => "no such file",
+                        OpenError::NotDirectory => "a path component is not a directory",
+                        OpenError::Loop => "too many symlinks",
+                        OpenError::Denied => "permission denied",
+                    }
+                )
+            })?;
         let detected = search::release_in(&self.root, &self.program, &self.cwd);
         let (release, release_note) = match (&self.release, detected) {
             (Some(r), _) => (parse(r), None),
@@ -123,14 +140,20 @@ impl Args {
         let mut explanation =
             search::explain(&config).with_context(|| format!("cannot explain {}", self.program))?;
         explanation.notes.extend(release_note);
-        if self.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&explanation)
-                    .context("cannot write the JSON explanation")?
-            );
+        let text = if self.json {
+            let mut json = serde_json::to_string_pretty(&explanation)
+                .context("cannot write the JSON explanation")?;
+            json.push('\n');
+            json
         } else {
-            print!("{}", search::render::text(&explanation));
+            search::render::text(&explanation)
+        };
+        // A reader that stops early (`| head`) is not an error.
+        match std::io::stdout().write_all(text.as_bytes()) {
+            Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            other => other.context("cannot write the explanation")?,
+        }
+        if !self.json {
             eprintln!(
                 "explain: {:.0} ms",
                 started.elapsed().as_secs_f64() * 1000.0
