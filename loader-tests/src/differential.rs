@@ -297,7 +297,10 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
                         search::elf::verify(&head, config.target) == search::elf::Verified::Usable
                     })
             };
-            let ended_with = last.filter(|p| s.mapped_new || loadable(p));
+            // Without a new map, a loadable last try still ended the search (the file was
+            // loaded already, under another name) unless ld.so.cache named it: that line
+            // comes before the loader decides.
+            let ended_with = last.filter(|p| s.mapped_new || (!s.last_from_cache && loadable(p)));
             Step {
                 namespace: s.namespace,
                 name: s.name.clone(),

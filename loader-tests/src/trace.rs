@@ -174,6 +174,9 @@ pub struct Traced {
     pub tried: Vec<String>,
     /// `generating link map` followed: a new object was mapped.
     pub mapped_new: bool,
+    /// The last try was ld.so.cache's answer: printed before the loader checks it (a
+    /// `-z nodefaultlib` loader then passes over an entry in a default directory).
+    pub last_from_cache: bool,
 }
 
 /// Every search and open of a `LD_DEBUG=libs,files` trace of one process, in order.
@@ -181,8 +184,14 @@ pub fn searches(trace: &str) -> Vec<Traced> {
     let mut out: Vec<Traced> = Vec::new();
     // The last `file=NAME [ns];  needed by / dynamically loaded by X [ns]` line.
     let mut asked: Option<Traced> = None;
+    let mut in_cache = false;
     for line in trace.lines().map(strip_pid) {
         let text = line.trim();
+        if text.starts_with("search cache=") {
+            in_cache = true;
+        } else if text.starts_with("search path=") {
+            in_cache = false;
+        }
         if let Some(rest) = text.strip_prefix("find library=") {
             let (name, namespace) = name_and_namespace(rest);
             let mut search = match asked.take() {
@@ -195,13 +204,16 @@ pub fn searches(trace: &str) -> Vec<Traced> {
                     requester_namespace: namespace,
                     tried: Vec::new(),
                     mapped_new: false,
+                    last_from_cache: false,
                 },
             };
             search.tried.clear();
+            in_cache = false;
             out.push(search);
         } else if let Some(path) = text.strip_prefix("trying file=") {
             if let Some(last) = out.last_mut() {
                 last.tried.push(path.trim().to_string());
+                last.last_from_cache = in_cache;
             }
         } else if let Some(rest) = text.strip_prefix("file=") {
             let (name, namespace) = name_and_namespace(rest);
@@ -246,6 +258,7 @@ pub fn searches(trace: &str) -> Vec<Traced> {
                 requester_namespace: by_namespace,
                 tried: Vec::new(),
                 mapped_new: false,
+                last_from_cache: false,
             });
         }
     }
