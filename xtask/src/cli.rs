@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use loader_tests::{Flavour, Target};
 
 use crate::store::release::{Release, SUPPORTED};
-use crate::{build, ci, jetson, rebase, resolution, series, store, update, verify};
+use crate::{build, ci, explain, jetson, rebase, resolution, series, store, update, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -53,6 +53,9 @@ pub enum Command {
     Verify(verify::Args),
     /// Replay every way of using cuda_compat on Jetson, on every kind of host (docs/jetson.md).
     JetsonReplay(jetson::Args),
+    /// Which file a program would load for every library, with LD_FALLBACK_PATH, without
+    /// running it (a model of the patched loader's search).
+    Explain(explain::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(Bench),

@@ -4,12 +4,14 @@
 //! `store` (glibc releases) -> `series` (patches/) -> `rebase` (moving a series between
 //! releases) -> `build` (cached sysroots) -> `resolution` (the scenario matrix against a
 //! sysroot) -> `verify` (every cell proven, the support table) -> `ci` (all of it, as CI
-//! runs it); `update` takes one release through all of them (`update-release`). `cli` holds
+//! runs it); `update` takes one release through all of them (`update-release`); `explain` models the
+//! patched loader's search for a program without running it. `cli` holds
 //! the vocabulary every command shares; `util` the plumbing.
 
 pub mod build;
 pub mod ci;
 pub mod cli;
+pub mod explain;
 pub mod jetson;
 pub mod rebase;
 pub mod resolution;

@@ -370,6 +370,19 @@ fn run_cell(benches: &Benches<'_>, approach: &Approach, column: &Column) -> Cell
     CellReport::new(approach, column, runs)
 }
 
+/// One run of one cell under `flavour`'s loader, whatever the row's own flavour (the search
+/// model's differential test runs every cell under both loaders).
+pub fn run_one(
+    bench: &Bench,
+    fixtures: &JetsonFixtures,
+    approach: &Approach,
+    column: &Column,
+    linkage: Linkage,
+    flavour: Flavour,
+) -> RunReport {
+    scene::run(bench, fixtures, approach, column, linkage, flavour)
+}
+
 /// `12020` as `12.2`.
 pub fn cuda_version(version: u32) -> String {
     format!("{}.{}", version / 1000, version % 1000 / 10)

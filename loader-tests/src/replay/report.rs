@@ -72,6 +72,9 @@ pub struct RunReport {
     pub command: String,
     /// The winning paths: every libcuda, libnvrm_*, libnvos, libnss_compat mapped.
     pub loaded: Vec<String>,
+    /// The run itself, to run it again (the search model's differential test).
+    #[serde(skip)]
+    pub invocation: Option<crate::probe::Invocation>,
 }
 
 impl RunReport {
@@ -84,6 +87,7 @@ impl RunReport {
             works: false,
             command: String::new(),
             loaded: Vec::new(),
+            invocation: None,
         }
     }
 }
@@ -344,6 +348,7 @@ mod tests {
             works: outcome.starts_with("runs"),
             command: String::new(),
             loaded: Vec::new(),
+            invocation: None,
         }
     }
 

@@ -166,10 +166,8 @@ pub fn run(
     }
     let places = Places::new(&paths, &bench.layout, column);
     let result = run.output();
-    let command = cx
-        .last_invocation()
-        .map(|i| i.display())
-        .unwrap_or_default();
+    let invocation = cx.last_invocation();
+    let command = invocation.as_ref().map(|i| i.display()).unwrap_or_default();
     match result {
         Ok(out) => {
             let seen = outcome::classify(&out, &places, column);
@@ -181,6 +179,7 @@ pub fn run(
                 works: seen.works,
                 command,
                 loaded: seen.loaded,
+                invocation,
             }
         }
         Err(err) => RunReport {
@@ -191,6 +190,7 @@ pub fn run(
             works: false,
             command,
             loaded: Vec::new(),
+            invocation,
         },
     }
 }
