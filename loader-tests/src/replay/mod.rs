@@ -19,6 +19,7 @@
 pub mod fixtures;
 pub mod host;
 mod outcome;
+pub mod real;
 pub mod report;
 mod scene;
 pub mod summary;

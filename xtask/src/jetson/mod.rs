@@ -6,8 +6,12 @@
 //! that set LD_FALLBACK_PATH under the unpatched loader too; the three sysroots are taken from
 //! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first. The
 //! real host libraries come from Debian's archive once ([`loader_tests::replay::HostLibs`]).
+//!
+//! `--real-driver` runs the same setups against this machine's real NVIDIA driver instead
+//! ([`driver_check`]).
 
 pub mod doc;
+pub mod driver_check;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -46,6 +50,11 @@ pub struct Args {
     /// Replace the generated blocks of docs/jetson.md (table and summary) with this run's.
     #[arg(long)]
     pub write_doc: bool,
+    /// Run the setups against this machine's real NVIDIA driver (a GPU host or a Jetson
+    /// board) under the patched and unpatched loaders, and compare with the measurements of
+    /// issue 23; on a machine without a driver, say so: not run (exit status 2).
+    #[arg(long, conflicts_with_all = ["markdown", "json", "why", "check", "write_doc"])]
+    pub real_driver: bool,
 }
 
 /// The flavours whose loaders the replay runs under.
@@ -54,6 +63,9 @@ const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::F
 impl Args {
     pub fn run(self, global: &Global) -> Result<()> {
         let release = self.release.unwrap_or_else(Release::newest);
+        if self.real_driver {
+            return driver_check::run(global, release);
+        }
         host::require(&[tools::BWRAP, tools::PATCHELF])?;
         let cache = host::cache_dir()?;
         let started = Instant::now();
