@@ -442,7 +442,8 @@ impl ReplayReport {
              loader; \"without the patch\" shows where that changes the outcome. Row 8 runs \
              under the fallback-first variant (patches/variants/fallback-first/). \"JIT helper\" \
              is the `libnvidia-ptxjitcompiler.so.1` the winning driver loaded when the app's \
-             module was loaded: its own, or another driver's (a mismatch).",
+             module was loaded: its own, or another driver's (a mismatch). The host's own \
+             libraries are Debian 12's (the versions are on the first line).",
             self.release,
             self.target,
             if self.target.is_native() {

@@ -115,7 +115,7 @@ impl Args {
                 .collect::<BTreeMap<_, _>>(),
         };
         let mut report = replay::run(&benches);
-        report.provenance = Some(provenance(release, self.target)?);
+        report.provenance = Some(provenance(release, self.target, &report.host_libraries)?);
         eprintln!(
             "jetson-replay: {} runs in {:.1} s (sysroots and fixtures ready in {:.1} s)",
             report.runs().count(),
@@ -153,7 +153,7 @@ impl Args {
 
 /// `Generated on <UTC> from commit <id> ...`: the date, the checkout's commit and the content
 /// ids of the series and the variant the loaders were built from.
-fn provenance(release: Release, target: Target) -> Result<String> {
+fn provenance(release: Release, target: Target, host_libraries: &[String]) -> Result<String> {
     let root = paths::project_root();
     let repo = git2::Repository::discover(&root)
         .with_context(|| format!("cannot open the git repository of {}", root.display()))?;
@@ -177,12 +177,17 @@ fn provenance(release: Release, target: Target) -> Result<String> {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     Ok(format!(
-        "{}on {} from commit {}{} (glibc {release} {target}; series patches/{release} {}, fallback-first variant {}).",
+        "{}on {} from commit {}{} (glibc {release} {target}; series patches/{release} {}, fallback-first variant {}; host libraries: Debian 12 {}).",
         report::PROVENANCE,
         crate::series::mail_date::utc_minutes(now),
         &head.id().to_string()[..12],
         if dirty { " with local changes" } else { "" },
         series_id(Flavour::Patched),
         series_id(Flavour::FallbackFirst),
+        host_libraries
+            .iter()
+            .map(|v| v.split(" (").next().unwrap_or(v))
+            .collect::<Vec<_>>()
+            .join(", "),
     ))
 }
