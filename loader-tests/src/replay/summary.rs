@@ -94,9 +94,12 @@ pub fn bullets(report: &ReplayReport) -> String {
     out
 }
 
-/// `outcome` without its leading `fails: `, for "approach N fails (<why>)".
-fn why(outcome: &str) -> &str {
-    outcome.strip_prefix("fails: ").unwrap_or(outcome)
+/// `outcome` without its `fails: ` words, for "approach N fails (<why>)".
+fn why(outcome: &str) -> String {
+    outcome
+        .strip_prefix("fails: ")
+        .unwrap_or(outcome)
+        .replace(": fails: ", ": ")
 }
 
 /// Approach numbers grouped by a text, in row order: `1, 4 and 5 fail (x); 2 fails (y)`.
@@ -130,7 +133,7 @@ fn per_host(report: &ReplayReport, out: &mut String) {
             match verdict(cell, row.flavour) {
                 Verdict::Compat => compat.push(row.approach.to_string()),
                 Verdict::Board => board.push(row.approach.to_string()),
-                Verdict::Fails(outcome) => fails.push((row.approach, why(&outcome).to_string())),
+                Verdict::Fails(outcome) => fails.push((row.approach, why(&outcome))),
                 Verdict::Depends(how) => depends.push((row.approach, how)),
             }
             if cell.outcome().contains("(mismatch)") {
