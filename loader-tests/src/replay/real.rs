@@ -228,13 +228,19 @@ pub fn read(stdout: &str, dirs: &Dirs) -> Seen {
     }
 }
 
-/// What a setup gave in issue 23's measurements (x86_64 data-centre GPU, driver
-/// 580.159.04, glibc 2.44 patched and unpatched), per loader.
+/// What a setup should give: issue 23's measurements (x86_64 data-centre GPU, driver
+/// 580.159.04, glibc 2.44 patched and unpatched), and what follows from them where a machine
+/// differs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expected {
-    Works { libcuda: Place, helper: Place },
+    Works {
+        libcuda: Place,
+        helper: Place,
+    },
     NotFound,
     Code(i32),
+    /// Nothing measured or derived to compare with: the row is shown, not judged.
+    Unknown,
 }
 
 impl Expected {
@@ -247,12 +253,14 @@ impl Expected {
             ),
             Expected::NotFound => "libcuda.so.1 not found".into(),
             Expected::Code(code) => format!("error {code}"),
+            Expected::Unknown => "nothing to compare with".into(),
         }
     }
 
-    /// Whether `seen` is what was measured.
+    /// Whether `seen` is what was expected.
     pub fn matches(&self, seen: &Seen) -> bool {
         match (self, &seen.result) {
+            (Expected::Unknown, _) => true,
             (Expected::Works { libcuda, helper }, Result_::Ok) => {
                 *libcuda == seen.libcuda && *helper == seen.helper
             }
@@ -263,24 +271,47 @@ impl Expected {
     }
 }
 
-/// The measurement for `setup` under the patched (`patched`) or unpatched loader.
-/// `compat_is_older`: the host's cuda-compat package is older than the running driver (the
-/// measured case: 803 under both loaders).
-pub fn expected(setup: Setup, patched: bool, compat_is_older: bool) -> Expected {
+/// The machine a check runs on, as far as the expectations differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Machine {
+    /// A Jetson board: its `libcuda.so.1` needs the board's `libnvrm_*` (DT_NEEDED), which
+    /// only the driver directory has.
+    pub jetson: bool,
+    /// The host's cuda-compat package against the running driver: `Some(true)` older (the
+    /// measured case: 803 under both loaders), `Some(false)` not older, `None` not comparable.
+    pub compat_is_older: Option<bool>,
+}
+
+/// What `setup` should give under the patched (`patched`) or unpatched loader.
+pub fn expected(setup: Setup, patched: bool, machine: Machine) -> Expected {
     let works = |libcuda, helper| Expected::Works { libcuda, helper };
     match (setup, patched) {
         (Setup::FallbackOnly, true) => works(Place::Driver, Place::Driver),
         (Setup::FallbackOnly, false) | (Setup::NoVariable, _) => Expected::NotFound,
         // The copy wins; its bare-name dlopen of the helper finds it only in the fallback.
         (Setup::CopyInRunpath | Setup::HelperBesideCopy, true) => works(Place::Copy, Place::Driver),
+        // On a Jetson the copy's libnvrm_* are found nowhere without the fallback.
+        (Setup::CopyInRunpath | Setup::HelperBesideCopy | Setup::CopyWithOrigin, false)
+            if machine.jetson =>
+        {
+            Expected::NotFound
+        }
         (Setup::CopyInRunpath | Setup::HelperBesideCopy, false) => Expected::Code(221),
         (Setup::CopyWithOrigin, _) => works(Place::Copy, Place::Copy),
         (Setup::LibraryPath, _) => works(Place::Driver, Place::Driver),
-        (Setup::HostCompat, _) if compat_is_older => Expected::Code(803),
-        // Not measured (the host's package was older): what the copy setups say a libcuda
-        // without RUNPATH does, NVIDIA's package having none.
-        (Setup::HostCompat, true) => works(Place::HostCompat, Place::Driver),
-        (Setup::HostCompat, false) => Expected::Code(221),
+        (Setup::HostCompat, _) => match machine.compat_is_older {
+            Some(true) if !machine.jetson => Expected::Code(803),
+            // Not measured (the measured package was older): what the copy setups say a
+            // libcuda.so.1 without RUNPATH does, NVIDIA's package having none.
+            Some(false) if !machine.jetson => {
+                if patched {
+                    works(Place::HostCompat, Place::Driver)
+                } else {
+                    Expected::Code(221)
+                }
+            }
+            _ => Expected::Unknown,
+        },
     }
 }
 
@@ -312,13 +343,15 @@ pub struct Row {
 /// The table the check prints (and a user commits with the date and the driver version).
 pub fn render(header: &str, rows: &[Row]) -> String {
     let mut out = format!(
-        "{header}\n\n| setup | loader | result | libcuda.so.1 | JIT helper | as measured (issue 23) |\n|---|---|---|---|---|---|\n"
+        "{header}\n\n| setup | loader | result | libcuda.so.1 | JIT helper | as expected (issue 23) |\n|---|---|---|---|---|---|\n"
     );
     for row in rows {
-        let verdict = if row.expected.matches(&row.seen) {
+        let verdict = if row.expected == Expected::Unknown {
+            "not judged".to_string()
+        } else if row.expected.matches(&row.seen) {
             "yes".to_string()
         } else {
-            format!("**no**: measured {}", row.expected.text())
+            format!("**no**: expected {}", row.expected.text())
         };
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {verdict} |\n",
@@ -335,6 +368,11 @@ pub fn render(header: &str, rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const GPU: Machine = Machine {
+        jetson: false,
+        compat_is_older: Some(true),
+    };
 
     fn dirs() -> Dirs {
         Dirs {
@@ -353,16 +391,16 @@ mod tests {
         assert_eq!(seen.result, Result_::Ok);
         assert_eq!((seen.libcuda, seen.helper), (Place::Copy, Place::Driver));
         assert_eq!(seen.driver, Some(13000));
-        assert!(expected(Setup::CopyInRunpath, true, true).matches(&seen));
+        assert!(expected(Setup::CopyInRunpath, true, GPU).matches(&seen));
         // The same run would not be what was measured with $ORIGIN.
-        assert!(!expected(Setup::CopyWithOrigin, true, true).matches(&seen));
+        assert!(!expected(Setup::CopyWithOrigin, true, GPU).matches(&seen));
     }
 
     #[test]
     fn failures_read_as_their_cuda_code() {
         let out = "probe driver=13000\nprobe fail step=cuModuleLoadDataEx rc=221 name=CUDA_ERROR_JIT_COMPILER_NOT_FOUND\n";
         let seen = read(out, &dirs());
-        assert!(expected(Setup::CopyInRunpath, false, true).matches(&seen));
+        assert!(expected(Setup::CopyInRunpath, false, GPU).matches(&seen));
         assert_eq!(
             seen.result.text(),
             "cuModuleLoadDataEx: 221 (CUDA_ERROR_JIT_COMPILER_NOT_FOUND)"
@@ -372,12 +410,30 @@ mod tests {
             &dirs(),
         );
         assert_eq!(missing.result, Result_::NotFound);
-        assert!(expected(Setup::FallbackOnly, false, true).matches(&missing));
-        assert!(!expected(Setup::FallbackOnly, true, true).matches(&missing));
+        assert!(expected(Setup::FallbackOnly, false, GPU).matches(&missing));
+        assert!(!expected(Setup::FallbackOnly, true, GPU).matches(&missing));
         assert_eq!(
             read("", &dirs()).result,
             Result_::Other("no probe output".into())
         );
+    }
+
+    #[test]
+    fn a_jetson_copy_without_the_fallback_misses_libnvrm() {
+        let jetson = Machine {
+            jetson: true,
+            compat_is_older: None,
+        };
+        assert_eq!(
+            expected(Setup::CopyInRunpath, false, jetson),
+            Expected::NotFound
+        );
+        assert_eq!(
+            expected(Setup::CopyInRunpath, false, GPU),
+            Expected::Code(221)
+        );
+        assert_eq!(expected(Setup::HostCompat, true, jetson), Expected::Unknown);
+        assert_eq!(expected(Setup::HostCompat, true, GPU), Expected::Code(803));
     }
 
     #[test]
@@ -386,10 +442,10 @@ mod tests {
         let rows = [Row {
             setup: Setup::FallbackOnly,
             loader: "patched",
-            expected: expected(Setup::FallbackOnly, true, true),
+            expected: expected(Setup::FallbackOnly, true, GPU),
             seen,
         }];
         let table = render("header", &rows);
-        assert!(table.contains("| LD_FALLBACK_PATH=<driver dir> | patched | libcuda.so.1 not found | - | - | **no**: measured kernel ok, libcuda from driver dir, helper from driver dir |"));
+        assert!(table.contains("| LD_FALLBACK_PATH=<driver dir> | patched | libcuda.so.1 not found | - | - | **no**: expected kernel ok, libcuda from driver dir, helper from driver dir |"));
     }
 }

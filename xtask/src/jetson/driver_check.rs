@@ -133,6 +133,12 @@ fn detect(target: Target) -> Result<Driver, String> {
     decide(libcuda, device, version)
 }
 
+/// Both versions, when both are dotted numbers (`580.95.05`), else `None`.
+fn comparable<'v>(a: &'v str, b: &'v str) -> Option<(&'v str, &'v str)> {
+    let dotted = |v: &str| v.contains('.') && v.split('.').all(|p| p.parse::<u64>().is_ok());
+    (dotted(a) && dotted(b)).then_some((a, b))
+}
+
 /// `580.95.05` < `580.159.04`, numerically part by part.
 fn older(a: &str, b: &str) -> bool {
     let parts = |v: &str| -> Vec<u64> { v.split('.').filter_map(|p| p.parse().ok()).collect() };
@@ -212,9 +218,17 @@ pub fn run(global: &Global, release: Release) -> Result<()> {
         copy: copy_dir.clone(),
         host_compat: compat.as_ref().map(|(dir, _)| dir.clone()),
     };
-    let compat_is_older = compat
-        .as_ref()
-        .is_some_and(|(_, version)| older(version, &driver.version));
+    let jetson = Path::new("/etc/nv_tegra_release").exists();
+    let machine = real::Machine {
+        jetson,
+        // NVIDIA's GPU packages name the driver version (libcuda.so.580.95.05); a Jetson's
+        // libcuda.so.1.1 does not, and its 803 depends on the L4T release instead.
+        compat_is_older: compat
+            .as_ref()
+            .filter(|_| !jetson)
+            .and_then(|(_, version)| comparable(version, &driver.version))
+            .map(|(compat, running)| older(compat, running)),
+    };
     let mut rows = Vec::new();
     let mut device = None;
     for setup in Setup::ALL {
@@ -272,7 +286,7 @@ pub fn run(global: &Global, release: Release) -> Result<()> {
             rows.push(Row {
                 setup,
                 loader: flavour.name(),
-                expected: real::expected(setup, *flavour == Flavour::Patched, compat_is_older),
+                expected: real::expected(setup, *flavour == Flavour::Patched, machine),
                 seen,
             });
         }
@@ -393,6 +407,13 @@ mod tests {
             Some(PathBuf::from("/lib/x86_64-linux-gnu/libcuda.so.1"))
         );
         assert_eq!(libcuda_from_ldconfig("libcudart.so.12 => /x\n"), None);
+    }
+
+    #[test]
+    fn only_dotted_versions_are_compared() {
+        assert!(comparable("580.95.05", "580.159.04").is_some());
+        assert!(comparable("1.1", "L4T R36.4.3").is_none());
+        assert!(comparable("580", "580.1").is_none());
     }
 
     #[test]
