@@ -35,7 +35,7 @@ pub struct Args {
     /// roots natively (for a quick look; docs/jetson.md is aarch64).
     #[arg(long, value_parser = cli::target(), default_value = "aarch64")]
     pub target: Target,
-    /// Print the generated block of docs/jetson.md instead of the table.
+    /// Print the generated blocks of docs/jetson.md (table, summary) instead of the table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
     /// Print JSON instead of the table.
@@ -44,7 +44,7 @@ pub struct Args {
     /// Show each run's command and the libraries it mapped (the winning paths).
     #[arg(long)]
     pub why: bool,
-    /// Fail when docs/jetson.md's table differs from this run's (its provenance line aside).
+    /// Fail when docs/jetson.md's table or summary differs from this run's (its provenance line aside).
     #[arg(long, conflicts_with = "write_doc")]
     pub check: bool,
     /// Replace the generated blocks of docs/jetson.md (table and summary) with this run's.
