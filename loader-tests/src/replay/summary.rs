@@ -183,31 +183,31 @@ fn the_patch(report: &ReplayReport, out: &mut String) {
         let Some(row) = report.rows.iter().find(|r| r.approach == approach.number) else {
             continue;
         };
-        let (mut needs, mut fails) = (Vec::new(), Vec::new());
+        let (mut needs, mut partly, mut fails) = (Vec::new(), Vec::new(), Vec::new());
+        let cuda = |outcome: &str| why(outcome.split("; NSS lookup").next().unwrap_or_default());
         for cell in &row.cells {
             let with = main_runs(cell, row.flavour);
             let without = main_runs(cell, Flavour::Unpatched);
-            let works = |runs: &[&RunReport]| !runs.is_empty() && runs.iter().all(|r| r.works);
-            let none = |runs: &[&RunReport]| runs.iter().all(|r| !r.works);
-            if works(&with) && none(&without) {
-                needs.push(format!(
-                    "{} (without: {})",
+            let all = !with.is_empty() && with.iter().all(|r| r.works);
+            let some = with.iter().any(|r| r.works);
+            let none_without = without.iter().all(|r| !r.works);
+            let unpatched = cuda(cell.unpatched().unwrap_or("not run"));
+            if all && none_without {
+                needs.push(format!("{} (without: {unpatched})", cell.column));
+            } else if some && none_without {
+                partly.push(format!(
+                    "{} ({}; without: {unpatched})",
                     cell.column,
-                    cell.unpatched().unwrap_or("not run")
+                    cuda(cell.outcome())
                 ));
-            } else if !works(&with) {
-                let cuda = cell
-                    .outcome()
-                    .split("; NSS lookup")
-                    .next()
-                    .unwrap_or_default();
-                fails.push(format!("{} ({})", cell.column, why(cuda)));
+            } else if !some {
+                fails.push(format!("{} ({})", cell.column, cuda(cell.outcome())));
             }
         }
         let _ = writeln!(
             out,
-            "- **Approach {} ({})** makes CUDA work where the unpatched loader does not in: {}. \
-             It does not run the app in: {}.",
+            "- **Approach {} ({})** makes CUDA work where the unpatched loader does not, in every \
+             run in: {}; in some runs in: {}. It does not run the app in: {}.",
             approach.number,
             if approach.flavour == Flavour::Patched {
                 "LD_FALLBACK_PATH searched last"
@@ -215,6 +215,7 @@ fn the_patch(report: &ReplayReport, out: &mut String) {
                 "LD_FALLBACK_PATH searched before the default directories"
             },
             list(&needs),
+            list(&partly),
             list(&fails)
         );
     }
@@ -426,11 +427,16 @@ fn placements(report: &ReplayReport, out: &mut String) {
 mod tests {
     use super::*;
     use crate::replay::report::{ColumnReport, RowReport};
-    use crate::replay::RunKey;
+    use crate::replay::{App, RunKey};
     use crate::Target;
 
     /// A report whose every run of every cell gives `outcome(approach, column, flavour)`.
     fn replayed(outcome: impl Fn(u8, &str, Flavour) -> &'static str) -> ReplayReport {
+        replayed_by(|approach, column, key| outcome(approach, column, key.flavour))
+    }
+
+    /// A report whose runs give `outcome(approach, column, run)`.
+    fn replayed_by(outcome: impl Fn(u8, &str, &RunKey) -> &'static str) -> ReplayReport {
         let rows = APPROACHES
             .iter()
             .map(|approach| {
@@ -440,7 +446,7 @@ mod tests {
                         let runs = RunKey::all(approach, column)
                             .into_iter()
                             .map(|key| {
-                                let text = outcome(approach.number, column.id, key.flavour);
+                                let text = outcome(approach.number, column.id, &key);
                                 RunReport {
                                     key,
                                     action: None,
@@ -498,7 +504,8 @@ mod tests {
         assert!(
             text.contains(
                 "**Approach 7 (LD_FALLBACK_PATH searched last)** makes CUDA work where the \
-                 unpatched loader does not in: jetpack5 (without: fails: libnvrm_gpu.so not found)."
+                 unpatched loader does not, in every run in: jetpack5 (without: libnvrm_gpu.so not \
+                 found); in some runs in: none."
             ),
             "{text}"
         );
@@ -508,8 +515,32 @@ mod tests {
             "jetpack5" => "fails: libnvrm_gpu.so not found",
             _ => "runs: driver 12.6, own JIT helper",
         });
-        assert!(bullets(&worse)
-            .contains("makes CUDA work where the unpatched loader does not in: none."));
+        assert!(bullets(&worse).contains(
+            "makes CUDA work where the unpatched loader does not, in every run in: none; in some \
+             runs in: none."
+        ));
+        // A C app that fails where the C++ one runs is a cell that works in some runs.
+        let partly = replayed_by(
+            |approach, column, key| match (approach, column, key.flavour) {
+                (7, "jetpack5", Flavour::Patched) if key.app == App::C => {
+                    "fails: libstdc++.so.6 not found"
+                }
+                (7, "jetpack5", Flavour::Patched) => {
+                    "runs: compat 12.2 + libnvrm from x, own JIT helper"
+                }
+                (_, "jetpack5", _) => "fails: libnvrm_gpu.so not found",
+                _ => "runs: driver 12.6, own JIT helper",
+            },
+        );
+        let text = bullets(&partly);
+        assert!(
+            text.contains(
+                "in every run in: none; in some runs in: jetpack5 (C++ app: runs: compat 12.2 + \
+                 libnvrm from x, own JIT helper; C app: libstdc++.so.6 not found; without: \
+                 libnvrm_gpu.so not found)."
+            ),
+            "{text}"
+        );
     }
 
     #[test]
