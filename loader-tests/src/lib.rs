@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 pub mod apt;
+pub mod debs;
 pub mod differential;
 pub mod fixtures;
 pub mod host;

@@ -19,7 +19,9 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use loader_tests::differential::{self, Checked, LoaderUnderTest, Mode};
 use loader_tests::host::{cache_dir, in_ci};
 use loader_tests::matrix::{Observed, MATRIX};
-use loader_tests::replay::{self, JetsonFixtures, Linkage, APPROACHES, COLUMNS};
+use loader_tests::replay::{
+    self, Approach, Column, HostLibs, JetsonFixtures, RunKey, APPROACHES, COLUMNS,
+};
 use loader_tests::root::{Bench, Ctx};
 use loader_tests::search::Release;
 use loader_tests::{sysroot_env_var, Flavour, Sysroot, Target};
@@ -69,22 +71,37 @@ fn main() {
     libtest_mimic::run(&args, trials).exit();
 }
 
-/// Every run: `matrix::<scenario>` and `replay::<approach>-<column>-<linkage>`.
+/// Every run: `matrix::<scenario>` and `replay::<the replay's name of the run>`.
 fn run_ids() -> Vec<String> {
     let mut ids: Vec<String> = MATRIX.iter().map(|s| format!("matrix::{}", s.id)).collect();
-    for approach in APPROACHES {
-        for column in COLUMNS {
-            for linkage in Linkage::ALL {
-                ids.push(format!(
-                    "replay::{}-{}-{}",
-                    approach.number,
-                    column.id,
-                    linkage.name()
-                ));
-            }
-        }
-    }
+    ids.extend(replay_runs(Flavour::Patched).map(|(id, ..)| id));
     ids
+}
+
+/// Every distinct run of every replay cell under one loader, with its id (the same for both
+/// loaders: the replay names a run after its row's flavour, here the name of the patched one).
+fn replay_runs(
+    flavour: Flavour,
+) -> impl Iterator<Item = (String, &'static Approach, &'static Column, RunKey)> {
+    APPROACHES.iter().flat_map(move |approach| {
+        COLUMNS.iter().flat_map(move |column| {
+            let mut keys: Vec<RunKey> = Vec::new();
+            for key in RunKey::all(approach, column) {
+                let key = RunKey { flavour, ..key };
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+            keys.into_iter().map(move |key| {
+                let named = RunKey {
+                    flavour: Flavour::Patched,
+                    ..key
+                };
+                let id = format!("replay::{}", replay::run_name(approach, column, named));
+                (id, approach, column, key)
+            })
+        })
+    })
 }
 
 /// One run, compared.
@@ -131,7 +148,8 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
     let release = Release::parse(&sysroot.release)
         .ok_or_else(|| format!("cannot read the release {}", sysroot.release))?;
     let bench = Bench::new(sysroot, &cache).map_err(|e| format!("{e:#}"))?;
-    let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache)
+    let host = HostLibs::ensure(target, &cache).map_err(|e| e.reason())?;
+    let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host)
         .map_err(|e| format!("{e:#}"))?;
     let loader = LoaderUnderTest {
         path: bench.layout.loader(),
@@ -153,23 +171,13 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         };
         rows.insert(id.clone(), row(id, checked));
     }
-    for approach in APPROACHES {
-        for column in COLUMNS {
-            for linkage in Linkage::ALL {
-                let id = format!(
-                    "replay::{}-{}-{}",
-                    approach.number,
-                    column.id,
-                    linkage.name()
-                );
-                let run = replay::run_one(&bench, &fixtures, approach, column, linkage, flavour);
-                let checked = match run.invocation {
-                    Some(invocation) => Ok(differential::check(&invocation, loader)),
-                    None => Err(format!("not run: {}", run.outcome)),
-                };
-                rows.insert(id.clone(), row(id, checked));
-            }
-        }
+    for (id, approach, column, key) in replay_runs(flavour) {
+        let run = replay::run_one(&bench, &fixtures, &host, approach, column, key);
+        let checked = match run.invocation {
+            Some(invocation) => Ok(differential::check(&invocation, loader)),
+            None => Err(format!("not run: {}", run.outcome)),
+        };
+        rows.insert(id.clone(), row(id, checked));
     }
     // The roots go with the bench (LD_FALLBACK_KEEP_ROOTS=1 keeps them for a look).
     drop(bench);
