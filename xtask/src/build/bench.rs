@@ -75,7 +75,7 @@ impl BenchArgs {
                 root.display()
             );
         }
-        let mut builder = Builder {
+        let builder = Builder {
             layout: layout.clone(),
             store: global.store.clone(),
             patches_dir: paths::patches_dir(),
@@ -151,11 +151,10 @@ impl BenchArgs {
             comparison = Some(compare::compare_trees(&patched_sysroot, &dest)?);
         }
 
-        eprintln!("==== bench build: {label} inner loop (edit {EDITED}, rebuild, matrix)");
-        builder.rebuild = true;
-        let (inner, verdict) = inner_loop(&builder, release, target)?;
+        eprintln!("==== bench build: {label} inner loop (edit {EDITED} in a patch, build, matrix)");
+        let (inner, verdict, quick_vs_full) = inner_loop(&builder, release, target, &root)?;
         rows.push(Row {
-            what: format!("inner loop: edit {EDITED} -> matrix verdict"),
+            what: format!("inner loop: {EDITED} edited in a patch -> matrix verdict"),
             time: Some(inner),
             note: verdict,
         });
@@ -179,39 +178,123 @@ impl BenchArgs {
             }
             None => println!("identical output: not compared (--no-plain)"),
         }
+        println!(
+            "inner loop's quick sysroot vs the full path's for the same edit: {}\n  {}",
+            if quick_vs_full.same_programs() {
+                "same programs"
+            } else {
+                "DIFFERENT"
+            },
+            quick_vs_full.render(8)
+        );
         println!("load average afterwards: {}", load_average());
         if comparison.as_ref().is_some_and(|c| !c.same_programs()) {
             bail!("the derived build and the plain build installed different programs");
+        }
+        if !quick_vs_full.same_programs() {
+            bail!("the quick path and the full path installed different programs");
         }
         Ok(())
     }
 }
 
-/// An edit of the patched tree's `elf/dl-load.c` (a comment line appended, as a developer
-/// fixing a patch would make), the rebuild, and the matrix on the result: the time from the
-/// edit to the verdict, and the verdict. The edit is undone afterwards.
-fn inner_loop(builder: &Builder, release: Release, target: Target) -> Result<(Duration, String)> {
-    let work = builder.layout.work_dir(release, target);
-    // The tree must hold the patched flavour, as after a stopped rebase or a patch edit.
+/// The inner loop: a patch of the series edited under `elf/` (a message of `elf/dl-load.c`
+/// changed, as a developer fixing a patch would), the build (the quick path, see `quick`),
+/// and the matrix on it: the time from the edit to the verdict, and the verdict. Then the
+/// same edit through the full path (whole make, `make install`), and whether the two
+/// sysroots are the same programs.
+fn inner_loop(
+    builder: &Builder,
+    release: Release,
+    target: Target,
+    root: &Path,
+) -> Result<(Duration, String, compare::Comparison)> {
     builder.ensure(release, target, Flavour::Patched)?;
-    let file = work.src().join(EDITED);
-    let original = fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-    let mut edited = original.clone();
-    edited.extend_from_slice(b"/* An edit timed by cargo xtask bench build.  */\n");
-    fs::write(&file, &edited).with_context(|| format!("cannot edit {}", file.display()))?;
+    let patches = root.join("edited-patches");
+    edit_series(builder, release, &patches)?;
+    let edited = Builder {
+        layout: builder.layout.clone(),
+        store: builder.store.clone(),
+        patches_dir: patches,
+        jobs: builder.jobs,
+        rebuild: false,
+    };
     let started = Instant::now();
-    let result = (|| -> Result<String> {
-        let outcome = builder.ensure(release, target, Flavour::Patched)?;
-        let (report, _) = crate::resolution::run_matrix(outcome.sysroot, None)?;
-        let s = report.summary;
-        Ok(format!(
-            "{} pass, {} skipped, {} mismatch",
-            s.pass, s.skipped, s.mismatch
-        ))
-    })();
-    let time = started.elapsed();
-    fs::write(&file, &original).with_context(|| format!("cannot restore {}", file.display()))?;
-    Ok((time, result?))
+    let quick = edited.ensure(release, target, Flavour::Patched)?;
+    let (report, _) = crate::resolution::run_matrix(quick.sysroot.clone(), None)?;
+    let time = started.elapsed().saturating_sub(quick.lock_wait);
+    let s = report.summary;
+    let verdict = format!(
+        "{} pass, {} skipped, {} mismatch",
+        s.pass, s.skipped, s.mismatch
+    );
+
+    // The same sources through the full path, beside it.
+    let kept = root.join("quick-sysroot");
+    let status = std::process::Command::new("cp")
+        .arg("-al")
+        .arg(&quick.sysroot.path)
+        .arg(&kept)
+        .status()
+        .context("cannot run cp")?;
+    if !status.success() {
+        bail!("cannot keep {} ({status})", quick.sysroot.path.display());
+    }
+    super::quick::forget(&builder.layout.work_dir(release, target))?;
+    let full = Builder {
+        rebuild: true,
+        ..edited
+    }
+    .ensure(release, target, Flavour::Patched)?;
+    let comparison = compare::compare_trees(&kept, &full.sysroot.path)?;
+    Ok((time, verdict, comparison))
+}
+
+/// Writes into `dir` a copy of `patches/` whose `release` series has `elf/dl-load.c` edited in
+/// its last patch.
+fn edit_series(builder: &Builder, release: Release, dir: &Path) -> Result<()> {
+    const MESSAGE: &str = "cannot create cache for search path";
+    let ws = crate::series::Workspace::open_default(builder.store.as_deref())?;
+    let series = source::load_series(&builder.patches_dir, release)?;
+    let (_, mut commits) = ws.commit_series(&series)?;
+    let repo = ws.store.repo();
+    let last = repo.find_commit(*commits.last().context("an empty series")?)?;
+    let tree = last.tree()?;
+    let entry = tree
+        .get_path(Path::new(EDITED))
+        .with_context(|| format!("the patched tree has no {EDITED}"))?;
+    let text = String::from_utf8(repo.find_blob(entry.id())?.content().to_vec())
+        .with_context(|| format!("{EDITED} is not UTF-8"))?;
+    if !text.contains(MESSAGE) {
+        bail!("{EDITED} of glibc {release} lacks the message the bench edits ({MESSAGE:?})");
+    }
+    let edited = text.replacen(MESSAGE, &format!("{MESSAGE} (edited)"), 1);
+    let blob = repo.blob(edited.as_bytes())?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    update.upsert(EDITED, blob, git2::FileMode::Blob);
+    let new_tree = repo.find_tree(update.create_updated(repo, &tree)?)?;
+    let parents: Vec<git2::Commit> = last.parents().collect();
+    let parents: Vec<&git2::Commit> = parents.iter().collect();
+    let message = last.message().context("a patch without a message")?;
+    let commit = repo.commit(
+        None,
+        &last.author(),
+        &last.committer(),
+        message,
+        &new_tree,
+        &parents,
+    )?;
+    *commits.last_mut().expect("not empty") = commit;
+    let copy = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&builder.patches_dir)
+        .arg(dir)
+        .status()
+        .context("cannot run cp")?;
+    if !copy.success() {
+        bail!("cannot copy {} ({copy})", builder.patches_dir.display());
+    }
+    crate::series::Series::from_commits(repo, release, &commits)?.write(&dir.join(release.version))
 }
 
 /// The baseline: what a developer would do by hand, in a fresh directory, with the same

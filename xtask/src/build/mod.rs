@@ -14,6 +14,7 @@ pub mod command;
 pub mod compare;
 pub mod declarations;
 pub mod lock;
+pub mod quick;
 pub mod recipe;
 pub mod source;
 pub mod workdir;
@@ -169,7 +170,7 @@ impl Builder {
         let name = prepared.inputs.entry_name();
         let log = self.new_log(&format!("{name}-tree"))?;
         let label = prepared.inputs.label();
-        let machine_lock = self.compile(&prepared, &work, &log, &label)?;
+        let (machine_lock, _) = self.compile(&prepared, &work, &log, &label, None)?;
         Ok(BuiltTree {
             work,
             recipe: prepared.recipe,
@@ -208,14 +209,17 @@ impl Builder {
     }
 
     /// Brings the work dir's sources up to date, configures if needed and compiles; the
-    /// caller holds the work dir's lock. Returns the machine-wide build lock, still held.
+    /// caller holds the work dir's lock. With `quick`, a build that may start from the tree's
+    /// last published one (see `quick`) compiles only the loader and returns that base.
+    /// Returns the machine-wide build lock, still held.
     fn compile(
         &self,
         prepared: &Prepared,
         work: &WorkDir,
         log: &Path,
         label: &str,
-    ) -> Result<lock::FileLock> {
+        quick: Option<&BuildCache>,
+    ) -> Result<(lock::FileLock, Option<quick::Base>)> {
         let Prepared {
             inputs,
             recipe,
@@ -224,6 +228,10 @@ impl Builder {
         let started = Instant::now();
         eprintln!("{label}: writing sources into {}", work.src().display());
         let tree = source.source_tree()?;
+        let base = match quick {
+            Some(cache) => quick::base_for(work, cache, source.repo(), work.source_tree(), tree)?,
+            None => None,
+        };
         let stats = work.update_source(source.repo(), tree, |dest| source.export(dest))?;
         eprintln!(
             "{label}: sources: {} files written, {} removed, {} unchanged ({:.1} s)",
@@ -258,13 +266,24 @@ impl Builder {
             inputs.environment,
             work.src().display()
         );
+        let base = base.filter(|_| work.is_configured(&fingerprint));
         if !work.is_configured(&fingerprint) {
             work.reset_build()?;
             recipe.configure(&work.src(), &work.build(), log, label)?;
             work.mark_configured(&fingerprint)?;
         }
-        recipe.make(&work.build(), self.jobs, log, label)?;
-        Ok(machine_lock)
+        match &base {
+            Some(base) => {
+                eprintln!(
+                    "{label}: only the loader's sources differ from the last published build \
+                     ({}): make subdirs=elf, then its sysroot with what that rebuilt",
+                    base.changed.join(", ")
+                );
+                recipe.make_loader(&work.build(), self.jobs, log, label)?;
+            }
+            None => recipe.make(&work.build(), self.jobs, log, label)?,
+        }
+        Ok((machine_lock, base))
     }
 
     /// Compiles, installs and publishes; the caller holds the key's and the work dir's locks.
@@ -281,16 +300,45 @@ impl Builder {
         let label = inputs.label();
         let log = self.new_log(&name)?;
         let started = Instant::now();
-        let machine_lock = self.compile(prepared, work, &log, &label)?;
-        prepared
-            .recipe
-            .install(&work.build(), &staging.sysroot(), self.jobs, &log, &label)?;
+        let tree = prepared.source.source_tree()?;
+        let (machine_lock, base) = self.compile(prepared, work, &log, &label, Some(cache))?;
+        // Until this build is published, the tree is in no state a record describes.
+        quick::forget(work)?;
+        match &base {
+            Some(base) => {
+                let replaced = quick::stage(base, &work.build(), &staging.sysroot())?;
+                eprintln!(
+                    "{label}: {} installed files replaced in a copy of {}",
+                    replaced.len(),
+                    base.sysroot.display()
+                );
+            }
+            None => {
+                prepared.recipe.install(
+                    &work.build(),
+                    &staging.sysroot(),
+                    self.jobs,
+                    &log,
+                    &label,
+                )?;
+                place_loader(&staging.sysroot(), inputs.target)?;
+            }
+        }
         let machine_wait = machine_lock.waited;
         drop(machine_lock);
-        place_loader(&staging.sysroot(), inputs.target)?;
 
         let build_seconds = started.elapsed().saturating_sub(machine_wait).as_secs();
         let entry = staging.publish(&Manifest::new(inputs, build_seconds, &log))?;
+        match &base {
+            Some(base) => quick::record_quick(work, base, tree, &name)?,
+            None => {
+                // Without the record the next build takes the full path: slower, not wrong.
+                if let Err(err) = quick::record_full(work, tree, &name, &entry.sysroot()) {
+                    eprintln!("{label}: no quick path after this build: {err:#}");
+                    quick::forget(work)?;
+                }
+            }
+        }
         eprintln!(
             "{label}: published {} ({}:{:02}; log {})",
             entry.dir.display(),

@@ -136,6 +136,19 @@ impl Recipe {
         logged::run(&mut cmd, log, &format!("{label}: compile"), make_status)
     }
 
+    /// `make subdirs=elf`: elf's objects, the loader and the libraries made from them (see
+    /// `quick`).
+    pub fn make_loader(&self, build: &Path, jobs: usize, log: &Path, label: &str) -> Result<()> {
+        let mut cmd = self.command("make", build);
+        cmd.arg(format!("-j{jobs}")).arg("subdirs=elf");
+        logged::run(
+            &mut cmd,
+            log,
+            &format!("{label}: compile (make subdirs=elf)"),
+            make_status,
+        )
+    }
+
     pub fn install(
         &self,
         build: &Path,

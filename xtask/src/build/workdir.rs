@@ -129,6 +129,12 @@ impl WorkDir {
         Ok(stats)
     }
 
+    /// The tree `src/` holds, when an update completed (none while one is interrupted).
+    pub fn source_tree(&self) -> Option<Oid> {
+        let text = fs::read_to_string(self.root.join(SOURCE_TREE_MARKER)).ok()?;
+        Oid::from_str(text.trim()).ok()
+    }
+
     /// Whether `build/` was configured, completely, with exactly `fingerprint`.
     pub fn is_configured(&self, fingerprint: &str) -> bool {
         fs::read_to_string(self.build().join(CONFIGURED_MARKER))
