@@ -1,9 +1,12 @@
 /* libcuda.so.1, the board's (-DBOARD) or cuda_compat's (-DCOMPAT -DACCEPTS_L4T=35), reporting
-   CUDA_VERSION (12020 for 12.2).  The board's needs its own libnvrm_* by DT_NEEDED; the
-   compat one needs them by DT_NEEDED too (linked against stubs at build time, as nixpkgs'
-   autoPatchelf shows), or with -DNVRM_DLOPEN by dlopen in cuInit (searched with this
-   library's RUNPATH, LD_LIBRARY_PATH, ...).  The compat driver works only on the L4T release
-   it was made for: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803) elsewhere, as NVIDIA's does.  */
+   CUDA_VERSION (12020 for 12.2).  The board's needs its own libnvrm_gpu/mem by DT_NEEDED; the
+   compat one needs libnvrm_gpu/mem and libnvdla_runtime by DT_NEEDED too (linked against
+   stubs at build time, as nixpkgs' autoPatchelf shows), or with -DNVRM_DLOPEN by dlopen in
+   cuInit (searched with this library's RUNPATH, LD_LIBRARY_PATH, ...).  The compat driver
+   works only on the L4T release it was made for: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)
+   elsewhere, the error NVIDIA's gives when a compat driver does not fit the running system.
+   Loading a module dlopens the PTX JIT helper by bare name, as NVIDIA's driver does:
+   CUDA_ERROR_JIT_COMPILER_NOT_FOUND (221) when it is not found.  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #endif
 
 static char error_text[512] = "no error";
+static int jit_version;
 
 int
 cuDriverGetVersion (int *version)
@@ -32,10 +36,18 @@ cuGetErrorString (int error, const char **text)
   return 0;
 }
 
+int
+jetson_jit_version (void)
+{
+  return jit_version;
+}
+
+typedef int (*open_fn) (char *, size_t);
+
 #ifdef NVRM_DLOPEN
 /* The library's open function, or NULL with the loader's reason in MSG.  */
-static int (*
-load_nvrm (const char *library, const char *symbol, char *msg, size_t size)) (char *, size_t)
+static open_fn
+load_nvrm (const char *library, const char *symbol, char *msg, size_t size)
 {
   void *handle = dlopen (library, RTLD_NOW);
   /* No tail call: dlopen must see this library as its caller (its RUNPATH counts).  */
@@ -45,7 +57,7 @@ load_nvrm (const char *library, const char *symbol, char *msg, size_t size)) (ch
       snprintf (msg, size, "nvrm-missing %s", dlerror ());
       return NULL;
     }
-  int (*open) (char *, size_t) = (int (*) (char *, size_t)) dlsym (handle, symbol);
+  open_fn open = (open_fn) dlsym (handle, symbol);
   if (open == NULL)
     snprintf (msg, size, "nvrm-missing %s lacks %s", library, symbol);
   return open;
@@ -74,19 +86,48 @@ cuInit (unsigned int flags)
     }
 #endif
 #ifdef NVRM_DLOPEN
-  int (*gpu) (char *, size_t)
-    = load_nvrm ("libnvrm_gpu.so", "nvrm_gpu_open", error_text, sizeof error_text);
-  if (gpu == NULL)
-    return CUDA_ERROR_UNKNOWN;
-  int (*mem) (char *, size_t)
-    = load_nvrm ("libnvrm_mem.so", "nvrm_mem_open", error_text, sizeof error_text);
-  if (mem == NULL)
-    return CUDA_ERROR_UNKNOWN;
+  static const char *const libraries[][2] = {
+    { "libnvrm_gpu.so", "nvrm_gpu_open" },
+    { "libnvrm_mem.so", "nvrm_mem_open" },
+    { "libnvdla_runtime.so", "nvdla_runtime_open" },
+  };
+  open_fn opens[3];
+  for (int i = 0; i < 3; i++)
+    {
+      opens[i] = load_nvrm (libraries[i][0], libraries[i][1], error_text, sizeof error_text);
+      if (opens[i] == NULL)
+        return CUDA_ERROR_UNKNOWN;
+    }
+#elif defined COMPAT
+  open_fn opens[3] = { nvrm_gpu_open, nvrm_mem_open, nvdla_runtime_open };
 #else
-  int (*gpu) (char *, size_t) = nvrm_gpu_open;
-  int (*mem) (char *, size_t) = nvrm_mem_open;
+  open_fn opens[2] = { nvrm_gpu_open, nvrm_mem_open };
 #endif
-  if (gpu (error_text, sizeof error_text) != 0 || mem (error_text, sizeof error_text) != 0)
-    return CUDA_ERROR_UNKNOWN;
+  for (size_t i = 0; i < sizeof opens / sizeof opens[0]; i++)
+    if (opens[i] (error_text, sizeof error_text) != 0)
+      return CUDA_ERROR_UNKNOWN;
+  return 0;
+}
+
+int
+cuModuleLoadData (void **module, const void *image)
+{
+  (void) image;
+  void *jit = dlopen ("libnvidia-ptxjitcompiler.so.1", RTLD_NOW);
+  /* No tail call: dlopen must see this library as its caller (its RUNPATH counts).  */
+  __asm__ volatile ("" ::: "memory");
+  if (jit == NULL)
+    {
+      snprintf (error_text, sizeof error_text, "jit-missing %s", dlerror ());
+      return CUDA_ERROR_JIT_COMPILER_NOT_FOUND;
+    }
+  int (*version) (void) = (int (*) (void)) dlsym (jit, "nvptxjit_version");
+  if (version == NULL)
+    {
+      snprintf (error_text, sizeof error_text, "jit-missing the helper lacks nvptxjit_version");
+      return CUDA_ERROR_JIT_COMPILER_NOT_FOUND;
+    }
+  jit_version = version ();
+  *module = jit;
   return 0;
 }

@@ -1,7 +1,9 @@
 /* The app: links libcudart.so.12 (DT_NEEDED, RUNPATH to the runtime's store path, as Nix
-   builds it), initialises CUDA, optionally (SAXPY_NSS=1) looks a user up through NSS, and
-   prints what it ended up with:
-     saxpy loaded path=P        every libcuda*, libnvrm_*, libnvos, libnss_compat* mapped
+   builds it), with -DCXX_APP also libstdc++.so.6 (a C++ CUDA program), initialises CUDA,
+   optionally (SAXPY_NSS=1) looks up a user that /etc/passwd does not list, so that libc
+   asks the next NSS module, and prints what it ended up with:
+     saxpy loaded path=P        every object mapped besides the program itself
+     saxpy nss nobody=found|missing
      saxpy cuda rc=R kind detail...
    Exit status 0 when CUDA is usable.  */
 #define _GNU_SOURCE
@@ -17,13 +19,8 @@ print_loaded (struct dl_phdr_info *info, size_t size, void *data)
 {
   (void) size;
   (void) data;
-  const char *name = info->dlpi_name;
-  const char *base = strrchr (name, '/');
-  base = base != NULL ? base + 1 : name;
-  static const char *const prefixes[] = { "libcuda.", "libnvrm_", "libnvos", "libnss_compat" };
-  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-    if (strncmp (base, prefixes[i], strlen (prefixes[i])) == 0)
-      printf ("saxpy loaded path=%s\n", name);
+  if (info->dlpi_name[0] == '/')
+    printf ("saxpy loaded path=%s\n", info->dlpi_name);
   return 0;
 }
 
@@ -31,13 +28,17 @@ int
 main (void)
 {
   setvbuf (stdout, NULL, _IONBF, 0);
+#ifdef CXX_APP
+  /* A C++ program has libstdc++ loaded, and uses it, before CUDA starts.  */
+  _ZdlPv (_Znwm (16));
+#endif
   char msg[512];
   int rc = cudart_init (msg, sizeof msg);
   const char *nss = getenv ("SAXPY_NSS");
   if (nss != NULL && strcmp (nss, "1") == 0)
     {
-      struct passwd *pw = getpwnam ("root");
-      printf ("saxpy nss root=%s\n", pw != NULL ? "found" : "missing");
+      struct passwd *pw = getpwnam ("nobody");
+      printf ("saxpy nss nobody=%s\n", pw != NULL ? "found" : "missing");
     }
   dl_iterate_phdr (print_loaded, NULL);
   printf ("saxpy cuda rc=%d %s\n", rc, msg);

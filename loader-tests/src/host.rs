@@ -85,8 +85,17 @@ pub const AARCH64_KERNEL_HEADERS: PackagedDir = PackagedDir {
     what: "Linux headers for aarch64",
 };
 
+/// Debian's aarch64 cross glibc with its headers and start files: a stock 2.36 loader for
+/// aarch64 programs the host's compiler builds, the search model's reference when no built
+/// sysroot is at hand (loader-tests/tests/explain_host.rs).
+pub const AARCH64_CROSS_LIBC: PackagedDir = PackagedDir {
+    path: "/usr/aarch64-linux-gnu/include/sys",
+    package: "libc6-dev-arm64-cross",
+    what: "Debian's aarch64 cross glibc (headers and libraries)",
+};
+
 /// Every directory above: also what `scripts/install-deps` must provide.
-pub const PACKAGED_DIRS: &[PackagedDir] = &[AARCH64_KERNEL_HEADERS];
+pub const PACKAGED_DIRS: &[PackagedDir] = &[AARCH64_KERNEL_HEADERS, AARCH64_CROSS_LIBC];
 
 /// How to compile for a target: glibc itself and the C fixtures use the same compiler.
 #[derive(Debug, Clone, Copy)]

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 pub mod apt;
-pub mod explain;
+pub mod debs;
+pub mod differential;
 pub mod fixtures;
 pub mod host;
 pub mod layout;
@@ -14,6 +15,8 @@ pub mod probe;
 pub mod replay;
 pub mod report;
 pub mod root;
+pub mod search;
+pub mod trace;
 
 /// A CPU architecture the matrix runs on.
 #[derive(

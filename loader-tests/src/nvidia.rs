@@ -8,27 +8,26 @@
 //! `cudaDriverGetVersion`) creates `/dev/nvidiactl` when it is missing. Scenario runs give it
 //! bwrap's private `/dev`; nothing here runs it on the host.
 
-use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
 
-use anyhow::{anyhow, bail, Context, Result};
-
-use crate::apt::{self, PrivateApt};
-use crate::host::{self, tools};
+use crate::debs::{PackageSet, Unpacked};
+use crate::host;
 use crate::Target;
+
+pub use crate::debs::{Unavailable, UNREACHABLE};
 
 /// The two packages, by name.
 pub const PACKAGES: [&str; 2] = ["libcudart11.0", "libcuda1"];
 /// Debian 12: the release whose non-free archive carries both (driver branch 535).
-const SUITES: &str = "bookworm bookworm-updates";
-const SECURITY_SUITES: &str = "bookworm-security";
-/// Bump when the unpacked layout below changes.
-const LAYOUT: &str = "nvidia-v1";
-/// The start of every reason that means the archive could not be reached: a skip for this
-/// reason is accepted everywhere, CI included (see loader-tests/README.md).
-pub const UNREACHABLE: &str = "Debian archive unreachable";
+const SET: PackageSet = PackageSet {
+    name: "nvidia",
+    packages: &PACKAGES,
+    suites: "bookworm bookworm-updates",
+    security_suites: "bookworm-security",
+    components: "non-free",
+    // Bump when the unpacked layout below changes.
+    layout: "nvidia-v1",
+};
 
 /// The unpacked packages of one architecture.
 #[derive(Debug, Clone)]
@@ -43,24 +42,6 @@ pub struct NvidiaLibs {
     pub versions: Vec<String>,
     /// Seconds the fetch took (index and download); 0 for a cache hit.
     pub fetch_seconds: f64,
-}
-
-/// Why there are no libraries: the archive could not be reached (a skip), or something that
-/// should have worked did not (a failure).
-#[derive(Debug)]
-pub enum Unavailable {
-    Unreachable(String),
-    Failed(anyhow::Error),
-}
-
-impl Unavailable {
-    /// The text a skipped scenario gives as its reason.
-    pub fn reason(&self) -> String {
-        match self {
-            Unavailable::Unreachable(why) => format!("{UNREACHABLE}: {why}"),
-            Unavailable::Failed(err) => format!("real NVIDIA libraries unavailable: {err:#}"),
-        }
-    }
 }
 
 /// Debian's name for the target's architecture.
@@ -86,247 +67,19 @@ pub fn ensure_once(target: Target) -> Result<&'static NvidiaLibs, &'static Unava
 
 /// The libraries for `target` from `<cache>/nvidia/<arch>`, fetched first if needed.
 pub fn ensure(target: Target, cache: &Path) -> Result<NvidiaLibs, Unavailable> {
-    let arch = debian_arch(target);
-    let base = cache.join("nvidia");
-    let dir = base.join(arch);
-    if let Ok(libs) = read(&dir, target, 0.0) {
-        return Ok(libs);
-    }
-    fs::create_dir_all(&base)
-        .with_context(|| format!("cannot create {}", base.display()))
-        .map_err(Unavailable::Failed)?;
-    // One fetch at a time per cache (tests run in threads and processes at once).
-    let lock_path = base.join(".fetch.lock");
-    let lock = fs::File::create(&lock_path)
-        .with_context(|| format!("cannot create {}", lock_path.display()))
-        .map_err(Unavailable::Failed)?;
-    lock.lock()
-        .with_context(|| format!("cannot lock {}", lock_path.display()))
-        .map_err(Unavailable::Failed)?;
-    if let Ok(libs) = read(&dir, target, 0.0) {
-        return Ok(libs);
-    }
-    let started = Instant::now();
-    fetch(&base, arch)?;
-    read(&dir, target, started.elapsed().as_secs_f64()).map_err(Unavailable::Failed)
-}
-
-/// A finished unpack in `dir`.
-fn read(dir: &Path, target: Target, fetch_seconds: f64) -> Result<NvidiaLibs> {
-    let marker = dir.join(".complete");
-    let layout =
-        fs::read_to_string(&marker).with_context(|| format!("cannot read {}", marker.display()))?;
-    if layout.trim() != LAYOUT {
-        bail!("{} was unpacked by another layout", dir.display());
-    }
-    let lib = dir.join("root/usr/lib").join(target.triplet());
-    let libs = NvidiaLibs {
-        root: dir.join("root"),
-        cudart: lib.join("libcudart.so.11.0"),
-        libcuda: lib.join("nvidia/current/libcuda.so.1"),
-        versions: fs::read_to_string(dir.join("versions"))
-            .with_context(|| format!("cannot read {}/versions", dir.display()))?
-            .lines()
-            .map(str::to_string)
-            .collect(),
+    let lib = format!("usr/lib/{}", target.triplet());
+    let cudart = format!("{lib}/libcudart.so.11.0");
+    let libcuda = format!("{lib}/nvidia/current/libcuda.so.1");
+    let Unpacked {
+        root,
+        versions,
         fetch_seconds,
-    };
-    for file in [&libs.cudart, &libs.libcuda] {
-        if !file.exists() {
-            bail!("{} is missing from the unpacked packages", file.display());
-        }
-    }
-    Ok(libs)
-}
-
-/// Index, download and unpack both packages into `<base>/<arch>`, published by a rename.
-fn fetch(base: &Path, arch: &str) -> Result<(), Unavailable> {
-    let failed = Unavailable::Failed;
-    host::require(&[tools::APT_GET, tools::DPKG_DEB]).map_err(failed)?;
-    let mirrors =
-        apt::system_mirrors().map_err(|err| Unavailable::Unreachable(format!("{err:#}")))?;
-    let sources: String = mirrors
-        .iter()
-        .map(|m| {
-            let suites = if m.is_security() {
-                SECURITY_SUITES
-            } else {
-                SUITES
-            };
-            m.stanza("deb", suites, "non-free")
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    if sources.is_empty() {
-        return Err(Unavailable::Unreachable(format!(
-            "no Debian mirror in {}/*.sources",
-            apt::SYSTEM_SOURCES
-        )));
-    }
-    let apt =
-        PrivateApt::new(&base.join(format!("apt-{arch}")), &sources, Some(arch)).map_err(failed)?;
-    let log = apt.root().join("fetch.log");
-    let mut update = apt.command();
-    update.args(["-q", "update"]);
-    let out = run_logged(&mut update, &log).map_err(failed)?;
-    if !out.status.success() || unreachable(&out.text) {
-        return Err(Unavailable::Unreachable(format!(
-            "apt-get update of the non-free {arch} index failed: {} (log: {})",
-            first_error(&out.text),
-            log.display()
-        )));
-    }
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".staging-{arch}-"))
-        .tempdir_in(base)
-        .with_context(|| format!("cannot create a staging directory in {}", base.display()))
-        .map_err(failed)?;
-    let debs = staging.path().join("debs");
-    fs::create_dir_all(&debs)
-        .with_context(|| format!("cannot create {}", debs.display()))
-        .map_err(failed)?;
-    let mut download = apt.command();
-    download
-        .current_dir(&debs)
-        .args(["-q", "download"])
-        .args(PACKAGES);
-    let out = run_logged(&mut download, &log).map_err(failed)?;
-    if !out.status.success() {
-        let why = format!(
-            "apt-get download {} ({arch}) failed: {} (log: {})",
-            PACKAGES.join(" "),
-            first_error(&out.text),
-            log.display()
-        );
-        return Err(if unreachable(&out.text) {
-            Unavailable::Unreachable(why)
-        } else {
-            Unavailable::Failed(anyhow!(why))
-        });
-    }
-    unpack(
-        &debs,
-        &staging.path().join("root"),
-        &staging.path().join("versions"),
-    )
-    .map_err(failed)?;
-    fs::write(staging.path().join(".complete"), LAYOUT)
-        .context("cannot mark the NVIDIA libraries complete")
-        .map_err(failed)?;
-    let dir = base.join(arch);
-    if dir.exists() {
-        fs::remove_dir_all(&dir)
-            .with_context(|| format!("cannot remove the incomplete {}", dir.display()))
-            .map_err(failed)?;
-    }
-    let staged = staging.keep();
-    fs::rename(&staged, &dir)
-        .with_context(|| format!("cannot publish {}", dir.display()))
-        .map_err(failed)
-}
-
-/// `dpkg-deb -x` of every `.deb` in `debs` into `root`; `package version size` lines into
-/// `versions`.
-fn unpack(debs: &Path, root: &Path, versions: &Path) -> Result<()> {
-    let mut files: Vec<PathBuf> = fs::read_dir(debs)
-        .with_context(|| format!("cannot read {}", debs.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "deb"))
-        .collect();
-    files.sort();
-    if files.len() != PACKAGES.len() {
-        bail!(
-            "expected {} .deb files in {}, found {}",
-            PACKAGES.len(),
-            debs.display(),
-            files.len()
-        );
-    }
-    let mut lines = String::new();
-    for deb in files {
-        let show = Command::new("dpkg-deb")
-            .args(["-W", "--showformat=${Package} ${Version}"])
-            .arg(&deb)
-            .output()
-            .context("cannot run dpkg-deb -W")?;
-        if !show.status.success() {
-            bail!("dpkg-deb -W {} failed", deb.display());
-        }
-        let size = fs::metadata(&deb)
-            .with_context(|| format!("cannot stat {}", deb.display()))?
-            .len();
-        lines.push_str(&format!(
-            "{} ({size} bytes)\n",
-            String::from_utf8_lossy(&show.stdout).trim()
-        ));
-        let status = Command::new("dpkg-deb")
-            .arg("-x")
-            .arg(&deb)
-            .arg(root)
-            .status()
-            .context("cannot run dpkg-deb -x")?;
-        if !status.success() {
-            bail!("dpkg-deb -x {} failed ({status})", deb.display());
-        }
-    }
-    fs::write(versions, lines).with_context(|| format!("cannot write {}", versions.display()))
-}
-
-struct Logged {
-    status: std::process::ExitStatus,
-    text: String,
-}
-
-/// Runs `cmd` to the end, appending its output to `log`.
-fn run_logged(cmd: &mut Command, log: &Path) -> Result<Logged> {
-    let out = cmd
-        .output()
-        .with_context(|| format!("cannot start {:?}", cmd.get_program()))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut previous = fs::read_to_string(log).unwrap_or_default();
-    previous.push_str(&format!("$ {cmd:?}\n{text}"));
-    fs::write(log, previous).with_context(|| format!("cannot write {}", log.display()))?;
-    Ok(Logged {
-        status: out.status,
-        text,
+    } = SET.ensure(cache, debian_arch(target), &[&cudart, &libcuda])?;
+    Ok(NvidiaLibs {
+        cudart: root.join(cudart),
+        libcuda: root.join(libcuda),
+        root,
+        versions,
+        fetch_seconds,
     })
-}
-
-/// Whether apt's output says a server could not be reached (as opposed to, say, a package
-/// missing from a reachable index, which is a failure).
-fn unreachable(text: &str) -> bool {
-    text.lines().any(|l| {
-        l.starts_with("Err:")
-            || l.starts_with("W: Failed to fetch")
-            || l.contains("Temporary failure resolving")
-            || l.contains("Could not resolve")
-            || l.contains("Could not connect")
-            || l.contains("Connection timed out")
-            || l.contains("Network is unreachable")
-    })
-}
-
-fn first_error(text: &str) -> String {
-    text.lines()
-        .find(|l| l.starts_with("E:") || l.starts_with("Err:") || l.starts_with("W: Failed"))
-        .unwrap_or("see the log")
-        .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn network_errors_are_unreachable_and_missing_packages_are_not() {
-        assert!(unreachable(
-            "Err:1 http://mirror.example.invalid/debian bookworm InRelease\n  Temporary failure resolving 'mirror.example.invalid'\n"
-        ));
-        assert!(!unreachable("E: Unable to locate package libcuda1\n"));
-    }
 }

@@ -197,7 +197,7 @@ pub struct Output {
     pub stdout: String,
     pub stderr: String,
     /// (directory, role) of the `libcuda.so.1` copies in the root.
-    placed: Vec<(String, String)>,
+    pub(crate) placed: Vec<(String, String)>,
 }
 
 /// One `load ...` or `fail ...` line of the probe.

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::explain::explain;
 use crate::matrix::{Observed, Scenario, MATRIX};
 use crate::root::{Bench, Ctx};
+use crate::trace::explain;
 use crate::{Flavour, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -250,7 +250,7 @@ pub fn trace(bench: &Bench, scenario: &'static Scenario) -> anyhow::Result<Strin
         anyhow::bail!("{} ran no command", scenario.id);
     };
     let out = invocation.with_env("LD_DEBUG", "libs").run(Vec::new())?;
-    Ok(crate::explain::normalize_trace(&out.stderr))
+    Ok(crate::trace::normalize_trace(&out.stderr))
 }
 
 impl MatrixReport {

@@ -1,8 +1,9 @@
 //! The Jetson replay (`cargo xtask jetson-replay`) as tests: its table as a snapshot, docs/
-//! jetson.md's table the same as this run's, and the cells that need the patch failing without
-//! it. The replay is about aarch64 boards: it runs under QEMU with the sysroots named by
-//! `$LD_FALLBACK_SYSROOT_AARCH64`, `..._UNPATCHED` and `..._FALLBACK_FIRST` (`cargo xtask ci`
-//! sets them); without them the tests are ignored, and under CI they fail.
+//! jetson.md's table and summary the same as this run's, and the cells that need the patch
+//! failing without it. The replay is about aarch64 boards: it runs under QEMU with the
+//! sysroots named by `$LD_FALLBACK_SYSROOT_AARCH64`, `..._UNPATCHED` and `..._FALLBACK_FIRST`
+//! (`cargo xtask ci` sets them) and Debian's arm64 host libraries (fetched once); without the
+//! sysroots the tests are ignored, and under CI they fail.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,7 +11,8 @@ use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_tests::host::{cache_dir, in_ci};
-use loader_tests::replay::{self, report, Benches, JetsonFixtures, ReplayReport};
+use loader_tests::replay::Origin;
+use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures, ReplayReport};
 use loader_tests::root::Bench;
 use loader_tests::{sysroot_env_var, Flavour, Sysroot, Target};
 
@@ -67,6 +69,7 @@ fn replayed() -> Result<&'static ReplayReport, String> {
     REPORT
         .get_or_init(|| {
             let cache = cache_dir().map_err(|e| format!("{e:#}"))?;
+            let host = HostLibs::ensure(TARGET, &cache).map_err(|why| why.reason())?;
             let mut made = Vec::new();
             for flavour in FLAVOURS {
                 let var = sysroot_env_var(TARGET, flavour);
@@ -76,7 +79,8 @@ fn replayed() -> Result<&'static ReplayReport, String> {
                 let prepare = || -> anyhow::Result<(Bench, JetsonFixtures)> {
                     let sysroot = Sysroot::at(Path::new(&path), TARGET, flavour)?;
                     let bench = Bench::new(sysroot, &cache)?;
-                    let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache)?;
+                    let fixtures =
+                        JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host)?;
                     Ok((bench, fixtures))
                 };
                 let (bench, fixtures) = prepare().map_err(|e| format!("{flavour}: {e:#}"))?;
@@ -89,6 +93,7 @@ fn replayed() -> Result<&'static ReplayReport, String> {
             let benches = Benches {
                 target: TARGET,
                 release,
+                host: host.clone(),
                 benches: made
                     .iter()
                     .map(|(f, b, x)| (*f, Ok((b, x.clone()))))
@@ -118,20 +123,31 @@ fn doc_is_the_replay(report: &ReplayReport) -> Result<(), String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/jetson.md");
     let page =
         std::fs::read_to_string(&path).map_err(|e| format!("cannot read docs/jetson.md: {e}"))?;
-    let block = report::generated_block(&page)
-        .ok_or_else(|| format!("docs/jetson.md has no block starting {}", report::BEGIN))?;
-    let (documented, replayed) = (report::body(block), report::body(&report.render_markdown()));
-    if documented == replayed {
+    let mut differ = String::new();
+    for (block, rendered) in [
+        (report::TABLE, report.render_markdown()),
+        (report::SUMMARY, report.render_summary()),
+    ] {
+        let current = report::generated_block(&page, block)
+            .ok_or_else(|| format!("docs/jetson.md has no block starting {}", block.begin))?;
+        let (documented, replayed) = (report::body(current), report::body(&rendered));
+        if documented != replayed {
+            differ.push_str(&format!(
+                "--- docs/jetson.md\n{documented}\n+++ this run\n{replayed}\n"
+            ));
+        }
+    }
+    if differ.is_empty() {
         return Ok(());
     }
     Err(format!(
-        "docs/jetson.md's table is not this replay's; update it with `cargo xtask jetson-replay --write-doc` and commit it\n--- docs/jetson.md\n{documented}\n+++ this run\n{replayed}"
+        "docs/jetson.md is not this replay's; update it with `cargo xtask jetson-replay --write-doc` and commit it\n{differ}"
     ))
 }
 
-/// Row 23 of the contract, for the replay: where the patch makes CUDA work, the unpatched
-/// loader fails, in every run of the cell; elsewhere in the rows that set the variable, the
-/// unpatched loader gives the same outcome.
+/// Row 23 of the contract, for the replay: where the patch makes CUDA work (in any run of the
+/// cell), the unpatched loader fails in every run; elsewhere in the rows that set the
+/// variable, the unpatched loader gives the same outcome.
 fn need_the_patch(report: &ReplayReport) -> Result<(), String> {
     let mut wrong = Vec::new();
     for row in report
@@ -141,16 +157,13 @@ fn need_the_patch(report: &ReplayReport) -> Result<(), String> {
     {
         for cell in &row.cells {
             let needs = NEED_THE_PATCH.contains(&(row.approach, cell.column));
-            let with: Vec<_> = cell
-                .runs
-                .iter()
-                .filter(|r| r.flavour != Flavour::Unpatched)
-                .collect();
-            let without: Vec<_> = cell
-                .runs
-                .iter()
-                .filter(|r| r.flavour == Flavour::Unpatched)
-                .collect();
+            let main = |flavour: Flavour| -> Vec<_> {
+                cell.runs
+                    .iter()
+                    .filter(|r| r.key.flavour == flavour && r.key.origin == Origin::Last)
+                    .collect()
+            };
+            let (with, without) = (main(row.flavour), main(Flavour::Unpatched));
             if without.is_empty() {
                 wrong.push(format!(
                     "{} {}: not run unpatched",
@@ -159,9 +172,9 @@ fn need_the_patch(report: &ReplayReport) -> Result<(), String> {
                 continue;
             }
             let ok = if needs {
-                with.iter().all(|r| r.works) && without.iter().all(|r| !r.works)
+                with.iter().any(|r| r.works) && without.iter().all(|r| !r.works)
             } else {
-                cell.unpatched.as_deref() == Some(cell.outcome.as_str())
+                cell.unpatched() == Some(cell.outcome())
             };
             if !ok {
                 wrong.push(format!(
@@ -173,8 +186,8 @@ fn need_the_patch(report: &ReplayReport) -> Result<(), String> {
                     } else {
                         "must not depend on it"
                     },
-                    cell.outcome,
-                    cell.unpatched
+                    cell.outcome(),
+                    cell.unpatched()
                 ));
             }
         }

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use loader_tests::{Flavour, Target};
 
 use crate::store::release::{Release, SUPPORTED};
-use crate::{build, ci, jetson, rebase, resolution, series, store, update, verify};
+use crate::{build, ci, explain, jetson, rebase, resolution, series, store, update, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -53,6 +53,9 @@ pub enum Command {
     Verify(verify::Args),
     /// Replay every way of using cuda_compat on Jetson, on every kind of host (docs/jetson.md).
     JetsonReplay(jetson::Args),
+    /// Which file a program would load for every library, with LD_FALLBACK_PATH, without
+    /// running it (a model of the patched loader's search).
+    Explain(explain::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(Bench),
@@ -182,8 +185,8 @@ fn releases() -> impl TypedValueParser<Value = Releases> {
     })
 }
 
-/// A count that must be 1 or more (`--jobs`, `--version`, `--hit-runs`): 0 would run
-/// `make -j0`, format a "v0" patch set, or time nothing.
+/// A count that must be 1 or more (`--jobs`, `--version`): 0 would run `make -j0` or format
+/// a "v0" patch set.
 pub fn at_least_one<T>(text: &str) -> Result<T, String>
 where
     T: std::str::FromStr + PartialEq + From<u8>,
@@ -278,8 +281,6 @@ mod tests {
             &["format-series", "--version", "0"][..],
             &["build-glibc", "--jobs", "0"],
             &["bench", "build", "--jobs", "0"],
-            &["bench", "build", "--hit-runs", "0"],
-            &["bench", "build", "--incremental-runs", "0"],
         ] {
             let err =
                 Cli::try_parse_from(std::iter::once("cargo-xtask").chain(args.iter().copied()))

@@ -4,7 +4,8 @@
 //! `store` (glibc releases) -> `series` (patches/) -> `rebase` (moving a series between
 //! releases) -> `build` (cached sysroots) -> `resolution` (the scenario matrix against a
 //! sysroot) -> `verify` (every cell proven, the support table) -> `ci` (all of it, as CI
-//! runs it); `update` takes one release through all of them (`update-release`). `cli` holds
+//! runs it); `update` takes one release through all of them (`update-release`); `explain` models the
+//! patched loader's search for a program without running it. `cli` holds
 //! the vocabulary every command shares; `util` the plumbing.
 
 // First, so that its output macros (`outln!`, `diagln!`, ...) are in scope in every module.
@@ -14,6 +15,7 @@ pub mod util;
 pub mod build;
 pub mod ci;
 pub mod cli;
+pub mod explain;
 pub mod jetson;
 pub mod rebase;
 pub mod resolution;

@@ -58,6 +58,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::TestResolution(args) => args.run(&global),
         Command::Verify(args) => args.run(&global),
         Command::JetsonReplay(args) => args.run(&global),
+        Command::Explain(args) => args.run(),
         Command::Bench(Bench::Store) => store::bench::run(&global),
         Command::Bench(Bench::Rebase) => rebase::bench::run(&global),
         Command::Bench(Bench::Build(args)) => args.run(&global),

@@ -254,3 +254,70 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// glibc's `make check` runs `lint-makefiles` (scripts/sort-makefile-lines.py over every
+/// Makefile) on the releases that have it, and a failure there stops 2.44's `make check`
+/// before it runs any test (issue 19). Every Makefile a series changes must pass the
+/// release's own script; 2.36 has none.
+#[test]
+fn every_makefile_a_series_changes_passes_the_release_s_lint() {
+    let ws = Workspace::open_default(None).unwrap();
+    let repo = ws.store.repo();
+    let tmp = TempDir::new().unwrap();
+    let mut linted = 0;
+    for release in ws.releases_with_series() {
+        let series = ws.load_series(release).unwrap();
+        let (_, commits) = ws.commit_series(&series).unwrap();
+        let tree = repo
+            .find_commit(*commits.last().unwrap())
+            .unwrap()
+            .tree()
+            .unwrap();
+        let file = |path: &str| -> Option<Vec<u8>> {
+            let entry = tree.get_path(Path::new(path)).ok()?;
+            Some(repo.find_blob(entry.id()).unwrap().content().to_vec())
+        };
+        let Some(script) = file("scripts/sort-makefile-lines.py") else {
+            continue;
+        };
+        let script_path = tmp.path().join(format!("sort-makefile-lines-{release}.py"));
+        std::fs::write(&script_path, script).unwrap();
+        let changed: std::collections::BTreeSet<&str> = series
+            .patches
+            .iter()
+            .flat_map(|p| p.text.lines())
+            .filter_map(|l| l.strip_prefix("+++ b/"))
+            .filter(|path| path.ends_with("Makefile"))
+            .collect();
+        assert!(
+            !changed.is_empty(),
+            "glibc {release}: the series changes no Makefile"
+        );
+        for makefile in changed {
+            let text = file(makefile).unwrap();
+            let input = tmp.path().join("Makefile");
+            std::fs::write(&input, &text).unwrap();
+            let sorted = Command::new("python3")
+                .arg(&script_path)
+                .stdin(std::fs::File::open(&input).unwrap())
+                .output()
+                .expect("python3 runs glibc's lint");
+            assert!(
+                sorted.status.success(),
+                "{}",
+                String::from_utf8_lossy(&sorted.stderr)
+            );
+            if sorted.stdout != text {
+                let want = String::from_utf8_lossy(&sorted.stdout);
+                let have = String::from_utf8_lossy(&text);
+                let diff = similar::TextDiff::from_lines(&*want, &*have);
+                panic!(
+                    "glibc {release}: {makefile} fails glibc's lint-makefiles (sort-makefile-lines.py):\n{}",
+                    diff.unified_diff().context_radius(2).header("expected", "series")
+                );
+            }
+            linted += 1;
+        }
+    }
+    assert!(linted >= 5, "only {linted} Makefiles linted");
+}

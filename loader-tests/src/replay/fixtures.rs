@@ -1,28 +1,146 @@
 //! The replay's fake CUDA stack (`c-fixtures/jetson*.c`), compiled against the glibc under
-//! test and cached like the matrix's fixtures: one build per board release, cuda_compat
-//! version and way of loading `libnvrm_*`, and runtime version the columns use.
+//! test and cached like the matrix's fixtures: per L4T release the driver directory's
+//! libraries, per board and cuda_compat the `libcuda.so.1` (cuda_compat's in both linkages)
+//! and its JIT helper, the runtimes the columns use, and the app as a C and a C++ program.
+//! `libnvrm_gpu`, `libnvdla_runtime` and the C++ app link Debian's real `libstdc++.so.6`
+//! ([`HostLibs`]), whose version is part of the cache key.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{Board, Compat, Linkage, BOARDS, COMPATS, RUNTIMES};
+use super::{App, Board, Compat, HostLibs, Linkage, BOARDS, COMPATS, RUNTIMES};
 use crate::fixtures::{ensure_set, Compiler, FixtureSet};
 use crate::layout::Layout;
 use crate::Sysroot;
 
 /// Bump when the recipe below changes in a way the sources hash cannot see.
-const RECIPE: &str = "jetson-v1";
+const RECIPE: &str = "jetson-v2";
 
 const SOURCES: &[&str] = &[
     "jetson.h",
+    "jetson-l4t.c",
     "jetson-nvos.c",
     "jetson-nvrm.c",
+    "jetson-ptxjit.c",
     "jetson-libcuda.c",
     "jetson-cudart.c",
     "jetson-saxpy.c",
-    "jetson-nss-impostor.c",
 ];
+
+/// A library of the board's driver directory: its SONAME, its source and defines, and the
+/// other libraries of the directory it needs (DT_NEEDED), in link order. docs/jetson.md
+/// ("The closure") says which of these edges are confirmed.
+pub struct BoardLib {
+    pub name: &'static str,
+    source: &'static str,
+    defines: &'static [&'static str],
+    needs: &'static [&'static str],
+    /// Also needs `libstdc++.so.6` (from outside the driver directory).
+    pub needs_libstdcxx: bool,
+    /// Only in this L4T release's driver directory.
+    pub only_in: Option<u32>,
+}
+
+/// The driver directory's libraries, dependencies first.
+pub const BOARD_LIBS: &[BoardLib] = &[
+    BoardLib {
+        name: "libnvsocsys.so",
+        source: "jetson-l4t.c",
+        defines: &["-DL4T_LIB=nvsocsys"],
+        needs: &[],
+        needs_libstdcxx: false,
+        only_in: None,
+    },
+    BoardLib {
+        name: "libnvtegrahv.so",
+        source: "jetson-l4t.c",
+        defines: &["-DL4T_LIB=nvtegrahv"],
+        needs: &[],
+        needs_libstdcxx: false,
+        only_in: Some(36),
+    },
+    BoardLib {
+        name: "libnvos.so",
+        source: "jetson-nvos.c",
+        defines: &[],
+        needs: &["libnvsocsys.so", "libnvtegrahv.so"],
+        needs_libstdcxx: false,
+        only_in: None,
+    },
+    BoardLib {
+        name: "libnvrm_chip.so",
+        source: "jetson-l4t.c",
+        defines: &["-DL4T_LIB=nvrm_chip"],
+        needs: &["libnvos.so"],
+        needs_libstdcxx: false,
+        only_in: None,
+    },
+    BoardLib {
+        name: "libnvrm_mem.so",
+        source: "jetson-nvrm.c",
+        defines: &[
+            "-DOPEN=nvrm_mem_open",
+            "-DLIBNAME=\"libnvrm_mem\"",
+            "-DUSES_CHIP",
+        ],
+        needs: &["libnvos.so", "libnvrm_chip.so"],
+        needs_libstdcxx: false,
+        only_in: None,
+    },
+    BoardLib {
+        name: "libnvrm_host1x.so",
+        source: "jetson-l4t.c",
+        defines: &["-DL4T_LIB=nvrm_host1x"],
+        needs: &["libnvos.so", "libnvrm_mem.so"],
+        needs_libstdcxx: false,
+        only_in: None,
+    },
+    BoardLib {
+        name: "libnvrm_gpu.so",
+        source: "jetson-nvrm.c",
+        defines: &[
+            "-DOPEN=nvrm_gpu_open",
+            "-DLIBNAME=\"libnvrm_gpu\"",
+            "-DUSES_HOST1X",
+            "-DUSES_LIBSTDCXX",
+        ],
+        needs: &["libnvrm_mem.so", "libnvrm_host1x.so", "libnvos.so"],
+        needs_libstdcxx: true,
+        only_in: None,
+    },
+    BoardLib {
+        name: "libnvdla_runtime.so",
+        source: "jetson-nvrm.c",
+        defines: &[
+            "-DOPEN=nvdla_runtime_open",
+            "-DLIBNAME=\"libnvdla_runtime\"",
+            "-DUSES_HOST1X",
+            "-DUSES_LIBSTDCXX",
+        ],
+        needs: &["libnvrm_mem.so", "libnvrm_host1x.so", "libnvos.so"],
+        needs_libstdcxx: true,
+        only_in: None,
+    },
+];
+
+/// The libraries of `l4t`'s driver directory, in the order above.
+pub fn board_libs(l4t: u32) -> impl Iterator<Item = &'static BoardLib> {
+    BOARD_LIBS
+        .iter()
+        .filter(move |lib| lib.only_in.is_none_or(|only| only == l4t))
+}
+
+/// What #273389 adds to cuda_compat's DT_NEEDED: the libraries of the driver directory that
+/// `libnvrm_*` and `libnvdla_runtime` need (they are not looked up through cuda_compat's
+/// RUNPATH otherwise), dependencies first.
+pub fn nvrm_dependencies(l4t: u32) -> Vec<&'static str> {
+    let libs: Vec<&BoardLib> = board_libs(l4t).collect();
+    libs.iter()
+        .map(|lib| lib.name)
+        .filter(|name| libs.iter().any(|lib| lib.needs.contains(name)))
+        .collect()
+}
 
 /// The compiled stack for one sysroot.
 #[derive(Debug, Clone)]
@@ -31,13 +149,20 @@ pub struct JetsonFixtures {
 }
 
 impl JetsonFixtures {
-    pub fn ensure(sysroot: &Sysroot, layout: &Layout, cache: &Path) -> Result<JetsonFixtures> {
+    pub fn ensure(
+        sysroot: &Sysroot,
+        layout: &Layout,
+        cache: &Path,
+        host: &HostLibs,
+    ) -> Result<JetsonFixtures> {
+        // The real libstdc++ they link is part of what they are.
+        let recipe = format!("{RECIPE} {}", host.versions.join(", "));
         let fixtures = ensure_set(
             FixtureSet {
                 prefix: "jetson-",
-                recipe: RECIPE,
+                recipe: &recipe,
                 sources: SOURCES,
-                build: &build_all,
+                build: &|c: &Compiler| build_all(c, host),
             },
             sysroot,
             layout,
@@ -46,7 +171,7 @@ impl JetsonFixtures {
         Ok(JetsonFixtures { dir: fixtures.dir })
     }
 
-    /// `libnvos.so`, `libnvrm_gpu.so` or `libnvrm_mem.so` of an L4T release (no RUNPATH).
+    /// A library of an L4T release's driver directory (no RUNPATH).
     pub fn board_lib(&self, l4t: u32, name: &str) -> PathBuf {
         self.dir.join(format!("r{l4t}/{name}"))
     }
@@ -63,19 +188,20 @@ impl JetsonFixtures {
             .join("libcuda.so.1")
     }
 
+    /// The `libnvidia-ptxjitcompiler.so.1` shipped with the driver of `version`.
+    pub fn jit(&self, version: u32) -> PathBuf {
+        self.dir
+            .join(format!("jit-{version}/libnvidia-ptxjitcompiler.so.1"))
+    }
+
     /// `libcudart.so.12` needing a driver of at least `version`.
     pub fn cudart(&self, version: u32) -> PathBuf {
         self.dir.join(format!("cudart-{version}/libcudart.so.12"))
     }
 
     /// The app, without RUNPATH (the scene gives it Nix's).
-    pub fn saxpy(&self) -> PathBuf {
-        self.dir.join("saxpy")
-    }
-
-    /// The JetPack host glibc's `libnss_compat.so.2`, as far as anyone can tell.
-    pub fn host_nss_compat(&self) -> PathBuf {
-        self.dir.join("host/libnss_compat.so.2")
+    pub fn saxpy(&self, app: App) -> PathBuf {
+        self.dir.join(format!("saxpy-{}", app.name()))
     }
 }
 
@@ -92,39 +218,58 @@ fn compat_dir(compat: Compat, linkage: Linkage) -> String {
     )
 }
 
-fn build_all(c: &Compiler) -> Result<()> {
+fn build_all(c: &Compiler, host: &HostLibs) -> Result<()> {
     let out = c.out().to_path_buf();
     let path = |rel: &str| out.join(rel).display().to_string();
+    // Debian's libstdc++.so.6, linked by path: DT_NEEDED is its SONAME. Its own libgcc_s and
+    // libm are found through -rpath-link at link time.
+    let mut libstdcxx = vec![host.file("libstdc++.so.6").display().to_string()];
+    libstdcxx.extend(
+        host.dirs()
+            .iter()
+            .map(|dir| format!("-Wl,-rpath-link,{}", dir.display())),
+    );
     let mut releases: Vec<u32> = BOARDS.iter().map(|b| b.l4t).collect();
     releases.extend(COMPATS.iter().map(|c| c.l4t));
     releases.sort();
     releases.dedup();
     for l4t in releases {
         let dir = format!("r{l4t}");
-        c.shared(
-            &format!("{dir}/libnvos.so"),
-            "jetson-nvos.c",
-            "libnvos.so",
-            &[],
-            &[],
-        )?;
-        for nvrm in ["gpu", "mem"] {
+        let present: Vec<&str> = board_libs(l4t).map(|lib| lib.name).collect();
+        for lib in board_libs(l4t) {
+            let mut defines = vec![format!("-DL4T_RELEASE={l4t}")];
+            defines.extend(lib.defines.iter().map(|d| d.to_string()));
+            if lib.needs.contains(&"libnvtegrahv.so") && present.contains(&"libnvtegrahv.so") {
+                defines.push("-DTEGRAHV".into());
+            }
+            // Every dependency stays in DT_NEEDED, used or not: the loader must find it.
+            let mut link = vec!["-Wl,--no-as-needed".to_string()];
+            link.extend(
+                lib.needs
+                    .iter()
+                    .filter(|need| present.contains(need))
+                    .map(|need| path(&format!("{dir}/{need}"))),
+            );
+            if lib.needs_libstdcxx {
+                link.extend(libstdcxx.iter().cloned());
+            }
+            link.push(format!("-Wl,-rpath-link,{}", path(&dir)));
             c.shared(
-                &format!("{dir}/libnvrm_{nvrm}.so"),
-                "jetson-nvrm.c",
-                &format!("libnvrm_{nvrm}.so"),
-                &[format!("-DNVRM={nvrm}"), format!("-DL4T_RELEASE={l4t}")],
-                &[path(&format!("{dir}/libnvos.so"))],
+                &format!("{dir}/{}", lib.name),
+                lib.source,
+                lib.name,
+                &defines,
+                &link,
             )?;
         }
     }
-    // Linked against the release's libnvrm_*: DT_NEEDED by SONAME, no RUNPATH.
-    let nvrm = |l4t: u32| -> Vec<String> {
-        vec![
-            path(&format!("r{l4t}/libnvrm_gpu.so")),
-            path(&format!("r{l4t}/libnvrm_mem.so")),
-            format!("-Wl,-rpath-link,{}", path(&format!("r{l4t}"))),
-        ]
+    // Linked against the release's libraries: DT_NEEDED by SONAME, no RUNPATH.
+    let link_board = |l4t: u32, names: &[&str]| -> Vec<String> {
+        let mut link = vec!["-Wl,--no-as-needed".to_string()];
+        link.extend(names.iter().map(|name| path(&format!("r{l4t}/{name}"))));
+        link.push(format!("-Wl,-rpath-link,{}", path(&format!("r{l4t}"))));
+        link.extend(libstdcxx.iter().skip(1).cloned());
+        link
     };
     for board in BOARDS {
         c.shared(
@@ -132,7 +277,7 @@ fn build_all(c: &Compiler) -> Result<()> {
             "jetson-libcuda.c",
             "libcuda.so.1",
             &["-DBOARD".into(), format!("-DCUDA_VERSION={}", board.driver)],
-            &nvrm(board.l4t),
+            &link_board(board.l4t, &["libnvrm_gpu.so", "libnvrm_mem.so"]),
         )?;
     }
     for compat in COMPATS {
@@ -145,7 +290,10 @@ fn build_all(c: &Compiler) -> Result<()> {
             // As nixpkgs builds it: against stub libnvrm_* (any release's will do; the stubs
             // never reach a root), or without them when it dlopens them.
             let link = match linkage {
-                Linkage::Needed => nvrm(compat.l4t),
+                Linkage::Needed => link_board(
+                    compat.l4t,
+                    &["libnvrm_gpu.so", "libnvrm_mem.so", "libnvdla_runtime.so"],
+                ),
                 Linkage::Dlopen => {
                     defines.push("-DNVRM_DLOPEN".into());
                     Vec::new()
@@ -160,6 +308,17 @@ fn build_all(c: &Compiler) -> Result<()> {
             )?;
         }
     }
+    let mut drivers: Vec<u32> = BOARDS.iter().map(|b| b.driver).collect();
+    drivers.extend(COMPATS.iter().map(|c| c.version));
+    for version in drivers {
+        c.shared(
+            &format!("jit-{version}/libnvidia-ptxjitcompiler.so.1"),
+            "jetson-ptxjit.c",
+            "libnvidia-ptxjitcompiler.so.1",
+            &[format!("-DJIT_VERSION={version}")],
+            &[],
+        )?;
+    }
     for version in RUNTIMES {
         c.shared(
             &format!("cudart-{version}/libcudart.so.12"),
@@ -169,17 +328,55 @@ fn build_all(c: &Compiler) -> Result<()> {
             &[],
         )?;
     }
+    let cudart = path(&format!("cudart-{}/libcudart.so.12", RUNTIMES[0]));
     c.compile(
-        "saxpy",
+        "saxpy-c",
         "jetson-saxpy.c",
         &[],
-        &[path(&format!("cudart-{}/libcudart.so.12", RUNTIMES[0]))],
+        std::slice::from_ref(&cudart),
     )?;
-    c.shared(
-        "host/libnss_compat.so.2",
-        "jetson-nss-impostor.c",
-        "libnss_compat.so.2",
-        &[],
-        &[],
-    )
+    let mut link = vec![cudart, "-Wl,--no-as-needed".to_string()];
+    link.extend(libstdcxx.iter().cloned());
+    c.compile("saxpy-cxx", "jetson-saxpy.c", &["-DCXX_APP".into()], &link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dependency_of_a_board_library_comes_before_it() {
+        for l4t in [35, 36] {
+            let names: Vec<&str> = board_libs(l4t).map(|lib| lib.name).collect();
+            for (i, lib) in board_libs(l4t).enumerate() {
+                for need in lib.needs.iter().filter(|n| names.contains(n)) {
+                    let at = names.iter().position(|n| n == need).unwrap();
+                    assert!(at < i, "R{l4t}: {} needs {need}, built later", lib.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_closure_has_what_the_sources_name() {
+        // cuda_compat's DT_NEEDED (nixpkgs' autoPatchelfIgnoreMissingDeps) and libnvrm_*'s
+        // libstdc++ (#273389) must be in the model.
+        for name in ["libnvrm_gpu.so", "libnvrm_mem.so", "libnvdla_runtime.so"] {
+            assert!(BOARD_LIBS.iter().any(|lib| lib.name == name), "{name}");
+        }
+        assert!(BOARD_LIBS
+            .iter()
+            .any(|lib| lib.name == "libnvrm_gpu.so" && lib.needs_libstdcxx));
+        assert_eq!(
+            nvrm_dependencies(35),
+            [
+                "libnvsocsys.so",
+                "libnvos.so",
+                "libnvrm_chip.so",
+                "libnvrm_mem.so",
+                "libnvrm_host1x.so"
+            ]
+        );
+        assert!(nvrm_dependencies(36).contains(&"libnvtegrahv.so"));
+    }
 }

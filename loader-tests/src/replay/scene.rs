@@ -1,14 +1,19 @@
-//! One cell's root: the host's driver files where that host keeps them, the app's Nix store
-//! paths with the RUNPATH and DT_NEEDED entries the approach gives them (patchelf, as Nix),
-//! the board's `/etc/nv_tegra_release`; then the app's run, with the approach's variables.
+//! One run's root: the host's driver files where that host keeps them, the host's own
+//! libraries (Debian's real ones) in its multiarch directory, the app's Nix store paths with
+//! the RUNPATH and DT_NEEDED entries the approach gives them (patchelf, as Nix), the board's
+//! `/etc/nv_tegra_release`; then the app's run, with the approach's variables.
 
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use super::fixtures::{board_libs, nvrm_dependencies};
 use super::outcome::{self, Places};
 use super::{
-    Approach, Column, CompatRunpath, CudartRunpath, Host, JetsonFixtures, Linkage, OptOut,
-    RunReport, Variable,
+    App, Approach, Column, CompatRunpath, CudartRunpath, Host, HostLibs, JetsonFixtures, OptOut,
+    Origin, RunKey, RunReport,
 };
 use crate::root::{Bench, Ctx, Root};
-use crate::Flavour;
 
 /// A Nix store path of `name` with a made-up but stable hash, like `/nix/store/<32>-name`.
 pub fn store(name: &str) -> String {
@@ -38,23 +43,19 @@ pub struct Paths {
     pub app_l4t_core: String,
     pub system_l4t_core: String,
     pub system_l4t_cuda: String,
+    /// gcc's `lib` output: `libstdc++.so.6` and `libgcc_s.so.1` of every Nix closure here.
+    pub gcc_lib: String,
 }
 
 impl Paths {
     pub fn new(column: &Column, triplet: &str) -> Paths {
-        let host_lib = format!("/usr/lib/{triplet}");
-        let driver_dir = match column.host {
-            Host::NixOs => "/run/opengl-driver/lib".to_string(),
-            Host::JetPack5 => format!("{host_lib}/tegra"),
-            Host::JetPack6 => format!("{host_lib}/nvidia"),
-        };
         let l4t = |l4t: u32| match l4t {
             35 => "35.6.0",
             _ => "36.4.3",
         };
         Paths {
-            driver_dir,
-            host_lib,
+            driver_dir: column.host.driver_dir(triplet),
+            host_lib: format!("/usr/lib/{triplet}"),
             app: format!("{}/bin/saxpy", store("saxpy-1.0")),
             cudart_dir: format!(
                 "{}/lib",
@@ -82,52 +83,112 @@ impl Paths {
                 "{}/lib",
                 store(&format!("nvidia-l4t-cuda-{}", l4t(column.board.l4t)))
             ),
+            gcc_lib: format!("{}/lib", store("gcc-13.3.0-lib")),
         }
     }
 }
 
-const BOARD_LIBS: [&str; 3] = ["libnvos.so", "libnvrm_gpu.so", "libnvrm_mem.so"];
+const JIT: &str = "libnvidia-ptxjitcompiler.so.1";
 
-/// Builds the cell's root, runs the app, and says what happened.
+/// The name of a run's root, unique within the bench.
+pub fn run_name(approach: &Approach, column: &Column, key: RunKey) -> String {
+    let way = match key.way {
+        None => String::new(),
+        Some(way) => format!("-{}", way_name(way)),
+    };
+    format!(
+        "jetson-{}-{}{way}-{}-{}-{}-{}",
+        approach.number,
+        column.id,
+        key.linkage.name(),
+        key.app.name(),
+        key.origin.name(),
+        key.flavour
+    )
+}
+
+fn way_name(way: OptOut) -> &'static str {
+    match way {
+        OptOut::LibraryPathAtDriver => "llp-driver",
+        OptOut::LibraryPathAtL4tCuda => "llp-l4t-cuda",
+        OptOut::PreloadDriver => "preload",
+        OptOut::Nothing => "nothing",
+    }
+}
+
+/// Builds the run's root, runs the app, and says what happened.
 pub fn run(
     bench: &Bench,
     fixtures: &JetsonFixtures,
+    host: &HostLibs,
     approach: &Approach,
     column: &Column,
-    linkage: Linkage,
-    flavour: Flavour,
+    key: RunKey,
 ) -> RunReport {
-    let name = format!(
-        "jetson-{}-{}-{}-{}",
-        approach.number,
-        column.id,
-        linkage.name(),
-        flavour
-    );
-    let cx = Ctx::new(bench, &name);
+    let cx = Ctx::new(bench, &run_name(approach, column, key));
     let paths = Paths::new(column, bench.sysroot.target.triplet());
     let mut root = cx.root();
     let uses_compat_system_wide = approach.impure_binding
         && column.host == Host::NixOs
         && (column.board.driver < column.app_needs || column.opt_out);
+    let slibdir = &bench.layout.slibdir;
+    // nixpkgs' glibc ships a copy of libgcc_s.so.1 in its own lib directory (its default
+    // directory), for libc's own dlopen of it.
+    root.host_file(
+        &host.file("libgcc_s.so.1"),
+        &format!("{slibdir}/libgcc_s.so.1"),
+        None,
+    );
+    gcc_lib(&mut root, host, &paths);
     board(
         &mut root,
         fixtures,
+        host,
         column,
         &paths,
         uses_compat_system_wide,
-        linkage,
     );
-    app(
-        &mut root,
-        fixtures,
-        approach,
-        column,
-        &paths,
-        linkage,
-        &bench.layout.slibdir,
-    );
+    app(&mut root, fixtures, approach, column, &paths, key, slibdir);
 
+    let (env, action) = environment(approach, column, &paths, key.way);
+    let mut run = root.command(&paths.app);
+    for (name, value) in &env {
+        run = run.env(name, value);
+    }
+    let places = Places::new(&paths, &bench.layout, column);
+    let result = nix_like_loader_holds(&root.path).and_then(|()| run.output());
+    let invocation = cx.last_invocation();
+    let command = invocation.as_ref().map(|i| i.display()).unwrap_or_default();
+    match result {
+        Ok(out) => {
+            let seen = outcome::classify(&out, &places, column);
+            RunReport {
+                key,
+                action,
+                outcome: seen.text,
+                works: seen.works,
+                jit: seen.jit,
+                command,
+                loaded: seen.loaded,
+                invocation,
+            }
+        }
+        Err(err) => {
+            let mut report = RunReport::not_run(key, &format!("{err:#}"));
+            report.action = action;
+            report.command = command;
+            report
+        }
+    }
+}
+
+/// The variables of the run, and in the opt-out column what the user sets (for the cell).
+fn environment(
+    approach: &Approach,
+    column: &Column,
+    paths: &Paths,
+    way: Option<OptOut>,
+) -> (Vec<(String, String)>, Option<String>) {
     let mut env: Vec<(String, String)> = Vec::new();
     if let Some(variable) = approach.variable {
         let mut value = paths.driver_dir.clone();
@@ -137,107 +198,128 @@ pub fn run(
         env.push((variable.name().to_string(), value));
     }
     let mut action = None;
-    if column.opt_out {
-        let llp = match approach.opt_out {
-            OptOut::LibraryPathAtDriver | OptOut::NoPerRunWay => Some(paths.driver_dir.clone()),
-            OptOut::LibraryPathAtL4tCuda => Some(paths.system_l4t_cuda.clone()),
+    if let Some(way) = way {
+        let set = match way {
+            OptOut::LibraryPathAtDriver => Some(("LD_LIBRARY_PATH", paths.driver_dir.clone())),
+            OptOut::LibraryPathAtL4tCuda => {
+                Some(("LD_LIBRARY_PATH", paths.system_l4t_cuda.clone()))
+            }
+            OptOut::PreloadDriver => {
+                Some(("LD_PRELOAD", format!("{}/libcuda.so.1", paths.driver_dir)))
+            }
             OptOut::Nothing => None,
         };
-        action = Some(match &llp {
-            Some(dir) => format!("LD_LIBRARY_PATH={dir}"),
+        action = Some(match &set {
+            Some((name, value)) => format!("{name}={value}"),
             None => "nothing to set".to_string(),
         });
-        if let Some(dir) = llp {
-            match env
-                .iter_mut()
-                .find(|(n, _)| n == Variable::LibraryPath.name())
-            {
-                Some((_, value)) => *value = dir,
-                None => env.push((Variable::LibraryPath.name().to_string(), dir)),
+        if let Some((name, value)) = set {
+            match env.iter_mut().find(|(n, _)| n == name) {
+                Some((_, old)) => *old = value,
+                None => env.push((name.to_string(), value)),
             }
         }
     }
     if column.nss {
         env.push(("SAXPY_NSS".into(), "1".into()));
     }
-    let mut run = root.command(&paths.app);
-    for (name, value) in &env {
-        run = run.env(name, value);
-    }
-    let places = Places::new(&paths, &bench.layout, column);
-    let result = run.output();
-    let command = cx
-        .last_invocation()
-        .map(|i| i.display())
-        .unwrap_or_default();
-    match result {
-        Ok(out) => {
-            let seen = outcome::classify(&out, &places, column);
-            RunReport {
-                flavour,
-                linkage,
-                action,
-                outcome: seen.text,
-                works: seen.works,
-                command,
-                loaded: seen.loaded,
-            }
-        }
-        Err(err) => RunReport {
-            flavour,
-            linkage,
-            action,
-            outcome: format!("not run: {err:#}"),
-            works: false,
-            command,
-            loaded: Vec::new(),
-        },
-    }
+    (env, action)
 }
 
-/// The board's driver where the host keeps it, and `/etc/nv_tegra_release`.
+/// The loader under test reads `/etc/ld.so.cache` and `/etc/ld.so.preload`; a Nix glibc reads
+/// `<its prefix>/etc/ld.so.cache` (which nixpkgs deletes) and `/etc/ld-nix.so.preload`. With
+/// none of these files in the root the two search the same places: the replay's stand-in
+/// for a Nix glibc holds only then.
+pub fn nix_like_loader_holds(root: &Path) -> Result<()> {
+    for file in [
+        "etc/ld.so.cache",
+        "etc/ld.so.preload",
+        "etc/ld-nix.so.preload",
+    ] {
+        if root.join(file).exists() {
+            bail!(
+                "the root has /{file}: the loader under test would read what a Nix glibc does not \
+                 (docs/jetson.md, \"The loader\")"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// gcc's `lib` output of the Nix closures: what a C++ app and the l4t store paths link.
+/// `libstdc++.so.6` finds its `libgcc_s.so.1` through its RUNPATH, as Nix links it.
+fn gcc_lib(root: &mut Root, host: &HostLibs, paths: &Paths) {
+    let dir = &paths.gcc_lib;
+    root.patched_copy(
+        &host.file("libstdc++.so.6"),
+        &format!("{dir}/libstdc++.so.6"),
+        &["--set-rpath", dir],
+    )
+    .host_file(
+        &host.file("libgcc_s.so.1"),
+        &format!("{dir}/libgcc_s.so.1"),
+        None,
+    );
+}
+
+/// The board's driver where the host keeps it, its libraries, the host's own libraries, and
+/// `/etc/nv_tegra_release`.
 fn board(
     root: &mut Root,
     fixtures: &JetsonFixtures,
+    host: &HostLibs,
     column: &Column,
     paths: &Paths,
     compat_in_driver_dir: bool,
-    linkage: Linkage,
 ) {
     let l4t = column.board.l4t;
     root.write(
         "/etc/nv_tegra_release",
         &format!("# R{l4t} (release), REVISION: 0.0, GCID: 0, BOARD: generic, EABI: aarch64\n"),
     )
-    .write("/etc/nsswitch.conf", "passwd: compat\ngroup: compat\n")
-    .write("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    // Ubuntu's (and JetPack's) configuration; `nobody` is left out of /etc/passwd, so that a
+    // lookup of it reaches the systemd module, as any user /etc/passwd does not list does.
+    .write(
+        "/etc/nsswitch.conf",
+        "passwd: files systemd\ngroup: files systemd\n",
+    )
+    .write("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
+    .write("/etc/group", "root:x:0:\n");
+    let board_jit = fixtures.jit(column.board.driver);
     match column.host {
         Host::NixOs => {
-            // l4t-core and l4t-cuda as autoPatchelf leaves them (each library's RUNPATH
-            // names the store paths of its dependencies), joined into /run/opengl-driver/lib.
+            // l4t-core and l4t-cuda as autoPatchelf leaves them (each library's RUNPATH names
+            // the store paths of its dependencies), joined into /run/opengl-driver/lib by
+            // jetpack-nixos' symlinkJoin.
             let core = &paths.system_l4t_core;
-            for lib in BOARD_LIBS {
+            let core_runpath = format!("{core}:{}", paths.gcc_lib);
+            for lib in board_libs(l4t) {
                 root.patched_copy(
-                    &fixtures.board_lib(l4t, lib),
-                    &format!("{core}/{lib}"),
-                    &["--set-rpath", core],
+                    &fixtures.board_lib(l4t, lib.name),
+                    &format!("{core}/{}", lib.name),
+                    &["--set-rpath", &core_runpath],
                 );
             }
             let cuda = &paths.system_l4t_cuda;
             root.patched_copy(
                 &fixtures.board_cuda(column.board),
                 &format!("{cuda}/libcuda.so.1.1"),
-                &["--set-rpath", core],
+                &["--set-rpath", &format!("{cuda}:{core}")],
             )
-            .symlink("libcuda.so.1.1", &format!("{cuda}/libcuda.so.1"));
+            .symlink("libcuda.so.1.1", &format!("{cuda}/libcuda.so.1"))
+            .host_file(&board_jit, &format!("{cuda}/{JIT}"), None);
             let driver = &paths.driver_dir;
-            for lib in BOARD_LIBS {
-                root.symlink(&format!("{core}/{lib}"), &format!("{driver}/{lib}"));
+            for lib in board_libs(l4t) {
+                root.symlink(
+                    &format!("{core}/{}", lib.name),
+                    &format!("{driver}/{}", lib.name),
+                );
             }
             root.symlink(
                 &format!("{cuda}/libcuda.so.1.1"),
                 &format!("{driver}/libcuda.so.1.1"),
-            );
+            )
+            .symlink(&format!("{cuda}/{JIT}"), &format!("{driver}/{JIT}"));
             let libcuda = if compat_in_driver_dir {
                 // Approach 3: the system's choice, for every program.
                 format!("{}/libcuda.so.1", paths.compat_dir)
@@ -245,23 +327,15 @@ fn board(
                 format!("{cuda}/libcuda.so.1")
             };
             root.symlink(&libcuda, &format!("{driver}/libcuda.so.1"));
-            // Its RUNPATH as the system's copy of cuda_compat has it (buildRedist).
-            if compat_in_driver_dir {
-                root.patched_copy(
-                    &fixtures.compat_cuda(column.compat, linkage),
-                    &format!("{}/libcuda.so.1", paths.compat_dir),
-                    &["--set-rpath", "/run/opengl-driver/lib:$ORIGIN"],
-                );
-            }
         }
         Host::JetPack5 | Host::JetPack6 => {
             // As L4T installs them: no RUNPATH (the host's ld.so.cache finds them for the
             // host's glibc; a Nix glibc does not read it).
             let driver = &paths.driver_dir;
-            for lib in BOARD_LIBS {
+            for lib in board_libs(l4t) {
                 root.host_file(
-                    &fixtures.board_lib(l4t, lib),
-                    &format!("{driver}/{lib}"),
+                    &fixtures.board_lib(l4t, lib.name),
+                    &format!("{driver}/{}", lib.name),
                     None,
                 );
             }
@@ -271,11 +345,15 @@ fn board(
                 None,
             )
             .symlink("libcuda.so.1.1", &format!("{driver}/libcuda.so.1"))
-            .host_file(
-                &fixtures.host_nss_compat(),
-                &format!("{}/libnss_compat.so.2", paths.host_lib),
-                None,
-            );
+            .host_file(&board_jit, &format!("{driver}/{JIT}"), None);
+            // The host's own libraries, built against the host's glibc.
+            for name in super::host::FILES {
+                root.host_file(
+                    &host.file(name),
+                    &format!("{}/{name}", paths.host_lib),
+                    None,
+                );
+            }
         }
     }
 }
@@ -287,14 +365,19 @@ fn app(
     approach: &Approach,
     column: &Column,
     paths: &Paths,
-    linkage: Linkage,
+    key: RunKey,
     glibc_lib: &str,
 ) {
-    // Nix links every program with its glibc's lib dir in RUNPATH.
+    // Nix links every program with the directories of its libraries in RUNPATH, its glibc's
+    // last.
+    let app_runpath = match key.app {
+        App::Cxx => format!("{}:{}:{glibc_lib}", paths.cudart_dir, paths.gcc_lib),
+        App::C => format!("{}:{glibc_lib}", paths.cudart_dir),
+    };
     root.patched_copy(
-        &fixtures.saxpy(),
+        &fixtures.saxpy(key.app),
         &paths.app,
-        &["--set-rpath", &format!("{}:{glibc_lib}", paths.cudart_dir)],
+        &["--set-rpath", &app_runpath],
     );
     let compat_libcuda = format!("{}/libcuda.so.1", paths.compat_dir);
     let cudart_runpath = match approach.cudart_runpath {
@@ -312,40 +395,55 @@ fn app(
         &format!("{}/libcudart.so.12", paths.cudart_dir),
         &cudart_edit,
     );
-    let compat_runpath = match approach.compat_runpath {
-        CompatRunpath::Driver => "/run/opengl-driver/lib:$ORIGIN".to_string(),
-        // #273389 appends JetPack 5's directory, whatever the host.
-        CompatRunpath::AppendTegra => {
-            format!("/run/opengl-driver/lib:$ORIGIN:{}/tegra", paths.host_lib)
-        }
-        CompatRunpath::L4tCoreFirst => {
-            format!("{}:/run/opengl-driver/lib:$ORIGIN", paths.app_l4t_core)
-        }
-    };
-    let mut compat_edit = vec!["--set-rpath", compat_runpath.as_str()];
+    let compat_runpath = compat_runpath(approach.compat_runpath, key.origin, paths);
+    let mut compat_edit = vec!["--set-rpath".to_string(), compat_runpath];
     if approach.compat_runpath == CompatRunpath::AppendTegra {
-        compat_edit.extend(["--add-needed", "libnvos.so"]);
+        // #273389 targets JetPack 5: what R35's libnvrm_* need from the directory.
+        for name in nvrm_dependencies(35) {
+            compat_edit.extend(["--add-needed".to_string(), name.to_string()]);
+        }
     }
+    let compat_edit: Vec<&str> = compat_edit.iter().map(String::as_str).collect();
     root.patched_copy(
-        &fixtures.compat_cuda(column.compat, linkage),
+        &fixtures.compat_cuda(column.compat, key.linkage),
         &compat_libcuda,
         &compat_edit,
+    )
+    // cuda_compat ships its JIT helper beside its libcuda.so.1.
+    .host_file(
+        &fixtures.jit(column.compat.version),
+        &format!("{}/{JIT}", paths.compat_dir),
+        None,
     );
     if approach.compat_runpath == CompatRunpath::L4tCoreFirst {
         let core = &paths.app_l4t_core;
-        for lib in BOARD_LIBS {
+        let core_runpath = format!("{core}:{}", paths.gcc_lib);
+        for lib in board_libs(column.compat.l4t) {
             root.patched_copy(
-                &fixtures.board_lib(column.compat.l4t, lib),
-                &format!("{core}/{lib}"),
-                &["--set-rpath", core],
+                &fixtures.board_lib(column.compat.l4t, lib.name),
+                &format!("{core}/{}", lib.name),
+                &["--set-rpath", &core_runpath],
             );
         }
     }
 }
 
+/// cuda_compat's RUNPATH under an approach, with `$ORIGIN` where `origin` puts it.
+fn compat_runpath(runpath: CompatRunpath, origin: Origin, paths: &Paths) -> String {
+    let driver = "/run/opengl-driver/lib".to_string();
+    let (entries, nixpkgs_at) = match runpath {
+        CompatRunpath::Driver => (vec![driver], 1),
+        // #273389 appends JetPack 5's directory, whatever the host, after what nixpkgs gave.
+        CompatRunpath::AppendTegra => (vec![driver, format!("{}/tegra", paths.host_lib)], 1),
+        CompatRunpath::L4tCoreFirst => (vec![paths.app_l4t_core.clone(), driver], 2),
+    };
+    origin.runpath(&entries, nixpkgs_at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::COLUMNS;
 
     #[test]
     fn store_paths_look_like_nix_and_are_stable() {
@@ -358,5 +456,39 @@ mod tests {
             .unwrap();
         assert_eq!(hash.len(), 32);
         assert_ne!(store("a"), store("b"));
+    }
+
+    #[test]
+    fn a_root_with_a_cache_or_a_preload_file_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("etc")).unwrap();
+        assert!(nix_like_loader_holds(root.path()).is_ok());
+        for file in [
+            "etc/ld.so.cache",
+            "etc/ld.so.preload",
+            "etc/ld-nix.so.preload",
+        ] {
+            std::fs::write(root.path().join(file), "").unwrap();
+            let err = nix_like_loader_holds(root.path()).unwrap_err();
+            assert!(format!("{err:#}").contains(file), "{err:#}");
+            std::fs::remove_file(root.path().join(file)).unwrap();
+        }
+    }
+
+    #[test]
+    fn compat_runpaths_are_nixpkgs_with_origin_moved() {
+        let paths = Paths::new(&COLUMNS[2], "aarch64-linux-gnu");
+        assert_eq!(
+            compat_runpath(CompatRunpath::Driver, Origin::Last, &paths),
+            "/run/opengl-driver/lib:$ORIGIN"
+        );
+        assert_eq!(
+            compat_runpath(CompatRunpath::AppendTegra, Origin::Last, &paths),
+            "/run/opengl-driver/lib:$ORIGIN:/usr/lib/aarch64-linux-gnu/tegra"
+        );
+        assert_eq!(
+            compat_runpath(CompatRunpath::L4tCoreFirst, Origin::Absent, &paths),
+            format!("{}:/run/opengl-driver/lib", paths.app_l4t_core)
+        );
     }
 }

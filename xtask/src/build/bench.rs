@@ -1,13 +1,17 @@
-//! `cargo xtask bench build`: cold, cached and incremental build times for one release.
+//! `cargo xtask bench build`: what a proof costs in glibc builds, beside the plain way, from one
+//! run in a fresh cache: the first flavour of a release (cold), the second one derived from the
+//! same tree (the pair), a variant on top, a plain `configure && make && make install` of the
+//! same patched sources, whether the derived and the plain build installed the same programs,
+//! and the inner loop (an edit under `elf/` to the matrix's verdict).
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use loader_tests::{Flavour, Target};
 
-use super::cache::BuildCache;
+use super::compare;
 use super::lock;
 use super::recipe::Recipe;
 use super::source::{self, BuildSource};
@@ -16,8 +20,8 @@ use crate::cli::{self, Global};
 use crate::store::release::Release;
 use crate::util::paths;
 
-/// The file the incremental run touches: the loader's search code, which the series edits.
-const TOUCHED: &str = "elf/dl-load.c";
+/// The file the inner loop edits: the loader's search code, which the series edits.
+const EDITED: &str = "elf/dl-load.c";
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -26,28 +30,28 @@ pub struct BenchArgs {
     pub release: Option<Release>,
     #[arg(long, value_parser = cli::target(), default_value = "x86_64")]
     pub target: Target,
-    /// Time the unpatched build instead of the patched one.
-    #[arg(long, value_parser = cli::flavour(), default_value = "patched")]
-    pub flavour: Flavour,
     #[arg(long, value_parser = cli::at_least_one::<usize>)]
     pub jobs: Option<usize>,
-    /// Cache root to build in; the cold build is timed only if it does not hold this build
-    /// yet. Default: a fresh directory under the cache root, removed afterwards.
+    /// An empty cache root to build in (kept afterwards). Default: a fresh directory under
+    /// the cache root, removed afterwards.
     #[arg(long)]
     pub cache: Option<PathBuf>,
-    #[arg(long, default_value_t = 5, value_parser = cli::at_least_one::<usize>)]
-    pub hit_runs: usize,
-    #[arg(long, default_value_t = 1, value_parser = cli::at_least_one::<usize>)]
-    pub incremental_runs: usize,
-    /// Also time a plain `configure && make && make install` of the same sources (~7 min).
+    /// Skip the plain build and the identical-output comparison (~15 min).
     #[arg(long)]
-    pub plain: bool,
+    pub no_plain: bool,
+}
+
+/// One timed step, for the table.
+struct Row {
+    what: String,
+    time: Option<Duration>,
+    note: String,
 }
 
 impl BenchArgs {
     pub fn run(self, global: &Global) -> Result<()> {
         let release = self.release.unwrap_or_else(Release::newest);
-        let (target, flavour) = (self.target, self.flavour);
+        let target = self.target;
         let jobs = self.jobs.unwrap_or_else(default_jobs);
         let scratch;
         let root = match &self.cache {
@@ -64,151 +68,275 @@ impl BenchArgs {
             }
         };
         let layout = Layout::under(&root);
-        let work = layout.work_dir(release, target, flavour);
-        let cached = BuildCache::new(&layout.builds)
-            .list()?
-            .into_iter()
-            .any(|e| {
-                e.manifest.release == release.version
-                    && e.manifest.target == target.name()
-                    && e.manifest.flavour == flavour.name()
-            });
-        let cold_possible = !cached && !work.root().exists();
-        if !cold_possible {
-            diagln!(
-                "{} already holds a glibc {release} {} {flavour} build: not timing a cold one \
-                 (omit --cache for a fresh cache)",
-                root.display(),
-                target.name()
+        if layout.work.exists() || layout.builds.exists() {
+            bail!(
+                "{} already holds builds: the bench times cold builds, so it needs an empty \
+                 cache (omit --cache for a fresh one)",
+                root.display()
             );
         }
-        let mut builder = Builder {
+        let builder = Builder {
             layout: layout.clone(),
             store: global.store.clone(),
             patches_dir: paths::patches_dir(),
             jobs,
             rebuild: false,
         };
-
-        let cold_time = match cold_possible {
-            true => {
-                let started = Instant::now();
-                let cold = builder.ensure(release, target, flavour)?;
-                Some(started.elapsed().saturating_sub(cold.lock_wait))
-            }
-            false => {
-                // Bring the cache up to date so that the runs below are hits.
-                builder.ensure(release, target, flavour)?;
-                None
-            }
-        };
-
-        let mut hits = Vec::new();
-        for _ in 0..self.hit_runs.max(1) {
+        let label = format!("glibc {release} {}", target.name());
+        let mut rows = Vec::new();
+        let timed = |what: &str, flavour: Flavour| -> Result<(Duration, PathBuf)> {
+            diagln!("==== bench build: {label} {flavour} ({what})");
             let started = Instant::now();
             let outcome = builder.ensure(release, target, flavour)?;
-            hits.push(started.elapsed());
-            if outcome.built {
-                bail!("a repeated build was not a cache hit");
-            }
-        }
-
-        builder.rebuild = true;
-        let mut incremental = Vec::new();
-        for _ in 0..self.incremental_runs.max(1) {
-            touch(&work.src().join(TOUCHED))?;
-            let started = Instant::now();
-            let outcome = builder.ensure(release, target, flavour)?;
-            incremental.push(started.elapsed().saturating_sub(outcome.lock_wait));
-        }
-
-        let plain = match self.plain {
-            true => Some(plain_build(global, &root, release, target, flavour, jobs)?),
-            false => None,
+            Ok((
+                started.elapsed().saturating_sub(outcome.lock_wait),
+                outcome.sysroot.path,
+            ))
         };
 
-        outln!(
-            "glibc {release} {} {flavour}, make -j{jobs} (times exclude waiting for locks)",
-            target.name()
-        );
-        match cold_time {
-            Some(time) => outln!("cold build:           {} (1 run)", minutes(time)),
-            None => outln!("cold build:           not run (the cache already held the build)"),
-        }
-        outln!(
-            "cached hit:           {:.3} s (median of {})",
-            median(&mut hits).as_secs_f64(),
-            hits.len()
-        );
-        outln!(
-            "incremental, {TOUCHED} touched: {} (median of {})",
-            minutes(median(&mut incremental)),
-            incremental.len()
-        );
-        match plain {
-            Some(time) => outln!(
-                "plain configure && make -j{jobs} && make install: {} (1 run)",
-                minutes(time)
+        let (cold, _) = timed("cold", Flavour::Unpatched)?;
+        rows.push(Row {
+            what: format!("cold build ({label} unpatched)"),
+            time: Some(cold),
+            note: String::new(),
+        });
+        let (second, patched_sysroot) = timed("from the same tree", Flavour::Patched)?;
+        rows.push(Row {
+            what: "second flavour from the same tree (patched)".into(),
+            time: Some(second),
+            note: format!(
+                "pair {} = {:.2}x the cold build",
+                minutes(cold + second),
+                (cold + second).as_secs_f64() / cold.as_secs_f64()
             ),
-            None => outln!("plain configure && make && make install: not run (pass --plain)"),
+        });
+        for variant in Flavour::VARIANTS {
+            if source::series_for(&builder.patches_dir, release, variant).is_err() {
+                rows.push(Row {
+                    what: format!("variant {variant}"),
+                    time: None,
+                    note: format!("not run: the variant has no patches for glibc {release}"),
+                });
+                continue;
+            }
+            let (time, _) = timed("from the same tree", variant)?;
+            rows.push(Row {
+                what: format!("variant {variant} from the same tree"),
+                time: Some(time),
+                note: format!(
+                    "{:.2}x the cold build",
+                    time.as_secs_f64() / cold.as_secs_f64()
+                ),
+            });
+        }
+
+        let mut comparison = None;
+        if self.no_plain {
+            rows.push(Row {
+                what: "plain configure && make && make install (patched)".into(),
+                time: None,
+                note: "not run (--no-plain)".into(),
+            });
+        } else {
+            diagln!("==== bench build: {label} patched, the plain way");
+            let (time, dest) = plain_build(global, &root, release, target, jobs)?;
+            rows.push(Row {
+                what: "plain configure && make && make install (patched)".into(),
+                time: Some(time),
+                note: format!(
+                    "the pair above costs {:.2}x this",
+                    (cold + second).as_secs_f64() / time.as_secs_f64()
+                ),
+            });
+            comparison = Some(compare::compare_trees(&patched_sysroot, &dest)?);
+        }
+
+        diagln!("==== bench build: {label} inner loop (edit {EDITED} in a patch, build, matrix)");
+        let (inner, verdict, quick_vs_full) = inner_loop(&builder, release, target, &root)?;
+        rows.push(Row {
+            what: format!("inner loop: {EDITED} edited in a patch -> matrix verdict"),
+            time: Some(inner),
+            note: verdict,
+        });
+
+        outln!(
+            "glibc {release} {} builds, make -j{jobs}, in {} (times exclude waiting for locks)",
+            target.name(),
+            root.display()
+        );
+        for row in &rows {
+            let time = row.time.map_or_else(|| "-".to_string(), minutes);
+            outln!("  {:<52} {:>9}  {}", row.what, time, row.note);
+        }
+        match &comparison {
+            Some(c) => {
+                outln!(
+                "identical output (derived patched sysroot vs the plain build's install): {}\n  {}",
+                if c.same_programs() { "same programs" } else { "DIFFERENT" },
+                c.render(8)
+            )
+            }
+            None => outln!("identical output: not compared (--no-plain)"),
+        }
+        outln!(
+            "inner loop's quick sysroot vs the full path's for the same edit: {}\n  {}",
+            if quick_vs_full.same_programs() {
+                "same programs"
+            } else {
+                "DIFFERENT"
+            },
+            quick_vs_full.render(8)
+        );
+        outln!("load average afterwards: {}", load_average());
+        if comparison.as_ref().is_some_and(|c| !c.same_programs()) {
+            bail!("the derived build and the plain build installed different programs");
+        }
+        if !quick_vs_full.same_programs() {
+            bail!("the quick path and the full path installed different programs");
         }
         Ok(())
     }
 }
 
-/// The baseline: what a developer would do by hand, in a fresh directory.
+/// The inner loop: a patch of the series edited under `elf/` (a message of `elf/dl-load.c`
+/// changed, as a developer fixing a patch would), the build (the quick path, see `quick`),
+/// and the matrix on it: the time from the edit to the verdict, and the verdict. Then the
+/// same edit through the full path (whole make, `make install`), and whether the two
+/// sysroots are the same programs.
+fn inner_loop(
+    builder: &Builder,
+    release: Release,
+    target: Target,
+    root: &Path,
+) -> Result<(Duration, String, compare::Comparison)> {
+    builder.ensure(release, target, Flavour::Patched)?;
+    let patches = root.join("edited-patches");
+    edit_series(builder, release, &patches)?;
+    let edited = Builder {
+        layout: builder.layout.clone(),
+        store: builder.store.clone(),
+        patches_dir: patches,
+        jobs: builder.jobs,
+        rebuild: false,
+    };
+    let started = Instant::now();
+    let quick = edited.ensure(release, target, Flavour::Patched)?;
+    let (report, _) = crate::resolution::run_matrix(quick.sysroot.clone(), None)?;
+    let time = started.elapsed().saturating_sub(quick.lock_wait);
+    let s = report.summary;
+    let verdict = format!(
+        "{} pass, {} skipped, {} mismatch",
+        s.pass, s.skipped, s.mismatch
+    );
+
+    // The same sources through the full path, beside it.
+    let kept = root.join("quick-sysroot");
+    let status = std::process::Command::new("cp")
+        .arg("-al")
+        .arg(&quick.sysroot.path)
+        .arg(&kept)
+        .status()
+        .context("cannot run cp")?;
+    if !status.success() {
+        bail!("cannot keep {} ({status})", quick.sysroot.path.display());
+    }
+    super::quick::forget(&builder.layout.work_dir(release, target))?;
+    let full = Builder {
+        rebuild: true,
+        ..edited
+    }
+    .ensure(release, target, Flavour::Patched)?;
+    let comparison = compare::compare_trees(&kept, &full.sysroot.path)?;
+    Ok((time, verdict, comparison))
+}
+
+/// Writes into `dir` a copy of `patches/` whose `release` series has `elf/dl-load.c` edited in
+/// its last patch.
+fn edit_series(builder: &Builder, release: Release, dir: &Path) -> Result<()> {
+    const MESSAGE: &str = "cannot create cache for search path";
+    let ws = crate::series::Workspace::open_default(builder.store.as_deref())?;
+    let series = source::load_series(&builder.patches_dir, release)?;
+    let (_, mut commits) = ws.commit_series(&series)?;
+    let repo = ws.store.repo();
+    let last = repo.find_commit(*commits.last().context("an empty series")?)?;
+    let tree = last.tree()?;
+    let entry = tree
+        .get_path(Path::new(EDITED))
+        .with_context(|| format!("the patched tree has no {EDITED}"))?;
+    let text = String::from_utf8(repo.find_blob(entry.id())?.content().to_vec())
+        .with_context(|| format!("{EDITED} is not UTF-8"))?;
+    if !text.contains(MESSAGE) {
+        bail!("{EDITED} of glibc {release} lacks the message the bench edits ({MESSAGE:?})");
+    }
+    let edited = text.replacen(MESSAGE, &format!("{MESSAGE} (edited)"), 1);
+    let blob = repo.blob(edited.as_bytes())?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    update.upsert(EDITED, blob, git2::FileMode::Blob);
+    let new_tree = repo.find_tree(update.create_updated(repo, &tree)?)?;
+    let parents: Vec<git2::Commit> = last.parents().collect();
+    let parents: Vec<&git2::Commit> = parents.iter().collect();
+    let message = last.message().context("a patch without a message")?;
+    let commit = repo.commit(
+        None,
+        &last.author(),
+        &last.committer(),
+        message,
+        &new_tree,
+        &parents,
+    )?;
+    *commits.last_mut().expect("not empty") = commit;
+    let copy = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&builder.patches_dir)
+        .arg(dir)
+        .status()
+        .context("cannot run cp")?;
+    if !copy.success() {
+        bail!("cannot copy {} ({copy})", builder.patches_dir.display());
+    }
+    crate::series::Series::from_commits(repo, release, &commits)?.write(&dir.join(release.version))
+}
+
+/// The baseline: what a developer would do by hand, in a fresh directory, with the same
+/// configure flags. Returns the time and where it installed.
 fn plain_build(
     global: &Global,
     root: &Path,
     release: Release,
     target: Target,
-    flavour: Flavour,
     jobs: usize,
-) -> Result<Duration> {
-    let dir = tempfile::Builder::new()
-        .prefix("plain-")
-        .tempdir_in(root)
-        .context("cannot create a directory for the plain build")?;
-    let (src, build, dest) = (
-        dir.path().join("src"),
-        dir.path().join("build"),
-        dir.path().join("dest"),
-    );
-    let series = source::series_for(&paths::patches_dir(), release, flavour)?;
-    let incoming = dir.path().join("incoming");
+) -> Result<(Duration, PathBuf)> {
+    let dir = root.join("plain");
+    let (src, build, dest) = (dir.join("src"), dir.join("build"), dir.join("dest"));
+    let series = source::series_for(&paths::patches_dir(), release, Flavour::Patched)?;
+    let incoming = dir.join("incoming");
     fs::create_dir_all(&incoming).context("cannot create the plain source dir")?;
     BuildSource::resolve(global.store.as_deref(), release, series)?.export(&incoming)?;
     workdir::add_manual_stub(&incoming)?;
     // Like an unpacked tarball: one mtime for all files (see workdir::set_mtime).
     workdir::sync_tree(&incoming, &src)?;
     fs::create_dir_all(&build).context("cannot create the plain build dir")?;
-    let log = dir.path().join("build.log");
-    let toolchain = Recipe::for_target(target);
+    let log = dir.join("build.log");
+    let recipe = Recipe::for_target(target);
     let label = format!("plain glibc {release} {}", target.name());
     let machine_lock = lock::acquire(
         Path::new(lock::MACHINE_LOCK),
         "the machine-wide glibc build lock",
     )?;
     let started = Instant::now();
-    toolchain.configure(&src, &build, &log, &label)?;
-    toolchain.make(&build, jobs, &log, &label)?;
-    toolchain.install(&build, &dest, jobs, &log, &label)?;
+    recipe.configure(&src, &build, &log, &label)?;
+    recipe.make(&build, jobs, &log, &label)?;
+    recipe.install(&build, &dest, jobs, &log, &label)?;
     let time = started.elapsed();
     drop(machine_lock);
-    Ok(time)
+    super::place_loader(&dest, target)?;
+    Ok((time, dest))
 }
 
-fn touch(path: &Path) -> Result<()> {
-    fs::File::options()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_modified(SystemTime::now()))
-        .with_context(|| format!("cannot touch {}", path.display()))
-}
-
-fn median(times: &mut [Duration]) -> Duration {
-    times.sort();
-    times[times.len() / 2]
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
 }
 
 fn minutes(time: Duration) -> String {

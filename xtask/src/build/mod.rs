@@ -1,13 +1,20 @@
 //! `cargo xtask build-glibc`: cached patched and unpatched glibc sysroots.
 //!
-//! A build writes the release (plus the series) into a persistent per-flavour work directory,
-//! rewriting only changed files, runs configure once and make incrementally, installs into a
-//! staging directory and publishes it under a key that hashes every input.
+//! A build writes the release (plus the series) into the persistent work directory of its
+//! release and target, which every flavour shares, rewriting only the files that differ from
+//! what it held; runs configure once and make incrementally; installs into a staging
+//! directory and publishes it under a key that hashes every input. So the second flavour of a
+//! release costs what differs from the first (the loader's files and the links after them),
+//! not a second build: the series' header changes only declare new names, and such a header
+//! keeps its mtime (`declarations`) so that make does not recompile what includes it.
 
 pub mod bench;
 pub mod cache;
 pub mod command;
+pub mod compare;
+pub mod declarations;
 pub mod lock;
+pub mod quick;
 pub mod recipe;
 pub mod source;
 pub mod workdir;
@@ -67,8 +74,9 @@ impl Layout {
         }
     }
 
-    pub fn work_dir(&self, release: Release, target: Target, flavour: Flavour) -> WorkDir {
-        WorkDir::new(self.work.join(format!("{release}-{target}-{flavour}")))
+    /// The one work directory of a release and target, whatever the flavour.
+    pub fn work_dir(&self, release: Release, target: Target) -> WorkDir {
+        WorkDir::new(self.work.join(format!("{release}-{target}")))
     }
 }
 
@@ -133,7 +141,7 @@ impl Builder {
         if let Some(entry) = cached() {
             return Ok(outcome(entry, false, key_lock.waited));
         }
-        let work = self.layout.work_dir(release, target, flavour);
+        let work = self.layout.work_dir(release, target);
         let work_lock = work.lock()?;
         let (entry, machine_wait) = self.build(&cache, &prepared, &work)?;
         let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
@@ -157,12 +165,12 @@ impl Builder {
     /// published), with the work dir's and the machine's build locks held.
     pub fn tree(&self, release: Release, target: Target, flavour: Flavour) -> Result<BuiltTree> {
         let prepared = self.prepare(release, target, flavour)?;
-        let work = self.layout.work_dir(release, target, flavour);
+        let work = self.layout.work_dir(release, target);
         let work_lock = work.lock()?;
         let name = prepared.inputs.entry_name();
         let log = self.new_log(&format!("{name}-tree"))?;
         let label = prepared.inputs.label();
-        let machine_lock = self.compile(&prepared, &work, &log, &label)?;
+        let (machine_lock, _) = self.compile(&prepared, &work, &log, &label, None)?;
         Ok(BuiltTree {
             work,
             recipe: prepared.recipe,
@@ -201,14 +209,17 @@ impl Builder {
     }
 
     /// Brings the work dir's sources up to date, configures if needed and compiles; the
-    /// caller holds the work dir's lock. Returns the machine-wide build lock, still held.
+    /// caller holds the work dir's lock. With `quick`, a build that may start from the tree's
+    /// last published one (see `quick`) compiles only the loader and returns that base.
+    /// Returns the machine-wide build lock, still held.
     fn compile(
         &self,
         prepared: &Prepared,
         work: &WorkDir,
         log: &Path,
         label: &str,
-    ) -> Result<lock::FileLock> {
+        quick: Option<&BuildCache>,
+    ) -> Result<(lock::FileLock, Option<quick::Base>)> {
         let Prepared {
             inputs,
             recipe,
@@ -217,6 +228,10 @@ impl Builder {
         let started = Instant::now();
         diagln!("{label}: writing sources into {}", work.src().display());
         let tree = source.source_tree()?;
+        let base = match quick {
+            Some(cache) => quick::base_for(work, cache, source.repo(), work.source_tree(), tree)?,
+            None => None,
+        };
         let stats = work.update_source(source.repo(), tree, |dest| source.export(dest))?;
         diagln!(
             "{label}: sources: {} files written, {} removed, {} unchanged ({:.1} s)",
@@ -225,6 +240,16 @@ impl Builder {
             stats.unchanged,
             started.elapsed().as_secs_f64()
         );
+        for (header, names) in &stats.kept_headers {
+            diagln!(
+                "{label}: {header} keeps its mtime: its change only declares {}, which \
+                 nothing but rewritten files mentions",
+                names.join(", ")
+            );
+        }
+        for (header, why) in &stats.rebuilt_headers {
+            diagln!("{label}: {header} is rebuilt with what includes it: {why}");
+        }
 
         let machine_lock = lock::acquire(
             Path::new(lock::MACHINE_LOCK),
@@ -241,13 +266,24 @@ impl Builder {
             inputs.environment,
             work.src().display()
         );
+        let base = base.filter(|_| work.is_configured(&fingerprint));
         if !work.is_configured(&fingerprint) {
             work.reset_build()?;
             recipe.configure(&work.src(), &work.build(), log, label)?;
             work.mark_configured(&fingerprint)?;
         }
-        recipe.make(&work.build(), self.jobs, log, label)?;
-        Ok(machine_lock)
+        match &base {
+            Some(base) => {
+                diagln!(
+                    "{label}: only the loader's sources differ from the last published build \
+                     ({}): make subdirs=elf, then its sysroot with what that rebuilt",
+                    base.changed.join(", ")
+                );
+                recipe.make_loader(&work.build(), self.jobs, log, label)?;
+            }
+            None => recipe.make(&work.build(), self.jobs, log, label)?,
+        }
+        Ok((machine_lock, base))
     }
 
     /// Compiles, installs and publishes; the caller holds the key's and the work dir's locks.
@@ -264,16 +300,45 @@ impl Builder {
         let label = inputs.label();
         let log = self.new_log(&name)?;
         let started = Instant::now();
-        let machine_lock = self.compile(prepared, work, &log, &label)?;
-        prepared
-            .recipe
-            .install(&work.build(), &staging.sysroot(), self.jobs, &log, &label)?;
+        let tree = prepared.source.source_tree()?;
+        let (machine_lock, base) = self.compile(prepared, work, &log, &label, Some(cache))?;
+        // Until this build is published, the tree is in no state a record describes.
+        quick::forget(work)?;
+        match &base {
+            Some(base) => {
+                let replaced = quick::stage(base, &work.build(), &staging.sysroot())?;
+                diagln!(
+                    "{label}: {} installed files replaced in a copy of {}",
+                    replaced.len(),
+                    base.sysroot.display()
+                );
+            }
+            None => {
+                prepared.recipe.install(
+                    &work.build(),
+                    &staging.sysroot(),
+                    self.jobs,
+                    &log,
+                    &label,
+                )?;
+                place_loader(&staging.sysroot(), inputs.target)?;
+            }
+        }
         let machine_wait = machine_lock.waited;
         drop(machine_lock);
-        place_loader(&staging.sysroot(), inputs.target)?;
 
         let build_seconds = started.elapsed().saturating_sub(machine_wait).as_secs();
         let entry = staging.publish(&Manifest::new(inputs, build_seconds, &log))?;
+        match &base {
+            Some(base) => quick::record_quick(work, base, tree, &name)?,
+            None => {
+                // Without the record the next build takes the full path: slower, not wrong.
+                if let Err(err) = quick::record_full(work, tree, &name, &entry.sysroot()) {
+                    diagln!("{label}: no quick path after this build: {err:#}");
+                    quick::forget(work)?;
+                }
+            }
+        }
         diagln!(
             "{label}: published {} ({}:{:02}; log {})",
             entry.dir.display(),
@@ -296,7 +361,7 @@ impl Builder {
 
 /// Makes the loader reachable at its standard path inside the sysroot, whatever directory
 /// glibc installed it in (a relative symlink, so it resolves from outside the root as well).
-fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
+pub(super) fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
     let wanted = sysroot.join(target.loader_path().trim_start_matches('/'));
     if wanted.symlink_metadata().is_ok() {
         return Ok(());

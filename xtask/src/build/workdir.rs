@@ -1,6 +1,9 @@
-//! The persistent per-flavour work directory, `<cache>/work/<release>-<target>-<flavour>/`
-//! with `src/` and `build/`: kept between builds so that a patch edit recompiles only what the
-//! edit touches.
+//! The persistent work directory of a release and target, `<cache>/work/<release>-<target>/`
+//! with `src/` and `build/`, shared by every flavour: kept between builds so that a patch
+//! edit, or a switch from one flavour to another, recompiles only what differs. A switch
+//! rewrites the files that differ between the two flavours' trees; the headers whose change
+//! only declares names that nothing else the switch leaves alone mentions keep their mtime
+//! (see `declarations`), so that make does not recompile all of glibc for them.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -10,6 +13,7 @@ use std::time::SystemTime;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
+use super::declarations;
 use super::lock::{self, FileLock};
 use crate::store::worktree;
 
@@ -35,6 +39,11 @@ pub struct SyncStats {
     pub written: usize,
     pub removed: usize,
     pub unchanged: usize,
+    /// Headers rewritten with their old mtime, each with the names its change declares.
+    pub kept_headers: Vec<(String, Vec<String>)>,
+    /// Headers whose change needs what includes them rebuilt, each with the reason (only
+    /// those that looked like declarations; other changes are simply changes).
+    pub rebuilt_headers: Vec<(String, String)>,
 }
 
 impl WorkDir {
@@ -54,7 +63,8 @@ impl WorkDir {
         self.root.join("build")
     }
 
-    /// Two keys of one flavour (say, two edits of a patch) share this directory.
+    /// Every flavour of the release and target, and every key of each (two edits of a
+    /// patch), shares this directory.
     pub fn lock(&self) -> Result<FileLock> {
         lock::acquire(
             &self.lock_path(),
@@ -119,6 +129,12 @@ impl WorkDir {
         Ok(stats)
     }
 
+    /// The tree `src/` holds, when an update completed (none while one is interrupted).
+    pub fn source_tree(&self) -> Option<Oid> {
+        let text = fs::read_to_string(self.root.join(SOURCE_TREE_MARKER)).ok()?;
+        Oid::from_str(text.trim()).ok()
+    }
+
     /// Whether `build/` was configured, completely, with exactly `fingerprint`.
     pub fn is_configured(&self, fingerprint: &str) -> bool {
         fs::read_to_string(self.build().join(CONFIGURED_MARKER))
@@ -154,11 +170,13 @@ pub(super) fn add_manual_stub(tree: &Path) -> Result<()> {
 /// Writes into `dest` (holding tree `old`) what differs in tree `new`.
 fn apply_tree_diff(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result<SyncStats> {
     let stamp = SystemTime::now();
+    let (old_id, new_id) = (old, new);
     let (old, new) = (repo.find_tree(old)?, repo.find_tree(new)?);
     let diff = repo
         .diff_tree_to_tree(Some(&old), Some(&new), None)
         .context("cannot diff the source trees")?;
     let mut stats = SyncStats::default();
+    let kept = kept_headers(repo, &diff, old_id, new_id, dest, &mut stats)?;
     for delta in diff.deltas() {
         let (before, after) = (delta.old_file(), delta.new_file());
         if let Some(path) = before.path().filter(|_| before.exists()) {
@@ -185,12 +203,81 @@ fn apply_tree_diff(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result
                 .with_context(|| format!("blob of {} is missing", path.display()))?;
             worktree::write_file(&path, blob.content(), i32::from(after.mode()))?;
             if after.mode() != git2::FileMode::Link {
-                set_mtime(&path, stamp)?;
+                let relative = after.path().map(Path::to_path_buf).unwrap_or_default();
+                set_mtime(&path, kept.get(&relative).copied().unwrap_or(stamp))?;
             }
             stats.written += 1;
         }
     }
     Ok(stats)
+}
+
+/// The headers of `diff` that keep their mtime in `dest` (see `declarations`), with it: each a
+/// modified `.h` file, regular before and after, whose change the rule accepts.
+fn kept_headers(
+    repo: &Repository,
+    diff: &git2::Diff,
+    old: Oid,
+    new: Oid,
+    dest: &Path,
+    stats: &mut SyncStats,
+) -> Result<std::collections::HashMap<PathBuf, SystemTime>> {
+    let text = |id: Oid| -> Option<String> {
+        let blob = repo.find_blob(id).ok()?;
+        String::from_utf8(blob.content().to_vec()).ok()
+    };
+    let mut rewritten = std::collections::BTreeSet::new();
+    let mut candidates = Vec::new();
+    for delta in diff.deltas() {
+        let (before, after) = (delta.old_file(), delta.new_file());
+        for file in [&before, &after] {
+            if let Some(path) = file.path().filter(|_| file.exists()) {
+                rewritten.insert(path.to_string_lossy().into_owned());
+            }
+        }
+        let regular = |f: &git2::DiffFile| f.exists() && f.mode() == git2::FileMode::Blob;
+        let Some(path) = after
+            .path()
+            .filter(|p| p.extension().is_some_and(|e| e == "h"))
+        else {
+            continue;
+        };
+        if !(regular(&before) && regular(&after) && before.path() == after.path()) {
+            continue;
+        }
+        let (Some(old_text), Some(new_text)) = (text(before.id()), text(after.id())) else {
+            continue;
+        };
+        if declarations::parse(&old_text, &new_text).is_some_and(|d| !d.is_empty()) {
+            candidates.push((path.to_path_buf(), old_text, new_text));
+        }
+    }
+    // Candidates count as not rewritten while they are judged: a name that only another kept
+    // header mentions does not make that header's includers rebuild.
+    for (path, _, _) in &candidates {
+        rewritten.remove(&*path.to_string_lossy());
+    }
+    let trees = declarations::Trees {
+        store: repo.path(),
+        old,
+        new,
+    };
+    let mut kept = std::collections::HashMap::new();
+    for (path, old_text, new_text) in candidates {
+        let header = path.to_string_lossy().into_owned();
+        match declarations::keeps_mtime(&trees, &header, &old_text, &new_text, &rewritten)? {
+            declarations::Verdict::Keep(names) => {
+                // The mtime make knows the header by; a header missing from `src/` has none.
+                let Ok(mtime) = dest.join(&path).metadata().and_then(|m| m.modified()) else {
+                    continue;
+                };
+                kept.insert(path, mtime);
+                stats.kept_headers.push((header, names));
+            }
+            declarations::Verdict::Rebuild(why) => stats.rebuilt_headers.push((header, why)),
+        }
+    }
+    Ok(kept)
 }
 
 /// Makes `to` a copy of `from` by moving over only what differs (content, executable bit,
@@ -399,6 +486,85 @@ mod tests {
         let stats = work.update_source(&repo, second, no_export).unwrap();
         assert_eq!(stats, SyncStats::default());
         assert!(!work.root().join("incoming").exists());
+    }
+
+    /// Switching flavours: the series' declaration-only header change keeps the header's
+    /// mtime (make leaves its includers alone), the files that use the new name are newer,
+    /// and a macro change (unsecvars.h's) is a change like any other.
+    #[test]
+    fn a_declaration_only_header_keeps_its_mtime_across_a_switch() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
+        let work = WorkDir::new(dir.path().join("w"));
+        let header = "include/link.h";
+        let decl = "extern struct r_search_path_struct __rtld_env_path_list attribute_hidden;\n";
+        let added =
+            "extern struct r_search_path_struct __rtld_fallback_path_list attribute_hidden;\n";
+        let unpatched = tree_of(
+            &repo,
+            &[
+                (header, decl, FILE),
+                (
+                    "sysdeps/generic/unsecvars.h",
+                    "#define UNSECURE_ENVVARS \"LD_AUDIT\\0\"\n",
+                    FILE,
+                ),
+                (
+                    "elf/dl-load.c",
+                    "struct r_search_path_struct __rtld_env_path_list;\n",
+                    FILE,
+                ),
+                ("elf/dl-misc.c", "int attribute_hidden;\n", FILE),
+            ],
+        );
+        let patched = tree_of(
+            &repo,
+            &[
+                (header, &format!("{decl}{added}"), FILE),
+                (
+                    "sysdeps/generic/unsecvars.h",
+                    "#define UNSECURE_ENVVARS \"LD_AUDIT\\0\" \"LD_FALLBACK_PATH\\0\"\n",
+                    FILE,
+                ),
+                (
+                    "elf/dl-load.c",
+                    "struct r_search_path_struct __rtld_env_path_list, __rtld_fallback_path_list;\n",
+                    FILE,
+                ),
+                ("elf/dl-misc.c", "int attribute_hidden;\n", FILE),
+            ],
+        );
+        work.update_source(&repo, unpatched, |dest| {
+            worktree::write_tree(&repo, unpatched, dest)
+        })
+        .unwrap();
+        let src = work.src();
+        for name in [header, "sysdeps/generic/unsecvars.h", "elf/dl-load.c"] {
+            age(&src.join(name));
+        }
+        let before = mtime(&src.join(header));
+
+        let stats = work.update_source(&repo, patched, no_export).unwrap();
+        assert_eq!(
+            stats.kept_headers,
+            [(
+                header.to_string(),
+                vec!["__rtld_fallback_path_list".to_string()]
+            )]
+        );
+        assert_eq!(
+            fs::read_to_string(src.join(header)).unwrap(),
+            format!("{decl}{added}")
+        );
+        assert_eq!(mtime(&src.join(header)), before, "kept");
+        assert!(mtime(&src.join("elf/dl-load.c")) > before);
+        assert!(mtime(&src.join("sysdeps/generic/unsecvars.h")) > before);
+
+        // And back: the deletion is kept too.
+        let stats = work.update_source(&repo, unpatched, no_export).unwrap();
+        assert_eq!(stats.kept_headers.len(), 1, "{stats:?}");
+        assert_eq!(mtime(&src.join(header)), before);
+        assert_eq!(fs::read_to_string(src.join(header)).unwrap(), decl);
     }
 
     #[test]

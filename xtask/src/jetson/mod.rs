@@ -4,15 +4,21 @@
 //!
 //! The rows run under the patched loader, row 8 under the fallback-first variant, and the rows
 //! that set LD_FALLBACK_PATH under the unpatched loader too; the three sysroots are taken from
-//! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first.
+//! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first. The
+//! real host libraries come from Debian's archive once ([`loader_tests::replay::HostLibs`]).
+//!
+//! `--real-driver` runs the same setups against this machine's real NVIDIA driver instead
+//! ([`driver_check`]).
+
+pub mod doc;
+pub mod driver_check;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use loader_tests::host::{self, tools};
-use loader_tests::replay::{self, report, Benches, JetsonFixtures, ReplayReport};
+use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures};
 use loader_tests::root::Bench;
 use loader_tests::{Flavour, Target};
 
@@ -29,7 +35,7 @@ pub struct Args {
     /// roots natively (for a quick look; docs/jetson.md is aarch64).
     #[arg(long, value_parser = cli::target(), default_value = "aarch64")]
     pub target: Target,
-    /// Print the generated block of docs/jetson.md instead of the table.
+    /// Print the generated blocks of docs/jetson.md (table, summary) instead of the table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
     /// Print JSON instead of the table.
@@ -38,12 +44,17 @@ pub struct Args {
     /// Show each run's command and the libraries it mapped (the winning paths).
     #[arg(long)]
     pub why: bool,
-    /// Fail when docs/jetson.md's table differs from this run's (its provenance line aside).
+    /// Fail when docs/jetson.md's table or summary differs from this run's (its provenance line aside).
     #[arg(long, conflicts_with = "write_doc")]
     pub check: bool,
-    /// Replace the generated block of docs/jetson.md with this run's.
+    /// Replace the generated blocks of docs/jetson.md (table and summary) with this run's.
     #[arg(long)]
     pub write_doc: bool,
+    /// Run the setups against this machine's real NVIDIA driver (a GPU host or a Jetson
+    /// board) under the patched and unpatched loaders, and compare with the measurements of
+    /// issue 23; on a machine without a driver, say so: not run (exit status 2).
+    #[arg(long, conflicts_with_all = ["markdown", "json", "why", "check", "write_doc"])]
+    pub real_driver: bool,
 }
 
 /// The flavours whose loaders the replay runs under.
@@ -52,9 +63,15 @@ const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::F
 impl Args {
     pub fn run(self, global: &Global) -> Result<()> {
         let release = self.release.unwrap_or_else(Release::newest);
+        if self.real_driver {
+            return driver_check::run(global, release);
+        }
         host::require(&[tools::BWRAP, tools::PATCHELF])?;
         let cache = host::cache_dir()?;
         let started = Instant::now();
+        let host_libs = HostLibs::ensure(self.target, &cache)
+            .map_err(|why| anyhow::anyhow!("{}", why.reason()))
+            .context("cannot fetch the host libraries the replay places")?;
         let mut prepared = Vec::new();
         for flavour in FLAVOURS {
             let bench = || -> Result<(Bench, JetsonFixtures)> {
@@ -66,8 +83,11 @@ impl Args {
                 )?;
                 let bench = Bench::new(sysroot, &cache)
                     .with_context(|| format!("cannot prepare the {flavour} bench"))?;
-                let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache)
-                    .with_context(|| format!("cannot compile the Jetson fixtures ({flavour})"))?;
+                let fixtures =
+                    JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host_libs)
+                        .with_context(|| {
+                            format!("cannot compile the Jetson fixtures ({flavour})")
+                        })?;
                 Ok((bench, fixtures))
             };
             // The patched loader is every row's: without it there is no table. The others'
@@ -82,6 +102,7 @@ impl Args {
         let benches = Benches {
             target: self.target,
             release: release.version.to_string(),
+            host: host_libs.clone(),
             benches: prepared
                 .iter()
                 .map(|(flavour, bench)| {
@@ -94,7 +115,7 @@ impl Args {
                 .collect::<BTreeMap<_, _>>(),
         };
         let mut report = replay::run(&benches);
-        report.provenance = Some(provenance(release, self.target)?);
+        report.provenance = Some(provenance(release, self.target, &report.host_libraries)?);
         diagln!(
             "jetson-replay: {} runs in {:.1} s (sysroots and fixtures ready in {:.1} s)",
             report.runs().count(),
@@ -108,74 +129,31 @@ impl Args {
             );
         } else if self.markdown {
             out!("{}", report.render_markdown());
+            out!("\n{}", report.render_summary());
         } else {
             out!("{}", report.render_text(self.why));
         }
         if report.has_unrun() {
             bail!("some runs could not be made (see `not run` above)");
         }
-        let doc = doc_path();
+        let doc = doc::doc_path();
         if self.write_doc {
-            write_doc(&doc, &report)?;
-            diagln!("jetson-replay: wrote the table into {}", doc.display());
+            doc::write(&doc, &report)?;
+            diagln!(
+                "jetson-replay: wrote the table and the summary into {}",
+                doc.display()
+            );
         } else if self.check {
-            check_doc(&doc, &report)?;
+            doc::check(&doc, &report)?;
             diagln!("jetson-replay: {} is up to date", doc.display());
         }
         Ok(())
     }
 }
 
-/// docs/jetson.md of the checkout.
-pub fn doc_path() -> PathBuf {
-    paths::project_root().join("docs/jetson.md")
-}
-
-/// Fails, with a diff, when the page's table is not this report's.
-pub fn check_doc(doc: &Path, report: &ReplayReport) -> Result<()> {
-    let page =
-        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
-    let Some(block) = report::generated_block(&page) else {
-        bail!(
-            "{} has no generated block ({})",
-            doc.display(),
-            report::BEGIN
-        );
-    };
-    let (old, new) = (report::body(block), report::body(&report.render_markdown()));
-    if old == new {
-        return Ok(());
-    }
-    let diff = similar::TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .header("docs/jetson.md", "this run")
-        .to_string();
-    bail!(
-        "{} is out of date with the replay:\n{diff}\nupdate it with `cargo xtask jetson-replay --write-doc`",
-        doc.display()
-    )
-}
-
-/// Replaces the page's generated block with this report's.
-pub fn write_doc(doc: &Path, report: &ReplayReport) -> Result<()> {
-    let page =
-        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
-    let Some(block) = report::generated_block(&page) else {
-        bail!(
-            "{} has no generated block: add the lines {} and {} where the table goes",
-            doc.display(),
-            report::BEGIN,
-            report::END
-        );
-    };
-    let updated = page.replacen(block, &report.render_markdown(), 1);
-    // Whole or not at all: a kill mid-write must not leave the page cut short.
-    crate::util::durable::replace_file(doc, updated.as_bytes())
-}
-
 /// `Generated on <UTC> from commit <id> ...`: the date, the checkout's commit and the content
 /// ids of the series and the variant the loaders were built from.
-fn provenance(release: Release, target: Target) -> Result<String> {
+fn provenance(release: Release, target: Target, host_libraries: &[String]) -> Result<String> {
     let root = paths::project_root();
     let repo = git2::Repository::discover(&root)
         .with_context(|| format!("cannot open the git repository of {}", root.display()))?;
@@ -199,12 +177,17 @@ fn provenance(release: Release, target: Target) -> Result<String> {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     Ok(format!(
-        "{}on {} from commit {}{} (glibc {release} {target}; series patches/{release} {}, fallback-first variant {}).",
+        "{}on {} from commit {}{} (glibc {release} {target}; series patches/{release} {}, fallback-first variant {}; host libraries: Debian 12 {}).",
         report::PROVENANCE,
         crate::series::mail_date::utc_minutes(now),
         &head.id().to_string()[..12],
         if dirty { " with local changes" } else { "" },
         series_id(Flavour::Patched),
         series_id(Flavour::FallbackFirst),
+        host_libraries
+            .iter()
+            .map(|v| v.split(" (").next().unwrap_or(v))
+            .collect::<Vec<_>>()
+            .join(", "),
     ))
 }

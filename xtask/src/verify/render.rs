@@ -235,10 +235,20 @@ pub fn details(report: &CellReport) -> String {
                 t.status, t.test
             );
         }
+        for t in &diff.never_ran {
+            let _ = writeln!(out, "    NEVER RAN {}", t.test);
+        }
         for t in &diff.only_unpatched {
             let _ = writeln!(
                 out,
-                "    only in the unpatched tree: {} {}",
+                "    RAN ONLY WITHOUT THE PATCH {} {}",
+                t.test, t.status
+            );
+        }
+        for t in &diff.only_patched {
+            let _ = writeln!(
+                out,
+                "    RAN ONLY WITH THE PATCH (not one of the series' tests) {} {}",
                 t.test, t.status
             );
         }

@@ -3,7 +3,13 @@
 //!
 //! `make check` leaves one `<test>.test-result` per test (`PASS: elf/tst-foo`, written by
 //! `scripts/evaluate-test.sh`) beside its `<test>.out`, which holds what the test printed:
-//! the reason of an UNSUPPORTED verdict is its last line there.
+//! the reason of an UNSUPPORTED verdict is its last line there. Its last step writes the
+//! top-level `tests.sum`: one line for every test the run was meant to run, the top-level
+//! ones (`lint-makefiles`, the header checks) included, `UNRESOLVED` for each that left no
+//! result. That file, not the result files found on disk, is what a run is judged by: a test
+//! that never ran has no result file to be missed by, and a run whose test pass never started
+//! (glibc 2.44's `make check` builds in one make and runs in a second, which a failure in the
+//! first skips, `-k` or not) leaves the UNRESOLVED lines, or no `tests.sum` at all.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -24,6 +30,8 @@ pub enum Status {
     Xpass,
     Xfail,
     Error,
+    /// In `tests.sum` without a result: the test never ran.
+    Unresolved,
 }
 
 impl Status {
@@ -35,14 +43,16 @@ impl Status {
             "XPASS" => Status::Xpass,
             "XFAIL" => Status::Xfail,
             "ERROR" => Status::Error,
+            "UNRESOLVED" => Status::Unresolved,
             _ => return None,
         })
     }
 
-    /// What fails glibc's own `make check`: FAIL and ERROR. An XPASS (a test the
-    /// configuration marks as expected to fail, passing) is listed but fails nothing.
+    /// What fails glibc's own `make check`: FAIL and ERROR (and a test that never ran). An
+    /// XPASS (a test the configuration marks as expected to fail, passing) is listed but
+    /// fails nothing.
     pub fn is_failure(self) -> bool {
-        matches!(self, Status::Fail | Status::Error)
+        matches!(self, Status::Fail | Status::Error | Status::Unresolved)
     }
 }
 
@@ -55,6 +65,7 @@ impl std::fmt::Display for Status {
             Status::Xpass => "XPASS",
             Status::Xfail => "XFAIL",
             Status::Error => "ERROR",
+            Status::Unresolved => "UNRESOLVED",
         };
         f.write_str(word)
     }
@@ -69,9 +80,10 @@ pub struct TestResult {
     pub reason: Option<String>,
 }
 
-/// Bumped when the recorded results of a build change meaning (v1 kept glibc's second line,
-/// `original exit status N`, in each test's name), so that old records are not read.
-const RESULTS_FORMAT: &str = "v2";
+/// Bumped when the recorded results of a build change meaning, so that old records are not
+/// read: v1 kept glibc's second line, `original exit status N`, in each test's name; v2 was
+/// read from the result files on disk, and so could not see the tests that never ran.
+const RESULTS_FORMAT: &str = "v3";
 
 /// Results by test name (`elf/tst-foo`).
 pub type Results = BTreeMap<String, TestResult>;
@@ -103,15 +115,24 @@ pub fn results_for(
 
 /// Runs `make -k check subdirs=SUBDIR` in the tree, after removing the results of earlier
 /// runs (make would not rerun a test whose output is up to date, and a stale result must
-/// never be read as this run's), and reads the results.
-pub fn run_subdir(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<Results> {
-    let dir = tree.work.build().join(subdir);
-    remove_results(&dir)?;
+/// never be read as this run's), and reads what the run says it ran: the top-level
+/// `tests.sum`, which covers SUBDIR's tests and the top-level ones.
+pub fn run_check(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<Results> {
+    let build = tree.work.build();
+    remove_results(&build.join(subdir))?;
+    remove_results(&build)?;
     tree.recipe
-        .check(&tree.work.build(), subdir, jobs, &tree.log, &tree.label)?;
-    read_results(&dir, subdir)
+        .check(&build, subdir, jobs, &tree.log, &tree.label)?;
+    read_summary(&build).with_context(|| {
+        format!(
+            "`make check subdirs={subdir}` did not finish its test run; its log: {}",
+            tree.log.display()
+        )
+    })
 }
 
+/// Removes what a test run leaves in `dir` (not below it): every result, every output, and
+/// the summaries.
 fn remove_results(dir: &Path) -> Result<()> {
     let Ok(entries) = fs::read_dir(dir) else {
         return Ok(());
@@ -121,41 +142,55 @@ fn remove_results(dir: &Path) -> Result<()> {
             .with_context(|| format!("cannot read {}", dir.display()))?
             .path();
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if name.ends_with(".test-result") || name.ends_with(".out") {
+        let is_result =
+            name.ends_with(".test-result") || name.ends_with(".out") || name.ends_with("tests.sum");
+        if is_result && path.is_file() {
             fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
         }
     }
     Ok(())
 }
 
-/// Every `*.test-result` below `dir` (a subdirectory of the build tree, `subdir` by name).
-pub fn read_results(dir: &Path, subdir: &str) -> Result<Results> {
+/// The run's `tests.sum` in `build`, with the reason of every verdict but PASS from the
+/// test's `.out`. A missing `tests.sum` means the run stopped before its end; a subdirectory
+/// whose results are missing (`ERROR: test results for elf directory missing`) is a result
+/// named after the subdirectory.
+pub fn read_summary(build: &Path) -> Result<Results> {
+    let path = build.join("tests.sum");
+    let text = fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{} is missing: the run stopped before its summary (the first lines of its log \
+             that say `Error` tell where)",
+            path.display()
+        )
+    })?;
     let mut results = Results::new();
-    let entries = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for entry in entries {
-        let path = entry
-            .with_context(|| format!("cannot read {}", dir.display()))?
-            .path();
-        let Some(stem) = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.strip_suffix(".test-result"))
-        else {
+    for line in text.lines() {
+        let Some((word, name)) = line.split_once(": ") else {
             continue;
         };
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        // glibc writes `PASS: elf/tst-foo`, then `original exit status N` on a line of its own.
-        let first = text.lines().next().unwrap_or("").trim();
-        let (word, name) = first.split_once(": ").unwrap_or((first, ""));
-        let status = Status::parse(word).unwrap_or(Status::Error);
-        let name = if name.is_empty() {
-            format!("{subdir}/{stem}")
-        } else {
-            name.to_string()
+        let Some(status) = Status::parse(word.trim()) else {
+            continue;
         };
-        let reason = (status != Status::Pass).then(|| last_words(&dir.join(format!("{stem}.out"))));
+        let name = name.trim();
+        let (name, reason) = match name.strip_prefix("test results for ") {
+            Some(rest) => (
+                rest.split_whitespace().next().unwrap_or(rest).to_string(),
+                Some(name.to_string()),
+            ),
+            None => {
+                let reason = match status {
+                    Status::Pass => None,
+                    Status::Unresolved => Some("never ran: no result".to_string()),
+                    _ => Some(last_words(&build.join(format!("{name}.out")))),
+                };
+                (name.to_string(), reason)
+            }
+        };
         results.insert(name, TestResult { status, reason });
+    }
+    if results.is_empty() {
+        anyhow::bail!("{} lists no test", path.display());
     }
     Ok(results)
 }
@@ -181,10 +216,18 @@ pub struct Diff {
     pub regressions: Vec<Change>,
     /// Every other test whose status differs (say, UNSUPPORTED one way and PASS the other).
     pub other_changes: Vec<Change>,
-    /// Tests only the patched tree has: the series' own.
+    /// Tests only the patched tree has that are not the series' own: they fail the cell (a
+    /// test must run in both trees to be compared).
     pub only_patched: Vec<Named>,
-    /// Tests only the unpatched tree has (none are expected).
+    /// Tests only the unpatched tree has: they fail the cell (the patch stopped them running).
     pub only_unpatched: Vec<Named>,
+    /// The series' own tests, which only the patched tree has.
+    #[serde(default)]
+    pub series_own: Vec<Named>,
+    /// Tests the summary of either tree lists as UNRESOLVED (they never ran), named with the
+    /// tree: they fail the cell, since nothing was compared.
+    #[serde(default)]
+    pub never_ran: Vec<Named>,
     /// Failing in both trees: the environment, not the patch (named, never hidden).
     pub failing_in_both: Vec<Named>,
     /// UNSUPPORTED in the patched tree, with the reason.
@@ -239,7 +282,9 @@ impl Counts {
 }
 
 impl Diff {
-    pub fn between(unpatched: &Results, patched: &Results) -> Diff {
+    /// Compares the two runs; `series_tests` names the tests the series adds, the only ones
+    /// that may run in the patched tree alone.
+    pub fn between(unpatched: &Results, patched: &Results, series_tests: &[String]) -> Diff {
         let named = |test: &str, r: &TestResult| Named {
             test: test.to_string(),
             status: r.status,
@@ -250,6 +295,16 @@ impl Diff {
             unpatched: Counts::of(unpatched),
             ..Diff::default()
         };
+        for (tree, results) in [("unpatched", unpatched), ("patched", patched)] {
+            for (test, result) in results {
+                if result.status == Status::Unresolved {
+                    diff.never_ran.push(Named {
+                        test: format!("{test} ({tree})"),
+                        ..named(test, result)
+                    });
+                }
+            }
+        }
         for (test, after) in patched {
             if after.status == Status::Unsupported {
                 diff.unsupported.push(named(test, after));
@@ -258,10 +313,16 @@ impl Diff {
                 diff.expected_to_fail.push(named(test, after));
             }
             let Some(before) = unpatched.get(test) else {
-                diff.only_patched.push(named(test, after));
+                if series_tests.iter().any(|own| own == test) {
+                    diff.series_own.push(named(test, after));
+                } else {
+                    diff.only_patched.push(named(test, after));
+                }
                 continue;
             };
-            if before.status.is_failure() && after.status.is_failure() {
+            if before.status == Status::Unresolved || after.status == Status::Unresolved {
+                // Listed in `never_ran`: there is nothing to compare.
+            } else if before.status.is_failure() && after.status.is_failure() {
                 diff.failing_in_both.push(named(test, after));
             } else if before.status != after.status {
                 let change = Change {
@@ -285,9 +346,39 @@ impl Diff {
         diff
     }
 
-    /// The patch broke nothing glibc's tests see.
+    /// The patch broke nothing glibc's tests see, and both trees ran the same tests.
     pub fn passes(&self) -> bool {
         self.regressions.is_empty()
+            && self.only_patched.is_empty()
+            && self.only_unpatched.is_empty()
+            && self.never_ran.is_empty()
+    }
+
+    /// What fails the comparison, counted: the cell's summary.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![format!("{} regressions", self.regressions.len())];
+        for (count, what) in [
+            (self.never_ran.len(), "never ran"),
+            (self.only_unpatched.len(), "ran only without the patch"),
+            (self.only_patched.len(), "ran only with the patch"),
+        ] {
+            if count > 0 {
+                parts.push(format!("{count} {what}"));
+            }
+        }
+        parts.push(format!(
+            "{} compared, {} other changes, {} failing in both, {} expected to fail (XPASS/XFAIL)",
+            self.compared(),
+            self.other_changes.len(),
+            self.failing_in_both.len(),
+            self.expected_to_fail.len()
+        ));
+        parts.join(", ")
+    }
+
+    /// Tests both trees ran.
+    pub fn compared(&self) -> usize {
+        self.patched.total - self.only_patched.len() - self.series_own.len()
     }
 }
 
@@ -327,13 +418,14 @@ mod tests {
             ("elf/d", Pass),
             ("elf/tst-fallback-path", Pass),
         ]);
-        let diff = Diff::between(&unpatched, &patched);
+        let diff = Diff::between(&unpatched, &patched, &own());
         assert!(!diff.passes());
         assert_eq!(diff.regressions.len(), 1);
         assert_eq!(diff.regressions[0].test, "elf/a");
         assert_eq!(diff.failing_in_both[0].test, "elf/b");
         assert_eq!(diff.other_changes[0].test, "elf/c");
-        assert_eq!(diff.only_patched[0].test, "elf/tst-fallback-path");
+        assert_eq!(diff.series_own[0].test, "elf/tst-fallback-path");
+        assert!(diff.only_patched.is_empty());
         assert_eq!(diff.only_unpatched[0].test, "elf/gone");
         assert_eq!(diff.patched.pass, 3);
         assert_eq!(diff.unpatched.unsupported, 1);
@@ -344,7 +436,7 @@ mod tests {
         use Status::*;
         let unpatched = results(&[("elf/tst-ifunc-isa-1", Xpass), ("elf/x", Xfail)]);
         let patched = results(&[("elf/tst-ifunc-isa-1", Xpass), ("elf/x", Xfail)]);
-        let diff = Diff::between(&unpatched, &patched);
+        let diff = Diff::between(&unpatched, &patched, &own());
         assert!(diff.passes());
         assert!(diff.failing_in_both.is_empty());
         let named: Vec<&str> = diff
@@ -356,29 +448,109 @@ mod tests {
         assert_eq!(diff.patched.other, 2);
         // An XPASS that turns into a FAIL with the patch is a regression all the same.
         let broken = results(&[("elf/tst-ifunc-isa-1", Fail), ("elf/x", Xfail)]);
-        assert!(!Diff::between(&unpatched, &broken).passes());
+        assert!(!Diff::between(&unpatched, &broken, &own()).passes());
+    }
+
+    fn own() -> Vec<String> {
+        vec!["elf/tst-fallback-path".to_string()]
+    }
+
+    /// The 2.44 run of issue 19: the patched tree's test pass never started, so its summary
+    /// lists the elf tests as UNRESOLVED; the result files on disk were the 28 of the first
+    /// pass. Nothing may call that "0 regressions".
+    #[test]
+    fn tests_that_never_ran_fail_the_comparison() {
+        use Status::*;
+        let unpatched = results(&[
+            ("elf/tst-a", Pass),
+            ("elf/tst-b", Pass),
+            ("lint-makefiles", Pass),
+        ]);
+        let patched = results(&[
+            ("elf/tst-a", Unresolved),
+            ("elf/tst-b", Unresolved),
+            ("elf/tst-fallback-path", Unresolved),
+            ("lint-makefiles", Fail),
+        ]);
+        let diff = Diff::between(&unpatched, &patched, &own());
+        assert!(!diff.passes());
+        assert_eq!(diff.regressions.len(), 1, "{diff:?}");
+        assert_eq!(diff.regressions[0].test, "lint-makefiles");
+        let never: Vec<&str> = diff.never_ran.iter().map(|t| t.test.as_str()).collect();
+        assert_eq!(
+            never,
+            [
+                "elf/tst-a (patched)",
+                "elf/tst-b (patched)",
+                "elf/tst-fallback-path (patched)"
+            ]
+        );
+        assert!(diff.failing_in_both.is_empty());
+        assert!(diff.summary().contains("3 never ran"), "{}", diff.summary());
     }
 
     #[test]
-    fn results_are_read_with_their_reasons() {
+    fn a_test_run_in_one_tree_only_fails_the_comparison() {
+        use Status::*;
+        let unpatched = results(&[("elf/tst-a", Pass), ("elf/tst-gone", Pass)]);
+        let patched = results(&[
+            ("elf/tst-a", Pass),
+            ("elf/tst-fallback-path", Pass),
+            ("elf/tst-new", Pass),
+        ]);
+        let diff = Diff::between(&unpatched, &patched, &own());
+        assert!(!diff.passes());
+        assert_eq!(diff.only_unpatched[0].test, "elf/tst-gone");
+        assert_eq!(diff.only_patched[0].test, "elf/tst-new");
+        assert_eq!(diff.series_own[0].test, "elf/tst-fallback-path");
+        // Without the strays the same runs pass.
+        let unpatched = results(&[("elf/tst-a", Pass)]);
+        let patched = results(&[("elf/tst-a", Pass), ("elf/tst-fallback-path", Pass)]);
+        let diff = Diff::between(&unpatched, &patched, &own());
+        assert!(diff.passes(), "{diff:?}");
+        assert_eq!(diff.compared(), 1);
+    }
+
+    #[test]
+    fn the_summary_is_read_with_the_reasons() {
         let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: &str| fs::write(dir.path().join(name), text).unwrap();
+        let build = dir.path();
+        let write = |name: &str, text: &str| {
+            let path = build.join(name);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap()
+        };
+        // As scripts/merge-test-results.sh writes it for `make check subdirs=elf`.
         write(
-            "tst-a.test-result",
-            "PASS: elf/tst-a\noriginal exit status 0\n",
+            "tests.sum",
+            "\t\t=== glibc tests ===\n\nRunning elf ...\nPASS: elf/tst-a\n\
+             UNSUPPORTED: elf/tst-b\nFAIL: elf/tst-c\nUNRESOLVED: elf/tst-d\n\n\
+             Running . ...\nFAIL: lint-makefiles\nPASS: check-local-headers\n",
         );
-        write("tst-b.test-result", "UNSUPPORTED: elf/tst-b\n");
         write(
-            "tst-b.out",
+            "elf/tst-b.out",
             "starting\nwarning: no second group for root\n\n",
         );
-        write(
-            "tst-c.test-result",
-            "FAIL: elf/tst-c\noriginal exit status 1\n",
+        write("lint-makefiles.out", "+  libmarkermod10-1 \\\n");
+        write("elf/tst-e.test-result", "PASS: elf/tst-e\n");
+        let results = read_summary(build).unwrap();
+        let listed: Vec<(&str, Status)> = results
+            .iter()
+            .map(|(n, r)| (n.as_str(), r.status))
+            .collect();
+        use Status::*;
+        assert_eq!(
+            listed,
+            [
+                ("check-local-headers", Pass),
+                ("elf/tst-a", Pass),
+                ("elf/tst-b", Unsupported),
+                ("elf/tst-c", Fail),
+                ("elf/tst-d", Unresolved),
+                ("lint-makefiles", Fail),
+            ],
+            "a result file the summary does not list is not read"
         );
-        write("tst-d.out", "a test whose result is missing is not read\n");
-        let results = read_results(dir.path(), "elf").unwrap();
-        assert_eq!(results.len(), 3);
         assert_eq!(results["elf/tst-a"].reason, None);
         assert_eq!(
             results["elf/tst-b"].reason.as_deref(),
@@ -388,5 +560,29 @@ mod tests {
             results["elf/tst-c"].reason.as_deref(),
             Some("(the test printed nothing)")
         );
+        assert_eq!(
+            results["lint-makefiles"].reason.as_deref(),
+            Some("+  libmarkermod10-1 \\")
+        );
+    }
+
+    #[test]
+    fn a_run_without_a_summary_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("elf")).unwrap();
+        fs::write(
+            dir.path().join("elf/tst-a.test-result"),
+            "PASS: elf/tst-a\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", read_summary(dir.path()).unwrap_err());
+        assert!(err.contains("tests.sum is missing"), "{err}");
+        fs::write(
+            dir.path().join("tests.sum"),
+            "Running elf ...\nERROR: test results for elf directory missing\n",
+        )
+        .unwrap();
+        let results = read_summary(dir.path()).unwrap();
+        assert_eq!(results["elf"].status, Status::Error);
     }
 }

@@ -1,5 +1,6 @@
-//! Explains a miss like libtree: every directory the loader considered, in order, with the
-//! source of that directory and what it found there, read from an `LD_DEBUG=libs` trace.
+//! Reading `LD_DEBUG=libs` traces of the real loader. [`explain`] explains a miss like libtree:
+//! every directory the loader considered, in order, with the source of that directory and what
+//! it found there. [`normalize_trace`] makes a trace comparable across runs and machines.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -156,6 +157,131 @@ fn mask_addresses(line: &str) -> String {
     out
 }
 
+/// One library the traced loader looked for: a search (`find library=`) or, for a name with
+/// a slash, an open, with who asked and every file it tried, in order. Needs
+/// `LD_DEBUG=libs,files` (`files` says who asked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Traced {
+    pub namespace: usize,
+    pub name: String,
+    /// The requesting object (the program as `argv[0]`), when `files` was traced.
+    pub requested_by: Option<String>,
+    /// A `dlopen` (`dynamically loaded by`) rather than a DT_NEEDED entry.
+    pub dlopen: bool,
+    /// The requester's namespace (a `dlmopen` into a new one differs from `namespace`).
+    pub requester_namespace: usize,
+    /// Every `trying file=`, in order; for a name with a slash, the name.
+    pub tried: Vec<String>,
+    /// `generating link map` followed: a new object was mapped.
+    pub mapped_new: bool,
+    /// The last try was ld.so.cache's answer: printed before the loader checks it (a
+    /// `-z nodefaultlib` loader then passes over an entry in a default directory).
+    pub last_from_cache: bool,
+}
+
+/// Every search and open of a `LD_DEBUG=libs,files` trace of one process, in order.
+pub fn searches(trace: &str) -> Vec<Traced> {
+    let mut out: Vec<Traced> = Vec::new();
+    // The last `file=NAME [ns];  needed by / dynamically loaded by X [ns]` line.
+    let mut asked: Option<Traced> = None;
+    let mut in_cache = false;
+    for line in trace.lines().map(strip_pid) {
+        let text = line.trim();
+        if text.starts_with("search cache=") {
+            in_cache = true;
+        } else if text.starts_with("search path=") {
+            in_cache = false;
+        }
+        if let Some(rest) = text.strip_prefix("find library=") {
+            let (name, namespace) = name_and_namespace(rest);
+            let mut search = match asked.take() {
+                Some(a) if a.name == name && a.namespace == namespace => a,
+                _ => Traced {
+                    namespace,
+                    name: name.clone(),
+                    requested_by: None,
+                    dlopen: false,
+                    requester_namespace: namespace,
+                    tried: Vec::new(),
+                    mapped_new: false,
+                    last_from_cache: false,
+                },
+            };
+            search.tried.clear();
+            in_cache = false;
+            out.push(search);
+        } else if let Some(path) = text.strip_prefix("trying file=") {
+            if let Some(last) = out.last_mut() {
+                last.tried.push(path.trim().to_string());
+                last.last_from_cache = in_cache;
+            }
+        } else if let Some(rest) = text.strip_prefix("file=") {
+            let (name, namespace) = name_and_namespace(rest);
+            let detail = rest.split_once("];").map_or("", |(_, d)| d.trim());
+            if detail == "generating link map" {
+                if let Some(a) = asked.take().filter(|a| a.name == name) {
+                    // A name with a slash: opened without a search.
+                    out.push(Traced {
+                        tried: vec![name.clone()],
+                        ..a
+                    });
+                }
+                if let Some(last) = out.last_mut().filter(|l| l.name == name) {
+                    last.mapped_new = true;
+                }
+                continue;
+            }
+            let (dlopen, by) = match (
+                detail.strip_prefix("needed by "),
+                detail.strip_prefix("dynamically loaded by "),
+            ) {
+                (Some(by), _) => (false, by),
+                (_, Some(by)) => (true, by),
+                _ => continue,
+            };
+            // A slash name that failed to open leaves this pending: record it as tried.
+            if let Some(a) = asked.take().filter(|a| a.name.contains('/')) {
+                out.push(Traced {
+                    tried: vec![a.name.clone()],
+                    ..a
+                });
+            }
+            let (by, by_namespace) = match by.rsplit_once(" [") {
+                Some((by, ns)) => (by, ns.trim_end_matches(']').parse().unwrap_or(0)),
+                None => (by, 0),
+            };
+            asked = Some(Traced {
+                namespace,
+                name,
+                requested_by: Some(by.to_string()),
+                dlopen,
+                requester_namespace: by_namespace,
+                tried: Vec::new(),
+                mapped_new: false,
+                last_from_cache: false,
+            });
+        }
+    }
+    if let Some(a) = asked.filter(|a| a.name.contains('/')) {
+        out.push(Traced {
+            tried: vec![a.name.clone()],
+            ..a
+        });
+    }
+    out
+}
+
+/// `NAME [NS]; ...` as (NAME, NS).
+fn name_and_namespace(rest: &str) -> (String, usize) {
+    let (name, tail) = rest.split_once(" [").unwrap_or((rest, "0]"));
+    let namespace = tail
+        .split(']')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    (name.to_string(), namespace)
+}
+
 /// `      1234:\tsearch ...` -> `search ...`
 fn strip_pid(line: &str) -> &str {
     let trimmed = line.trim_start();
@@ -235,5 +361,41 @@ mod tests {
         );
         assert!(text.contains("system  /lib64            absent"), "{text}");
         assert!(text.ends_with("-> not found\n"), "{text}");
+    }
+
+    #[test]
+    fn searches_say_who_asked_and_what_was_tried() {
+        let trace = "\
+      7:\t
+      7:\tfile=libcuda.so.1 [0];  needed by /opt/probe/bin/needed [0]
+      7:\tfind library=libcuda.so.1 [0]; searching
+      7:\t search cache=/etc/ld.so.cache
+      7:\t search path=/lib64:/usr/lib64\t\t(system search path)
+      7:\t  trying file=/lib64/libcuda.so.1
+      7:\t  trying file=/usr/lib64/libcuda.so.1
+      7:\t
+      7:\tfile=libcuda.so.1 [0];  generating link map
+      7:\tfile=/opt/shims/libshim.so [0];  dynamically loaded by /opt/probe/bin/needed [0]
+      7:\tfile=/opt/shims/libshim.so [0];  generating link map
+      7:\tfile=libnvrm_mem.so [1];  dynamically loaded by /usr/lib64/libcuda.so.1 [0]
+      7:\tfind library=libnvrm_mem.so [1]; searching
+      7:\t search cache=/etc/ld.so.cache
+";
+        let found = searches(trace);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        assert_eq!(found[0].name, "libcuda.so.1");
+        assert_eq!(
+            found[0].requested_by.as_deref(),
+            Some("/opt/probe/bin/needed")
+        );
+        assert_eq!(
+            found[0].tried,
+            ["/lib64/libcuda.so.1", "/usr/lib64/libcuda.so.1"]
+        );
+        assert!(found[0].mapped_new && !found[0].dlopen);
+        assert_eq!(found[1].tried, ["/opt/shims/libshim.so"]);
+        assert!(found[1].dlopen && found[1].mapped_new);
+        assert_eq!((found[2].namespace, found[2].requester_namespace), (1, 0));
+        assert!(found[2].tried.is_empty() && !found[2].mapped_new);
     }
 }

@@ -1,0 +1,411 @@
+//! The search for a name without a slash, one function per tier, in the loader's order
+//! (`_dl_map_new_object`): DT_RPATH of the loading chain, LD_LIBRARY_PATH, DT_RUNPATH of the
+//! loading object, ld.so.cache, the default directories, and — with the patch — the fallback
+//! list last. [`Model::open_path`] is glibc's `open_path`: every directory with every
+//! subdirectory, the directory memory, and the rule for giving up on a list.
+
+use super::cache::{Cache, Selector};
+use super::elf::{self, Verified};
+use super::fs::{OpenError, Opened};
+use super::paths::{Dir, Status};
+use super::walk::{List, Model, Step};
+use super::{Candidate, Load, Rule, Verdict};
+
+/// What `open_path` made of one list.
+enum Listed {
+    Found(String, Opened),
+    Failed(String),
+    /// Nothing; `any`: whether any of its directories exists.
+    Nothing {
+        any: bool,
+    },
+}
+
+/// An object's own list: its RPATH or its RUNPATH.
+#[derive(Clone, Copy)]
+enum Own {
+    Rpath,
+    Runpath,
+}
+
+impl<'c> Model<'c> {
+    /// Every tier in order, until one finds the file or fails the load.
+    pub(super) fn search(
+        &mut self,
+        loader: Option<usize>,
+        name: &str,
+        ns: usize,
+        load: &mut Load,
+    ) -> Step {
+        type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &str, usize, &mut Load) -> Step;
+        let tiers: [Tier<'c>; 6] = [
+            Model::rpath,
+            Model::library_path,
+            Model::runpath,
+            Model::cache,
+            Model::default_dirs,
+            Model::fallback,
+        ];
+        for tier in tiers {
+            match tier(self, loader, name, ns, load) {
+                Step::Continue => {}
+                done => return done,
+            }
+        }
+        Step::Continue
+    }
+
+    /// 1. DT_RPATH of the loading object, of the object that loaded it, and on up; then of
+    ///    the program. Not at all when the loading object has a DT_RUNPATH.
+    fn rpath(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+        if let Some(l) = loader {
+            if self.objects[l].dynamic.runpath.is_some() {
+                if self.objects[l].dynamic.rpath.is_some() {
+                    Model::note(
+                        load,
+                        "RPATH",
+                        format!("{} has a RUNPATH: RPATHs are not used", self.display(l)),
+                    );
+                }
+                return Step::Continue;
+            }
+        }
+        let program = self.base_program();
+        let mut did_program = false;
+        let mut chain = loader;
+        while let Some(object) = chain {
+            if let Some(dirs) = self.own_list(object, Own::Rpath) {
+                let rule = Rule::Rpath {
+                    of: self.display(object),
+                };
+                match self.open_own(object, Own::Rpath, &dirs, rule, name, load) {
+                    Step::Continue => did_program |= object == program,
+                    done => return done,
+                }
+            }
+            chain = self.objects[object].loader;
+        }
+        if !did_program {
+            if let Some(dirs) = self.own_list(program, Own::Rpath) {
+                let rule = Rule::Rpath {
+                    of: self.display(program),
+                };
+                match self.open_own(program, Own::Rpath, &dirs, rule, name, load) {
+                    Step::Continue => {}
+                    done => return done,
+                }
+            }
+            // For an LD_AUDIT module and its dependencies, the program's RUNPATH too (a
+            // fresh copy each time: a list found empty is not given up).
+            if self.auditing {
+                if let Some(runpath) = self.objects[program].dynamic.runpath.clone() {
+                    let dirs = super::paths::decompose(
+                        &runpath,
+                        &[':'],
+                        &self.origin_of(program),
+                        &self.facts,
+                        self.config.secure,
+                    );
+                    let rule = Rule::Runpath {
+                        of: self.display(program),
+                    };
+                    return self.open_path(&dirs, &rule, name, load).into_step(rule);
+                }
+            }
+        }
+        Step::Continue
+    }
+
+    /// 2. LD_LIBRARY_PATH (or `--library-path`).
+    fn library_path(&mut self, _: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+        let Some((dirs, source)) = self.library_path.clone() else {
+            return Step::Continue;
+        };
+        let rule = Rule::LibraryPath { source };
+        self.open_path(&dirs, &rule, name, load).into_step(rule)
+    }
+
+    /// 3. DT_RUNPATH of the loading object (only its own: not of the objects that loaded it).
+    fn runpath(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+        let Some(l) = loader else {
+            return Step::Continue;
+        };
+        let Some(dirs) = self.own_list(l, Own::Runpath) else {
+            return Step::Continue;
+        };
+        let rule = Rule::Runpath {
+            of: self.display(l),
+        };
+        self.open_own(l, Own::Runpath, &dirs, rule, name, load)
+    }
+
+    /// 4. ld.so.cache: one entry, unless `--inhibit-cache`; an entry in a default directory
+    ///    is passed over when the loading object is `-z nodefaultlib`.
+    fn cache(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+        if self.config.inhibit_cache {
+            Model::note(load, "ld.so.cache", "not read: --inhibit-cache");
+            return Step::Continue;
+        }
+        let selector_hwcaps = self.facts.glibc_hwcaps.clone();
+        let select = Selector {
+            flags: self.facts.cache_flags,
+            hwcaps: &selector_hwcaps,
+            isa_levels: (self.facts.target == crate::Target::X86_64)
+                .then_some(self.facts.cpu.isa_levels),
+            legacy: self.facts.legacy_cache_hwcaps(),
+        };
+        let lookup = match self.read_cache() {
+            Ok(cache) => cache.lookup(name, &select),
+            Err(why) => {
+                Model::note(load, "ld.so.cache", why);
+                return Step::Continue;
+            }
+        };
+        for (path, why) in lookup.passed {
+            load.candidates.push(Candidate {
+                rule: Rule::Cache,
+                path,
+                verdict: Verdict::CachePassed(why),
+            });
+        }
+        let Some(path) = lookup.path else {
+            Model::note(load, "ld.so.cache", format!("no entry for {name}"));
+            return Step::Continue;
+        };
+        let asking = loader.or(Some(self.base_program())).or(self.rtld);
+        if asking.is_some_and(|l| self.objects[l].dynamic.nodeflib)
+            && self.facts.is_system_dir(&path)
+        {
+            load.candidates.push(Candidate {
+                rule: Rule::Cache,
+                path,
+                verdict: Verdict::NodeflibCacheEntry,
+            });
+            return Step::Continue;
+        }
+        let (verdict, opened) = self.try_file(&path);
+        let step = match (&verdict, opened) {
+            (Verdict::Taken, Some(opened)) => Step::Found {
+                path: path.clone(),
+                opened,
+                rule: Rule::Cache,
+            },
+            (Verdict::Fatal(why), _) => Step::Failed(format!("{path}: {why}")),
+            _ => Step::Continue,
+        };
+        load.candidates.push(Candidate {
+            rule: Rule::Cache,
+            path,
+            verdict,
+        });
+        step
+    }
+
+    /// 5. The default directories, unless the loading object is `-z nodefaultlib`.
+    fn default_dirs(
+        &mut self,
+        loader: Option<usize>,
+        name: &str,
+        ns: usize,
+        load: &mut Load,
+    ) -> Step {
+        let asking = loader.or_else(|| self.namespaces[ns].first().copied());
+        if let Some(l) = asking.filter(|&l| self.objects[l].dynamic.nodeflib) {
+            Model::note(
+                load,
+                "default dirs",
+                format!("not searched: {} is -z nodefaultlib", self.display(l)),
+            );
+            return Step::Continue;
+        }
+        let dirs = self.facts.system_dirs.clone();
+        let rule = Rule::DefaultDir;
+        self.open_path(&dirs, &rule, name, load).into_step(rule)
+    }
+
+    /// 6. The fallback list (patched loader only), after everything else, whatever the
+    ///    loading object's flags and `--inhibit-cache`.
+    fn fallback(&mut self, _: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+        let Some((dirs, source)) = self.fallback.clone() else {
+            return Step::Continue;
+        };
+        let rule = Rule::Fallback { source };
+        self.open_path(&dirs, &rule, name, load).into_step(rule)
+    }
+
+    /// An object's RPATH or RUNPATH list: decomposed on first use (`cache_rpath`).
+    fn own_list(&mut self, object: usize, which: Own) -> Option<Vec<Dir>> {
+        let state = match which {
+            Own::Rpath => &self.objects[object].rpath,
+            Own::Runpath => &self.objects[object].runpath,
+        };
+        match state {
+            List::Off => return None,
+            List::Dirs(dirs) => return Some(dirs.clone()),
+            List::Unread => {}
+        }
+        let dynamic = &self.objects[object].dynamic;
+        let text = match which {
+            Own::Rpath => dynamic.rpath.clone(),
+            Own::Runpath => dynamic.runpath.clone(),
+        };
+        let dirs = text
+            .filter(|t| !t.is_empty())
+            .map(|t| {
+                super::paths::decompose(
+                    &t,
+                    &[':'],
+                    &self.origin_of(object),
+                    &self.facts,
+                    self.config.secure,
+                )
+            })
+            .filter(|dirs| !dirs.is_empty());
+        self.set_list(object, which, dirs.clone().map_or(List::Off, List::Dirs));
+        dirs
+    }
+
+    fn set_list(&mut self, object: usize, which: Own, list: List) {
+        match which {
+            Own::Rpath => self.objects[object].rpath = list,
+            Own::Runpath => self.objects[object].runpath = list,
+        }
+    }
+
+    /// `open_path` on an object's own list; a list none of whose directories exists is
+    /// given up for good.
+    fn open_own(
+        &mut self,
+        object: usize,
+        which: Own,
+        dirs: &[Dir],
+        rule: Rule,
+        name: &str,
+        load: &mut Load,
+    ) -> Step {
+        let listed = self.open_path(dirs, &rule, name, load);
+        if let Listed::Nothing { any: false } = listed {
+            self.set_list(object, which, List::Off);
+        }
+        listed.into_step(rule)
+    }
+
+    /// `open_path`: each directory of the list with each subdirectory, skipping those known
+    /// to be missing; the first usable file wins, an unusable one that is not merely of
+    /// the wrong class or machine fails the load.
+    fn open_path(&mut self, dirs: &[Dir], rule: &Rule, name: &str, load: &mut Load) -> Listed {
+        let subdirs = self.facts.subdirs.clone();
+        let cwd = self.config.cwd.clone();
+        let mut any = false;
+        for dir in dirs {
+            let mut here_any = false;
+            let mut errno = OpenError::Absent;
+            for (cap, subdir) in subdirs.iter().enumerate() {
+                let path = format!("{dir}{subdir}{name}");
+                if self.dirs.status(dir, cap) == Status::Missing {
+                    load.candidates.push(Candidate {
+                        rule: rule.clone(),
+                        path,
+                        verdict: Verdict::DirMissing,
+                    });
+                    continue;
+                }
+                let (verdict, opened) = self.try_file(&path);
+                let usable = matches!(verdict, Verdict::Taken);
+                self.dirs
+                    .learn(&self.tree, &cwd, (dir, cap, subdir), usable);
+                here_any |= self.dirs.status(dir, cap) != Status::Missing;
+                errno = match &verdict {
+                    Verdict::NotADirectory => OpenError::NotDirectory,
+                    Verdict::Unreadable => OpenError::Denied,
+                    _ => OpenError::Absent,
+                };
+                load.candidates.push(Candidate {
+                    rule: rule.clone(),
+                    path: path.clone(),
+                    verdict: verdict.clone(),
+                });
+                match (verdict, opened) {
+                    (Verdict::Taken, Some(opened)) => return Listed::Found(path, opened),
+                    (Verdict::Fatal(why), _) => return Listed::Failed(format!("{path}: {why}")),
+                    _ => {}
+                }
+            }
+            // Only a missing file (or one of the wrong kind) lets the search go on in this
+            // list; 2.36 also stopped at a path component that is not a directory.
+            let goes_on = match errno {
+                OpenError::Absent | OpenError::Denied => true,
+                OpenError::NotDirectory => !self.facts.release.enotdir_ends_a_list(),
+                OpenError::Loop => false,
+            };
+            if here_any && !goes_on {
+                Model::note(
+                    load,
+                    rule.to_string(),
+                    format!("the rest of this list is not searched after {dir}"),
+                );
+                return Listed::Nothing { any: true };
+            }
+            any |= here_any;
+        }
+        Listed::Nothing { any }
+    }
+
+    /// `open_verify` on one path: the verdict, and the file when it is usable.
+    pub(super) fn try_file(&mut self, path: &str) -> (Verdict, Option<Opened>) {
+        let opened = match self.tree.open(path, &self.config.cwd) {
+            Ok(opened) => opened,
+            Err(OpenError::Absent) => return (Verdict::Absent, None),
+            Err(OpenError::NotDirectory) => return (Verdict::NotADirectory, None),
+            Err(OpenError::Loop | OpenError::Denied) => return (Verdict::Unreadable, None),
+        };
+        if opened.is_dir {
+            return (Verdict::Fatal("cannot read file data".into()), None);
+        }
+        let head = match self.tree.head(&opened, 64) {
+            Ok(head) => head,
+            Err(_) => return (Verdict::Unreadable, None),
+        };
+        match elf::verify(&head, self.facts.target) {
+            Verified::Usable => (Verdict::Taken, Some(opened)),
+            Verified::WrongClass => (Verdict::WrongClass, None),
+            Verified::WrongMachine => (Verdict::WrongMachine, None),
+            Verified::Fatal(why) => (Verdict::Fatal(why.into()), None),
+        }
+    }
+
+    /// ld.so.cache of the tree, read once.
+    fn read_cache(&mut self) -> Result<&Cache, String> {
+        if self.cache.is_none() {
+            let parsed = match self.tree.open("/etc/ld.so.cache", "/") {
+                Err(_) => Err("no /etc/ld.so.cache".to_string()),
+                Ok(opened) => match self.tree.read(&opened) {
+                    Err(e) => Err(format!("cannot read /etc/ld.so.cache: {e}")),
+                    Ok(bytes) => Cache::parse(&bytes).ok_or_else(|| {
+                        "/etc/ld.so.cache is not a cache this loader reads".to_string()
+                    }),
+                },
+            };
+            self.cache = Some(parsed);
+        }
+        self.cache
+            .as_ref()
+            .expect("read above")
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    pub(super) fn display(&self, object: usize) -> String {
+        self.objects[object].display.clone()
+    }
+}
+
+impl Listed {
+    fn into_step(self, rule: Rule) -> Step {
+        match self {
+            Listed::Found(path, opened) => Step::Found { path, opened, rule },
+            Listed::Failed(why) => Step::Failed(why),
+            Listed::Nothing { .. } => Step::Continue,
+        }
+    }
+}
