@@ -27,6 +27,11 @@ pub struct Args {
     /// Rebuild (incrementally) and republish even if the build is cached.
     #[arg(long)]
     pub rebuild: bool,
+    /// Build nothing: compile again a sample of the objects each header kept by the last
+    /// flavour switch of the selected trees left alone, and fail if one differs from the
+    /// tree's (the cheap proof that the kept-header rule holds; see build/declarations.rs).
+    #[arg(long, value_name = "OBJECTS_PER_HEADER", num_args = 0..=1, default_missing_value = "8", conflicts_with_all = ["print_key", "print_sysroot", "rebuild"])]
+    pub check_kept_headers: Option<usize>,
 }
 
 /// What else there is to do with the build cache.
@@ -51,6 +56,17 @@ impl Args {
                 return Ok(());
             }
             None => {}
+        }
+        if let Some(sample) = self.check_kept_headers {
+            let mut trees: Vec<_> = self.selection.iter().map(|(r, t, _)| (r, t)).collect();
+            trees.dedup();
+            for (release, target) in trees {
+                let work = layout.work_dir(release, target);
+                let _lock = work.lock()?;
+                let report = super::spot_check::check(&work, &work.kept_headers(), sample.max(1))?;
+                out!("glibc {release} {target}: {report}");
+            }
+            return Ok(());
         }
         // Fail before hours of `--release all` builds, not in the middle of them.
         for (release, _, flavour) in self.selection.iter() {

@@ -17,6 +17,7 @@ pub mod lock;
 pub mod quick;
 pub mod recipe;
 pub mod source;
+pub mod spot_check;
 pub mod workdir;
 
 use std::path::{Path, PathBuf};

@@ -28,6 +28,11 @@ const CONFIGURED_MARKER: &str = ".ld-fallback-configured";
 /// In the work dir: the git tree `src/` holds, written after an update completed.
 const SOURCE_TREE_MARKER: &str = "src.tree";
 
+/// In the work dir: the headers the last switch that kept any kept (one per line), whose
+/// includers may still be compiled against the other version (`build-glibc
+/// --check-kept-headers` compiles a sample of them again).
+const KEPT_HEADERS: &str = "kept-headers";
+
 #[derive(Debug, Clone)]
 pub struct WorkDir {
     root: PathBuf,
@@ -104,10 +109,26 @@ impl WorkDir {
             fs::remove_file(&marker)
                 .with_context(|| format!("cannot remove {}", marker.display()))?;
         }
+        let kept = self.root.join(KEPT_HEADERS);
         let stats = match previous {
             Some(old) => apply_tree_diff(repo, old, tree, &self.src())?,
-            None => self.full_sync(export)?,
+            None => {
+                // Every file rewritten is newer than every object: nothing stays kept.
+                if kept.exists() {
+                    fs::remove_file(&kept)
+                        .with_context(|| format!("cannot remove {}", kept.display()))?;
+                }
+                self.full_sync(export)?
+            }
         };
+        if !stats.kept_headers.is_empty() {
+            let list: String = stats
+                .kept_headers
+                .iter()
+                .map(|(header, _)| format!("{header}\n"))
+                .collect();
+            crate::util::durable::replace_file(&kept, list.as_bytes())?;
+        }
         fs::write(&marker, format!("{tree}\n"))
             .with_context(|| format!("cannot write {}", marker.display()))?;
         Ok(stats)
@@ -127,6 +148,13 @@ impl WorkDir {
         fs::remove_dir_all(&incoming)
             .with_context(|| format!("cannot remove {}", incoming.display()))?;
         Ok(stats)
+    }
+
+    /// The headers the last switch that kept any kept (see `KEPT_HEADERS`).
+    pub fn kept_headers(&self) -> Vec<String> {
+        fs::read_to_string(self.root.join(KEPT_HEADERS))
+            .map(|text| text.lines().map(str::to_string).collect())
+            .unwrap_or_default()
     }
 
     /// The tree `src/` holds, when an update completed (none while one is interrupted).
