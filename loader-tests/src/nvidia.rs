@@ -46,29 +46,40 @@ pub struct NvidiaLibs {
     pub fetch_seconds: f64,
 }
 
-/// Why there are no libraries: the archive could not be reached (a skip outside CI, a
-/// failure under it), or something that should have worked did not (a failure everywhere).
+/// Why there are no libraries: an input is missing here (the archive could not be reached,
+/// a tool to fetch with is not installed: a skip outside CI, a failure under it), or
+/// something that should have worked did not (a failure everywhere).
 #[derive(Debug)]
 pub enum Unavailable {
     Unreachable(String),
+    MissingTool(String),
     Failed(anyhow::Error),
 }
 
 impl Unavailable {
     /// Whether the scenarios that need the libraries are skipped (and say why) rather than
-    /// failed: only for an unreachable archive, and never under CI, where the archive is part
-    /// of the setup and a skip would pass for proof.
+    /// failed: only for a missing input, and never under CI, where the archive and the tools
+    /// are part of the setup and a skip would pass for proof.
     pub fn is_skip(&self) -> bool {
-        matches!(self, Unavailable::Unreachable(_)) && !host::in_ci()
+        self.skips(host::in_ci())
+    }
+
+    fn skips(&self, in_ci: bool) -> bool {
+        !matches!(self, Unavailable::Failed(_)) && !in_ci
     }
 
     /// Why there are no libraries, as a skipped scenario gives it, or a failed one.
     pub fn reason(&self) -> String {
+        let under_ci = if host::in_ci() {
+            "; under CI the real NVIDIA packages must be fetched, so this fails"
+        } else {
+            ""
+        };
         match self {
-            Unavailable::Unreachable(why) if host::in_ci() => format!(
-                "{UNREACHABLE}: {why}; under CI the real NVIDIA packages must be fetched, so this fails"
-            ),
-            Unavailable::Unreachable(why) => format!("{UNREACHABLE}: {why}"),
+            Unavailable::Unreachable(why) => format!("{UNREACHABLE}: {why}{under_ci}"),
+            Unavailable::MissingTool(why) => {
+                format!("real NVIDIA libraries cannot be fetched here: {why}{under_ci}")
+            }
             Unavailable::Failed(err) => format!("real NVIDIA libraries unavailable: {err:#}"),
         }
     }
@@ -153,7 +164,8 @@ fn read(dir: &Path, target: Target, fetch_seconds: f64) -> Result<NvidiaLibs> {
 /// Index, download and unpack both packages into `<base>/<arch>`, published by a rename.
 fn fetch(base: &Path, arch: &str) -> Result<(), Unavailable> {
     let failed = Unavailable::Failed;
-    host::require(&[tools::APT_GET, tools::DPKG_DEB]).map_err(failed)?;
+    host::require(&[tools::APT_GET, tools::DPKG_DEB])
+        .map_err(|err| Unavailable::MissingTool(format!("{err:#}")))?;
     let mirrors =
         apt::system_mirrors().map_err(|err| Unavailable::Unreachable(format!("{err:#}")))?;
     let sources: String = mirrors
@@ -339,5 +351,24 @@ mod tests {
             "Err:1 http://mirror.example.invalid/debian bookworm InRelease\n  Temporary failure resolving 'mirror.example.invalid'\n"
         ));
         assert!(!unreachable("E: Unable to locate package libcuda1\n"));
+    }
+}
+
+#[cfg(test)]
+mod unavailable_tests {
+    use super::*;
+
+    /// Outside CI a missing input is a skip with its reason; under CI it fails; a failure is
+    /// never a skip.
+    #[test]
+    fn missing_inputs_are_skips_outside_ci_only_and_failures_never() {
+        let missing = Unavailable::MissingTool("`apt-get` (package apt)".into());
+        let unreachable = Unavailable::Unreachable("no mirror".into());
+        let failed = Unavailable::Failed(anyhow!("gone from the index"));
+        assert!(missing.skips(false) && unreachable.skips(false) && !failed.skips(false));
+        assert!(!missing.skips(true) && !unreachable.skips(true) && !failed.skips(true));
+        assert!(missing
+            .reason()
+            .contains("cannot be fetched here: `apt-get`"));
     }
 }
