@@ -605,6 +605,76 @@ mod tests {
         }
     }
 
+    /// The loader's report, as the matrix gives it, becomes figures: n/a and skips apart.
+    #[test]
+    fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
+        use loader_tests::matrix::find;
+        use loader_tests::report::{self, Outcome};
+        use loader_tests::Flavour;
+        let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
+            let scenario = find(id).unwrap();
+            Outcome {
+                scenario,
+                id: scenario.id,
+                row: scenario.contract.number(),
+                title: scenario.title,
+                needs_patch: scenario.needs_patch(),
+                expected: scenario.expectation(Flavour::Unpatched),
+                actual: actual.into(),
+                verdict,
+                command: None,
+                explanation: None,
+                elapsed: std::time::Duration::ZERO,
+            }
+        };
+        let scenarios = vec![
+            outcome("21-list", report::Verdict::FailsWithoutPatch, "not found"),
+            outcome("01-needed-bug", report::Verdict::Pass, "driver"),
+            outcome(
+                "21-ldd-script",
+                report::Verdict::NotApplicable("no bash".into()),
+                "-",
+            ),
+            outcome(
+                "12-secure-dynamic",
+                report::Verdict::Skipped("not root".into()),
+                "-",
+            ),
+        ];
+        let matrix = MatrixReport {
+            release: "2.44".into(),
+            target: Target::Aarch64,
+            flavour: Flavour::Unpatched,
+            summary: report::Summary::of(&scenarios),
+            sensitivity: Some(report::Sensitivity::of(&scenarios)),
+            scenarios,
+        };
+        let sensitivity = Sensitivity::of(&matrix).unwrap();
+        assert_eq!(
+            sensitivity.matrix,
+            Matrix {
+                total: 4,
+                pass: 1,
+                fails_without_patch: 1,
+                mismatch: Vec::new(),
+                skipped: vec![Unrun {
+                    id: "12-secure-dynamic".into(),
+                    reason: "not root".into()
+                }],
+                not_applicable: vec![Unrun {
+                    id: "21-ldd-script".into(),
+                    reason: "no bash".into()
+                }],
+            }
+        );
+        assert!(sensitivity.holds());
+        assert_eq!(sensitivity.verdict(), Verdict::Incomplete);
+        assert_eq!(
+            sensitivity.missing(),
+            ["unpatched matrix skipped 12-secure-dynamic: not root"]
+        );
+    }
+
     #[test]
     fn a_matrix_passes_only_when_everything_that_applies_ran_and_matched() {
         assert_eq!(matrix(60, &[], &[]).verdict(), Verdict::Pass);
