@@ -2,8 +2,9 @@
 //! directory, so that fetching Debian packages (glibc's sources for the store, NVIDIA's
 //! libraries for the real-binary scenarios) neither reads nor changes the system's apt state.
 //!
-//! The mirror is the machine's own, read from `/etc/apt/sources.list.d/*.sources` at run time:
-//! no mirror host is written into the project.
+//! The mirror is the machine's own, read from `/etc/apt/sources.list.d/*.sources` at run time
+//! (or from `$LD_FALLBACK_APT_SOURCES`, a directory of such files, for tests): no mirror host is
+//! written into the project.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,9 +41,18 @@ impl Mirror {
     }
 }
 
-/// Every mirror of the machine's deb822 sources, in file order, without repeats.
+/// The directory of deb822 `.sources` files the mirrors are read from: `$LD_FALLBACK_APT_SOURCES`
+/// when set (a test's own mirror, say one that refuses connections), else the machine's.
+pub fn sources_dir() -> PathBuf {
+    crate::host::non_empty_env("LD_FALLBACK_APT_SOURCES")
+        .unwrap_or_else(|| PathBuf::from(SYSTEM_SOURCES))
+}
+
+/// Every mirror of the machine's deb822 sources (see [`sources_dir`]), in file order, without
+/// repeats.
 pub fn system_mirrors() -> Result<Vec<Mirror>> {
-    let dir = Path::new(SYSTEM_SOURCES);
+    let dir = sources_dir();
+    let dir = dir.as_path();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .flatten()
@@ -67,7 +77,10 @@ pub fn system_mirrors() -> Result<Vec<Mirror>> {
 pub fn system_mirror() -> Result<Mirror> {
     match system_mirrors()?.into_iter().find(|m| !m.is_security()) {
         Some(mirror) => Ok(mirror),
-        None => bail!("no Debian mirror found in {SYSTEM_SOURCES}/*.sources"),
+        None => bail!(
+            "no Debian mirror found in {}/*.sources",
+            sources_dir().display()
+        ),
     }
 }
 

@@ -17,8 +17,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::apt::{self, PrivateApt};
 use crate::host::{self, tools};
 
-/// The start of every reason that means the archive could not be reached: a skip for this
-/// reason is accepted everywhere, CI included (see loader-tests/README.md).
+/// The start of every reason that means the archive could not be reached: outside CI a skip
+/// for this reason (a missing input: the cell it happens in is incomplete); under CI a failure
+/// (see loader-tests/README.md).
 pub const UNREACHABLE: &str = "Debian archive unreachable";
 
 /// Which packages, from which suites and components.
@@ -48,19 +49,40 @@ pub struct Unpacked {
     pub fetch_seconds: f64,
 }
 
-/// Why there are no packages: the archive could not be reached (a skip), or something that
-/// should have worked did not (a failure).
+/// Why there are no packages: an input is missing here (the archive could not be reached, a
+/// tool to fetch with is not installed: a skip outside CI, a failure under it), or something
+/// that should have worked did not (a failure everywhere).
 #[derive(Debug)]
 pub enum Unavailable {
     Unreachable(String),
+    MissingTool(String),
     Failed(anyhow::Error),
 }
 
 impl Unavailable {
-    /// The text a skipped scenario gives as its reason.
+    /// Whether what needs the packages is skipped (and says why) rather than failed: only for
+    /// a missing input, and never under CI, where the archive and the tools are part of the
+    /// setup and a skip would pass for proof.
+    pub fn is_skip(&self) -> bool {
+        self.skips(host::in_ci())
+    }
+
+    fn skips(&self, in_ci: bool) -> bool {
+        !matches!(self, Unavailable::Failed(_)) && !in_ci
+    }
+
+    /// Why there are no packages, as a skipped scenario gives it, or a failed one.
     pub fn reason(&self) -> String {
+        let under_ci = if host::in_ci() {
+            "; under CI the Debian packages must be fetched, so this fails"
+        } else {
+            ""
+        };
         match self {
-            Unavailable::Unreachable(why) => format!("{UNREACHABLE}: {why}"),
+            Unavailable::Unreachable(why) => format!("{UNREACHABLE}: {why}{under_ci}"),
+            Unavailable::MissingTool(why) => {
+                format!("Debian packages cannot be fetched here: {why}{under_ci}")
+            }
             Unavailable::Failed(err) => format!("Debian packages unavailable: {err:#}"),
         }
     }
@@ -132,7 +154,8 @@ impl PackageSet {
     /// Index, download and unpack every package into `<base>/<arch>`, published by a rename.
     fn fetch(&self, base: &Path, arch: &str) -> Result<(), Unavailable> {
         let failed = Unavailable::Failed;
-        host::require(&[tools::APT_GET, tools::DPKG_DEB]).map_err(failed)?;
+        host::require(&[tools::APT_GET, tools::DPKG_DEB])
+            .map_err(|err| Unavailable::MissingTool(format!("{err:#}")))?;
         let mirrors =
             apt::system_mirrors().map_err(|err| Unavailable::Unreachable(format!("{err:#}")))?;
         let sources: String = mirrors
@@ -150,7 +173,7 @@ impl PackageSet {
         if sources.is_empty() {
             return Err(Unavailable::Unreachable(format!(
                 "no Debian mirror in {}/*.sources",
-                apt::SYSTEM_SOURCES
+                apt::sources_dir().display()
             )));
         }
         let apt = PrivateApt::new(&base.join(format!("apt-{arch}")), &sources, Some(arch))
@@ -313,6 +336,20 @@ fn first_error(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Outside CI a missing input is a skip with its reason; under CI it fails; a failure is
+    /// never a skip.
+    #[test]
+    fn missing_inputs_are_skips_outside_ci_only_and_failures_never() {
+        let missing = Unavailable::MissingTool("`apt-get` (package apt)".into());
+        let unreachable = Unavailable::Unreachable("no mirror".into());
+        let failed = Unavailable::Failed(anyhow!("gone from the index"));
+        assert!(missing.skips(false) && unreachable.skips(false) && !failed.skips(false));
+        assert!(!missing.skips(true) && !unreachable.skips(true) && !failed.skips(true));
+        assert!(missing
+            .reason()
+            .contains("cannot be fetched here: `apt-get`"));
+    }
 
     #[test]
     fn network_errors_are_unreachable_and_missing_packages_are_not() {

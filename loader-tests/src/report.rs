@@ -19,7 +19,11 @@ pub enum Verdict {
     /// Unpatched loader, scenario that needs the patch, and it failed the documented way.
     FailsWithoutPatch,
     Mismatch,
+    /// Could not run: an input is missing here (not root, Debian's archive unreachable). It
+    /// proves nothing: a run with a skip is incomplete.
     Skipped(String),
+    /// Does not apply here, as the scenario's row declares (the ldd script under QEMU).
+    NotApplicable(String),
 }
 
 impl Verdict {
@@ -29,6 +33,7 @@ impl Verdict {
             Verdict::FailsWithoutPatch => "fails as expected without the patch".into(),
             Verdict::Mismatch => "MISMATCH".into(),
             Verdict::Skipped(reason) => format!("SKIPPED: {reason}"),
+            Verdict::NotApplicable(reason) => format!("n/a: {reason}"),
         }
     }
 
@@ -38,6 +43,15 @@ impl Verdict {
 
     pub fn is_skipped(&self) -> bool {
         matches!(self, Verdict::Skipped(_))
+    }
+
+    pub fn is_not_applicable(&self) -> bool {
+        matches!(self, Verdict::NotApplicable(_))
+    }
+
+    /// Whether the scenario ran and was judged (neither skipped nor n/a).
+    pub fn ran(&self) -> bool {
+        !self.is_skipped() && !self.is_not_applicable()
     }
 }
 
@@ -88,11 +102,12 @@ pub struct Summary {
     pub pass: usize,
     pub fails_without_patch: usize,
     pub skipped: usize,
+    pub not_applicable: usize,
     pub mismatch: usize,
 }
 
 /// Row 23: without the patch, the scenarios that differ from the patched expectation are
-/// exactly those that need the patch (skipped ones left out).
+/// exactly those that need the patch (those that did not run, skipped or n/a, left out).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Sensitivity {
     pub holds: bool,
@@ -102,7 +117,7 @@ pub struct Sensitivity {
 
 impl Sensitivity {
     pub fn of(outcomes: &[Outcome]) -> Sensitivity {
-        let ran = || outcomes.iter().filter(|o| !o.verdict.is_skipped());
+        let ran = || outcomes.iter().filter(|o| o.verdict.ran());
         let differing: BTreeSet<&str> = ran()
             .filter(|o| o.actual != o.scenario.expected)
             .map(|o| o.id)
@@ -140,14 +155,20 @@ impl Summary {
             pass: count(&|v| *v == Verdict::Pass),
             fails_without_patch: count(&|v| *v == Verdict::FailsWithoutPatch),
             skipped: count(&|v| v.is_skipped()),
+            not_applicable: count(&|v| v.is_not_applicable()),
             mismatch: count(&|v| v.is_failure()),
         }
     }
 
     pub fn line(&self) -> String {
         format!(
-            "{} scenarios: {} pass, {} fail as expected without the patch, {} skipped, {} mismatch",
-            self.total, self.pass, self.fails_without_patch, self.skipped, self.mismatch
+            "{} scenarios: {} pass, {} fail as expected without the patch, {} skipped, {} n/a, {} mismatch",
+            self.total,
+            self.pass,
+            self.fails_without_patch,
+            self.skipped,
+            self.not_applicable,
+            self.mismatch
         )
     }
 }
@@ -155,6 +176,7 @@ impl Summary {
 pub fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> Verdict {
     let actual = match observed {
         Observed::Skipped(reason) => return Verdict::Skipped(reason.clone()),
+        Observed::NotApplicable(why) => return Verdict::NotApplicable(why.to_string()),
         Observed::Seen(actual) => actual,
     };
     if actual != scenario.expectation(flavour) {
@@ -195,7 +217,7 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
             let verdict = judge(scenario, flavour, &observed);
             let actual = match observed {
                 Observed::Seen(text) => text,
-                Observed::Skipped(_) => "-".into(),
+                Observed::Skipped(_) | Observed::NotApplicable(_) => "-".into(),
             };
             (actual, verdict)
         }
@@ -347,10 +369,62 @@ mod tests {
         assert_eq!(judge(s, patched, &seen("not found")), Verdict::Mismatch);
     }
 
+    /// A scenario declared not applicable is neither a skip nor a run: it counts as n/a, and
+    /// row 23 leaves it out like a skip.
+    #[test]
+    fn a_declared_not_applicable_scenario_is_neither_skipped_nor_run() {
+        let s = find("21-ldd-script").unwrap();
+        let verdict = judge(s, Flavour::Unpatched, &Observed::NotApplicable("why"));
+        assert_eq!(verdict, Verdict::NotApplicable("why".into()));
+        assert!(!verdict.is_skipped() && !verdict.ran());
+        let outcome = |id: &str, verdict: Verdict, actual: &str| {
+            let scenario = find(id).unwrap();
+            Outcome {
+                scenario,
+                id: scenario.id,
+                row: scenario.contract.number(),
+                title: scenario.title,
+                needs_patch: scenario.needs_patch(),
+                expected: scenario.expectation(Flavour::Unpatched),
+                actual: actual.into(),
+                verdict,
+                command: None,
+                explanation: None,
+                elapsed: Duration::ZERO,
+            }
+        };
+        let outcomes = [
+            outcome("21-list", Verdict::FailsWithoutPatch, "not found"),
+            outcome("21-ldd-script", Verdict::NotApplicable("why".into()), "-"),
+            outcome(
+                "12-secure-dynamic",
+                Verdict::Skipped("not root".into()),
+                "-",
+            ),
+        ];
+        let summary = Summary::of(&outcomes);
+        assert_eq!(
+            (
+                summary.skipped,
+                summary.not_applicable,
+                summary.fails_without_patch
+            ),
+            (1, 1, 1)
+        );
+        let sensitivity = Sensitivity::of(&outcomes);
+        assert!(sensitivity.holds, "{sensitivity:?}");
+        assert_eq!(
+            sensitivity.needing_the_patch.iter().collect::<Vec<_>>(),
+            [&"21-list"]
+        );
+    }
+
     #[test]
     fn verdicts_serialize_with_their_reason() {
         let json = serde_json::to_string(&Verdict::Skipped("why".into())).unwrap();
         assert_eq!(json, r#"{"verdict":"skipped","reason":"why"}"#);
+        let json = serde_json::to_string(&Verdict::NotApplicable("why".into())).unwrap();
+        assert_eq!(json, r#"{"verdict":"not-applicable","reason":"why"}"#);
         let json = serde_json::to_string(&Verdict::FailsWithoutPatch).unwrap();
         assert_eq!(json, r#"{"verdict":"fails-without-patch"}"#);
     }

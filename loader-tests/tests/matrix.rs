@@ -30,7 +30,7 @@ fn main() {
                     format!("{target}::{flavour}::{}", scenario.id),
                     Box::new(move || {
                         let bench = util::bench(target, flavour)?;
-                        util::judge(target, &report::run_one(bench, scenario))
+                        util::judge(&report::run_one(bench, scenario))
                     }),
                 );
             }
@@ -80,7 +80,7 @@ fn sensitivity(target: Target) -> Result<(), String> {
         ));
     }
     for outcome in &report.scenarios {
-        util::judge(target, outcome).map_err(|err| format!("{err}\n{table}"))?;
+        util::judge(outcome).map_err(|err| format!("{err}\n{table}"))?;
     }
     Ok(())
 }

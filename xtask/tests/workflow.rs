@@ -6,12 +6,13 @@ use std::path::Path;
 
 use clap::Parser;
 use github_actions_models::common::expr::LoE;
+use github_actions_models::common::If;
 use github_actions_models::workflow::job::{Container, NormalJob, Step};
 use github_actions_models::workflow::{Job, Workflow};
 use loader_tests::Target;
 use xtask::ci::workflow;
 use xtask::cli::Cli;
-use xtask::store::release::SUPPORTED;
+use xtask::store::release::{Release, SUPPORTED};
 
 fn workflow() -> Workflow {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -128,8 +129,8 @@ fn every_command_is_one_cargo_xtask_accepts() {
             }
         }
     }
-    // build-glibc --print-key, verify, verify merge.
-    assert_eq!(checked, 3, "the scan for commands found too few");
+    // build-glibc --print-key, verify, jetson-replay --check, verify merge.
+    assert_eq!(checked, 4, "the scan for commands found too few");
 }
 
 #[test]
@@ -162,7 +163,51 @@ fn each_cell_is_verified_cached_and_reported() {
     );
     let table = job(&workflow, "support-table");
     assert_eq!(table.needs, ["cell"]);
-    assert!(runs(table)
+    assert!(runs(table).iter().any(|r| r.contains("verify merge")
+        && r.contains("--write-support")
+        && r.contains("GITHUB_STEP_SUMMARY")));
+    assert!(
+        uses(table).join("\n").contains("actions/upload-artifact"),
+        "the merged record is kept, to commit"
+    );
+}
+
+/// docs/jetson.md is checked where its sysroots are built anyway: in the newest release's
+/// aarch64 cell, whatever became of the verification before it.
+#[test]
+fn the_newest_aarch64_cell_checks_the_jetson_replay() {
+    let workflow = workflow();
+    let cell = job(&workflow, "cell");
+    let replays: Vec<_> = cell
+        .steps
         .iter()
-        .any(|r| r.contains("verify merge") && r.contains("GITHUB_STEP_SUMMARY")));
+        .filter_map(|step| match step {
+            Step::Run(run) if run.run.contains("jetson-replay") => Some(run),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replays.len(), 1, "one step runs the Jetson replay");
+    let step = replays[0];
+    let newest = Release::newest().version;
+    let argv = xtask_commands(cell, newest, "aarch64")
+        .into_iter()
+        .find(|argv| argv.get(1).map(String::as_str) == Some("jetson-replay"))
+        .unwrap();
+    assert_eq!(
+        argv[2..],
+        ["--release", newest, "--target", "aarch64", "--check"]
+    );
+    let Some(If::Expr(condition)) = &step.shared.r#if else {
+        panic!(
+            "the replay must run in one cell only, not {:?}",
+            step.shared.r#if
+        );
+    };
+    for part in [
+        "!cancelled()".to_string(),
+        format!("matrix.release == '{newest}'"),
+        "matrix.target == 'aarch64'".to_string(),
+    ] {
+        assert!(condition.contains(&part), "no `{part}` in `{condition}`");
+    }
 }

@@ -35,7 +35,24 @@ pub struct Scenario {
     /// Real-binary scenarios need NVIDIA's libraries from Debian's archive: where it cannot be
     /// reached they are skipped (see `crate::nvidia`).
     pub needs_archive: bool,
+    /// Where the scenario cannot apply by design, and why: there it is reported as n/a, never
+    /// run, and never counted as a skip (a skip is a missing input, an n/a is not).
+    pub not_applicable: Option<NotApplicable>,
     pub how: How,
+}
+
+/// A scenario's declaration that it cannot apply somewhere, by design.
+#[derive(Debug, Clone, Copy)]
+pub struct NotApplicable {
+    pub when: Condition,
+    pub why: &'static str,
+}
+
+/// Where a scenario may be declared not applicable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    /// The loader runs under QEMU user mode (a target the host cannot run natively).
+    Emulated,
 }
 
 /// A scenario's place in docs/contract.md.
@@ -72,11 +89,13 @@ pub enum How {
     Code(fn(&Ctx) -> Result<Observed>),
 }
 
-/// What a scenario saw, or why it could not look.
+/// What a scenario saw, or why it could not look: an input is missing here (a skip), or the
+/// scenario does not apply here by its declaration (n/a).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observed {
     Seen(String),
     Skipped(String),
+    NotApplicable(&'static str),
 }
 
 impl std::fmt::Debug for Scenario {
@@ -98,7 +117,19 @@ impl Scenario {
         }
     }
 
+    /// Why the scenario does not apply on `bench`, when it is declared so.
+    pub fn not_applicable_on(&self, bench: &crate::root::Bench) -> Option<&'static str> {
+        let declared = self.not_applicable?;
+        let holds = match declared.when {
+            Condition::Emulated => bench.qemu.is_some(),
+        };
+        holds.then_some(declared.why)
+    }
+
     pub fn run(&self, cx: &Ctx) -> Result<Observed> {
+        if let Some(why) = self.not_applicable_on(cx.bench) {
+            return Ok(Observed::NotApplicable(why));
+        }
         if self.needs_root && !crate::host::is_root() {
             return Ok(Observed::Skipped(NOT_AS_ROOT.into()));
         }
@@ -154,6 +185,29 @@ mod tests {
             if let Unpatched::Gives(without) = s.unpatched {
                 assert_ne!(without, s.expected, "{}", s.id);
             }
+        }
+    }
+
+    /// The ldd script needs a bash of the target's machine, which QEMU user mode does not
+    /// give: both scenarios that run it say so in the table, and no other scenario is n/a.
+    #[test]
+    fn the_ldd_script_scenarios_are_declared_not_applicable_under_qemu() {
+        let declared: Vec<&str> = MATRIX
+            .iter()
+            .filter(|s| s.not_applicable.is_some())
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(declared, ["04-ldd-script-nothing-set", "21-ldd-script"]);
+        for s in MATRIX {
+            let runs_the_script = matches!(&s.how, How::Row(row)
+                if matches!(row.run, Cmd::Listing(List::Script, _)));
+            assert_eq!(
+                runs_the_script,
+                s.not_applicable
+                    .is_some_and(|n| n.when == Condition::Emulated),
+                "{}",
+                s.id
+            );
         }
     }
 

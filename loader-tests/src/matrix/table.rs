@@ -11,7 +11,7 @@ use super::row::{fb, llp, Cmd::*, Dir::*, List, Look::*, Put::*, Row, Value};
 use super::special::*;
 use super::Contract::{Row as R, Story};
 use super::Unpatched::{Gives, Same};
-use super::{Env, How, Scenario, CUDA};
+use super::{Condition, Env, How, NotApplicable, Scenario, CUDA};
 
 /// The probes and what they ask for (`c-fixtures/probe.c`): DT_NEEDED or dlopen of
 /// `libcuda.so.1`, with C in the probe's RUNPATH or without a RUNPATH.
@@ -51,6 +51,15 @@ const fn code(run: fn(&crate::root::Ctx) -> anyhow::Result<super::Observed>) -> 
     How::Code(run)
 }
 
+/// The ldd script is a bash script: under QEMU user mode it needs a bash of the target's
+/// machine, which the host does not have (and no binfmt_misc registration to run one). What
+/// the script runs, `LD_TRACE_LOADED_OBJECTS=1 ld.so` (04-ldd, 21-ldd), is checked there
+/// instead.
+const NO_BASH_UNDER_QEMU: NotApplicable = NotApplicable {
+    when: Condition::Emulated,
+    why: "the ldd script needs a bash that can exec the target's loader, which QEMU user mode does not give (ldd's LD_TRACE_LOADED_OBJECTS run, 04-ldd/21-ldd, is checked instead)",
+};
+
 /// Fields every scenario shares unless it says otherwise.
 const DEFAULT: Scenario = Scenario {
     id: "",
@@ -60,6 +69,7 @@ const DEFAULT: Scenario = Scenario {
     unpatched: Same,
     needs_root: false,
     needs_archive: false,
+    not_applicable: None,
     how: How::Code(|_| unreachable!("a scenario without a way to run")),
 };
 
@@ -104,7 +114,8 @@ pub const MATRIX: &[Scenario] = &[
     Scenario { id: "04-list-nothing-set", contract: R(4), title: "ld.so --list, copy only in T, nothing set",
         how: looking(Listed, &[Mkdir(Compat), Cuda("driver", Tegra)], Listing(List::Option, "needed-runpath"), &[]), expected: "not found", ..DEFAULT },
     Scenario { id: "04-ldd-script-nothing-set", contract: R(4), title: "the sysroot's ldd script, copy only in T, nothing set",
-        how: looking(Listed, &[Mkdir(Compat), Cuda("driver", Tegra), HostBash], Listing(List::Script, "needed-runpath"), &[]), expected: "not found", ..DEFAULT },
+        how: looking(Listed, &[Mkdir(Compat), Cuda("driver", Tegra), HostBash], Listing(List::Script, "needed-runpath"), &[]), expected: "not found",
+        not_applicable: Some(NO_BASH_UNDER_QEMU), ..DEFAULT },
     Scenario { id: "04-ldd-nothing-set", contract: R(4), title: "ldd (LD_TRACE_LOADED_OBJECTS=1 ld.so), copy only in T, nothing set",
         how: looking(Listed, &[Mkdir(Compat), Cuda("driver", Tegra)], Listing(List::Ldd, "needed-runpath"), &[]), expected: "not found", ..DEFAULT },
 
@@ -243,7 +254,8 @@ pub const MATRIX: &[Scenario] = &[
     Scenario { id: "21-list", contract: R(21), title: "ld.so --list resolves through FB=T",
         how: looking(Listed, &[Cuda("driver", Tegra)], Listing(List::Option, "needed"), FB_T), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
     Scenario { id: "21-ldd-script", contract: R(21), title: "the patched build's own ldd script resolves through FB=T",
-        how: looking(Listed, &[Cuda("driver", Tegra), HostBash], Listing(List::Script, "needed"), FB_T), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
+        how: looking(Listed, &[Cuda("driver", Tegra), HostBash], Listing(List::Script, "needed"), FB_T), expected: "driver", unpatched: Gives("not found"),
+        not_applicable: Some(NO_BASH_UNDER_QEMU), ..DEFAULT },
     Scenario { id: "21-ldd", contract: R(21), title: "ldd (LD_TRACE_LOADED_OBJECTS=1 ld.so) resolves through FB=T",
         how: looking(Listed, &[Cuda("driver", Tegra)], Listing(List::Ldd, "needed"), FB_T), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
 

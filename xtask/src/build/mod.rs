@@ -182,11 +182,41 @@ impl Builder {
         })
     }
 
+    /// [`Builder::key`] for checks: the store is only read, and a release it lacks is an
+    /// error (`store::ReleaseNotImported`), not an import.
+    pub fn key_read_only(
+        &self,
+        release: Release,
+        target: Target,
+        flavour: Flavour,
+    ) -> Result<String> {
+        let store =
+            crate::store::SourceStore::open_read_only(&paths::store_dir(self.store.as_deref())?)?;
+        Ok(self
+            .prepare_from(Some(store), release, target, flavour)?
+            .inputs
+            .key())
+    }
+
     fn prepare(&self, release: Release, target: Target, flavour: Flavour) -> Result<Prepared> {
+        self.prepare_from(None, release, target, flavour)
+    }
+
+    /// The build's inputs, from `store` (else the default store, opened for writing).
+    fn prepare_from(
+        &self,
+        store: Option<crate::store::SourceStore>,
+        release: Release,
+        target: Target,
+        flavour: Flavour,
+    ) -> Result<Prepared> {
         let series = source::series_for(&self.patches_dir, release, flavour)?;
         let recipe = Recipe::for_target(target);
         recipe.require()?;
-        let source = BuildSource::resolve(self.store.as_deref(), release, series)?;
+        let source = match store {
+            Some(store) => BuildSource::resolve_in(store, release, series)?,
+            None => BuildSource::resolve(self.store.as_deref(), release, series)?,
+        };
         let inputs = KeyInputs {
             release: release.version.to_string(),
             tree_id: source.tree_id.clone(),

@@ -27,7 +27,16 @@ impl BuildSource {
         release: Release,
         series: Option<Series>,
     ) -> Result<BuildSource> {
-        let store = SourceStore::open_default(store_flag)?;
+        BuildSource::resolve_in(SourceStore::open_default(store_flag)?, release, series)
+    }
+
+    /// Like [`BuildSource::resolve`], from a store already open: a read-only one imports
+    /// nothing, and a release it lacks is an error.
+    pub fn resolve_in(
+        store: SourceStore,
+        release: Release,
+        series: Option<Series>,
+    ) -> Result<BuildSource> {
         let commit = store.ensure_release(release)?;
         let tree_id = if release.tree.is_empty() {
             let commit = store

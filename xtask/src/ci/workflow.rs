@@ -1,6 +1,8 @@
 //! `.github/workflows/verify.yml`, generated from the project's own release list: one job per
-//! cell (release x target) running `cargo xtask verify --json`, and a last job merging the
-//! cells into the support table of the job summary.
+//! cell (release x target) running `cargo xtask verify --json`, the newest release's aarch64
+//! job also checking docs/jetson.md against the Jetson replay, and a last job merging the
+//! cells into the support table of the job summary and into docs/support.json and .md (an
+//! artifact, to commit).
 //!
 //! `cargo xtask ci --workflow` writes it; `cargo xtask ci --workflow --check` (a step of
 //! `cargo xtask ci`) fails when the committed file is not what the release list gives.
@@ -16,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use loader_tests::Target;
 
-use crate::store::release::SUPPORTED;
+use crate::store::release::{Release, SUPPORTED};
 
 /// Where the workflow lives in the checkout.
 pub const PATH: &str = ".github/workflows/verify.yml";
@@ -35,6 +37,9 @@ pub fn render() -> String {
         .map(|r| format!("\"{}\"", r.version))
         .collect();
     let targets: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+    // docs/jetson.md is the newest release's aarch64 replay (see `jetson-replay`'s defaults).
+    let jetson_release = Release::newest();
+    let jetson_target = Target::Aarch64;
     let mut out = String::new();
     let _ = write!(
         out,
@@ -88,6 +93,9 @@ jobs:
           restore-keys: glibc-${{{{ matrix.release }}}}-${{{{ matrix.target }}}}-
       - name: Verify the cell
         run: cargo xtask verify --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --json > cell.json
+      - name: The Jetson replay, and docs/jetson.md up to date with it
+        if: ${{{{ !cancelled() && matrix.release == '{jetson_release}' && matrix.target == '{jetson_target}' }}}}
+        run: cargo xtask jetson-replay --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --check
       - uses: actions/upload-artifact@v4
         if: always()
         with:
@@ -116,7 +124,15 @@ jobs:
           pattern: cell-*
           path: cells
       - name: Merge the cells into the support table
-        run: cargo xtask verify merge cells/*/cell.json --markdown >> "$GITHUB_STEP_SUMMARY"
+        run: cargo xtask verify merge cells/*/cell.json --markdown --write-support >> "$GITHUB_STEP_SUMMARY"
+      # The merged record and its page, to commit as docs/support.json and docs/support.md.
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with:
+          name: support
+          path: |
+            docs/support.json
+            docs/support.md
 "#,
         releases = releases.join(", "),
         targets = targets.join(", "),

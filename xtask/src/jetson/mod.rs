@@ -44,7 +44,8 @@ pub struct Args {
     /// Show each run's command and the libraries it mapped (the winning paths).
     #[arg(long)]
     pub why: bool,
-    /// Fail when docs/jetson.md's table or summary differs from this run's (its provenance line aside).
+    /// Fail when docs/jetson.md's table or summary differs from this run's, or its provenance
+    /// line names a series other than patches/ holds now.
     #[arg(long, conflicts_with = "write_doc")]
     pub check: bool,
     /// Replace the generated blocks of docs/jetson.md (table and summary) with this run's.
@@ -65,6 +66,10 @@ impl Args {
         let release = self.release.unwrap_or_else(Release::newest);
         if self.real_driver {
             return driver_check::run(global, release);
+        }
+        if self.check {
+            // Before the replay: a stale page fails without building anything.
+            check_provenance(&doc::doc_path(), release)?;
         }
         host::require(&[tools::BWRAP, tools::PATCHELF])?;
         let cache = host::cache_dir()?;
@@ -167,27 +172,144 @@ fn provenance(release: Release, target: Target, host_libraries: &[String]) -> Re
         .statuses(Some(&mut status))
         .context("cannot read the checkout's status")?
         .is_empty();
-    let patches = paths::patches_dir();
-    let series_id = |flavour| match crate::build::source::series_for(&patches, release, flavour) {
-        Ok(Some(series)) => series.content_id()[..12].to_string(),
-        _ => "none".to_string(),
-    };
+    let [series, variant] = series_ids(release);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
     Ok(format!(
-        "{}on {} from commit {}{} (glibc {release} {target}; series patches/{release} {}, fallback-first variant {}; host libraries: Debian 12 {}).",
+        "{}on {} from commit {}{} (glibc {release} {target}; series patches/{release} {series}, fallback-first variant {variant}; host libraries: Debian 12 {}).",
         report::PROVENANCE,
         crate::series::mail_date::utc_minutes(now),
         &head.id().to_string()[..12],
         if dirty { " with local changes" } else { "" },
-        series_id(Flavour::Patched),
-        series_id(Flavour::FallbackFirst),
         host_libraries
             .iter()
             .map(|v| v.split(" (").next().unwrap_or(v))
             .collect::<Vec<_>>()
             .join(", "),
     ))
+}
+
+/// The short content ids of the series in patches/ and of its fallback-first variant, as
+/// the provenance line names them.
+fn series_ids(release: Release) -> [String; 2] {
+    let patches = paths::patches_dir();
+    [Flavour::Patched, Flavour::FallbackFirst].map(
+        |flavour| match crate::build::source::series_for(&patches, release, flavour) {
+            Ok(Some(series)) => series.content_id()[..12].to_string(),
+            _ => "none".to_string(),
+        },
+    )
+}
+
+/// Fails when docs/jetson.md's provenance line names other series than patches/ holds now
+/// for `release`: the table was made from loaders that are not this series'.
+fn check_provenance(doc: &std::path::Path, release: Release) -> Result<()> {
+    let page =
+        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
+    let block = report::generated_block(&page, report::TABLE).unwrap_or_default();
+    match stale_provenance(block, release, &series_ids(release)) {
+        None => Ok(()),
+        Some(why) => bail!(
+            "{} is stale: {why}; regenerate it with `cargo xtask jetson-replay --release {release} --write-doc`",
+            doc.display()
+        ),
+    }
+}
+
+/// Why a generated block's provenance line (`... (glibc X.Y T; series patches/X.Y <id>,
+/// fallback-first variant <id>).`) does not describe `release` with the series `current`
+/// (the series' and the variant's short ids), if it does not.
+fn stale_provenance(block: &str, release: Release, current: &[String; 2]) -> Option<String> {
+    let Some(line) = block
+        .lines()
+        .find(|line| line.starts_with(report::PROVENANCE))
+    else {
+        return Some("its generated block has no provenance line".into());
+    };
+    let word_after = |marker: &str| {
+        let rest = &line[line.find(marker)? + marker.len()..];
+        let end = rest.find([',', ')', ' ']).unwrap_or(rest.len());
+        Some(&rest[..end])
+    };
+    let recorded = [
+        word_after(&format!("series patches/{release} ")),
+        word_after("fallback-first variant "),
+    ];
+    let [Some(series), Some(variant)] = recorded else {
+        return Some(format!(
+            "its provenance line names no series of glibc {release} and its variant: {line}"
+        ));
+    };
+    let names = [
+        format!("patches/{release}"),
+        "the fallback-first variant".to_string(),
+    ];
+    let stale: Vec<String> = names
+        .iter()
+        .zip([series, variant])
+        .zip(current)
+        .filter(|((_, recorded), now)| recorded != now)
+        .map(|((what, recorded), now)| {
+            format!("it was made from {what} {recorded}, which is now {now}")
+        })
+        .collect();
+    (!stale.is_empty()).then(|| stale.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/jetson.md's line as issue 22 found it: series 56c2e68776b1 while patches/2.44
+    /// was 6ef488e4c62a.
+    const LINE: &str = "Generated on 2026-11-30 16:13 UTC from commit 66138f4e4a94 (glibc 2.44 aarch64; series patches/2.44 56c2e68776b1, fallback-first variant 64e80d3727ed).";
+
+    fn block(line: &str) -> String {
+        format!(
+            "{}\n{line}\n\n| approach |\n{}\n",
+            report::TABLE.begin,
+            report::TABLE.end
+        )
+    }
+
+    fn ids(series: &str, variant: &str) -> [String; 2] {
+        [series.to_string(), variant.to_string()]
+    }
+
+    #[test]
+    fn a_provenance_line_naming_another_series_is_stale() {
+        let release = Release::parse("2.44").unwrap();
+        let block = block(LINE);
+        assert_eq!(
+            stale_provenance(&block, release, &ids("56c2e68776b1", "64e80d3727ed")),
+            None
+        );
+        assert_eq!(
+            stale_provenance(&block, release, &ids("6ef488e4c62a", "64e80d3727ed")).unwrap(),
+            "it was made from patches/2.44 56c2e68776b1, which is now 6ef488e4c62a"
+        );
+        let why = stale_provenance(&block, release, &ids("56c2e68776b1", "none")).unwrap();
+        assert!(
+            why.contains("fallback-first variant 64e80d3727ed, which is now none"),
+            "{why}"
+        );
+        // A page made for another release names no series of this one.
+        let why = stale_provenance(&block, Release::parse("2.43").unwrap(), &ids("a", "b"));
+        assert!(why.unwrap().contains("names no series of glibc 2.43"));
+        // A line made with local changes reads the same.
+        let dirty = LINE.replace("66138f4e4a94 (", "66138f4e4a94 with local changes (");
+        assert_eq!(
+            stale_provenance(
+                &self::block(&dirty),
+                release,
+                &ids("56c2e68776b1", "64e80d3727ed")
+            ),
+            None
+        );
+        assert!(stale_provenance(&self::block(""), release, &ids("a", "b"))
+            .unwrap()
+            .contains("no provenance line"));
+    }
 }

@@ -80,6 +80,32 @@ impl fmt::Display for Release {
     }
 }
 
+/// A release is written as its version (`"2.44"`) in reports; reading one back accepts only a
+/// supported release, so a report of another is an error, not a row.
+impl serde::Serialize for Release {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.version)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Release {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Release, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Release::parse(&text).map_err(|err| serde::de::Error::custom(format!("{err:#}")))
+    }
+}
+
+impl Release {
+    /// Where the release stands among the supported ones, oldest first: the order of tables
+    /// (one that is not supported, which only tests make, comes last).
+    pub fn position(self) -> usize {
+        SUPPORTED
+            .iter()
+            .position(|r| *r == self)
+            .unwrap_or(usize::MAX)
+    }
+}
+
 /// `2.36, 2.40, ...` for error messages.
 pub fn supported_list() -> String {
     SUPPORTED

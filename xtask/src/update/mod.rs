@@ -6,7 +6,8 @@
 //!    `patches/` under `<cache>/update/X.Y/`;
 //! 3. verify the release's cells (both sysroots built, matrix, glibc's `elf/` tests) with
 //!    `verify`'s library, from the candidate;
-//! 4. only when they pass, write `patches/X.Y/` and the release's rows of docs/support.md.
+//! 4. only when they are verified, write `patches/X.Y/` and the release's cells of
+//!    docs/support.json, with docs/support.md rendered from it.
 //!
 //! A stop is a finding (exit status 2) with the precise report and the commands that go on:
 //! the rebase's work tree to fix, then `update-release X.Y --continue`. The rebase's state is
@@ -25,7 +26,8 @@ use crate::series::scope::SCOPE_FILE;
 use crate::series::{Series, Workspace};
 use crate::store::release::{Release, SUPPORTED};
 use crate::util::{durable, paths, together};
-use crate::verify::{self, support};
+use crate::verify::support::{Provenance, SupportDoc, WrittenBy};
+use crate::verify::{self, CellReport, CellState};
 use anyhow::{bail, Context, Result};
 
 #[derive(clap::Args)]
@@ -199,11 +201,32 @@ impl Args {
         out!("{}", verify::render::table(&reports));
         let failed: Vec<String> = reports
             .iter()
-            .filter(|r| !r.passed)
+            .filter(|r| r.state() != CellState::Verified)
             .map(|r| format!("{} {}", r.release, r.target))
             .collect();
         if !failed.is_empty() {
             print_phases(onto, &phases, started);
+            let incomplete: Vec<String> = reports
+                .iter()
+                .filter_map(|r| match r.state() {
+                    CellState::Incomplete(missing) => Some(format!(
+                        "{} {}: {}",
+                        r.release,
+                        r.target,
+                        missing.join("; ")
+                    )),
+                    _ => None,
+                })
+                .collect();
+            if incomplete.len() == failed.len() {
+                return Err(NeedsAttention(format!(
+                    "verification is incomplete (a skip is not proof): patches/{onto} is not written (the candidate series is {}); \
+                     run again where the missing inputs are (as root, with Debian's archive reachable):\n  {}",
+                    series_dir.display(),
+                    incomplete.join("\n  ")
+                ))
+                .into());
+            }
             bail!(
                 "verification failed for {}: patches/ is not written (the candidate series is {}, and the resolutions recorded in this run wait beside it for the next run to replay). \
                  To find the patch at fault, rebase with a check that shows the failure, e.g. \
@@ -213,18 +236,20 @@ impl Args {
                 series_dir.display()
             );
         }
+        let root = paths::project_root();
+        let support = support_with(&root, onto, reports)?;
 
         diagln!("==== update-release glibc {onto}: write");
-        // The page's new text first: a page that cannot take the rows stops the write before
-        // the series changed, not after.
-        let (page, text) = support_rows(&paths::project_root(), &reports)?;
+        // The support record's new text was made above: one that cannot take the cells stops
+        // the update before the series changed, not after.
         write_from_candidate(&ws, onto, &series_dir)?;
-        durable::replace_file(&page, text.as_bytes())?;
+        let [record, page] = support.write(&root)?;
         durable::remove_tree(&candidate)?;
         print_phases(onto, &phases, started);
         outln!(
-            "wrote {} and the rows of glibc {onto} in {}: review and commit them (with patches/resolutions/{onto}/ if it changed)",
+            "wrote {} and the cells of glibc {onto} in {} and {}: review and commit them (with patches/resolutions/{onto}/ if it changed)",
             ws.series_dir(onto).display(),
+            record.display(),
             page.display()
         );
         Ok(())
@@ -317,27 +342,14 @@ pub fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
     }
 }
 
-/// docs/support.md with the release's rows replaced (the page as `verify --markdown` writes
-/// it when it does not exist yet): its path and its new text.
-fn support_rows(root: &Path, reports: &[verify::CellReport]) -> Result<(PathBuf, String)> {
-    let path = root.join(support::PAGE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(page) => verify::render::with_release_rows(&page, reports).map_err(|why| {
-            anyhow::anyhow!(
-                "cannot update {}: {why}; regenerate it with `cargo xtask verify --release all --target all --markdown > {}`",
-                path.display(),
-                support::PAGE
-            )
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => verify::render::markdown(
-            reports,
-            &verify::render::now(),
-            &verify::render::project_commit(root),
-            false,
-        ),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
-    Ok((path, text))
+/// docs/support.json with the release's cells replaced (the others kept; only these when
+/// there is none yet), to be written with docs/support.md once the series is.
+fn support_with(root: &Path, onto: Release, reports: Vec<CellReport>) -> Result<SupportDoc> {
+    let provenance = Provenance::now(root, WrittenBy::UpdateRelease { release: onto });
+    Ok(match SupportDoc::read(root)? {
+        Some(record) => record.with_cells(provenance, reports),
+        None => SupportDoc::new(provenance, reports),
+    })
 }
 
 fn print_phases(onto: Release, phases: &[(&str, f64)], started: Instant) {

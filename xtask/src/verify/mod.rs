@@ -9,6 +9,7 @@
 //! verified.
 
 mod cell;
+pub mod outcome;
 pub mod render;
 pub mod support;
 mod testsuite;
@@ -21,10 +22,12 @@ use clap::Subcommand;
 use loader_tests::{Flavour, Target};
 
 use cell::Plan;
-pub use cell::{CellReport, Check, Verdict};
+pub use outcome::{CellReport, CellState};
+use outcome::{CellRun, Seconds, Step, Steps};
+use support::{Provenance, SupportDoc, WrittenBy};
 
 use crate::build::{Builder, Layout};
-use crate::cli::{Cells, Global};
+use crate::cli::{Cells, Global, NeedsAttention};
 use crate::series::Workspace;
 use crate::store::release::Release;
 use crate::util::paths;
@@ -36,12 +39,17 @@ pub struct Args {
     pub other: Option<Other>,
     #[command(flatten)]
     pub cells: Cells,
-    /// Print the reports as JSON (one array of cells) instead of the table.
+    /// Print the support record as JSON (docs/support.json's form: how it was made, and every
+    /// cell's figures) instead of the table.
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
-    /// Print the support table as markdown (what docs/support.md holds).
+    /// Print the support page as markdown (docs/support.md's form) instead of the table.
     #[arg(long)]
     pub markdown: bool,
+    /// Write the cells into docs/support.json (the other cells there kept) and docs/support.md
+    /// rendered from it.
+    #[arg(long)]
+    pub write_support: bool,
     /// Verify again even cells whose cached report is current.
     #[arg(long)]
     pub force: bool,
@@ -53,16 +61,25 @@ pub struct Args {
 
 #[derive(Subcommand)]
 pub enum Other {
-    /// Merge cell reports written by `verify --json` (one job per cell on a CI engine) into
-    /// the support table.
+    /// Merge support records written by `verify --json` (one job per cell on a CI engine)
+    /// into one: the support table, or with --write-support docs/support.json and .md.
     Merge {
-        /// Files holding `verify --json` output.
+        /// Files holding `verify --json` output (docs/support.json is one).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        #[arg(long)]
+        /// Print the support page as markdown instead of the table.
+        #[arg(long, conflicts_with = "json")]
         markdown: bool,
+        /// Print the merged support record as JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Write docs/support.json and docs/support.md from the merged record.
+        #[arg(long)]
+        write_support: bool,
     },
-    /// Fail when docs/support.md does not describe the series in patches/ as they are now.
+    /// Fail when docs/support.json and docs/support.md do not stand: a cell failed or is
+    /// incomplete, a verdict is not what its figures give, the page is not the record
+    /// rendered, a series changed since, or a cell differs from this machine's current report.
     CheckSupport,
 }
 
@@ -78,25 +95,30 @@ pub struct Run {
 
 impl Args {
     pub fn run(self, global: &Global) -> Result<()> {
+        let root = paths::project_root();
         match self.other {
-            Some(Other::Merge { files, markdown }) => return merge(&files, markdown),
-            Some(Other::CheckSupport) => {
-                return support::check(&paths::project_root(), &paths::patches_dir())
+            Some(Other::Merge {
+                files,
+                markdown,
+                json,
+                write_support,
+            }) => {
+                let output = Output {
+                    json,
+                    markdown,
+                    write_support,
+                };
+                return merge(&root, &files, output);
             }
+            Some(Other::CheckSupport) => return check_support(global, &root),
             None => {}
         }
         let cells: Vec<(Release, Target)> = self.cells.iter().collect();
         let run = Run {
             workspace: Workspace::open_default(global.store.as_deref())?,
-            builder: Builder {
-                layout: Layout::from_env()?,
-                store: global.store.clone(),
-                patches_dir: paths::patches_dir(),
-                jobs: crate::build::default_jobs(),
-                rebuild: false,
-            },
+            builder: builder(global, paths::patches_dir())?,
             now: render::now(),
-            commit: render::project_commit(&paths::project_root()),
+            commit: render::project_commit(&root),
             progress: Progress::new(cells.len()),
         };
         let mut reports = Vec::new();
@@ -110,40 +132,98 @@ impl Args {
             reports.push(report);
             run.progress.cell_done();
         }
-        if self.json {
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&reports).context("cannot write the JSON report")?
-            );
-        } else if self.markdown {
-            out!(
-                "{}",
-                render::markdown(&reports, &run.now, &run.commit, self.cached_only)
-            );
-        } else {
-            out!("{}", render::table(&reports));
-        }
-        let unverified: Vec<String> = reports
-            .iter()
-            .filter(|r| r.is_unverified())
-            .map(|r| format!("{} {}", r.release, r.target))
-            .collect();
-        if !unverified.is_empty() {
-            diagln!(
-                "not verified on this machine yet (no current report): {}",
-                unverified.join(", ")
-            );
-        }
-        let failed: Vec<String> = reports
-            .iter()
-            .filter(|r| !r.passed && !r.is_unverified())
-            .map(|r| format!("{} {}", r.release, r.target))
-            .collect();
-        if !failed.is_empty() {
-            bail!("verification failed for {}", failed.join(", "));
-        }
-        Ok(())
+        let provenance = Provenance {
+            written_at: run.now.clone(),
+            commit: run.commit.clone(),
+            by: WrittenBy::Verify {
+                cached_only: self.cached_only,
+            },
+        };
+        let output = Output {
+            json: self.json,
+            markdown: self.markdown,
+            write_support: self.write_support,
+        };
+        output.show(&root, SupportDoc::new(provenance, reports))
     }
+}
+
+/// What a command prints and writes of its cells.
+struct Output {
+    json: bool,
+    markdown: bool,
+    write_support: bool,
+}
+
+impl Output {
+    /// Prints the cells, writes them when asked, and ends the way their states say: a
+    /// failed cell fails (1), an incomplete one needs attention (2).
+    fn show(&self, root: &Path, doc: SupportDoc) -> Result<()> {
+        if self.json {
+            out!("{}", doc.json()?);
+        } else if self.markdown {
+            out!("{}", doc.markdown());
+        } else {
+            out!("{}", render::table(&doc.cells));
+        }
+        if self.write_support {
+            let record = SupportDoc::read(root)?;
+            let cells = doc.cells.clone();
+            let written = match record {
+                Some(record) => record.with_cells(doc.provenance.clone(), cells),
+                None => SupportDoc::new(doc.provenance.clone(), cells),
+            };
+            let [json, page] = written.write(root)?;
+            diagln!("wrote {} and {}", json.display(), page.display());
+        }
+        judge(&doc.cells)
+    }
+}
+
+/// Ok when no cell failed or is incomplete (cells not verified are listed, and claim
+/// nothing).
+fn judge(reports: &[CellReport]) -> Result<()> {
+    let name = |r: &CellReport| format!("{} {}", r.release, r.target);
+    let mut unverified = Vec::new();
+    let mut failed = Vec::new();
+    let mut incomplete = Vec::new();
+    for report in reports {
+        match report.state() {
+            CellState::Verified => {}
+            CellState::NotVerified => unverified.push(name(report)),
+            CellState::Failed => failed.push(name(report)),
+            CellState::Incomplete(missing) => {
+                incomplete.push(format!("{}: {}", name(report), missing.join("; ")))
+            }
+        }
+    }
+    if !unverified.is_empty() {
+        diagln!(
+            "not verified on this machine yet (no current report): {}",
+            unverified.join(", ")
+        );
+    }
+    if !failed.is_empty() {
+        bail!("verification failed for {}", failed.join(", "));
+    }
+    if !incomplete.is_empty() {
+        return Err(NeedsAttention(format!(
+            "incomplete, so not verified (a skip is not proof; run where the inputs are: as root, with Debian's archive reachable):\n  {}",
+            incomplete.join("\n  ")
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+fn builder(global: &Global, patches_dir: PathBuf) -> Result<Builder> {
+    Ok(Builder {
+        layout: Layout::from_env()?,
+        store: global.store.clone(),
+        patches_dir,
+        jobs: crate::build::default_jobs(),
+        rebuild: false,
+    })
 }
 
 /// Verifies (or takes from the cache) the cells of `release`, one per target, with the series
@@ -162,13 +242,7 @@ pub fn verify_release(
     workspace.patches_dir = patches_dir.to_path_buf();
     let run = Run {
         workspace,
-        builder: Builder {
-            layout: Layout::from_env()?,
-            store: global.store.clone(),
-            patches_dir: patches_dir.to_path_buf(),
-            jobs: crate::build::default_jobs(),
-            rebuild: false,
-        },
+        builder: builder(global, patches_dir.to_path_buf())?,
         now: render::now(),
         commit: render::project_commit(&paths::project_root()),
         progress: Progress::new(targets.len()),
@@ -184,7 +258,7 @@ pub fn verify_release(
 }
 
 /// The cell's report: from the cache when its key is current, else verified now (and cached
-/// when it passed: a failure is looked at again next time).
+/// when verified: a failed or incomplete cell is looked at again next time).
 fn verify_cell(run: &Run, release: Release, target: Target, force: bool) -> CellReport {
     let (key, series, cached) = match identify(run, release, target) {
         Ok(found) => found,
@@ -205,7 +279,7 @@ fn verify_cell(run: &Run, release: Release, target: Target, force: bool) -> Cell
     run.progress
         .start_cell(release, target, plan.estimate_minutes());
     let report = cell::verify(run, &plan, key, series);
-    if report.passed {
+    if report.state() == CellState::Verified {
         if let Ok(path) = &path {
             if let Err(err) = store(path, &report) {
                 diagln!("warning: cannot cache the report of {release} {target}: {err:#}");
@@ -229,28 +303,51 @@ fn cached_cell(run: &Run, release: Release, target: Target) -> CellReport {
         report.from_cache = true;
         return report;
     }
-    let mut report = broken(run, release, target, anyhow::anyhow!("not verified"));
-    report.series = series;
-    report.key = key;
-    report.mark_unverified();
-    report
+    CellReport::new(release, target, series, key)
 }
 
 /// The cell's key, its series' content id, and which flavours' sysroots are cached.
 fn identify(run: &Run, release: Release, target: Target) -> Result<(String, String, [bool; 2])> {
     let series = run.workspace.load_series(release)?.content_id();
-    let mut text = format!("recipe {}\nseries {series}\n", cell::RECIPE);
+    let mut builds = Vec::new();
     let mut cached = [false; 2];
     for (i, flavour) in Flavour::ALL.into_iter().enumerate() {
         let (key, hit) = run.builder.key(release, target, flavour)?;
-        text.push_str(&format!("build {flavour} {key}\n"));
+        builds.push(key);
         cached[i] = hit;
     }
+    Ok((cell_key(&series, &builds)?, series, cached))
+}
+
+/// The cell's current key without writing anything (the store is only read): for
+/// check-support.
+fn current_key(
+    workspace: &Workspace,
+    builder: &Builder,
+    release: Release,
+    target: Target,
+) -> Result<String> {
+    let series = workspace.load_series(release)?.content_id();
+    let builds = Flavour::ALL
+        .into_iter()
+        .map(|flavour| builder.key_read_only(release, target, flavour))
+        .collect::<Result<Vec<String>>>()?;
+    cell_key(&series, &builds)
+}
+
+/// Hash of every input of a cell's verdict: what it checks (`cell::RECIPE`), the series, both
+/// builds (patched, unpatched) and the sources that judge.
+fn cell_key(series: &str, builds: &[String]) -> Result<String> {
+    let mut text = format!("recipe {}\nseries {series}\n", cell::RECIPE);
+    for (flavour, key) in Flavour::ALL.into_iter().zip(builds) {
+        text.push_str(&format!("build {flavour} {key}\n"));
+    }
     text.push_str(&format!("harness {}\n", harness_digest()?));
-    let key = git2::Oid::hash_object(git2::ObjectType::Blob, text.as_bytes())
-        .context("cannot hash the cell's inputs")?
-        .to_string();
-    Ok((key, series, cached))
+    Ok(
+        git2::Oid::hash_object(git2::ObjectType::Blob, text.as_bytes())
+            .context("cannot hash the cell's inputs")?
+            .to_string(),
+    )
 }
 
 /// The sources that decide how a cell is judged: the harness, the fixtures, this module.
@@ -297,32 +394,17 @@ fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
 
 /// A cell whose inputs could not even be resolved: a failed report, not a failed run.
 fn broken(run: &Run, release: Release, target: Target, err: anyhow::Error) -> CellReport {
-    let not_run = || Check {
-        verdict: Verdict::NotRun,
-        summary: "the cell's inputs could not be resolved".into(),
-    };
-    CellReport {
-        release: release.version.to_string(),
-        target,
+    let mut report = CellReport::new(release, target, "?".into(), String::new());
+    report.run = Some(CellRun {
         verified_at: run.now.clone(),
         commit: run.commit.clone(),
-        series: "?".into(),
-        key: String::new(),
-        applies: Check {
-            verdict: Verdict::Fail,
-            summary: format!("{err:#}"),
+        steps: Steps {
+            applies: Step::Error(format!("the cell's inputs could not be resolved: {err:#}")),
+            ..Steps::not_run()
         },
-        build: not_run(),
-        matrix: not_run(),
-        sensitivity: not_run(),
-        series_tests: not_run(),
-        elf_regressions: not_run(),
-        series_test_results: Vec::new(),
-        elf: None,
-        seconds: Default::default(),
-        passed: false,
-        from_cache: false,
-    }
+        seconds: Seconds::default(),
+    });
+    report
 }
 
 fn cache_path(release: Release, target: Target) -> Result<PathBuf> {
@@ -331,10 +413,11 @@ fn cache_path(release: Release, target: Target) -> Result<PathBuf> {
         .join(format!("{release}-{target}.json")))
 }
 
+/// The cached report at `path` when its key is `key` and it is verified.
 fn load(path: &Path, key: &str) -> Option<CellReport> {
     let text = std::fs::read_to_string(path).ok()?;
     let report: CellReport = serde_json::from_str(&text).ok()?;
-    (report.key == key && report.passed).then_some(report)
+    (report.key == key && report.state() == CellState::Verified).then_some(report)
 }
 
 /// Written whole or not at all: a killed run leaves the old report or the new one.
@@ -343,29 +426,59 @@ fn store(path: &Path, report: &CellReport) -> Result<()> {
     crate::util::durable::replace_file(path, text.as_bytes())
 }
 
-fn merge(files: &[PathBuf], markdown: bool) -> Result<()> {
-    let mut reports: Vec<CellReport> = Vec::new();
+/// One record of the cells in `files` (records of `verify --json`), each cell once.
+fn merge(root: &Path, files: &[PathBuf], output: Output) -> Result<()> {
+    let mut cells: Vec<CellReport> = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file)
             .with_context(|| format!("cannot read {}", file.display()))?;
-        let cells: Vec<CellReport> = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not `verify --json` output", file.display()))?;
-        reports.extend(cells);
+        let doc = SupportDoc::parse(&text, file)?;
+        for cell in doc.cells {
+            if cells
+                .iter()
+                .any(|c| (c.release, c.target) == (cell.release, cell.target))
+            {
+                bail!(
+                    "glibc {} {} is in more than one of the files: merge each cell once",
+                    cell.release,
+                    cell.target
+                );
+            }
+            cells.push(cell);
+        }
     }
-    reports.sort_by(|a, b| (&a.release, a.target).cmp(&(&b.release, b.target)));
-    if markdown {
-        let commit = reports.first().map_or("?".into(), |r| r.commit.clone());
-        out!(
-            "{}",
-            render::markdown(&reports, &render::now(), &commit, false)
-        );
-    } else {
-        out!("{}", render::table(&reports));
+    let doc = SupportDoc::new(Provenance::now(root, WrittenBy::Merge), cells);
+    if doc
+        .cells
+        .iter()
+        .any(|c| c.state() == CellState::NotVerified)
+    {
+        output.show(root, doc)?;
+        bail!("not every cell was verified");
     }
-    if reports.iter().any(|r| !r.passed) {
-        bail!("not every cell passed");
-    }
-    Ok(())
+    output.show(root, doc)
+}
+
+/// `verify check-support`, with this machine's verify cache compared where it holds a
+/// current report (the cell's current key is computed only then, reading the store).
+fn check_support(global: &Global, root: &Path) -> Result<()> {
+    let patches = paths::patches_dir();
+    let context = Workspace::open_read_only(global.store.as_deref()).and_then(|workspace| {
+        let mut workspace = workspace;
+        workspace.patches_dir = patches.clone();
+        Ok((workspace, builder(global, patches.clone())?))
+    });
+    let local = |release: Release, target: Target| -> Result<Option<CellReport>> {
+        let path = cache_path(release, target)?;
+        if !path.exists() {
+            return Ok(None);
+        }
+        let (workspace, builder) = context.as_ref().map_err(|err| anyhow::anyhow!("{err:#}"))?;
+        let key = current_key(workspace, builder, release, target)
+            .with_context(|| format!("cannot tell whether {} is current", path.display()))?;
+        Ok(load(&path, &key))
+    };
+    support::check(root, &patches, &local)
 }
 
 /// Which cell and step is running, and an estimate of what is left.

@@ -1,10 +1,17 @@
 //! Cell reports as people read them: a line per cell while verifying, a table for all cells,
-//! and the markdown of docs/support.md.
+//! and the markdown of docs/support.md. Everything here is made from the reports' data
+//! (outcome.rs) and nothing is read back: docs/support.md is checked by rendering
+//! docs/support.json again (support.rs).
 
 use std::fmt::Write;
 use std::path::Path;
 
-use super::cell::{CellReport, Check, Verdict};
+use super::outcome::{
+    Applies, Build, CellReport, CellRun, CellState, Matrix, Origin, Sensitivity, SeriesTests, Step,
+    StepName, Unrun, Verdict,
+};
+use super::support::{Provenance, WrittenBy};
+use super::testsuite::{Diff, Status};
 use crate::series::mail_date;
 
 /// `2026-11-30 14:05 UTC`.
@@ -37,12 +44,33 @@ pub fn project_commit(root: &Path) -> String {
     }
 }
 
-fn mark(check: &Check) -> &'static str {
-    match check.verdict {
+fn label(step: StepName) -> &'static str {
+    match step {
+        StepName::Applies => "applies",
+        StepName::Build => "build",
+        StepName::Matrix => "matrix",
+        StepName::Sensitivity => "sensitivity",
+        StepName::SeriesTests => "series tests",
+        StepName::ElfRegressions => "elf regressions",
+    }
+}
+
+fn mark(verdict: Verdict) -> &'static str {
+    match verdict {
         Verdict::Pass => "ok",
         Verdict::Fail => "FAIL",
-        Verdict::Skipped => "skip",
-        Verdict::NotRun => "-",
+        Verdict::Incomplete => "incomplete",
+        Verdict::NotApplicable => "n/a",
+        Verdict::NotRun => "not run",
+    }
+}
+
+fn state_word(state: &CellState) -> &'static str {
+    match state {
+        CellState::Verified => "verified",
+        CellState::Failed => "FAILED",
+        CellState::Incomplete(_) => "incomplete",
+        CellState::NotVerified => "not verified",
     }
 }
 
@@ -50,35 +78,160 @@ fn minutes(seconds: f64) -> String {
     format!("{:.1} min", seconds / 60.0)
 }
 
-/// One line per cell: the verdict, where it comes from, and the failing checks.
-pub fn line(report: &CellReport) -> String {
-    if report.is_unverified() {
-        return format!(
-            "NOT VERIFIED glibc {} {} ({})",
-            report.release, report.target, report.applies.summary
+/// How to verify a cell that has no current report.
+fn how_to_verify(report: &CellReport) -> String {
+    format!(
+        "cargo xtask verify --release {} --target {}",
+        report.release, report.target
+    )
+}
+
+/// What a step found, in a few words.
+fn summary<T>(step: &Step<T>, figures: impl Fn(&T) -> String) -> String {
+    match step {
+        Step::Done(done) => figures(done),
+        Step::Error(error) => error.clone(),
+        Step::NotApplicable(why) => why.clone(),
+        Step::NotRun => "an earlier step failed".into(),
+    }
+}
+
+fn applies(a: &Applies) -> String {
+    if a.drift.is_empty() {
+        format!("{} patches apply exactly to {}", a.patches, a.base)
+    } else {
+        format!("drift: {}", a.drift.join("; "))
+    }
+}
+
+fn build(b: &Build) -> String {
+    let how = |origin: Origin| match origin {
+        Origin::Built => "built",
+        Origin::Cached => "cached",
+    };
+    format!("patched {}, unpatched {}", how(b.patched), how(b.unpatched))
+}
+
+fn matrix(m: &Matrix) -> String {
+    let mut text = format!(
+        "{} pass, {} skipped, {} n/a, {} mismatch",
+        m.pass + m.fails_without_patch,
+        m.skipped.len(),
+        m.not_applicable.len(),
+        m.mismatch.len()
+    );
+    if !m.mismatch.is_empty() {
+        let _ = write!(text, " ({})", m.mismatch.join(", "));
+    }
+    text
+}
+
+fn sensitivity(s: &Sensitivity) -> String {
+    let mut text = format!(
+        "{} need the patch and fail without it; {} skipped, {} n/a, {} mismatch",
+        s.matrix.fails_without_patch,
+        s.matrix.skipped.len(),
+        s.matrix.not_applicable.len(),
+        s.matrix.mismatch.len()
+    );
+    if !s.holds() {
+        let only = |a: &std::collections::BTreeSet<String>,
+                    b: &std::collections::BTreeSet<String>| {
+            a.difference(b).cloned().collect::<Vec<_>>().join(", ")
+        };
+        let _ = write!(
+            text,
+            "; row 23 does not hold: differing without needing the patch [{}], needing the patch without differing [{}]",
+            only(&s.differing, &s.needing_the_patch),
+            only(&s.needing_the_patch, &s.differing)
         );
     }
-    let verdict = if report.passed { "PASS" } else { "FAIL" };
+    text
+}
+
+fn series_tests(t: &SeriesTests) -> String {
+    if t.tests.is_empty() {
+        return "the patched tree ran none of the series' tests".into();
+    }
+    let count = |f: &dyn Fn(Status) -> bool| t.tests.iter().filter(|t| f(t.status)).count();
+    format!(
+        "{} PASS, {} UNSUPPORTED, {} FAIL",
+        count(&|s| s == Status::Pass),
+        count(&|s| s == Status::Unsupported),
+        count(&|s| s.is_failure())
+    )
+}
+
+fn elf(diff: &Diff) -> String {
+    diff.summary()
+}
+
+/// Each step's verdict and summary, in order.
+fn steps(run: &CellRun) -> [(StepName, Verdict, String); 6] {
+    let s = &run.steps;
+    let verdicts = s.verdicts();
+    let texts = [
+        summary(&s.applies, applies),
+        summary(&s.build, build),
+        summary(&s.matrix, matrix),
+        summary(&s.sensitivity, sensitivity),
+        summary(&s.series_tests, series_tests),
+        summary(&s.elf_regressions, elf),
+    ];
+    let mut texts = texts.into_iter();
+    verdicts.map(|(name, verdict)| (name, verdict, texts.next().expect("one per step")))
+}
+
+/// A table cell: the verdict, then what the step found.
+fn verdict_cell(verdict: Verdict, summary: &str) -> String {
+    match verdict {
+        Verdict::NotRun => "not run".into(),
+        verdict => format!("{}: {summary}", mark(verdict)),
+    }
+}
+
+/// One line per cell: its state, where it comes from, and what failed or is missing.
+pub fn line(report: &CellReport) -> String {
+    let Some(run) = &report.run else {
+        return format!(
+            "NOT VERIFIED glibc {} {} ({})",
+            report.release,
+            report.target,
+            how_to_verify(report)
+        );
+    };
+    let state = report.state();
+    let word = match state {
+        CellState::Verified => "PASS",
+        CellState::Failed | CellState::NotVerified => "FAIL",
+        CellState::Incomplete(_) => "INCOMPLETE",
+    };
     let origin = if report.from_cache {
-        format!("from cache, verified {}", report.verified_at)
+        format!("from cache, verified {}", run.verified_at)
     } else {
-        format!("verified now in {}", minutes(report.seconds.total))
+        format!("verified now in {}", minutes(run.seconds.total))
     };
     let mut text = format!(
-        "{verdict} glibc {} {} ({origin})",
+        "{word} glibc {} {} ({origin})",
         report.release, report.target
     );
-    for (name, check) in report.checks() {
-        if check.verdict == Verdict::Fail {
-            let _ = write!(text, "\n  {name}: {}", check.summary);
+    for (name, verdict, summary) in steps(run) {
+        if verdict == Verdict::Fail {
+            let _ = write!(text, "\n  {}: {summary}", label(name));
+        }
+    }
+    if let CellState::Incomplete(missing) = &state {
+        for what in missing {
+            let _ = write!(text, "\n  incomplete: {what}");
         }
     }
     text
 }
 
-const COLUMNS: [&str; 9] = [
+const COLUMNS: [&str; 10] = [
     "release",
     "target",
+    "cell",
     "applies",
     "build",
     "matrix",
@@ -88,66 +241,42 @@ const COLUMNS: [&str; 9] = [
     "time",
 ];
 
-fn cells(report: &CellReport) -> [String; 9] {
-    let summary = |check: &Check| match check.verdict {
-        Verdict::Pass => format!("ok: {}", check.summary),
-        Verdict::Fail => format!("FAIL: {}", check.summary),
-        Verdict::Skipped => format!("skipped: {}", check.summary),
-        Verdict::NotRun if check.summary.starts_with(super::cell::NOT_VERIFIED) => {
-            check.summary.clone()
-        }
-        Verdict::NotRun => "not run".to_string(),
-    };
-    let time = if report.from_cache {
-        format!("cached ({})", report.verified_at)
-    } else {
-        minutes(report.seconds.total)
-    };
-    if report.is_unverified() {
-        let mut row: [String; 9] = Default::default();
-        row.fill("-".into());
-        row[0] = report.release.clone();
-        row[1] = report.target.to_string();
-        row[2] = summary(&report.applies);
+/// A cell's row, with each step as `short` renders it.
+fn row(report: &CellReport, short: bool) -> [String; 10] {
+    let mut row: [String; 10] = Default::default();
+    row.fill("-".into());
+    row[0] = report.release.to_string();
+    row[1] = report.target.to_string();
+    row[2] = state_word(&report.state()).into();
+    let Some(run) = &report.run else {
+        row[3] = format!("to verify: {}", how_to_verify(report));
         return row;
+    };
+    for (i, (_, verdict, summary)) in steps(run).into_iter().enumerate() {
+        row[i + 3] = if short {
+            mark(verdict).to_string()
+        } else {
+            verdict_cell(verdict, &summary)
+        };
     }
-    [
-        report.release.clone(),
-        report.target.to_string(),
-        summary(&report.applies),
-        mark(&report.build).to_string(),
-        summary(&report.matrix),
-        summary(&report.sensitivity),
-        summary(&report.series_tests),
-        summary(&report.elf_regressions),
-        time,
-    ]
+    row[9] = minutes(run.seconds.total);
+    row
 }
 
 /// All cells as a plain-text table, then what failed or differs, in detail.
 pub fn table(reports: &[CellReport]) -> String {
-    let short: Vec<[String; 9]> = reports
+    let rows: Vec<[String; 10]> = reports
         .iter()
         .map(|r| {
-            let mut row = cells(r);
-            for (i, check) in [
-                &r.applies,
-                &r.build,
-                &r.matrix,
-                &r.sensitivity,
-                &r.series_tests,
-                &r.elf_regressions,
-            ]
-            .into_iter()
-            .enumerate()
-            {
-                row[i + 2] = mark(check).to_string();
+            let mut row = row(r, true);
+            if let Some(run) = r.run.as_ref().filter(|_| r.from_cache) {
+                row[9] = format!("cached ({})", run.verified_at);
             }
             row
         })
         .collect();
     let mut widths = COLUMNS.map(str::len);
-    for row in &short {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.len());
         }
@@ -161,7 +290,7 @@ pub fn table(reports: &[CellReport]) -> String {
         out.push('\n');
     };
     line(&COLUMNS);
-    for row in &short {
+    for row in &rows {
         line(&row.each_ref().map(String::as_str));
     }
     out.push('\n');
@@ -171,97 +300,67 @@ pub fn table(reports: &[CellReport]) -> String {
     out
 }
 
+/// Scenarios that did not run, one line per reason.
+fn unrun_lines(out: &mut String, what: &str, loader: &str, unrun: &[Unrun]) {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for u in unrun {
+        match by_reason.iter_mut().find(|(r, _)| *r == u.reason) {
+            Some((_, ids)) => ids.push(&u.id),
+            None => by_reason.push((&u.reason, vec![&u.id])),
+        }
+    }
+    for (reason, ids) in by_reason {
+        let _ = writeln!(out, "    {what} ({loader}) {}: {reason}", ids.join(", "));
+    }
+}
+
 /// Everything a reader needs about one cell beyond its row.
 pub fn details(report: &CellReport) -> String {
-    let mut out = format!("glibc {} {}:\n", report.release, report.target);
-    for (name, check) in report.checks() {
-        let _ = writeln!(out, "  {name:<16} {}: {}", mark(check), check.summary);
+    let state = report.state();
+    let mut out = format!(
+        "glibc {} {}: {}\n",
+        report.release,
+        report.target,
+        state_word(&state)
+    );
+    let Some(run) = &report.run else {
+        let _ = writeln!(out, "  no current report: {}", how_to_verify(report));
+        return out;
+    };
+    for (name, verdict, summary) in steps(run) {
+        let _ = writeln!(out, "  {:<16} {}: {summary}", label(name), mark(verdict));
     }
-    for test in &report.series_test_results {
-        let reason = test
-            .reason
-            .as_deref()
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default();
-        let _ = writeln!(out, "    series test {} {}{reason}", test.test, test.status);
-    }
-    if let Some(diff) = &report.elf {
-        let _ = writeln!(
-            out,
-            "    elf suite: patched {} PASS / {} FAIL / {} UNSUPPORTED / {} XPASS or XFAIL of {}; unpatched {} / {} / {} / {} of {}",
-            diff.patched.pass,
-            diff.patched.fail,
-            diff.patched.unsupported,
-            diff.patched.other,
-            diff.patched.total,
-            diff.unpatched.pass,
-            diff.unpatched.fail,
-            diff.unpatched.unsupported,
-            diff.unpatched.other,
-            diff.unpatched.total
-        );
-        for c in &diff.regressions {
+    for (loader, m) in [
+        ("patched", run.steps.matrix.figures()),
+        (
+            "unpatched",
+            run.steps.sensitivity.figures().map(|s| &s.matrix),
+        ),
+    ] {
+        let Some(m) = m else { continue };
+        unrun_lines(&mut out, "n/a", loader, &m.not_applicable);
+        unrun_lines(&mut out, "SKIPPED", loader, &m.skipped);
+        for id in &m.mismatch {
             let _ = writeln!(
                 out,
-                "    REGRESSION {}: {} unpatched, {} patched ({})",
-                c.test,
-                c.unpatched,
-                c.patched,
-                c.reason.as_deref().unwrap_or("-")
-            );
-        }
-        for c in &diff.other_changes {
-            let _ = writeln!(
-                out,
-                "    differs {}: {} unpatched, {} patched ({})",
-                c.test,
-                c.unpatched,
-                c.patched,
-                c.reason.as_deref().unwrap_or("-")
-            );
-        }
-        for t in &diff.failing_in_both {
-            let _ = writeln!(
-                out,
-                "    fails in both (environment) {}: {}",
-                t.test,
-                t.reason.as_deref().unwrap_or("-")
-            );
-        }
-        for t in &diff.expected_to_fail {
-            let _ = writeln!(
-                out,
-                "    {} {} (glibc marks it as expected to fail in this configuration)",
-                t.status, t.test
-            );
-        }
-        for t in &diff.never_ran {
-            let _ = writeln!(out, "    NEVER RAN {}", t.test);
-        }
-        for t in &diff.only_unpatched {
-            let _ = writeln!(
-                out,
-                "    RAN ONLY WITHOUT THE PATCH {} {}",
-                t.test, t.status
-            );
-        }
-        for t in &diff.only_patched {
-            let _ = writeln!(
-                out,
-                "    RAN ONLY WITH THE PATCH (not one of the series' tests) {} {}",
-                t.test, t.status
-            );
-        }
-        for t in &diff.unsupported {
-            let _ = writeln!(
-                out,
-                "    UNSUPPORTED {}: {}",
-                t.test,
-                t.reason.as_deref().unwrap_or("-")
+                "    MISMATCH ({loader}) {id} (cargo xtask test-resolution --scenario {id} shows why)"
             );
         }
     }
-    let s = report.seconds;
+    if let Some(tests) = run.steps.series_tests.figures() {
+        for test in &tests.tests {
+            let reason = test
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            let _ = writeln!(out, "    series test {} {}{reason}", test.test, test.status);
+        }
+    }
+    if let Some(diff) = run.steps.elf_regressions.figures() {
+        elf_details(&mut out, diff);
+    }
+    let s = run.seconds;
     let _ = writeln!(
         out,
         "    time: builds {}, elf suites {}, matrices {}, total {}",
@@ -273,238 +372,379 @@ pub fn details(report: &CellReport) -> String {
     out
 }
 
-/// docs/support.md: when and from what it was made, the table, and each cell's details.
-pub fn markdown(reports: &[CellReport], now: &str, commit: &str, cached_only: bool) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# Support table\n");
-    let flag = if cached_only { " --cached-only" } else { "" };
+fn elf_details(out: &mut String, diff: &Diff) {
     let _ = writeln!(
         out,
-        "Generated by `cargo xtask verify --release all --target all --markdown{flag}` on {now}, from commit `{commit}`.\nEach cell says when it was verified; `cargo xtask verify check-support` (run by `cargo xtask ci`) fails when a series changed after its row was produced, or a row fails. A cell marked \"not verified\" has no verdict yet: it claims nothing.\n"
+        "    elf suite: patched {} PASS / {} FAIL / {} UNSUPPORTED / {} XPASS or XFAIL of {}; unpatched {} / {} / {} / {} of {}",
+        diff.patched.pass,
+        diff.patched.fail,
+        diff.patched.unsupported,
+        diff.patched.other,
+        diff.patched.total,
+        diff.unpatched.pass,
+        diff.unpatched.fail,
+        diff.unpatched.unsupported,
+        diff.unpatched.other,
+        diff.unpatched.total
+    );
+    for (what, changes) in [
+        ("REGRESSION", &diff.regressions),
+        ("differs", &diff.other_changes),
+    ] {
+        for c in changes {
+            let _ = writeln!(
+                out,
+                "    {what} {}: {} unpatched, {} patched ({})",
+                c.test,
+                c.unpatched,
+                c.patched,
+                c.reason.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    for t in &diff.failing_in_both {
+        let _ = writeln!(
+            out,
+            "    fails in both (environment) {}: {}",
+            t.test,
+            t.reason.as_deref().unwrap_or("-")
+        );
+    }
+    for t in &diff.expected_to_fail {
+        let _ = writeln!(
+            out,
+            "    {} {} (glibc marks it as expected to fail in this configuration)",
+            t.status, t.test
+        );
+    }
+    for t in &diff.never_ran {
+        let _ = writeln!(out, "    NEVER RAN {}", t.test);
+    }
+    for (what, tests) in [
+        ("RAN ONLY WITHOUT THE PATCH", &diff.only_unpatched),
+        (
+            "RAN ONLY WITH THE PATCH (not one of the series' tests)",
+            &diff.only_patched,
+        ),
+    ] {
+        for t in tests {
+            let _ = writeln!(out, "    {what} {} {}", t.test, t.status);
+        }
+    }
+    for t in &diff.unsupported {
+        let _ = writeln!(
+            out,
+            "    UNSUPPORTED {}: {}",
+            t.test,
+            t.reason.as_deref().unwrap_or("-")
+        );
+    }
+}
+
+/// The command that wrote the page, as its header names it.
+fn written_by(by: &WrittenBy) -> String {
+    match by {
+        WrittenBy::Verify { cached_only } => format!(
+            "cargo xtask verify --write-support{}",
+            if *cached_only { " --cached-only" } else { "" }
+        ),
+        WrittenBy::Merge => "cargo xtask verify merge --write-support".into(),
+        WrittenBy::UpdateRelease { release } => format!("cargo xtask update-release {release}"),
+    }
+}
+
+/// docs/support.md: how it was made, the table, the series, and each cell's details; all of
+/// it from `cells` and `provenance`, what docs/support.json holds.
+pub fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Support table\n");
+    let _ = writeln!(
+        out,
+        "Written by `{}` on {}, from commit `{}`{}. It is rendered from docs/support.json, which holds each cell's figures.\n",
+        written_by(&provenance.by),
+        provenance.written_at,
+        provenance.commit,
+        if provenance.cached_only() {
+            " (from this machine's verify cache: nothing was built or run)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "A cell is verified when every step that applies to it ran and passed. \"n/a\" marks what does not apply to a cell by design; \"incomplete\", what applies but could not be looked at where it ran (it proves nothing); \"not verified\", a cell without a current report (it claims nothing). `cargo xtask verify check-support` (run by `cargo xtask ci`) fails when this page is not docs/support.json rendered, when a verdict there is not what the cell's figures give, when a cell failed or is incomplete, or when a series changed after its row was produced.\n"
     );
     let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(COLUMNS.len()));
-    for report in reports {
-        let mut row = cells(report);
-        if report.from_cache {
-            row[8] = minutes(report.seconds.total);
-        }
+    for report in cells {
+        // A summary holding `|` (an error's text, say) must not split its cell.
+        let row = row(report, false).map(|cell| cell.replace('|', "\\|"));
         let _ = writeln!(out, "| {} |", row.join(" | "));
     }
     let _ = writeln!(out, "\n## Series\n");
     let _ = writeln!(out, "| release | series content id | verified |");
     let _ = writeln!(out, "|---|---|---|");
     let mut seen = Vec::new();
-    for report in reports {
+    for report in cells {
         if seen.contains(&report.release) {
             continue;
         }
-        seen.push(report.release.clone());
+        seen.push(report.release);
+        let verified = match &report.run {
+            Some(run) => format!("{} (commit `{}`)", run.verified_at, run.commit),
+            None => "not verified".into(),
+        };
         let _ = writeln!(
             out,
-            "| {} | `{}` | {} (commit `{}`) |",
-            report.release, report.series, report.verified_at, report.commit
+            "| {} | `{}` | {verified} |",
+            report.release, report.series
         );
     }
     let _ = writeln!(out, "\n## Details\n\n```");
-    for report in reports {
+    for report in cells {
         out.push_str(&details(report));
     }
     let _ = writeln!(out, "```");
     out
 }
 
-/// docs/support.md (`page`) with the rows of one release — the main table's, the series
-/// table's and the details — replaced by `reports` (all of one release), the other releases'
-/// left as they are: what `cargo xtask update-release` writes after verifying one release.
-pub fn with_release_rows(page: &str, reports: &[CellReport]) -> Result<String, String> {
-    let Some(first) = reports.first() else {
-        return Ok(page.to_string());
-    };
-    let release = first.release.as_str();
-    let (Some(table_at), Some(series_at), Some(details_at)) = (
-        page.find("\n| release | target |"),
-        page.find("\n## Series\n"),
-        page.find("\n## Details\n"),
-    ) else {
-        return Err(
-            "it lacks the table, \"## Series\" or \"## Details\" of a page `cargo xtask verify --markdown` made".into(),
-        );
-    };
-    if !(table_at < series_at && series_at < details_at) {
-        return Err(
-            "its sections are not in the order `cargo xtask verify --markdown` writes them".into(),
-        );
-    }
-    let order = |version: &str| {
-        crate::store::release::SUPPORTED
-            .iter()
-            .position(|r| r.version == version)
-            .unwrap_or(usize::MAX)
-    };
-    let row_release = |line: &str| -> Option<String> {
-        let mut cells = line.split('|').map(str::trim).skip(1);
-        let first = cells.next()?;
-        (order(first) != usize::MAX).then(|| first.to_string())
-    };
-    // Replaces the release's lines among `lines` (rows, or detail blocks) by `new`, placed
-    // before the first of a newer release.
-    let splice = |items: Vec<(Option<String>, String)>, new: Vec<String>| -> String {
-        let mut out = String::new();
-        let mut placed = false;
-        for (of, text) in items {
-            if of.as_deref() == Some(release) {
-                continue;
-            }
-            if !placed && of.as_deref().is_some_and(|r| order(r) > order(release)) {
-                new.iter().for_each(|n| out.push_str(n));
-                placed = true;
-            }
-            out.push_str(&text);
-        }
-        if !placed {
-            new.iter().for_each(|n| out.push_str(n));
-        }
-        out
-    };
-    let rows_of = |section: &str| -> Vec<(Option<String>, String)> {
-        section
-            .split_inclusive('\n')
-            .map(|line| (row_release(line), line.to_string()))
-            .collect()
-    };
-    // Only the table rows move: a row is a line that starts with `| <release> |`.
-    let table = &page[table_at..series_at];
-    let new_rows: Vec<String> = reports
-        .iter()
-        .map(|r| {
-            let mut row = cells(r);
-            if r.from_cache {
-                row[8] = minutes(r.seconds.total);
-            }
-            format!("| {} |\n", row.join(" | "))
-        })
-        .collect();
-    let series = &page[series_at..details_at];
-    let new_series = vec![format!(
-        "| {} | `{}` | {} (commit `{}`) |\n",
-        release, first.series, first.verified_at, first.commit
-    )];
-    let detail_section = &page[details_at..];
-    let (fence_open, fence_close) =
-        match (detail_section.find("```\n"), detail_section.rfind("\n```")) {
-            (Some(open), Some(close)) if open + 4 <= close + 1 => (open + 4, close + 1),
-            _ => return Err("its details are not in a ``` block".into()),
-        };
-    let mut blocks: Vec<(Option<String>, String)> = Vec::new();
-    for line in detail_section[fence_open..fence_close].split_inclusive('\n') {
-        if let Some(rest) = line.strip_prefix("glibc ") {
-            let version = rest.split_whitespace().next().unwrap_or_default();
-            blocks.push((Some(version.to_string()), String::new()));
-        } else if blocks.is_empty() {
-            blocks.push((None, String::new()));
-        }
-        blocks.last_mut().expect("pushed above").1.push_str(line);
-    }
-    let new_details: Vec<String> = reports.iter().map(details).collect();
-    Ok(format!(
-        "{}{}{}{}{}{}",
-        &page[..table_at],
-        splice(rows_of(table), new_rows),
-        splice(rows_of(series), new_series),
-        &detail_section[..fence_open],
-        splice(blocks, new_details),
-        &detail_section[fence_close..]
-    ))
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::verify::cell::Seconds;
+    use crate::store::release::Release;
+    use crate::verify::outcome::{Applies, Build, Origin, Seconds, SeriesTests, Steps};
+    use crate::verify::testsuite::{Counts, Named};
     use loader_tests::Target;
 
-    fn report(release: &str, target: Target, series: &str, verdict: Verdict) -> CellReport {
-        let check = |summary: &str| Check {
-            verdict,
-            summary: summary.to_string(),
-        };
-        CellReport {
-            release: release.into(),
-            target,
-            verified_at: format!("when {series}"),
-            commit: "c0ffee".into(),
-            series: series.into(),
-            key: String::new(),
-            applies: check("applies"),
-            build: check("built"),
-            matrix: check("matrix"),
-            sensitivity: check("sensitivity"),
-            series_tests: check("tests"),
-            elf_regressions: check("elf"),
-            series_test_results: Vec::new(),
-            elf: None,
-            seconds: Seconds::default(),
-            passed: verdict == Verdict::Pass,
-            from_cache: false,
+    fn named(test: &str, status: Status, reason: Option<&str>) -> Named {
+        Named {
+            test: test.into(),
+            status,
+            reason: reason.map(str::to_string),
         }
     }
 
-    #[test]
-    fn one_release_s_rows_are_replaced_and_the_others_kept() {
-        let all: Vec<CellReport> = ["2.36", "2.43", "2.44"]
-            .iter()
-            .flat_map(|r| Target::ALL.map(|t| report(r, t, &format!("old-{r}"), Verdict::Fail)))
-            .collect();
-        let page = markdown(&all, "then", "abc", false);
-        let new: Vec<CellReport> = Target::ALL
-            .map(|t| report("2.43", t, "new-2.43", Verdict::Pass))
-            .to_vec();
-        let updated = with_release_rows(&page, &new).unwrap();
-        let mut expected = all.clone();
-        expected.splice(2..4, new.iter().cloned());
-        assert_eq!(updated, markdown(&expected, "then", "abc", false));
-        // A release the page lacks goes where it belongs.
-        let without: Vec<CellReport> = all
-            .iter()
-            .filter(|r| r.release != "2.43")
-            .cloned()
-            .collect();
-        let page = markdown(&without, "then", "abc", false);
-        assert_eq!(
-            with_release_rows(&page, &new).unwrap(),
-            markdown(&expected, "then", "abc", false)
-        );
-        assert!(with_release_rows("# not a support page\n", &new).is_err());
+    fn unrun(id: &str, reason: &str) -> Unrun {
+        Unrun {
+            id: id.into(),
+            reason: reason.into(),
+        }
     }
 
-    /// A cell of a `verify --cached-only` page, with no current report.
-    fn unverified(release: &str, target: Target) -> CellReport {
-        let mut report = report(release, target, &format!("id-{release}"), Verdict::NotRun);
-        report.mark_unverified();
-        assert!(report.is_unverified());
+    /// A run of every step of a native cell, all passing.
+    pub(crate) fn verified(release: &str, target: Target, series: &str) -> CellReport {
+        let na = || {
+            vec![
+                unrun("04-ldd-script-nothing-set", "no bash under QEMU"),
+                unrun("21-ldd-script", "no bash under QEMU"),
+            ]
+        };
+        let emulated = !target.is_native();
+        let matrix = Matrix {
+            total: 63,
+            pass: if emulated { 61 } else { 63 },
+            not_applicable: if emulated { na() } else { Vec::new() },
+            ..Matrix::default()
+        };
+        let ids = |n: usize| -> std::collections::BTreeSet<String> {
+            (0..n).map(|i| format!("{i:02}-needs-patch")).collect()
+        };
+        let sensitivity = Sensitivity {
+            matrix: Matrix {
+                total: 63,
+                pass: if emulated { 26 } else { 27 },
+                fails_without_patch: if emulated { 35 } else { 36 },
+                not_applicable: if emulated { na() } else { Vec::new() },
+                ..Matrix::default()
+            },
+            differing: ids(if emulated { 35 } else { 36 }),
+            needing_the_patch: ids(if emulated { 35 } else { 36 }),
+        };
+        let (series_tests, elf) = if emulated {
+            (
+                Step::NotApplicable(crate::verify::cell::NO_SUITE_UNDER_QEMU.into()),
+                Step::NotApplicable(crate::verify::cell::NO_SUITE_UNDER_QEMU.into()),
+            )
+        } else {
+            let counts = |total, pass| Counts {
+                total,
+                pass,
+                fail: 0,
+                unsupported: 1,
+                other: 0,
+            };
+            (
+                Step::Done(SeriesTests {
+                    tests: vec![
+                        named("elf/tst-fallback-path", Status::Pass, None),
+                        named("elf/tst-fallback-path-static", Status::Pass, None),
+                    ],
+                }),
+                Step::Done(Diff {
+                    patched: counts(486, 485),
+                    unpatched: counts(484, 483),
+                    unsupported: vec![named(
+                        "elf/tst-decorate-maps",
+                        Status::Unsupported,
+                        Some("kernel does not support PR_SET_VMA_ANON_NAME"),
+                    )],
+                    series_own: vec![
+                        named("elf/tst-fallback-path", Status::Pass, None),
+                        named("elf/tst-fallback-path-static", Status::Pass, None),
+                    ],
+                    ..Diff::default()
+                }),
+            )
+        };
+        let mut report = CellReport::new(
+            Release::parse(release).unwrap(),
+            target,
+            series.into(),
+            format!("key-{release}-{target}"),
+        );
+        report.run = Some(CellRun {
+            verified_at: "2026-12-01 10:00 UTC".into(),
+            commit: "c0ffee123456".into(),
+            steps: Steps {
+                applies: Step::Done(Applies {
+                    patches: 2,
+                    base: format!("glibc-{release}"),
+                    drift: Vec::new(),
+                }),
+                build: Step::Done(Build {
+                    patched: Origin::Cached,
+                    unpatched: Origin::Built,
+                }),
+                matrix: Step::Done(matrix),
+                sensitivity: Step::Done(sensitivity),
+                series_tests,
+                elf_regressions: elf,
+            },
+            seconds: Seconds {
+                build_pair: 600.0,
+                elf_suite_pair: 540.0,
+                matrix: 12.0,
+                total: 1152.0,
+            },
+        });
         report
     }
 
+    pub(crate) fn run_mut(report: &mut CellReport) -> &mut CellRun {
+        report.run.as_mut().expect("a report with a run")
+    }
+
+    /// Not root: the secure-mode scenarios skipped, patched and unpatched.
+    fn incomplete() -> CellReport {
+        let mut report = verified("2.44", Target::X86_64, "id-2.44");
+        let why = "secure mode needs root";
+        let steps = &mut run_mut(&mut report).steps;
+        if let Step::Done(m) = &mut steps.matrix {
+            m.pass -= 2;
+            m.skipped = vec![
+                unrun("12-secure-dynamic", why),
+                unrun("13-static-secure", why),
+            ];
+        }
+        if let Step::Done(s) = &mut steps.sensitivity {
+            s.matrix.fails_without_patch -= 2;
+            s.matrix.skipped = vec![
+                unrun("12-secure-dynamic", why),
+                unrun("13-static-secure", why),
+            ];
+            s.differing.pop_first();
+            s.differing.pop_first();
+            s.needing_the_patch = s.differing.clone();
+        }
+        report
+    }
+
+    fn failed() -> CellReport {
+        let mut report = verified("2.43", Target::X86_64, "id-2.43");
+        let steps = &mut run_mut(&mut report).steps;
+        if let Step::Done(m) = &mut steps.matrix {
+            m.pass -= 1;
+            m.mismatch = vec!["03-dlopen-runpath-miss".into()];
+        }
+        if let Step::Done(d) = &mut steps.elf_regressions {
+            d.regressions.push(crate::verify::testsuite::Change {
+                test: "elf/tst-a".into(),
+                unpatched: Status::Pass,
+                patched: Status::Fail,
+                reason: Some("boom".into()),
+            });
+        }
+        report
+    }
+
+    fn broken() -> CellReport {
+        let mut report = verified("2.41", Target::Aarch64, "?");
+        run_mut(&mut report).steps = Steps {
+            applies: Step::Error("cannot load the series patches/2.41".into()),
+            ..Steps::not_run()
+        };
+        report
+    }
+
+    fn not_verified() -> CellReport {
+        CellReport::new(
+            Release::parse("2.36").unwrap(),
+            Target::X86_64,
+            "id-2.36".into(),
+            String::new(),
+        )
+    }
+
+    fn every_state() -> Vec<CellReport> {
+        vec![
+            not_verified(),
+            broken(),
+            failed(),
+            incomplete(),
+            verified("2.44", Target::Aarch64, "id-2.44"),
+        ]
+    }
+
     #[test]
-    fn an_update_s_rows_replace_the_release_s_unverified_ones() {
-        let all: Vec<CellReport> = ["2.36", "2.43", "2.44"]
-            .iter()
-            .flat_map(|r| Target::ALL.map(|t| unverified(r, t)))
-            .collect();
-        let page = markdown(&all, "then", "abc", true);
-        assert_eq!(page.matches("| not verified: ").count(), 6, "{page}");
-        let new: Vec<CellReport> = Target::ALL
-            .map(|t| report("2.43", t, "new-2.43", Verdict::Pass))
-            .to_vec();
-        let updated = with_release_rows(&page, &new).unwrap();
-        let mut expected = all.clone();
-        expected.splice(2..4, new.iter().cloned());
-        assert_eq!(updated, markdown(&expected, "then", "abc", true));
-        assert_eq!(updated.matches("| not verified: ").count(), 4, "{updated}");
-        assert!(
-            updated.contains("| 2.43 | x86_64 | ok: applies |"),
-            "{updated}"
+    fn states_come_from_the_figures() {
+        let states: Vec<CellState> = every_state().iter().map(CellReport::state).collect();
+        assert_eq!(
+            states,
+            [
+                CellState::NotVerified,
+                CellState::Failed,
+                CellState::Failed,
+                CellState::Incomplete(vec![
+                    "patched matrix skipped 12-secure-dynamic, 13-static-secure: secure mode needs root".into(),
+                    "unpatched matrix skipped 12-secure-dynamic, 13-static-secure: secure mode needs root".into(),
+                ]),
+                CellState::Verified,
+            ]
         );
+    }
+
+    #[test]
+    fn lines_say_the_state_and_why() {
+        let mut cached = verified("2.44", Target::X86_64, "id");
+        cached.from_cache = true;
+        let mut all = every_state();
+        all.push(cached);
+        let lines: Vec<String> = all.iter().map(line).collect();
+        insta::assert_snapshot!(lines.join("\n"));
+    }
+
+    #[test]
+    fn the_table_shows_every_state() {
+        insta::assert_snapshot!(table(&every_state()));
+    }
+
+    #[test]
+    fn the_page_shows_every_state() {
+        let provenance = Provenance {
+            written_at: "2026-12-01 12:00 UTC".into(),
+            commit: "abcdef123456".into(),
+            by: WrittenBy::Verify { cached_only: true },
+        };
+        insta::assert_snapshot!(markdown(&provenance, &every_state()));
     }
 }

@@ -1,53 +1,273 @@
-//! docs/support.md must describe the series as they are: a row produced from an older series
-//! is a stale claim. `cargo xtask verify check-support` (run by `cargo xtask ci`) compares the
-//! series content ids the page records with those of patches/ now.
+//! docs/support.json and docs/support.md: the cells' reports as recorded, and the page
+//! rendered from them. `cargo xtask verify check-support` (run by `cargo xtask ci`) trusts
+//! neither: it judges every cell again from its figures, renders the page again and compares,
+//! holds the cells to the supported releases and to the series in patches/ now, and compares
+//! them with this machine's verify cache where that holds a current report.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use loader_tests::Target;
+use serde::{Deserialize, Serialize};
 
+use super::outcome::{CellReport, CellState, Step};
+use super::render;
 use crate::series::Series;
-use crate::store::release::SUPPORTED;
+use crate::store::release::{Release, SUPPORTED};
+use crate::util::durable;
 
+/// The page, and the record it is rendered from.
 pub const PAGE: &str = "docs/support.md";
+pub const RECORD: &str = "docs/support.json";
 
-/// Fails naming every release whose row is missing, failing or stale: the page of the
-/// checkout at `root` against the series in `patches_dir`.
-pub fn check(root: &Path, patches_dir: &Path) -> Result<()> {
-    let path = root.join(PAGE);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read {}: generate it with `cargo xtask verify --release all --target all --markdown > {PAGE}`",
-            path.display()
-        )
-    })?;
-    let mut problems = Vec::new();
-    let mut unverified = Vec::new();
-    for release in SUPPORTED {
-        let dir = patches_dir.join(release.version);
-        let current = Series::load(&dir)
-            .with_context(|| format!("cannot load the series {}", dir.display()))?
-            .content_id();
-        match recorded_series(&text, release.version) {
-            None => problems.push(format!("{release}: no series row")),
-            Some(id) if id != current => problems.push(format!(
-                "{release}: the page was produced from series {id}, patches/{release} is now {current}"
-            )),
-            Some(_) => {}
+/// How to write both from what this machine has proven, building and running nothing.
+pub const REGENERATE: &str =
+    "cargo xtask verify --release all --target all --cached-only --write-support";
+
+/// What docs/support.json holds: how it was written, and every cell's report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SupportDoc {
+    pub provenance: Provenance,
+    /// In table order: release by release, targets as `Target::ALL` lists them.
+    pub cells: Vec<CellReport>,
+}
+
+/// When, from which commit and by which command the record was last written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub written_at: String,
+    pub commit: String,
+    pub by: WrittenBy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "kebab-case")]
+pub enum WrittenBy {
+    /// `verify --write-support`; with `--cached-only` nothing was built or run.
+    Verify { cached_only: bool },
+    /// `verify merge --write-support`: cells verified elsewhere (one CI job each).
+    Merge,
+    /// `update-release X.Y`: that release's cells, the others kept.
+    UpdateRelease { release: Release },
+}
+
+impl Provenance {
+    pub fn now(root: &Path, by: WrittenBy) -> Provenance {
+        Provenance {
+            written_at: render::now(),
+            commit: render::project_commit(root),
+            by,
         }
-        for target in Target::ALL {
-            match cell_row(&text, release.version, target) {
-                None => problems.push(format!("{release} {target}: no row")),
-                Some(row) => match classify(row) {
-                    Row::Passes => {}
-                    Row::Unverified => unverified.push(format!("{release} {target}")),
-                    Row::Fails => {
-                        problems.push(format!("{release} {target}: the row does not pass: {row}"))
-                    }
-                },
+    }
+
+    pub fn cached_only(&self) -> bool {
+        self.by == WrittenBy::Verify { cached_only: true }
+    }
+}
+
+fn table_order(cell: &CellReport) -> (usize, usize) {
+    let target = Target::ALL
+        .iter()
+        .position(|t| *t == cell.target)
+        .unwrap_or(usize::MAX);
+    (cell.release.position(), target)
+}
+
+impl SupportDoc {
+    pub fn new(provenance: Provenance, mut cells: Vec<CellReport>) -> SupportDoc {
+        cells.sort_by_key(table_order);
+        SupportDoc { provenance, cells }
+    }
+
+    /// This record with `cells` in place of its cells of the same (release, target), the
+    /// others kept, written by `provenance`.
+    pub fn with_cells(self, provenance: Provenance, cells: Vec<CellReport>) -> SupportDoc {
+        let mut all: Vec<CellReport> = self
+            .cells
+            .into_iter()
+            .filter(|old| {
+                !cells
+                    .iter()
+                    .any(|new| (new.release, new.target) == (old.release, old.target))
+            })
+            .collect();
+        all.extend(cells);
+        SupportDoc::new(provenance, all)
+    }
+
+    pub fn markdown(&self) -> String {
+        render::markdown(&self.provenance, &self.cells)
+    }
+
+    pub fn json(&self) -> Result<String> {
+        let mut text =
+            serde_json::to_string_pretty(self).context("cannot serialize the support record")?;
+        text.push('\n');
+        Ok(text)
+    }
+
+    pub fn parse(text: &str, origin: &Path) -> Result<SupportDoc> {
+        serde_json::from_str(text).with_context(|| {
+            format!(
+                "{} is not a support record (`cargo xtask verify --json` output)",
+                origin.display()
+            )
+        })
+    }
+
+    /// docs/support.json of `root`; `None` when there is none yet.
+    pub fn read(root: &Path) -> Result<Option<SupportDoc>> {
+        let path = root.join(RECORD);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => SupportDoc::parse(&text, &path).map(Some),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// Writes docs/support.json and docs/support.md: both are made and flushed beside their
+    /// places before either is moved there, so that an interrupted write leaves the old pair,
+    /// or (killed between the two renames) a page that check-support reports as not the
+    /// record's rendering. Returns the two paths.
+    pub fn write(&self, root: &Path) -> Result<[PathBuf; 2]> {
+        let paths = [root.join(RECORD), root.join(PAGE)];
+        let texts = [self.json()?, self.markdown()];
+        let mut staged = Vec::new();
+        for (path, text) in paths.iter().zip(&texts) {
+            let dir = path
+                .parent()
+                .with_context(|| format!("{} has no directory", path.display()))?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            let mut tmp = tempfile::NamedTempFile::new_in(dir)
+                .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+            tmp.write_all(text.as_bytes())
+                .and_then(|()| tmp.as_file().sync_all())
+                .with_context(|| format!("cannot write {}", tmp.path().display()))?;
+            staged.push(tmp);
+        }
+        for (tmp, path) in staged.into_iter().zip(&paths) {
+            tmp.persist(path)
+                .with_context(|| format!("cannot move a new {} into place", path.display()))?;
+        }
+        durable::sync_dir(&root.join("docs"))?;
+        Ok(paths)
+    }
+}
+
+/// What this machine's verify cache says of a cell: its current verified report, none, or
+/// why that could not be told.
+pub type Local<'a> = &'a dyn Fn(Release, Target) -> Result<Option<CellReport>>;
+
+/// Fails naming every cell of docs/support.json (under `root`) that is missing, failed,
+/// incomplete, contradicts its own figures, was produced from another series than
+/// `patches`' now, or differs from this machine's current verified report of it; and when
+/// docs/support.md is not the record rendered.
+pub fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
+    let record_path = root.join(RECORD);
+    let Some(doc) = SupportDoc::read(root)? else {
+        bail!(
+            "{} is missing: write it (and {PAGE}) with `{REGENERATE}`",
+            record_path.display()
+        );
+    };
+    let page_path = root.join(PAGE);
+    let page = std::fs::read_to_string(&page_path)
+        .with_context(|| format!("cannot read {}", page_path.display()))?;
+    let mut problems = Vec::new();
+    let mut notes = Vec::new();
+    let mut unverified = Vec::new();
+
+    // Exactly the supported cells, once each, in table order.
+    let expected: Vec<(Release, Target)> = SUPPORTED
+        .iter()
+        .flat_map(|r| Target::ALL.map(|t| (*r, t)))
+        .collect();
+    let recorded: Vec<(Release, Target)> =
+        doc.cells.iter().map(|c| (c.release, c.target)).collect();
+    if recorded != expected {
+        for (release, target) in &expected {
+            let count = recorded
+                .iter()
+                .filter(|cell| **cell == (*release, *target))
+                .count();
+            if count != 1 {
+                problems.push(format!("{release} {target}: {count} cells, not one"));
             }
         }
+        if problems.is_empty() {
+            problems.push("the cells are not in table order".into());
+        }
+    }
+
+    for release in SUPPORTED {
+        let dir = patches.join(release.version);
+        let current = match Series::load(&dir) {
+            Ok(series) => series.content_id(),
+            Err(err) => {
+                problems.push(format!("{release}: cannot load the series: {err:#}"));
+                continue;
+            }
+        };
+        for cell in doc.cells.iter().filter(|c| c.release == *release) {
+            if cell.series != current {
+                problems.push(format!(
+                    "{release} {}: produced from series {}, {} is now {current}",
+                    cell.target,
+                    cell.series,
+                    dir.display()
+                ));
+            }
+        }
+    }
+
+    for cell in &doc.cells {
+        let name = format!("{} {}", cell.release, cell.target);
+        for contradiction in cell.contradictions() {
+            problems.push(format!("{name}: {RECORD} edited? {contradiction}"));
+        }
+        match cell.state() {
+            CellState::Verified => {}
+            CellState::NotVerified => unverified.push(name.clone()),
+            CellState::Failed => problems.push(format!(
+                "{name}: failed: {}",
+                render::line(cell).replace('\n', ";")
+            )),
+            CellState::Incomplete(missing) => problems.push(format!(
+                "{name}: incomplete (a skip is not proof): {}",
+                missing.join("; ")
+            )),
+        }
+        match local(cell.release, cell.target) {
+            Ok(Some(current)) if !same_proof(cell, &current) => problems.push(format!(
+                "{name}: differs from this machine's current verified report of the cell (key {}, recorded key {})",
+                current.key, cell.key
+            )),
+            Ok(_) => {}
+            Err(err) => notes.push(format!("{name}: {err:#}")),
+        }
+    }
+
+    let rendered = doc.markdown();
+    if page != rendered {
+        let diff = similar::TextDiff::from_lines(&rendered, &page)
+            .unified_diff()
+            .context_radius(1)
+            .header(RECORD, PAGE)
+            .to_string();
+        let shown: Vec<&str> = diff.lines().take(40).collect();
+        problems.push(format!(
+            "{PAGE} is not {RECORD} rendered:\n{}",
+            shown.join("\n")
+        ));
+    }
+
+    if !notes.is_empty() {
+        outln!(
+            "not compared with this machine's verify cache:\n  {}",
+            notes.join("\n  ")
+        );
     }
     if !unverified.is_empty() {
         outln!(
@@ -57,101 +277,333 @@ pub fn check(root: &Path, patches_dir: &Path) -> Result<()> {
     }
     if !problems.is_empty() {
         bail!(
-            "{} is stale or incomplete:\n  {}\nregenerate it: cargo xtask verify --release all --target all --markdown > {PAGE}",
-            path.display(),
+            "{} does not stand:\n  {}\nverify what failed or is incomplete, then write both files again: {REGENERATE}",
+            page_path.display(),
             problems.join("\n  ")
         );
     }
-    outln!("{PAGE} describes the series in patches/ as they are");
+    outln!("{PAGE} and {RECORD} describe the series in patches/ as they are");
     Ok(())
 }
 
-#[derive(Debug, PartialEq, Eq)]
-enum Row {
-    Passes,
-    Fails,
-    /// Says so itself and claims nothing, so it is not a stale claim.
-    Unverified,
-}
-
-/// By the verdict each cell starts with (`ok: ...`, `FAIL: ...`, `skipped: ...`, `not run`),
-/// never by words inside a summary: "0 FAIL" or "XPASS/XFAIL" in a passing row are counts.
-fn classify(row: &str) -> Row {
-    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
-    // `| release | target | applies | ... | elf regressions | time |`: the verdicts only.
-    let verdicts = cells
-        .get(3..cells.len().saturating_sub(2))
-        .unwrap_or_default();
-    if verdicts
-        .iter()
-        .any(|cell| cell.starts_with("FAIL") || cell.starts_with("not run"))
-    {
-        Row::Fails
-    } else if verdicts
-        .first()
-        .is_some_and(|cell| cell.starts_with(crate::verify::cell::NOT_VERIFIED))
-    {
-        Row::Unverified
-    } else {
-        Row::Passes
-    }
-}
-
-/// The series content id recorded for `release` in the "Series" table.
-fn recorded_series(text: &str, release: &str) -> Option<String> {
-    let section = text.split("## Series").nth(1)?;
-    section.lines().find_map(|line| {
-        let mut cells = line.split('|').map(str::trim).skip(1);
-        if cells.next()? != release {
-            return None;
-        }
-        Some(cells.next()?.trim_matches('`').to_string())
-    })
-}
-
-/// The main table's row of one cell.
-fn cell_row<'t>(text: &'t str, release: &str, target: Target) -> Option<&'t str> {
-    let table = text.split("## Series").next()?;
-    table.lines().find(|line| {
-        let mut cells = line.split('|').map(str::trim).skip(1);
-        cells.next() == Some(release) && cells.next() == Some(target.name())
-    })
+/// The same inputs and the same figures (the build step's built-or-cached aside, and when,
+/// where and how fast the run was).
+fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
+    let figures = |report: &CellReport| {
+        report.run.as_ref().map(|run| {
+            let mut steps = run.steps.clone();
+            let built = steps.build.verdict();
+            steps.build = Step::NotRun;
+            (steps, built)
+        })
+    };
+    (&recorded.key, &recorded.series, figures(recorded))
+        == (&current.key, &current.series, figures(current))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::outcome::Verdict;
+    use crate::verify::render::tests::{run_mut, verified};
 
-    const PAGE_TEXT: &str = "| release | target | applies |\n|---|---|---|\n| 2.44 | x86_64 | ok: 2 patches |\n| 2.44 | aarch64 | FAIL: drift |\n\n## Series\n\n| release | series content id | verified |\n|---|---|---|\n| 2.44 | `abc123` | then |\n";
+    /// A scratch checkout: docs/support.json and docs/support.md written by the code, every
+    /// cell verified on the series of the real patches/.
+    struct Page {
+        root: tempfile::TempDir,
+        patches: PathBuf,
+        doc: SupportDoc,
+    }
 
-    #[test]
-    fn rows_and_series_ids_are_found() {
-        assert_eq!(
-            recorded_series(PAGE_TEXT, "2.44").as_deref(),
-            Some("abc123")
-        );
-        assert_eq!(recorded_series(PAGE_TEXT, "2.43"), None);
-        assert!(cell_row(PAGE_TEXT, "2.44", Target::X86_64)
-            .unwrap()
-            .contains("ok"));
-        assert!(cell_row(PAGE_TEXT, "2.44", Target::Aarch64)
-            .unwrap()
-            .contains("FAIL"));
-        assert!(cell_row(PAGE_TEXT, "2.36", Target::X86_64).is_none());
+    fn page() -> Page {
+        let patches = crate::util::paths::project_root().join("patches");
+        let cells = SUPPORTED
+            .iter()
+            .flat_map(|r| {
+                let series = Series::load(&patches.join(r.version)).unwrap().content_id();
+                Target::ALL.map(|t| verified(r.version, t, &series))
+            })
+            .collect();
+        let provenance = Provenance {
+            written_at: "2026-12-01 12:00 UTC".into(),
+            commit: "abcdef123456".into(),
+            by: WrittenBy::Verify { cached_only: true },
+        };
+        let doc = SupportDoc::new(provenance, cells);
+        let root = tempfile::tempdir().unwrap();
+        doc.write(root.path()).unwrap();
+        Page { root, patches, doc }
+    }
+
+    fn nothing_local(_: Release, _: Target) -> Result<Option<CellReport>> {
+        Ok(None)
+    }
+
+    impl Page {
+        fn check(&self) -> Result<()> {
+            self.check_with(&nothing_local)
+        }
+
+        fn check_with(&self, local: Local) -> Result<()> {
+            check(self.root.path(), &self.patches, local)
+        }
+
+        fn edit(&self, file: &str, edit: impl Fn(&str) -> String) {
+            let path = self.root.path().join(file);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let edited = edit(&text);
+            assert_ne!(text, edited, "the edit changed nothing");
+            std::fs::write(&path, edited).unwrap();
+        }
+
+        fn rewrite(&self, doc: &SupportDoc) {
+            doc.write(self.root.path()).unwrap();
+        }
+    }
+
+    fn fails_with(page: &Page, what: &str) {
+        let err = format!("{:#}", page.check().expect_err("the check passed"));
+        assert!(err.contains(what), "`{what}` not in:\n{err}");
     }
 
     #[test]
-    fn a_failing_row_fails_and_an_unverified_one_is_only_listed() {
-        let passing = "| 2.43 | x86_64 | ok: 2 patches | ok | ok: 63 pass | ok: 6 PASS, 1 UNSUPPORTED, 0 FAIL | ok: 0 regressions, 4 expected to fail (XPASS/XFAIL) | 0.2 min |";
-        assert_eq!(classify(passing), Row::Passes);
-        let skipped = "| 2.44 | aarch64 | ok: 2 patches | ok | skipped: under QEMU | 0.3 min |";
-        assert_eq!(classify(skipped), Row::Passes);
-        let failing = "| 2.44 | x86_64 | ok | ok | FAIL: 1 regression | 1.0 min |";
-        assert_eq!(classify(failing), Row::Fails);
-        let broken = "| 2.44 | x86_64 | FAIL: does not apply | not run | 0.0 min |";
-        assert_eq!(classify(broken), Row::Fails);
-        let unverified =
-            "| 2.36 | x86_64 | not verified: cargo xtask verify --release 2.36 | - | - |";
-        assert_eq!(classify(unverified), Row::Unverified);
+    fn a_page_written_from_its_record_passes() {
+        page().check().unwrap();
+    }
+
+    /// Issue 20 item 8: a row edited to "ok" with failing figures.
+    #[test]
+    fn a_row_saying_ok_with_mismatches_fails() {
+        let page = page();
+        page.edit(PAGE, |t| {
+            t.replacen(
+                "ok: 63 pass, 0 skipped, 0 n/a, 0 mismatch",
+                "ok: 63 pass, 0 skipped, 0 n/a, 3 mismatch",
+                1,
+            )
+        });
+        fails_with(&page, "docs/support.md is not docs/support.json rendered");
+    }
+
+    /// Issue 20 item 8: `ok: 0 PASS ... 7 FAIL`.
+    #[test]
+    fn a_row_saying_ok_with_failing_series_tests_fails() {
+        let page = page();
+        page.edit(PAGE, |t| {
+            t.replacen(
+                "ok: 2 PASS, 0 UNSUPPORTED, 0 FAIL",
+                "ok: 0 PASS, 0 UNSUPPORTED, 7 FAIL",
+                1,
+            )
+        });
+        fails_with(&page, "docs/support.md is not docs/support.json rendered");
+    }
+
+    /// Issue 20 item 8: a Details section that contradicts its row.
+    #[test]
+    fn details_that_contradict_their_row_fail() {
+        let page = page();
+        page.edit(PAGE, |t| {
+            t.replacen(
+                "  matrix           ok: 63 pass",
+                "  matrix           FAIL: 60 pass",
+                1,
+            )
+        });
+        fails_with(&page, "-  matrix           ok: 63 pass");
+    }
+
+    /// Issue 20 item 8: a row for a release that is not supported, in the page or the record.
+    #[test]
+    fn a_row_for_an_unsupported_release_fails() {
+        let page = page();
+        page.edit(PAGE, |t| {
+            t.replacen("| 2.40 | x86_64 |", "| 2.39 | x86_64 | verified | ok: 2 patches | ok | ok | ok | ok | ok | 1.0 min |\n| 2.40 | x86_64 |", 1)
+        });
+        fails_with(&page, "+| 2.39 | x86_64 | verified");
+        let page = self::page();
+        page.edit(RECORD, |t| {
+            t.replacen("\"release\": \"2.40\"", "\"release\": \"2.39\"", 1)
+        });
+        fails_with(&page, "glibc 2.39 is not a supported release");
+    }
+
+    /// The record edited to say a cell passes when its figures say it does not.
+    #[test]
+    fn a_record_whose_verdicts_its_figures_do_not_give_fails() {
+        let page = page();
+        let mut doc = page.doc.clone();
+        let steps = &mut run_mut(&mut doc.cells[0]).steps;
+        if let Step::Done(m) = &mut steps.matrix {
+            m.pass -= 3;
+            m.mismatch = vec!["01-a".into(), "01-b".into(), "01-c".into()];
+        }
+        // The figures, and the page rendered from them, fail the cell: a failed cell fails.
+        page.rewrite(&doc);
+        fails_with(&page, "2.36 x86_64: failed");
+        // The same figures with the verdicts edited back to "pass": the figures decide.
+        page.edit(RECORD, |t| {
+            t.replacen("\"state\": \"failed\"", "\"state\": \"verified\"", 1)
+                .replacen("\"matrix\": \"fail\"", "\"matrix\": \"pass\"", 1)
+        });
+        fails_with(&page, "it says Verified, its figures give Failed");
+        fails_with(&page, "it says Matrix is Pass, its figures give Fail");
+    }
+
+    /// Issue 22: a skip is not proof; check-support fails on an incomplete cell.
+    #[test]
+    fn an_incomplete_cell_fails() {
+        let page = page();
+        let mut doc = page.doc.clone();
+        let steps = &mut run_mut(&mut doc.cells[11]).steps;
+        if let Step::Done(m) = &mut steps.matrix {
+            m.pass -= 1;
+            m.skipped = vec![crate::verify::outcome::Unrun {
+                id: "01-real-llp-bug".into(),
+                reason: "Debian archive unreachable: no mirror".into(),
+            }];
+        }
+        assert_eq!(steps.matrix.verdict(), Verdict::Incomplete);
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "2.44 aarch64: incomplete (a skip is not proof): patched matrix skipped 01-real-llp-bug: Debian archive unreachable: no mirror",
+        );
+    }
+
+    #[test]
+    fn a_not_verified_cell_claims_nothing_and_passes() {
+        let page = page();
+        let mut doc = page.doc.clone();
+        doc.cells[3].run = None;
+        page.rewrite(&doc);
+        page.check().unwrap();
+    }
+
+    #[test]
+    fn missing_duplicated_and_stale_cells_fail() {
+        let page = page();
+        let mut doc = page.doc.clone();
+        doc.cells.remove(2);
+        page.rewrite(&doc);
+        fails_with(&page, "2.40 x86_64: 0 cells, not one");
+        let mut doc = page.doc.clone();
+        doc.cells.push(doc.cells[0].clone());
+        page.rewrite(&doc);
+        fails_with(&page, "2.36 x86_64: 2 cells, not one");
+        let mut doc = page.doc.clone();
+        doc.cells[10].series = "0123".into();
+        page.rewrite(&doc);
+        fails_with(&page, "2.44 x86_64: produced from series 0123");
+    }
+
+    #[test]
+    fn the_series_are_those_of_the_patches_dir_given() {
+        let page = page();
+        let other = tempfile::tempdir().unwrap();
+        for release in SUPPORTED {
+            let to = other.path().join(release.version);
+            std::fs::create_dir(&to).unwrap();
+            for entry in std::fs::read_dir(page.patches.join(release.version)).unwrap() {
+                let entry = entry.unwrap();
+                std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+            }
+        }
+        check(page.root.path(), other.path(), &nothing_local).unwrap();
+        let series = other.path().join("2.42/series");
+        let text = std::fs::read_to_string(&series).unwrap();
+        std::fs::write(&series, format!("{text}# edited\n")).unwrap();
+        let err = format!(
+            "{:#}",
+            check(page.root.path(), other.path(), &nothing_local).unwrap_err()
+        );
+        assert!(err.contains("2.42 x86_64: produced from series"), "{err}");
+        assert!(err.contains("2.42 aarch64: produced from series"), "{err}");
+    }
+
+    #[test]
+    fn a_cell_must_match_this_machine_s_current_report_of_it() {
+        let page = page();
+        let doc = page.doc.clone();
+        // The same proof, run again later (when, how fast and built-or-cached differ): fine.
+        let again = |release: Release, target: Target| -> Result<Option<CellReport>> {
+            let mut cell = doc
+                .cells
+                .iter()
+                .find(|c| (c.release, c.target) == (release, target))
+                .unwrap()
+                .clone();
+            let run = run_mut(&mut cell);
+            run.verified_at = "later".into();
+            run.seconds.total += 1.0;
+            run.steps.build = Step::Done(crate::verify::outcome::Build {
+                patched: crate::verify::outcome::Origin::Built,
+                unpatched: crate::verify::outcome::Origin::Built,
+            });
+            Ok(Some(cell))
+        };
+        page.check_with(&again).unwrap();
+        // Other inputs, or other figures: the record is not this machine's proof.
+        let rekeyed = |release: Release, target: Target| -> Result<Option<CellReport>> {
+            let mut cell = again(release, target)?.unwrap();
+            if release.version == "2.43" && target == Target::X86_64 {
+                cell.key = "newer".into();
+            }
+            Ok(Some(cell))
+        };
+        let err = format!("{:#}", page.check_with(&rekeyed).unwrap_err());
+        assert!(
+            err.contains("2.43 x86_64: differs from this machine's current verified report of the cell (key newer"),
+            "{err}"
+        );
+        let refigured = |release: Release, target: Target| -> Result<Option<CellReport>> {
+            let mut cell = again(release, target)?.unwrap();
+            if let Step::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
+                d.patched.pass -= 1;
+            }
+            Ok(Some(cell))
+        };
+        let err = format!("{:#}", page.check_with(&refigured).unwrap_err());
+        assert!(err.contains("2.36 x86_64: differs"), "{err}");
+        // What cannot be told is said, and fails nothing.
+        let unknown = |_: Release, _: Target| -> Result<Option<CellReport>> { bail!("no store") };
+        page.check_with(&unknown).unwrap();
+    }
+
+    #[test]
+    fn a_missing_record_says_how_to_write_it() {
+        let page = page();
+        std::fs::remove_file(page.root.path().join(RECORD)).unwrap();
+        fails_with(&page, REGENERATE);
+    }
+
+    #[test]
+    fn cells_replace_their_own_and_keep_the_others() {
+        let doc = page().doc;
+        let mut new = doc.cells[5].clone();
+        new.run = None;
+        let provenance = Provenance {
+            written_at: "now".into(),
+            commit: "x".into(),
+            by: WrittenBy::UpdateRelease {
+                release: new.release,
+            },
+        };
+        let updated = doc
+            .clone()
+            .with_cells(provenance.clone(), vec![new.clone()]);
+        let mut expected = doc.cells.clone();
+        expected[5] = new;
+        assert_eq!(updated.cells, expected);
+        assert_eq!(updated.provenance, provenance);
+    }
+
+    #[test]
+    fn the_record_reads_back_as_written() {
+        let page = page();
+        let read = SupportDoc::read(page.root.path()).unwrap().unwrap();
+        assert_eq!(read, page.doc);
+        assert!(read.cells.iter().all(|c| c.contradictions().is_empty()));
+        assert_eq!(read.markdown(), page.doc.markdown());
     }
 }

@@ -1,0 +1,783 @@
+//! What a cell's verification found, as data: each step's figures, the step's verdict derived
+//! from them ([`Step::verdict`], one [`Figures::verdict`] per kind of step), and the cell's
+//! state derived from the verdicts ([`CellReport::state`]). Nothing here is read back from
+//! text; render.rs turns it into text, and a report read from JSON is judged again from its
+//! figures (what it says of itself is kept apart, see [`CellReport::contradictions`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use loader_tests::report::{self, MatrixReport};
+use loader_tests::Target;
+use serde::{Deserialize, Serialize};
+
+use super::testsuite::{Diff, Named, Status};
+use crate::store::release::Release;
+
+/// A step's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Nothing failed, but something that applies to the cell could not be looked at here (a
+    /// scenario skipped for a missing input, a series test UNSUPPORTED): it proves nothing.
+    Incomplete,
+    /// Not for this cell, by design (glibc's own tests under QEMU).
+    NotApplicable,
+    /// An earlier step failed.
+    NotRun,
+}
+
+/// Where a cell stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CellState {
+    /// Every step that applies ran and passed.
+    Verified,
+    /// A step failed (or could not run because an earlier one failed).
+    Failed,
+    /// Nothing failed, but these could not be looked at here.
+    Incomplete(Vec<String>),
+    /// No current report: the cell claims nothing (`verify --cached-only`).
+    NotVerified,
+}
+
+/// One step of a cell: its figures, or why it has none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step<T> {
+    Done(T),
+    /// The machinery failed (a build, the store, a harness that could not start): a failure.
+    Error(String),
+    /// Not for this cell, by design, and why.
+    NotApplicable(String),
+    /// An earlier step failed.
+    NotRun,
+}
+
+/// The figures of a kind of step, which decide its verdict.
+pub trait Figures {
+    fn verdict(&self) -> Verdict;
+
+    /// What could not be looked at, when the verdict is [`Verdict::Incomplete`].
+    fn missing(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl<T: Figures> Step<T> {
+    /// The one place a step's verdict comes from: its figures, or how it ended without any.
+    pub fn verdict(&self) -> Verdict {
+        match self {
+            Step::Done(figures) => figures.verdict(),
+            Step::Error(_) => Verdict::Fail,
+            Step::NotApplicable(_) => Verdict::NotApplicable,
+            Step::NotRun => Verdict::NotRun,
+        }
+    }
+
+    fn missing(&self) -> Vec<String> {
+        match self {
+            Step::Done(figures) if figures.verdict() == Verdict::Incomplete => figures.missing(),
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn figures(&self) -> Option<&T> {
+        match self {
+            Step::Done(figures) => Some(figures),
+            _ => None,
+        }
+    }
+}
+
+/// `rebase-glibc --check`: the series applies exactly to its release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applies {
+    pub patches: usize,
+    /// The release's tag (`glibc-2.44`).
+    pub base: String,
+    /// Files of patches/ that differ from what the series gives.
+    pub drift: Vec<String>,
+}
+
+impl Figures for Applies {
+    fn verdict(&self) -> Verdict {
+        if self.drift.is_empty() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        }
+    }
+}
+
+/// Both sysroots exist (a failed build is the step's [`Step::Error`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Build {
+    pub patched: Origin,
+    pub unpatched: Origin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    Built,
+    Cached,
+}
+
+impl Figures for Build {
+    fn verdict(&self) -> Verdict {
+        Verdict::Pass
+    }
+}
+
+/// The resolution matrix against one loader, counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Matrix {
+    pub total: usize,
+    pub pass: usize,
+    pub fails_without_patch: usize,
+    /// Ids of the scenarios that mismatched.
+    pub mismatch: Vec<String>,
+    /// Scenarios that could not run for a missing input (not root, the archive unreachable).
+    pub skipped: Vec<Unrun>,
+    /// Scenarios that do not apply here, as the scenario table declares.
+    pub not_applicable: Vec<Unrun>,
+}
+
+/// A scenario that did not run, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unrun {
+    pub id: String,
+    pub reason: String,
+}
+
+impl Matrix {
+    pub fn of(report: &MatrixReport) -> Matrix {
+        let mut matrix = Matrix {
+            total: report.scenarios.len(),
+            ..Matrix::default()
+        };
+        for outcome in &report.scenarios {
+            let unrun = |reason: &str| Unrun {
+                id: outcome.id.to_string(),
+                reason: reason.to_string(),
+            };
+            match &outcome.verdict {
+                report::Verdict::Pass => matrix.pass += 1,
+                report::Verdict::FailsWithoutPatch => matrix.fails_without_patch += 1,
+                report::Verdict::Mismatch => matrix.mismatch.push(outcome.id.to_string()),
+                report::Verdict::Skipped(reason) => matrix.skipped.push(unrun(reason)),
+                report::Verdict::NotApplicable(reason) => matrix.not_applicable.push(unrun(reason)),
+            }
+        }
+        matrix
+    }
+
+    /// Every scenario is counted once.
+    fn adds_up(&self) -> bool {
+        self.pass
+            + self.fails_without_patch
+            + self.mismatch.len()
+            + self.skipped.len()
+            + self.not_applicable.len()
+            == self.total
+    }
+
+    /// Pass when nothing mismatched and everything that applies ran; incomplete on a skip.
+    fn verdict(&self) -> Verdict {
+        if !self.adds_up() || !self.mismatch.is_empty() {
+            Verdict::Fail
+        } else if !self.skipped.is_empty() {
+            Verdict::Incomplete
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    /// The skips, one line per reason: `<loader> matrix skipped 12-a, 13-b: <reason>`.
+    fn missing(&self, loader: &str) -> Vec<String> {
+        let mut by_reason: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for skip in &self.skipped {
+            by_reason.entry(&skip.reason).or_default().push(&skip.id);
+        }
+        by_reason
+            .into_iter()
+            .map(|(reason, ids)| format!("{loader} matrix skipped {}: {reason}", ids.join(", ")))
+            .collect()
+    }
+}
+
+impl Figures for Matrix {
+    fn verdict(&self) -> Verdict {
+        Matrix::verdict(self)
+    }
+
+    fn missing(&self) -> Vec<String> {
+        Matrix::missing(self, "patched")
+    }
+}
+
+/// Row 23 of the contract: the matrix against the unpatched loader, and which scenarios
+/// differ from the patched expectation there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sensitivity {
+    pub matrix: Matrix,
+    pub differing: BTreeSet<String>,
+    pub needing_the_patch: BTreeSet<String>,
+}
+
+impl Sensitivity {
+    /// `None` for a report without row 23 (a filtered or patched run).
+    pub fn of(report: &MatrixReport) -> Option<Sensitivity> {
+        let row = report.sensitivity.as_ref()?;
+        let ids = |set: &BTreeSet<&str>| set.iter().map(|id| id.to_string()).collect();
+        Some(Sensitivity {
+            matrix: Matrix::of(report),
+            differing: ids(&row.differing),
+            needing_the_patch: ids(&row.needing_the_patch),
+        })
+    }
+
+    /// Without the patch, exactly the scenarios that need it differ (and some do).
+    pub fn holds(&self) -> bool {
+        !self.needing_the_patch.is_empty() && self.differing == self.needing_the_patch
+    }
+}
+
+impl Figures for Sensitivity {
+    fn verdict(&self) -> Verdict {
+        match self.matrix.verdict() {
+            Verdict::Fail => Verdict::Fail,
+            _ if !self.holds() => Verdict::Fail,
+            verdict => verdict,
+        }
+    }
+
+    fn missing(&self) -> Vec<String> {
+        self.matrix.missing("unpatched")
+    }
+}
+
+/// The series' own tests, as glibc's test machinery ran them in the patched tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesTests {
+    pub tests: Vec<Named>,
+}
+
+impl Figures for SeriesTests {
+    /// None ran, or one failed: fail. One UNSUPPORTED: the series' own test did not look,
+    /// so the step is incomplete.
+    fn verdict(&self) -> Verdict {
+        if self.tests.is_empty() || self.tests.iter().any(|t| t.status.is_failure()) {
+            Verdict::Fail
+        } else if self.tests.iter().any(|t| t.status == Status::Unsupported) {
+            Verdict::Incomplete
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    fn missing(&self) -> Vec<String> {
+        self.tests
+            .iter()
+            .filter(|t| t.status == Status::Unsupported)
+            .map(|t| {
+                format!(
+                    "series test {} UNSUPPORTED: {}",
+                    t.test,
+                    t.reason.as_deref().unwrap_or("no reason given")
+                )
+            })
+            .collect()
+    }
+}
+
+impl Figures for Diff {
+    fn verdict(&self) -> Verdict {
+        if self.passes() {
+            Verdict::Pass
+        } else {
+            Verdict::Fail
+        }
+    }
+}
+
+/// The steps of a cell, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepName {
+    Applies,
+    Build,
+    Matrix,
+    Sensitivity,
+    SeriesTests,
+    ElfRegressions,
+}
+
+/// Everything a cell's run found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Steps {
+    pub applies: Step<Applies>,
+    pub build: Step<Build>,
+    pub matrix: Step<Matrix>,
+    pub sensitivity: Step<Sensitivity>,
+    pub series_tests: Step<SeriesTests>,
+    /// glibc's own tests of `elf/`, patched vs unpatched.
+    pub elf_regressions: Step<Diff>,
+}
+
+impl Steps {
+    /// A run that has not got anywhere yet.
+    pub fn not_run() -> Steps {
+        Steps {
+            applies: Step::NotRun,
+            build: Step::NotRun,
+            matrix: Step::NotRun,
+            sensitivity: Step::NotRun,
+            series_tests: Step::NotRun,
+            elf_regressions: Step::NotRun,
+        }
+    }
+
+    pub fn verdicts(&self) -> [(StepName, Verdict); 6] {
+        [
+            (StepName::Applies, self.applies.verdict()),
+            (StepName::Build, self.build.verdict()),
+            (StepName::Matrix, self.matrix.verdict()),
+            (StepName::Sensitivity, self.sensitivity.verdict()),
+            (StepName::SeriesTests, self.series_tests.verdict()),
+            (StepName::ElfRegressions, self.elf_regressions.verdict()),
+        ]
+    }
+
+    /// The cell's state, from the verdicts: a failure (or a step left unrun) fails it; else a
+    /// step that could not look everywhere makes it incomplete; else it is verified.
+    pub fn state(&self) -> CellState {
+        let verdicts = self.verdicts();
+        if verdicts
+            .iter()
+            .any(|(_, v)| matches!(v, Verdict::Fail | Verdict::NotRun))
+        {
+            return CellState::Failed;
+        }
+        if verdicts.iter().any(|(_, v)| *v == Verdict::Incomplete) {
+            let mut missing = self.matrix.missing();
+            missing.extend(self.sensitivity.missing());
+            missing.extend(self.series_tests.missing());
+            return CellState::Incomplete(missing);
+        }
+        CellState::Verified
+    }
+}
+
+/// Seconds spent per kind of work (cache hits cost about nothing).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Seconds {
+    pub build_pair: f64,
+    pub elf_suite_pair: f64,
+    pub matrix: f64,
+    pub total: f64,
+}
+
+/// One run of a cell's steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRun {
+    /// When the cell was verified (UTC), and from which project commit.
+    pub verified_at: String,
+    pub commit: String,
+    pub steps: Steps,
+    pub seconds: Seconds,
+}
+
+/// Everything known about one cell (release, target).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "wire::Cell", from = "wire::Cell")]
+pub struct CellReport {
+    pub release: Release,
+    pub target: Target,
+    /// The series' content id (`Series::content_id`).
+    pub series: String,
+    /// Hash of every input of the verdict; a cached report counts only while it matches.
+    pub key: String,
+    /// `None`: no current report, the cell claims nothing.
+    pub run: Option<CellRun>,
+    /// Set when the report comes from the cache rather than from this run (not recorded).
+    pub from_cache: bool,
+    /// What a report read from JSON said of itself; `None` for one made here.
+    claims: Option<wire::Claims>,
+}
+
+/// The same report: the same cell, inputs and run (where it was read from aside).
+impl PartialEq for CellReport {
+    fn eq(&self, other: &CellReport) -> bool {
+        (
+            self.release,
+            self.target,
+            &self.series,
+            &self.key,
+            &self.run,
+        ) == (
+            other.release,
+            other.target,
+            &other.series,
+            &other.key,
+            &other.run,
+        )
+    }
+}
+
+impl CellReport {
+    pub fn new(release: Release, target: Target, series: String, key: String) -> CellReport {
+        CellReport {
+            release,
+            target,
+            series,
+            key,
+            run: None,
+            from_cache: false,
+            claims: None,
+        }
+    }
+
+    /// The cell's state, derived from its figures.
+    pub fn state(&self) -> CellState {
+        match &self.run {
+            None => CellState::NotVerified,
+            Some(run) => run.steps.state(),
+        }
+    }
+
+    /// Where a report read from JSON says something of itself (its state, a step's verdict)
+    /// that its figures do not give: an edited record.
+    pub fn contradictions(&self) -> Vec<String> {
+        let Some(claims) = &self.claims else {
+            return Vec::new();
+        };
+        let derived = wire::Claims::of(self);
+        let mut found = Vec::new();
+        if claims.state != derived.state || claims.missing != derived.missing {
+            found.push(format!(
+                "it says {:?}{}, its figures give {:?}{}",
+                claims.state,
+                listed(&claims.missing),
+                derived.state,
+                listed(&derived.missing)
+            ));
+        }
+        if claims.verdicts != derived.verdicts {
+            for (step, verdict) in derived.verdicts.iter().flatten() {
+                let said = claims.verdicts.as_ref().and_then(|v| v.get(step));
+                if said != Some(verdict) {
+                    let said = said.map_or("missing".to_string(), |v| format!("{v:?}"));
+                    found.push(format!(
+                        "it says {step:?} is {said}, its figures give {verdict:?}"
+                    ));
+                }
+            }
+            if derived.verdicts.is_none() {
+                found.push("it gives verdicts for steps it never ran".to_string());
+            }
+        }
+        found
+    }
+}
+
+fn listed(items: &[String]) -> String {
+    if items.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", items.join("; "))
+    }
+}
+
+/// A cell as JSON: the figures, and for readers the state and verdicts they give (read back
+/// as claims, never as the state).
+mod wire {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum State {
+        Verified,
+        Failed,
+        Incomplete,
+        NotVerified,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Claims {
+        pub state: State,
+        pub missing: Vec<String>,
+        pub verdicts: Option<BTreeMap<StepName, Verdict>>,
+    }
+
+    impl Claims {
+        pub fn of(report: &CellReport) -> Claims {
+            let (state, missing) = match report.state() {
+                CellState::Verified => (State::Verified, Vec::new()),
+                CellState::Failed => (State::Failed, Vec::new()),
+                CellState::Incomplete(missing) => (State::Incomplete, missing),
+                CellState::NotVerified => (State::NotVerified, Vec::new()),
+            };
+            Claims {
+                state,
+                missing,
+                verdicts: report
+                    .run
+                    .as_ref()
+                    .map(|run| run.steps.verdicts().into_iter().collect()),
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    pub struct Cell {
+        release: Release,
+        target: Target,
+        series: String,
+        key: String,
+        state: State,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        missing: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verdicts: Option<BTreeMap<StepName, Verdict>>,
+        run: Option<CellRun>,
+    }
+
+    impl From<CellReport> for Cell {
+        fn from(report: CellReport) -> Cell {
+            let Claims {
+                state,
+                missing,
+                verdicts,
+            } = Claims::of(&report);
+            Cell {
+                release: report.release,
+                target: report.target,
+                series: report.series,
+                key: report.key,
+                state,
+                missing,
+                verdicts,
+                run: report.run,
+            }
+        }
+    }
+
+    impl From<Cell> for CellReport {
+        fn from(cell: Cell) -> CellReport {
+            CellReport {
+                release: cell.release,
+                target: cell.target,
+                series: cell.series,
+                key: cell.key,
+                run: cell.run,
+                from_cache: false,
+                claims: Some(Claims {
+                    state: cell.state,
+                    missing: cell.missing,
+                    verdicts: cell.verdicts,
+                }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matrix(pass: usize, skipped: &[&str], mismatch: &[&str]) -> Matrix {
+        let unrun = |id: &&str| Unrun {
+            id: id.to_string(),
+            reason: "not root".into(),
+        };
+        Matrix {
+            total: pass + skipped.len() + mismatch.len() + 1,
+            pass,
+            mismatch: mismatch.iter().map(|id| id.to_string()).collect(),
+            skipped: skipped.iter().map(unrun).collect(),
+            not_applicable: vec![Unrun {
+                id: "21-ldd-script".into(),
+                reason: "no bash".into(),
+            }],
+            ..Matrix::default()
+        }
+    }
+
+    /// The loader's report, as the matrix gives it, becomes figures: n/a and skips apart.
+    #[test]
+    fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
+        use loader_tests::matrix::find;
+        use loader_tests::report::{self, Outcome};
+        use loader_tests::Flavour;
+        let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
+            let scenario = find(id).unwrap();
+            Outcome {
+                scenario,
+                id: scenario.id,
+                row: scenario.contract.number(),
+                title: scenario.title,
+                needs_patch: scenario.needs_patch(),
+                expected: scenario.expectation(Flavour::Unpatched),
+                actual: actual.into(),
+                verdict,
+                command: None,
+                explanation: None,
+                elapsed: std::time::Duration::ZERO,
+            }
+        };
+        let scenarios = vec![
+            outcome("21-list", report::Verdict::FailsWithoutPatch, "not found"),
+            outcome("01-needed-bug", report::Verdict::Pass, "driver"),
+            outcome(
+                "21-ldd-script",
+                report::Verdict::NotApplicable("no bash".into()),
+                "-",
+            ),
+            outcome(
+                "12-secure-dynamic",
+                report::Verdict::Skipped("not root".into()),
+                "-",
+            ),
+        ];
+        let matrix = MatrixReport {
+            release: "2.44".into(),
+            target: Target::Aarch64,
+            flavour: Flavour::Unpatched,
+            summary: report::Summary::of(&scenarios),
+            sensitivity: Some(report::Sensitivity::of(&scenarios)),
+            scenarios,
+        };
+        let sensitivity = Sensitivity::of(&matrix).unwrap();
+        assert_eq!(
+            sensitivity.matrix,
+            Matrix {
+                total: 4,
+                pass: 1,
+                fails_without_patch: 1,
+                mismatch: Vec::new(),
+                skipped: vec![Unrun {
+                    id: "12-secure-dynamic".into(),
+                    reason: "not root".into()
+                }],
+                not_applicable: vec![Unrun {
+                    id: "21-ldd-script".into(),
+                    reason: "no bash".into()
+                }],
+            }
+        );
+        assert!(sensitivity.holds());
+        assert_eq!(sensitivity.verdict(), Verdict::Incomplete);
+        assert_eq!(
+            sensitivity.missing(),
+            ["unpatched matrix skipped 12-secure-dynamic: not root"]
+        );
+    }
+
+    #[test]
+    fn a_matrix_passes_only_when_everything_that_applies_ran_and_matched() {
+        assert_eq!(matrix(60, &[], &[]).verdict(), Verdict::Pass);
+        assert_eq!(matrix(60, &["12-a"], &[]).verdict(), Verdict::Incomplete);
+        assert_eq!(matrix(60, &["12-a"], &["03-b"]).verdict(), Verdict::Fail);
+        // Figures that do not add up are not believed.
+        let mut wrong = matrix(60, &[], &[]);
+        wrong.total += 1;
+        assert_eq!(wrong.verdict(), Verdict::Fail);
+    }
+
+    #[test]
+    fn row_23_holds_only_when_exactly_the_scenarios_needing_the_patch_differ() {
+        let set = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect();
+        let sensitivity = |differing: &[&str], needing: &[&str]| Sensitivity {
+            matrix: matrix(10, &[], &[]),
+            differing: set(differing),
+            needing_the_patch: set(needing),
+        };
+        assert_eq!(sensitivity(&["a"], &["a"]).verdict(), Verdict::Pass);
+        assert_eq!(sensitivity(&["a", "b"], &["a"]).verdict(), Verdict::Fail);
+        assert_eq!(sensitivity(&[], &[]).verdict(), Verdict::Fail);
+    }
+
+    #[test]
+    fn an_unsupported_series_test_makes_the_step_incomplete() {
+        let test = |status, reason: Option<&str>| Named {
+            test: "elf/tst-env-setuid".into(),
+            status,
+            reason: reason.map(str::to_string),
+        };
+        let tests = |tests| SeriesTests { tests };
+        assert_eq!(tests(vec![]).verdict(), Verdict::Fail);
+        assert_eq!(
+            tests(vec![test(Status::Pass, None)]).verdict(),
+            Verdict::Pass
+        );
+        let unsupported = tests(vec![test(
+            Status::Unsupported,
+            Some("needs --enable-hardcoded-path-in-tests"),
+        )]);
+        assert_eq!(unsupported.verdict(), Verdict::Incomplete);
+        assert_eq!(
+            unsupported.missing(),
+            ["series test elf/tst-env-setuid UNSUPPORTED: needs --enable-hardcoded-path-in-tests"]
+        );
+        assert_eq!(
+            tests(vec![
+                test(Status::Unsupported, None),
+                test(Status::Fail, None)
+            ])
+            .verdict(),
+            Verdict::Fail
+        );
+    }
+
+    #[test]
+    fn a_cell_is_as_good_as_its_worst_step_and_n_a_is_not_a_gap() {
+        let mut steps = Steps {
+            applies: Step::Done(Applies {
+                patches: 2,
+                base: "glibc-2.44".into(),
+                drift: Vec::new(),
+            }),
+            build: Step::Done(Build {
+                patched: Origin::Cached,
+                unpatched: Origin::Cached,
+            }),
+            matrix: Step::Done(matrix(60, &[], &[])),
+            sensitivity: Step::NotApplicable("test".into()),
+            series_tests: Step::NotApplicable("under QEMU".into()),
+            elf_regressions: Step::NotApplicable("under QEMU".into()),
+        };
+        assert_eq!(steps.state(), CellState::Verified);
+        steps.matrix = Step::Done(matrix(60, &["12-a", "12-b"], &[]));
+        assert_eq!(
+            steps.state(),
+            CellState::Incomplete(vec!["patched matrix skipped 12-a, 12-b: not root".into()])
+        );
+        steps.build = Step::Error("no compiler".into());
+        assert_eq!(steps.state(), CellState::Failed);
+        steps.build = Step::NotRun;
+        assert_eq!(steps.state(), CellState::Failed);
+    }
+
+    #[test]
+    fn a_report_read_back_keeps_what_it_said_apart_from_its_figures() {
+        let release = Release::parse("2.44").unwrap();
+        let mut report = CellReport::new(release, Target::X86_64, "s".into(), "k".into());
+        let text = serde_json::to_string(&report).unwrap();
+        let read: CellReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, report);
+        assert!(read.contradictions().is_empty());
+        assert_eq!(read.state(), CellState::NotVerified);
+        // A record saying "verified" for a cell with no run: its figures decide.
+        let edited = text.replace("\"not-verified\"", "\"verified\"");
+        let read: CellReport = serde_json::from_str(&edited).unwrap();
+        assert_eq!(read.state(), CellState::NotVerified);
+        assert_eq!(
+            read.contradictions(),
+            ["it says Verified, its figures give NotVerified"]
+        );
+        report.from_cache = true;
+        assert_eq!(read, report, "where a report came from is not part of it");
+    }
+}
