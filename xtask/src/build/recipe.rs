@@ -165,6 +165,15 @@ impl Recipe {
     }
 }
 
+/// glibc tests that cannot pass in a tree made from Debian's tarballs, each with the reason:
+/// `make check` is told to expect their failure (glibc's own `test-xfail-<test>`), so they
+/// are reported as XFAIL, by name, in both trees, and never hidden.
+pub const EXPECTED_TO_FAIL: &[(&str, &str)] = &[(
+    "tst-rtld-list-diagnostics",
+    "compares ld.so --list-diagnostics with manual/dynlink.texi, which Debian's tarballs lack \
+     (the build adds an empty page so that the rest of the run goes on)",
+)];
+
 impl Recipe {
     /// `make -k check subdirs=SUBDIR` in a compiled build tree: glibc's own tests of one
     /// subdirectory. Failing tests are results, so the exit status is returned, not judged.
@@ -180,6 +189,9 @@ impl Recipe {
         cmd.arg(format!("-j{jobs}"))
             .args(["-k", "check"])
             .arg(format!("subdirs={subdir}"));
+        for (test, _) in EXPECTED_TO_FAIL {
+            cmd.arg(format!("test-xfail-{test}=yes"));
+        }
         logged::run_to_end(
             &mut cmd,
             log,

@@ -123,12 +123,71 @@ pub fn run_check(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<Results>
     remove_results(&build)?;
     tree.recipe
         .check(&build, subdir, jobs, &tree.log, &tree.label)?;
-    read_summary(&build).with_context(|| {
+    let finished = read_summary(&build).and_then(|results| {
+        let unlisted = unlisted_results(&build, subdir, &results)?;
+        if unlisted.is_empty() {
+            return Ok(results);
+        }
+        anyhow::bail!(
+            "tests.sum lists {} tests, and {} more left results ({}{}): the summary is from a \
+             part of the run before them (2.44's first make, which only builds the tests), not \
+             from its end",
+            results.len(),
+            unlisted.len(),
+            unlisted[..unlisted.len().min(5)].join(", "),
+            if unlisted.len() > 5 { ", ..." } else { "" }
+        )
+    });
+    finished.with_context(|| {
+        let errors = make_errors(&tree.log);
         format!(
-            "`make check subdirs={subdir}` did not finish its test run; its log: {}",
+            "`make check subdirs={subdir}` did not finish its test run{}; its log: {}",
+            if errors.is_empty() {
+                String::new()
+            } else {
+                format!(" (make said: {})", errors.join(" | "))
+            },
             tree.log.display()
         )
     })
+}
+
+/// The results this run left in `build` and `build/<subdir>` that `results` does not list.
+/// Every result file there is this run's: the old ones were removed before it.
+fn unlisted_results(build: &Path, subdir: &str, results: &Results) -> Result<Vec<String>> {
+    let mut unlisted = Vec::new();
+    for (dir, prefix) in [
+        (build.to_path_buf(), String::new()),
+        (build.join(subdir), format!("{subdir}/")),
+    ] {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let name = entry
+                .with_context(|| format!("cannot read {}", dir.display()))?
+                .file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".test-result")) else {
+                continue;
+            };
+            let test = format!("{prefix}{stem}");
+            if !results.contains_key(&test) {
+                unlisted.push(test);
+            }
+        }
+    }
+    unlisted.sort();
+    Ok(unlisted)
+}
+
+/// The first lines of make's errors in `log` (`make[2]: *** ...`), which say why a run stopped.
+fn make_errors(log: &Path) -> Vec<String> {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .filter(|line| line.starts_with("make") && line.contains("*** "))
+        .take(3)
+        .map(|line| line.chars().take(200).collect())
+        .collect()
 }
 
 /// Removes what a test run leaves in `dir` (not below it): every result, every output, and
@@ -564,6 +623,45 @@ mod tests {
             results["lint-makefiles"].reason.as_deref(),
             Some("+  libmarkermod10-1 \\")
         );
+    }
+
+    /// 2.44's run of issue 19, second form: the first make wrote tests.sum (its special tests
+    /// only), the second ran 535 tests and stopped before its summary (a missing
+    /// manual/dynlink.texi). The summary must not be read as the run's.
+    #[test]
+    fn results_the_summary_does_not_list_mean_the_run_did_not_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = dir.path();
+        fs::create_dir(build.join("elf")).unwrap();
+        fs::write(
+            build.join("tests.sum"),
+            "Running . ...\nPASS: lint-makefiles\n\nRunning elf ...\nPASS: elf/check-abi-ld\n",
+        )
+        .unwrap();
+        for name in [
+            "elf/check-abi-ld",
+            "elf/tst-a",
+            "elf/tst-b",
+            "lint-makefiles",
+        ] {
+            fs::write(
+                build.join(format!("{name}.test-result")),
+                format!("PASS: {name}\n"),
+            )
+            .unwrap();
+        }
+        let results = read_summary(build).unwrap();
+        assert_eq!(
+            unlisted_results(build, "elf", &results).unwrap(),
+            ["elf/tst-a", "elf/tst-b"]
+        );
+        fs::write(
+            build.join("tests.sum"),
+            "Running . ...\nPASS: lint-makefiles\n\nRunning elf ...\nPASS: elf/check-abi-ld\nPASS: elf/tst-a\nPASS: elf/tst-b\n",
+        )
+        .unwrap();
+        let results = read_summary(build).unwrap();
+        assert!(unlisted_results(build, "elf", &results).unwrap().is_empty());
     }
 
     #[test]
