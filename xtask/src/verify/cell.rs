@@ -173,25 +173,47 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds) -> Steps {
     steps
 }
 
-/// `elf/tst-...` for every test source the series adds or changes (modules among them are
-/// dropped by the caller, which keeps only names glibc ran as tests).
+/// `elf/tst-...` for every test source the series adds (modules among them are dropped by
+/// the caller, which keeps only names glibc ran as tests). An upstream test the series only
+/// changes (tst-env-setuid, which gains LD_FALLBACK_PATH) is glibc's own: compared patched
+/// vs unpatched like every other, not one of the series' tests.
 fn series_test_names(run: &Run, release: Release) -> Vec<String> {
     let Ok(series) = run.workspace.load_series(release) else {
         return Vec::new();
     };
-    let mut names = Vec::new();
-    for patch in &series.patches {
-        for line in patch.text.lines() {
-            let Some(path) = line.strip_prefix("+++ b/") else {
-                continue;
-            };
-            if let Some(stem) = path
-                .strip_prefix("elf/tst-")
-                .and_then(|p| p.strip_suffix(".c"))
+    series
+        .patches
+        .iter()
+        .flat_map(|patch| added_tests(&patch.text))
+        .collect()
+}
+
+/// The `elf/tst-*.c` files a patch creates (`new file mode` in their diff's header).
+fn added_tests(patch: &str) -> Vec<String> {
+    let mut tests = Vec::new();
+    let mut current: Option<&str> = None;
+    for line in patch.lines() {
+        if let Some(paths) = line.strip_prefix("diff --git a/") {
+            current = paths.split_once(" b/").map(|(_, path)| path);
+        } else if line.starts_with("new file mode ") {
+            if let Some(stem) = current
+                .and_then(|path| path.strip_prefix("elf/tst-"))
+                .and_then(|rest| rest.strip_suffix(".c"))
             {
-                names.push(format!("elf/tst-{stem}"));
+                tests.push(format!("elf/tst-{stem}"));
             }
         }
     }
-    names
+    tests
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_series_tests_are_the_test_files_it_adds() {
+        let patch = "diff --git a/elf/tst-env-setuid.c b/elf/tst-env-setuid.c\nindex 1..2 100644\n--- a/elf/tst-env-setuid.c\n+++ b/elf/tst-env-setuid.c\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/elf/tst-fallback-path.c b/elf/tst-fallback-path.c\nnew file mode 100644\nindex 0..1\n--- /dev/null\n+++ b/elf/tst-fallback-path.c\ndiff --git a/elf/Makefile b/elf/Makefile\n";
+        assert_eq!(added_tests(patch), ["elf/tst-fallback-path"]);
+    }
 }
