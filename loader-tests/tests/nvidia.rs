@@ -117,7 +117,7 @@ fn an_unreachable_archive_fails_under_ci_and_is_a_visible_skip_elsewhere() {
     );
     assert!(
         text.contains(nvidia::UNREACHABLE)
-            && text.contains("under CI the real NVIDIA packages must be fetched")
+            && text.contains("under CI the Debian packages must be fetched")
             && text.contains(&refused),
         "the failure must say the archive at {refused} was unreachable:\n{text}"
     );
