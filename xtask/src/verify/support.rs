@@ -165,6 +165,14 @@ pub type Local<'a> = &'a dyn Fn(Release, Target) -> Result<Option<CellReport>>;
 /// `patches`' now, or differs from this machine's current verified report of it; and when
 /// docs/support.md is not the record rendered.
 pub fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
+    // The series first: what the page must describe, whatever state the page is in.
+    let mut series = Vec::new();
+    for release in SUPPORTED {
+        let dir = patches.join(release.version);
+        let loaded = Series::load(&dir)
+            .with_context(|| format!("cannot load the series {}", dir.display()))?;
+        series.push((*release, dir, loaded.content_id()));
+    }
     let record_path = root.join(RECORD);
     let Some(doc) = SupportDoc::read(root)? else {
         bail!(
@@ -201,17 +209,9 @@ pub fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         }
     }
 
-    for release in SUPPORTED {
-        let dir = patches.join(release.version);
-        let current = match Series::load(&dir) {
-            Ok(series) => series.content_id(),
-            Err(err) => {
-                problems.push(format!("{release}: cannot load the series: {err:#}"));
-                continue;
-            }
-        };
+    for (release, dir, current) in &series {
         for cell in doc.cells.iter().filter(|c| c.release == *release) {
-            if cell.series != current {
+            if cell.series != *current {
                 problems.push(format!(
                     "{release} {}: produced from series {}, {} is now {current}",
                     cell.target,
