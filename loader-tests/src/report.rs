@@ -189,13 +189,15 @@ pub fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> Verd
     }
 }
 
-/// Runs the scenarios whose id contains `filter` (all for `None`), in matrix order.
+/// Runs the scenarios whose id contains `filter` (all for `None`), reported in matrix order.
+/// They run side by side, one per CPU: each has its own root, and a run is mostly the
+/// loader's and the probe's own work, which one core at a time left half the machine idle.
 pub fn run(bench: &Bench, filter: Option<&str>) -> MatrixReport {
-    let outcomes: Vec<Outcome> = MATRIX
+    let scenarios: Vec<&'static Scenario> = MATRIX
         .iter()
         .filter(|s| filter.is_none_or(|f| s.id.contains(f)))
-        .map(|s| run_one(bench, s))
         .collect();
+    let outcomes = run_all(bench, &scenarios);
     let whole = filter.is_none();
     MatrixReport {
         release: bench.sysroot.release.clone(),
@@ -206,6 +208,46 @@ pub fn run(bench: &Bench, filter: Option<&str>) -> MatrixReport {
             .then(|| Sensitivity::of(&outcomes)),
         scenarios: outcomes,
     }
+}
+
+/// `run_one` of every scenario, `available_parallelism` at a time, in the given order.
+fn run_all(bench: &Bench, scenarios: &[&'static Scenario]) -> Vec<Outcome> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(scenarios.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Outcome>>> = scenarios
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    let work = || loop {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(scenario) = scenarios.get(i) else {
+            break;
+        };
+        let outcome = run_one(bench, scenario);
+        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+    };
+    std::thread::scope(|scope| {
+        // This thread works too, so that a spawn the system refuses only means fewer at once.
+        for _ in 1..workers {
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, work)
+                .is_err()
+            {
+                break;
+            }
+        }
+        work();
+    });
+    results
+        .into_iter()
+        .map(|r| {
+            r.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .expect("every scenario was run")
+        })
+        .collect()
 }
 
 pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
