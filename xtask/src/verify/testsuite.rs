@@ -82,8 +82,9 @@ pub struct TestResult {
 
 /// Bumped when the recorded results of a build change meaning, so that old records are not
 /// read: v1 kept glibc's second line, `original exit status N`, in each test's name; v2 was
-/// read from the result files on disk, and so could not see the tests that never ran.
-const RESULTS_FORMAT: &str = "v3";
+/// read from the result files on disk, and so could not see the tests that never ran; v3 took
+/// whatever tests.sum there was, a first make's included.
+const RESULTS_FORMAT: &str = "v4";
 
 /// Results by test name (`elf/tst-foo`).
 pub type Results = BTreeMap<String, TestResult>;
