@@ -23,6 +23,47 @@ fn equal_inputs_give_equal_keys() {
     assert!(inputs().entry_name().starts_with("2.44-x86_64-patched-"));
 }
 
+/// The text a key hashes, pinned byte for byte for two known sets of inputs: builds are cached
+/// under keys of it (in CI caches too), so a refactor of the types that make it (releases,
+/// targets, flavours) must not change a byte. Keyed on the inputs, never on a type's name.
+#[test]
+fn the_key_text_of_known_inputs_is_pinned() {
+    assert_eq!(
+        inputs().text(),
+        "recipe 1\nrelease 2.44\ntree 1111111111111111111111111111111111111111\nseries series-a\n\
+         target x86_64\ncompiler gcc (Debian 12.2.0-14) 12.2.0\nconfigure --prefix=/usr\n\
+         configure --disable-werror\nenv CC=gcc\n"
+    );
+    assert_eq!(inputs().key(), "ead11805a1311c24775f5e909589f466d17a1e13");
+    assert_eq!(
+        inputs().entry_name(),
+        "2.44-x86_64-patched-ead11805a1311c24"
+    );
+    let variant = KeyInputs {
+        release: "2.41".into(),
+        tree_id: "1eb2ab87021ce79bc0aa92c3bdc7ef13689a09a6".into(),
+        series_id: Some("0123abcd".into()),
+        variant: Some("fallback-first".into()),
+        target: Target::Aarch64,
+        configure_flags: vec!["--prefix=/usr".into()],
+        environment: vec![
+            ("CC".into(), "aarch64-linux-gnu-gcc".into()),
+            ("CFLAGS".into(), "-O2 -g".into()),
+        ],
+        compiler: "aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0".into(),
+        recipe: 7,
+    };
+    assert_eq!(
+        variant.text(),
+        "recipe 7\nrelease 2.41\ntree 1eb2ab87021ce79bc0aa92c3bdc7ef13689a09a6\nseries 0123abcd\n\
+         target aarch64\ncompiler aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0\n\
+         variant fallback-first\nconfigure --prefix=/usr\nenv CC=aarch64-linux-gnu-gcc\n\
+         env CFLAGS=-O2 -g\n"
+    );
+    assert_eq!(variant.key(), "7225d601c6b262f0ec54b7abf83495b37330f5ea");
+    assert_eq!(variant.label(), "glibc 2.41 aarch64 fallback-first");
+}
+
 type Change = Box<dyn Fn(&mut KeyInputs)>;
 
 #[test]
