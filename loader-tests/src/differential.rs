@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::probe::Invocation;
 use crate::search::{self, Config, Cpu, Dlopen, Explanation, How, PathList, Release, Verdict};
 use crate::trace::{self, Traced};
-use crate::Target;
+use model::Target;
 
 /// One search as both sides tell it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

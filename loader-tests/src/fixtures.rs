@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::host::{tools, Toolchain};
 use crate::layout::Layout;
-use crate::Sysroot;
+use model::Sysroot;
 
 /// Bump when the build recipe below changes in a way the sources hash cannot see.
 const RECIPE: &str = "fixtures-v1";

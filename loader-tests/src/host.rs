@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use crate::Target;
+use model::Target;
 
 /// A program and the Debian package that provides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

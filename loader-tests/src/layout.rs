@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Result};
 
-use crate::{Sysroot, Target};
+use model::{Sysroot, Target};
 
 /// Directories of a scenario root, named after their role in the contract's matrix.
 #[derive(Debug, Clone)]

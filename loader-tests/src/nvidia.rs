@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::debs::{PackageSet, Unpacked};
 use crate::host;
-use crate::Target;
+use model::Target;
 
 pub use crate::debs::{Unavailable, UNREACHABLE};
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::matrix::{Observed, Scenario, MATRIX};
 use crate::root::{Bench, Ctx};
 use crate::trace::explain;
-use crate::{Flavour, Target};
+use model::{Flavour, Release, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "kebab-case")]
@@ -85,7 +85,7 @@ pub struct Outcome {
 /// The matrix against one sysroot.
 #[derive(Debug, Clone, Serialize)]
 pub struct MatrixReport {
-    pub release: String,
+    pub release: Release,
     pub target: Target,
     pub flavour: Flavour,
     pub summary: Summary,
@@ -200,7 +200,7 @@ pub fn run(bench: &Bench, filter: Option<&str>) -> MatrixReport {
     let outcomes = run_all(bench, &scenarios);
     let whole = filter.is_none();
     MatrixReport {
-        release: bench.sysroot.release.clone(),
+        release: bench.sysroot.release,
         target: bench.sysroot.target,
         flavour: bench.sysroot.flavour,
         summary: Summary::of(&outcomes),

@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use crate::fixtures::Fixtures;
 use crate::layout::Layout;
 use crate::probe::{Invocation, Run};
-use crate::Sysroot;
+use model::Sysroot;
 
 /// What every root of one matrix run shares.
 #[derive(Debug)]

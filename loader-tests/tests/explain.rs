@@ -24,7 +24,7 @@ use loader_tests::replay::{
 };
 use loader_tests::root::{Bench, Ctx};
 use loader_tests::search::Release;
-use loader_tests::{sysroot_env_var, Flavour, Sysroot, Target};
+use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const FLAVOURS: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
 const BEGIN: &str = "<!-- lddtree: begin";
@@ -145,7 +145,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))?;
     let cache = cache_dir().map_err(|e| format!("{e:#}"))?;
     let sysroot = Sysroot::at(Path::new(&path), target, flavour).map_err(|e| format!("{e:#}"))?;
-    let release = Release::parse(&sysroot.release)
+    let release = Release::parse(sysroot.release.version())
         .ok_or_else(|| format!("cannot read the release {}", sysroot.release))?;
     let bench = Bench::new(sysroot, &cache).map_err(|e| format!("{e:#}"))?;
     let host = HostLibs::ensure(target, &cache).map_err(|e| e.reason())?;

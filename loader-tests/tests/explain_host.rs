@@ -21,7 +21,7 @@ use loader_tests::differential::{self, LoaderUnderTest, Mode};
 use loader_tests::host::{find_program, in_ci, require_dirs, tools, AARCH64_CROSS_LIBC};
 use loader_tests::probe::Invocation;
 use loader_tests::search::Release;
-use loader_tests::Target;
+use model::Target;
 
 /// Debian's aarch64 cross libc: its loader and libraries.
 const CROSS_LIBC: &str = "/usr/aarch64-linux-gnu/lib";

@@ -14,7 +14,7 @@ use loader_tests::host::{cache_dir, in_ci};
 use loader_tests::replay::Origin;
 use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures, ReplayReport};
 use loader_tests::root::Bench;
-use loader_tests::{sysroot_env_var, Flavour, Sysroot, Target};
+use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const TARGET: Target = Target::Aarch64;
 const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::FallbackFirst];
@@ -86,7 +86,7 @@ fn replayed() -> Result<&'static ReplayReport, String> {
                 let (bench, fixtures) = prepare().map_err(|e| format!("{flavour}: {e:#}"))?;
                 made.push((flavour, bench, fixtures));
             }
-            let release = made[0].1.sysroot.release.clone();
+            let release = made[0].1.sysroot.release;
             // The benches live as long as the test binary: the report borrows nothing.
             let made: &'static [(Flavour, Bench, JetsonFixtures)] =
                 Box::leak(made.into_boxed_slice());

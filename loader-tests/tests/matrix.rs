@@ -10,7 +10,7 @@ mod util;
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_tests::matrix::{self, MATRIX};
 use loader_tests::report::{self, Sensitivity};
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 fn main() {
     let args = Arguments::from_args();

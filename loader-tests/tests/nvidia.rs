@@ -8,7 +8,7 @@ use std::process::Command;
 
 use loader_tests::host::{self, in_ci};
 use loader_tests::nvidia;
-use loader_tests::Target;
+use model::Target;
 
 /// `e_machine` of an ELF file.
 fn machine(path: &std::path::Path) -> u16 {

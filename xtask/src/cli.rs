@@ -11,10 +11,10 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
-use crate::store::release::{Release, SUPPORTED};
 use crate::{build, ci, explain, jetson, rebase, resolution, series, store, update, verify};
+use model::{Release, SUPPORTED};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -166,13 +166,13 @@ impl Selection {
 
 /// One release, for commands that act on exactly one (`X.Y`).
 pub fn release() -> impl TypedValueParser<Value = Release> {
-    PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version))
+    PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version()))
         .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
 }
 
 /// `X.Y`, `all`, or `newest` (the default, not listed).
 fn releases() -> impl TypedValueParser<Value = Releases> {
-    let listed = SUPPORTED.iter().map(|r| r.version).chain(["all"]);
+    let listed = SUPPORTED.iter().map(|r| r.version()).chain(["all"]);
     let values = listed
         .map(clap::builder::PossibleValue::new)
         .chain([clap::builder::PossibleValue::new("newest").hide(true)]);

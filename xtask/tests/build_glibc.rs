@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use loader_tests::{Flavour, Sysroot, Target};
+use model::Release;
+use model::{Flavour, Sysroot, Target};
 use xtask::build::ensure_sysroot;
-use xtask::store::release::Release;
 
 fn assert_system_layout(sysroot: &Sysroot) {
     let loader = sysroot
@@ -42,7 +42,7 @@ fn x86_64_sysroot_has_a_working_loader() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
-        text.contains(&format!("version {}", release.version)),
+        text.contains(&format!("version {}", release.version())),
         "{text}"
     );
 }

@@ -19,9 +19,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::project::*;
+use model::Release;
 use tempfile::TempDir;
 use xtask::store::import::Source;
-use xtask::store::release::Release;
 use xtask::store::SourceStore;
 
 const ONTO: &[&str] = &["rebase-glibc", "--onto", "2.42", "--from", "2.41"];
@@ -326,12 +326,12 @@ fn import_child() {
         lines.next().unwrap(),
         lines.next().unwrap(),
     );
-    let release = Release {
-        tree: Box::leak(tree.to_string().into_boxed_str()),
-        ..Release::parse("2.42").unwrap()
-    };
+    let release = Release::parse("2.42").unwrap();
+    let tree = git2::Oid::from_str(tree).unwrap();
     let store = SourceStore::open(Path::new(store)).unwrap();
-    let commit = store.import(release, &Source::Tarball(tar.into())).unwrap();
+    let commit = store
+        .import_expecting(release, tree, &Source::Tarball(tar.into()))
+        .unwrap();
     // After the harness's "test import_child ... ", on a line of its own.
     println!("\ncommit {commit}");
 }
@@ -383,13 +383,13 @@ fn commit_line(out: &std::process::Output) -> String {
 }
 
 /// A tarball of a pretend 2.42 holding `files`, in `dir`, and its tree.
-fn release_tarball(dir: &Path, files: &[(String, String)]) -> (&'static str, PathBuf) {
+fn release_tarball(dir: &Path, files: &[(String, String)]) -> (String, PathBuf) {
     let borrowed: Vec<(&str, &str)> = files
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let top = common::source_dir(&dir.join("src"), "2.42", &borrowed);
-    let tree = common::release_of("2.42", &top).tree;
+    let tree = common::release_of("2.42", &top).tree.to_string();
     (tree, common::tarball(&top, &dir.join("glibc_2.42.tar.xz")))
 }
 
@@ -406,7 +406,7 @@ fn an_import_killed_anywhere_recovers() {
     let expected = commit_line(&import_in_child(
         &clean,
         &tar,
-        tree,
+        &tree,
         &[("LD_FALLBACK_FAULT_LOG", log.as_os_str())],
     ));
     let mut points: BTreeMap<String, usize> = BTreeMap::new();
@@ -434,7 +434,7 @@ fn an_import_killed_anywhere_recovers() {
             let out = import_in_child(
                 &store,
                 &tar,
-                tree,
+                &tree,
                 &[("LD_FALLBACK_FAULT", std::ffi::OsStr::new(&fault))],
             );
             assert_eq!(out.status.signal(), Some(SIGKILL), "{what}: not killed");
@@ -449,7 +449,7 @@ fn an_import_killed_anywhere_recovers() {
                 }
             }
             let left = hidden_entries(&root);
-            let again = import_in_child(&store, &tar, tree, &[]);
+            let again = import_in_child(&store, &tar, &tree, &[]);
             assert_eq!(commit_line(&again), expected, "{what}");
             if !left.is_empty() {
                 let said = String::from_utf8_lossy(&again.stderr);
@@ -487,7 +487,7 @@ fn an_import_over_the_file_size_limit_leaves_no_temporary_pack() {
         .collect();
     let (tree, tar) = release_tarball(tmp.path(), &files);
     let store = tmp.path().join("glibc.git");
-    let mut cmd = import_child_command(&store, &tar, tree, &[]);
+    let mut cmd = import_child_command(&store, &tar, &tree, &[]);
     // SAFETY: signal and setrlimit are async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {

@@ -8,11 +8,11 @@ use std::path::Path;
 
 use common::*;
 use git2::Oid;
+use model::Release;
 use xtask::rebase::{self, Outcome};
 use xtask::series::status::{self, State};
 use xtask::series::Series;
 use xtask::series::Workspace;
-use xtask::store::release::Release;
 use xtask::store::SourceStore;
 
 const OLD_LINE: &str = "  return default_path ();\n";

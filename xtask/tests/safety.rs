@@ -409,14 +409,8 @@ fn a_one_byte_edit_is_shown_at_its_line_in_the_patch_that_changed() {
 
 /// The project's 2.41 series, and its commits on the release in the store (to build a bad
 /// series on).
-fn series_2_41(
-    p: &Project,
-) -> (
-    xtask::store::release::Release,
-    xtask::series::Series,
-    Vec<git2::Oid>,
-) {
-    let release = xtask::store::release::Release::parse("2.41").unwrap();
+fn series_2_41(p: &Project) -> (model::Release, xtask::series::Series, Vec<git2::Oid>) {
+    let release = model::Release::parse("2.41").unwrap();
     let series = xtask::series::Series::load(&p.patches().join("2.41")).unwrap();
     let base = p.t.store.release_commit(release).unwrap().unwrap();
     let commits = series.commit_on(p.t.repo(), base).unwrap();
@@ -860,8 +854,8 @@ fn a_series_carrying_a_marker_is_refused_everywhere() {
 fn check_refuses_a_recorded_resolution_that_keeps_a_marker() {
     use xtask::rebase::resolution::{Kind, Resolution, Resolutions};
     let p = Project::new();
-    let release = xtask::store::release::Release::parse("2.42").unwrap();
-    let from = xtask::store::release::Release::parse("2.41").unwrap();
+    let release = model::Release::parse("2.42").unwrap();
+    let from = model::Release::parse("2.41").unwrap();
     let produced = "<<<<<<< a\nint rtld_renamed;\n=======\nint fallback;\n>>>>>>> b\n";
     let kept = "int rtld_renamed;\n=======\nint fallback;\n";
     let record = Resolution::make(
@@ -1067,8 +1061,8 @@ fn a_series_line_naming_a_file_elsewhere_is_refused() {
 fn a_rebase_refuses_recorded_resolutions_that_check_refuses() {
     use xtask::rebase::resolution::{Kind, Resolution, Resolutions};
     let p = Project::new();
-    let release = xtask::store::release::Release::parse("2.42").unwrap();
-    let from = xtask::store::release::Release::parse("2.41").unwrap();
+    let release = model::Release::parse("2.42").unwrap();
+    let from = model::Release::parse("2.41").unwrap();
     let record = Resolution::make(
         "0001-elf-Search-LD_FALLBACK_PATH-last.patch",
         "README",
@@ -1100,15 +1094,15 @@ fn a_rebase_refuses_recorded_resolutions_that_check_refuses() {
 fn check_names_a_supported_release_whose_series_is_gone() {
     let p = Project::new();
     let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
-    for release in xtask::store::release::SUPPORTED {
-        let dir = p.patches().join(release.version);
-        let line = if release.version == "2.41" {
+    for release in model::SUPPORTED {
+        let dir = p.patches().join(release.version());
+        let line = if release.version() == "2.41" {
             format!("ok      {}", dir.display())
         } else {
             format!(
                 "FAILED  {}: glibc {} is a supported release, but it has no series",
                 dir.display(),
-                release.version
+                release.version()
             )
         };
         assert!(ran.stdout.contains(&line), "{line}: {ran:?}");

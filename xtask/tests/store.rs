@@ -6,7 +6,6 @@ use std::os::unix::fs::PermissionsExt;
 
 use common::*;
 use xtask::store::import::Source;
-use xtask::store::release::Release;
 use xtask::store::SourceStore;
 
 fn files() -> Vec<(&'static str, &'static str)> {
@@ -20,7 +19,7 @@ fn files() -> Vec<(&'static str, &'static str)> {
 }
 
 /// A tarball of `files()` with an executable script and a symlink; returns it and its release.
-fn release_tarball(t: &TestStore) -> (Release, std::path::PathBuf) {
+fn release_tarball(t: &TestStore) -> (Synthetic, std::path::PathBuf) {
     let src = t.tmp.path().join("src");
     let top = source_dir(&src, "2.41", &files());
     make_executable(&top.join("scripts/run.sh"));
@@ -39,30 +38,33 @@ fn imports_are_deterministic_and_keep_modes() {
     let (release, tar) = release_tarball(&t);
     let commit = t
         .store
-        .import(release, &Source::Tarball(tar.clone()))
+        .import_expecting(release.release, release.tree, &Source::Tarball(tar.clone()))
         .unwrap();
 
     let other = TestStore::new();
     assert_eq!(
-        other.store.import(release, &Source::Tarball(tar)).unwrap(),
+        other
+            .store
+            .import_expecting(release.release, release.tree, &Source::Tarball(tar))
+            .unwrap(),
         commit
     );
     // Re-importing is a no-op.
-    assert_eq!(t.store.ensure_release(release).unwrap(), commit);
+    assert_eq!(t.store.ensure_release(release.release).unwrap(), commit);
     let listed = t.store.list().unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(
         (listed[0].tag.as_str(), listed[0].commit),
         ("glibc-2.41", commit)
     );
-    assert_eq!(listed[0].tree.to_string(), release.tree);
+    assert_eq!(listed[0].tree, release.tree);
 
     let c = t.repo().find_commit(commit).unwrap();
     assert_eq!(c.parent_count(), 0);
     assert_eq!(c.author().when().seconds(), 0);
 
     let out = t.tmp.path().join("out");
-    t.store.export_tree(release, None, &out).unwrap();
+    t.store.export_tree(release.release, None, &out).unwrap();
     assert!(
         !out.join("manual").exists(),
         "manual/ is dropped from every stored tree"
@@ -104,7 +106,7 @@ fn imports_are_deterministic_and_keep_modes() {
     );
 
     // Export refuses to write over something.
-    assert!(t.store.export_tree(release, None, &out).is_err());
+    assert!(t.store.export_tree(release.release, None, &out).is_err());
 }
 
 #[test]
@@ -115,7 +117,10 @@ fn the_same_tree_as_git_write_tree() {
     std::fs::remove_dir_all(top.join("manual")).unwrap();
     run(&top, "git", &["init", "-q"]);
     run(&top, "git", &["add", "-A", "-f"]);
-    assert_eq!(run(&top, "git", &["write-tree"]).trim(), release.tree);
+    assert_eq!(
+        run(&top, "git", &["write-tree"]).trim(),
+        release.tree.to_string()
+    );
 }
 
 #[test]
@@ -128,7 +133,7 @@ fn a_corrupt_tarball_is_refused_and_the_store_is_unchanged() {
     let err = format!(
         "{:#}",
         t.store
-            .import(release, &Source::Tarball(corrupt))
+            .import_expecting(release.release, release.tree, &Source::Tarball(corrupt))
             .unwrap_err()
     );
     assert!(
@@ -136,7 +141,7 @@ fn a_corrupt_tarball_is_refused_and_the_store_is_unchanged() {
         "{err}"
     );
     assert!(t.store.list().unwrap().is_empty());
-    assert!(t.store.release_commit(release).unwrap().is_none());
+    assert!(t.store.release_commit(release.release).unwrap().is_none());
 }
 
 #[test]
@@ -151,11 +156,12 @@ fn a_tarball_of_other_content_is_refused() {
     let tar = tarball(&other, &t.tmp.path().join("other.tar.xz"));
     let err = t
         .store
-        .import(release, &Source::Tarball(tar))
+        .import_expecting(release.release, release.tree, &Source::Tarball(tar))
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("does not hold glibc 2.41 as pinned") && err.contains(release.tree),
+        err.contains("does not hold glibc 2.41 as pinned")
+            && err.contains(&release.tree.to_string()),
         "{err}"
     );
     assert!(err.contains("the store is unchanged"), "{err}");
@@ -166,7 +172,10 @@ fn a_tarball_of_other_content_is_refused() {
 fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
     let t = TestStore::new();
     let (release, tar) = release_tarball(&t);
-    let from_tarball = t.store.import(release, &Source::Tarball(tar)).unwrap();
+    let from_tarball = t
+        .store
+        .import_expecting(release.release, release.tree, &Source::Tarball(tar))
+        .unwrap();
 
     // An upstream-like repository: the same files, manual/ included, tagged glibc-2.41.
     let upstream = t.tmp.path().join("src/glibc-2.41");
@@ -178,7 +187,11 @@ fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
     let other = TestStore::new();
     let from_git = other
         .store
-        .import(release, &Source::Git(upstream.display().to_string()))
+        .import_expecting(
+            release.release,
+            release.tree,
+            &Source::Git(upstream.display().to_string()),
+        )
         .unwrap();
     assert_eq!(from_git, from_tarball);
 
@@ -190,7 +203,11 @@ fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
     let third = TestStore::new();
     let err = third
         .store
-        .import(release, &Source::Git(upstream.display().to_string()))
+        .import_expecting(
+            release.release,
+            release.tree,
+            &Source::Git(upstream.display().to_string()),
+        )
         .unwrap_err()
         .to_string();
     assert!(err.contains("does not hold glibc 2.41 as pinned"), "{err}");
@@ -241,7 +258,10 @@ fn a_new_store_appears_whole_or_not_at_all() {
 fn every_compression_and_hard_links_give_the_same_release() {
     let t = TestStore::new();
     let (release, xz) = release_tarball(&t);
-    let commit = t.store.import(release, &Source::Tarball(xz)).unwrap();
+    let commit = t
+        .store
+        .import_expecting(release.release, release.tree, &Source::Tarball(xz))
+        .unwrap();
     // git drops `.git` entries at any depth; a hard link is a second copy of its file.
     let top = t.tmp.path().join("src/glibc-2.41");
     std::fs::create_dir_all(top.join("elf/.git")).unwrap();
@@ -259,7 +279,7 @@ fn every_compression_and_hard_links_give_the_same_release() {
         let other = TestStore::new();
         let linked = other
             .store
-            .import(with_link, &Source::Tarball(tar))
+            .import_expecting(with_link.release, with_link.tree, &Source::Tarball(tar))
             .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert_ne!(linked, commit);
         // git's own checks: pack and index checksums, every object, connectivity.
@@ -293,13 +313,14 @@ fn a_second_release_packs_only_new_objects() {
         &[("elf/dl-load.c", "int v40;\n"), ("COPYING", "gpl\n")],
     );
     assert_eq!(packed(), [4], "2 blobs, elf/ and the root");
-    let (release, commit) = t.add(
+    let (_, commit) = t.add(
         "2.41",
         &[("elf/dl-load.c", "int v41;\n"), ("COPYING", "gpl\n")],
     );
     assert_eq!(packed(), [3, 4], "the new dl-load.c, elf/ and the root");
-    let tree = t.repo().find_commit(commit).unwrap().tree().unwrap();
-    assert_eq!(tree.id().to_string(), release.tree);
+    let tree = t.repo().find_commit(commit).unwrap().tree_id();
+    let top = t.tmp.path().join("src-2.41/glibc-2.41");
+    assert_eq!(tree, release_of("2.41", &top).tree);
     run(t.store.dir(), "git", &["fsck", "--strict", "--no-dangling"]);
 }
 
@@ -318,7 +339,9 @@ fn a_tarball_with_two_top_level_directories_is_refused() {
     );
     let err = format!(
         "{:#}",
-        t.store.import(release, &Source::Tarball(tar)).unwrap_err()
+        t.store
+            .import_expecting(release.release, release.tree, &Source::Tarball(tar))
+            .unwrap_err()
     );
     assert!(err.contains("single top-level directory"), "{err}");
     assert!(t.store.list().unwrap().is_empty());

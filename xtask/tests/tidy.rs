@@ -33,7 +33,7 @@ fn run(cmd: &mut Command, fix: &str) {
 /// The Rust sources of both crates: `src/` and `tests/`.
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for krate in ["xtask", "loader-tests"] {
+    for krate in ["model", "xtask", "loader-tests"] {
         for dir in ["src", "tests"] {
             collect(&workspace().join(krate).join(dir), &mut files);
         }
@@ -189,7 +189,7 @@ fn statement_from(lines: &[&str], i: usize) -> String {
 #[test]
 fn every_dependency_is_used() {
     let mut unused = Vec::new();
-    for krate in ["xtask", "loader-tests"] {
+    for krate in ["model", "xtask", "loader-tests"] {
         let dir = workspace().join(krate);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         for (section, code_dirs) in [

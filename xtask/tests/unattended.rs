@@ -8,11 +8,11 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
+use model::Release;
 use xtask::rebase::state::Checks;
 use xtask::rebase::{self, build_check, Options, Outcome};
 use xtask::series::news;
 use xtask::series::{Series, Workspace};
-use xtask::store::release::Release;
 use xtask::store::SourceStore;
 
 const OLD_LINE: &str = "  return default_path ();\n";

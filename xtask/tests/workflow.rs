@@ -9,10 +9,10 @@ use github_actions_models::common::expr::LoE;
 use github_actions_models::common::If;
 use github_actions_models::workflow::job::{Container, NormalJob, Step};
 use github_actions_models::workflow::{Job, Workflow};
-use loader_tests::Target;
+use model::Target;
+use model::{Release, SUPPORTED};
 use xtask::ci::workflow;
 use xtask::cli::Cli;
-use xtask::store::release::{Release, SUPPORTED};
 
 fn workflow() -> Workflow {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -90,7 +90,7 @@ fn one_job_per_cell_of_the_release_list() {
             _ => panic!("no {name} dimension"),
         }
     };
-    let releases: Vec<String> = SUPPORTED.iter().map(|r| r.version.to_string()).collect();
+    let releases: Vec<String> = SUPPORTED.iter().map(|r| r.version().to_string()).collect();
     assert_eq!(values("release"), releases);
     let targets: Vec<String> = Target::ALL.iter().map(|t| t.name().to_string()).collect();
     assert_eq!(values("target"), targets);
@@ -188,7 +188,7 @@ fn the_newest_aarch64_cell_checks_the_jetson_replay() {
         .collect();
     assert_eq!(replays.len(), 1, "one step runs the Jetson replay");
     let step = replays[0];
-    let newest = Release::newest().version;
+    let newest = Release::newest().version();
     let argv = xtask_commands(cell, newest, "aarch64")
         .into_iter()
         .find(|argv| argv.get(1).map(String::as_str) == Some("jetson-replay"))

@@ -110,9 +110,9 @@ impl Scenario {
     }
 
     /// What a loader of this flavour is expected to give.
-    pub fn expectation(&self, flavour: crate::Flavour) -> &'static str {
+    pub fn expectation(&self, flavour: model::Flavour) -> &'static str {
         match (flavour, self.unpatched) {
-            (crate::Flavour::Unpatched, Unpatched::Gives(without)) => without,
+            (model::Flavour::Unpatched, Unpatched::Gives(without)) => without,
             _ => self.expected,
         }
     }

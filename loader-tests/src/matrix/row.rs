@@ -283,7 +283,7 @@ fn same_map(out: &Output) -> Result<Observed> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Target;
+    use model::Target;
 
     fn layout() -> Layout {
         Layout::for_target(Target::X86_64, "/lib64", "/usr/lib64")

@@ -12,7 +12,7 @@ use anyhow::Result;
 use super::{App, Board, Compat, HostLibs, Linkage, BOARDS, COMPATS, RUNTIMES};
 use crate::fixtures::{ensure_set, Compiler, FixtureSet};
 use crate::layout::Layout;
-use crate::Sysroot;
+use model::Sysroot;
 
 /// Bump when the recipe below changes in a way the sources hash cannot see.
 const RECIPE: &str = "jetson-v2";

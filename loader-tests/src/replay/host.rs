@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::debs::{PackageSet, Unavailable};
 use crate::nvidia::debian_arch;
-use crate::Target;
+use model::Target;
 
 const SET: PackageSet = PackageSet {
     name: "jetson-host",

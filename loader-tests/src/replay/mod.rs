@@ -27,7 +27,7 @@ pub mod summary;
 use std::collections::BTreeMap;
 
 use crate::root::Bench;
-use crate::{Flavour, Target};
+use model::{Flavour, Release, Target};
 
 pub use fixtures::JetsonFixtures;
 pub use host::HostLibs;
@@ -508,7 +508,7 @@ impl RunKey {
 /// missing: its rows are then reported as not run, with the reason.
 pub struct Benches<'a> {
     pub target: Target,
-    pub release: String,
+    pub release: Release,
     pub host: HostLibs,
     pub benches: BTreeMap<Flavour, Result<(&'a Bench, JetsonFixtures), String>>,
 }

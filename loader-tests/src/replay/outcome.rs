@@ -255,7 +255,7 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 mod tests {
     use super::*;
     use crate::replay::COLUMNS;
-    use crate::Target;
+    use model::Target;
 
     #[test]
     fn the_missing_library_is_named() {

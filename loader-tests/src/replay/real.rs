@@ -15,7 +15,7 @@ use anyhow::Result;
 
 use crate::fixtures::{ensure_set, Compiler, FixtureSet};
 use crate::layout::Layout;
-use crate::Sysroot;
+use model::Sysroot;
 
 /// What a setup puts where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

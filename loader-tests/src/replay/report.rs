@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::{App, Approach, Benches, Column, Linkage, OptOut, Origin, RunKey, APPROACHES, COLUMNS};
-use crate::{Flavour, Target};
+use model::{Flavour, Release, Target};
 
 /// A generated block of docs/jetson.md: its opening and closing lines.
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +35,7 @@ pub const PROVENANCE: &str = "Generated ";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplayReport {
-    pub release: String,
+    pub release: Release,
     pub target: Target,
     /// When, from which commit and series (set by `cargo xtask jetson-replay`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -326,7 +326,7 @@ impl ReplayReport {
     pub fn new(benches: &Benches<'_>, rows: Vec<RowReport>) -> ReplayReport {
         let triplet = benches.target.triplet();
         ReplayReport {
-            release: benches.release.clone(),
+            release: benches.release,
             target: benches.target,
             provenance: None,
             host_libraries: benches.host.versions.clone(),

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use super::report::{CellReport, ReplayReport, RunReport};
 use super::{Origin, APPROACHES, COLUMNS};
-use crate::Flavour;
+use model::Flavour;
 
 /// What a cell came to under its row's loader (first way, nixpkgs' RUNPATH).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -428,7 +428,7 @@ mod tests {
     use super::*;
     use crate::replay::report::{ColumnReport, RowReport};
     use crate::replay::{App, RunKey};
-    use crate::Target;
+    use model::Target;
 
     /// A report whose every run of every cell gives `outcome(approach, column, flavour)`.
     fn replayed(outcome: impl Fn(u8, &str, Flavour) -> &'static str) -> ReplayReport {
@@ -466,7 +466,7 @@ mod tests {
             })
             .collect();
         ReplayReport {
-            release: "2.44".into(),
+            release: model::Release::parse("2.44").unwrap(),
             target: Target::Aarch64,
             provenance: None,
             host_libraries: Vec::new(),

@@ -7,7 +7,7 @@ use object::read::elf::{Dyn, FileHeader, ProgramHeader};
 use object::read::StringTable;
 use object::Endianness;
 
-use crate::Target;
+use model::Target;
 
 /// What `open_verify` makes of a file's first bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::Target;
+use model::Target;
 
 pub mod cache;
 pub mod elf;

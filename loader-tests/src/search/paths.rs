@@ -200,7 +200,7 @@ impl DirMemory {
 mod tests {
     use super::*;
     use crate::search::platform::{Cpu, Release};
-    use crate::Target;
+    use model::Target;
 
     fn facts() -> LoaderFacts {
         LoaderFacts::new(

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::cache::LegacyHwcaps;
-use crate::Target;
+use model::Target;
 
 /// A glibc release, as far as the search differs between releases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

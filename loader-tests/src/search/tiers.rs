@@ -150,7 +150,7 @@ impl<'c> Model<'c> {
         let select = Selector {
             flags: self.facts.cache_flags,
             hwcaps: &selector_hwcaps,
-            isa_levels: (self.facts.target == crate::Target::X86_64)
+            isa_levels: (self.facts.target == model::Target::X86_64)
                 .then_some(self.facts.cpu.isa_levels),
             legacy: self.facts.legacy_cache_hwcaps(),
         };

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use loader_tests::host::{cache_dir, in_ci};
 use loader_tests::report::{Outcome, Verdict};
 use loader_tests::root::Bench;
-use loader_tests::{sysroot_env_var, Flavour, Sysroot, Target};
+use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 /// One bench per (target, flavour), or why there is none.
 static BENCHES: [[OnceLock<Result<Bench, String>>; 2]; 2] = [

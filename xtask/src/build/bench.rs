@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 use super::compare;
 use super::lock;
@@ -17,8 +17,8 @@ use super::recipe::Recipe;
 use super::source::{self, BuildSource};
 use super::{default_jobs, workdir, Builder, Layout};
 use crate::cli::{self, Global};
-use crate::store::release::Release;
 use crate::util::paths;
+use model::Release;
 
 /// The file the inner loop edits: the loader's search code, which the series edits.
 const EDITED: &str = "elf/dl-load.c";
@@ -294,7 +294,8 @@ fn edit_series(builder: &Builder, release: Release, dir: &Path) -> Result<()> {
     if !copy.success() {
         bail!("cannot copy {} ({copy})", builder.patches_dir.display());
     }
-    crate::series::Series::from_commits(repo, release, &commits)?.write(&dir.join(release.version))
+    crate::series::Series::from_commits(repo, release, &commits)?
+        .write(&dir.join(release.version()))
 }
 
 /// The baseline: what a developer would do by hand, in a fresh directory, with the same

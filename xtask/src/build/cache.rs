@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Release, Target};
 
 use super::lock::{self, FileLock};
 
@@ -20,14 +20,13 @@ const SYSROOT: &str = "sysroot";
 /// Everything that changes an installed glibc. Two builds with equal inputs are interchangeable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyInputs {
-    /// `X.Y`.
-    pub release: String,
+    pub release: Release,
     /// The git tree id of the release's pristine sources.
     pub tree_id: String,
     /// The patch series' content id; `None` for an unpatched build.
     pub series_id: Option<String>,
-    /// A variant flavour's name (`fallback-first`); its patches are in `series_id` too.
-    pub variant: Option<String>,
+    /// Patched, unpatched, or a variant (whose patches are in `series_id` too).
+    pub flavour: Flavour,
     pub target: Target,
     pub configure_flags: Vec<String>,
     pub environment: Vec<(String, String)>,
@@ -37,16 +36,6 @@ pub struct KeyInputs {
 }
 
 impl KeyInputs {
-    pub fn flavour(&self) -> Flavour {
-        if let Some(variant) = self.variant.as_deref().and_then(Flavour::parse) {
-            return variant;
-        }
-        match self.series_id {
-            Some(_) => Flavour::Patched,
-            None => Flavour::Unpatched,
-        }
-    }
-
     /// The canonical text the key hashes; also kept in the MANIFEST for `--list` and debugging.
     pub fn text(&self) -> String {
         let mut text = format!(
@@ -59,7 +48,7 @@ impl KeyInputs {
             self.compiler,
         );
         // Only variants add a line: the keys of patched and unpatched builds stay as they were.
-        if let Some(variant) = &self.variant {
+        if let Some(variant) = self.flavour.variant() {
             text.push_str(&format!("variant {variant}\n"));
         }
         for flag in &self.configure_flags {
@@ -83,7 +72,7 @@ impl KeyInputs {
             "glibc {} {} {}",
             self.release,
             self.target.name(),
-            self.flavour()
+            self.flavour
         )
     }
 
@@ -93,7 +82,7 @@ impl KeyInputs {
             "{}-{}-{}-{}",
             self.release,
             self.target.name(),
-            self.flavour(),
+            self.flavour,
             &self.key()[..16]
         )
     }
@@ -102,9 +91,9 @@ impl KeyInputs {
 /// What a published build records about itself; written last.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
-    pub release: String,
-    pub target: String,
-    pub flavour: String,
+    pub release: Release,
+    pub target: Target,
+    pub flavour: Flavour,
     pub key: String,
     /// Seconds since the epoch.
     pub created: u64,
@@ -116,9 +105,9 @@ pub struct Manifest {
 impl Manifest {
     pub fn new(inputs: &KeyInputs, build_seconds: u64, log: &Path) -> Manifest {
         Manifest {
-            release: inputs.release.clone(),
-            target: inputs.target.name().to_string(),
-            flavour: inputs.flavour().to_string(),
+            release: inputs.release,
+            target: inputs.target,
+            flavour: inputs.flavour,
             key: inputs.key(),
             created: now_secs(),
             build_seconds,
@@ -153,10 +142,13 @@ impl Manifest {
                 .map(|v| v.to_string())
                 .with_context(|| format!("manifest lacks `{name}`"))
         };
+        let target = field("target")?;
+        let flavour = field("flavour")?;
         Ok(Manifest {
-            release: field("release")?,
-            target: field("target")?,
-            flavour: field("flavour")?,
+            release: Release::parse(&field("release")?)?,
+            target: Target::parse(&target).with_context(|| format!("unknown target `{target}`"))?,
+            flavour: Flavour::parse(&flavour)
+                .with_context(|| format!("unknown flavour `{flavour}`"))?,
             key: field("key")?,
             created: field("created")?.parse().context("bad `created`")?,
             build_seconds: field("build-seconds")?
@@ -252,7 +244,7 @@ impl BuildCache {
         Ok(())
     }
 
-    /// Finished builds, newest first.
+    /// Finished builds, newest first (a build of a release no longer supported is not one).
     pub fn list(&self) -> Result<Vec<Entry>> {
         if !self.root.exists() {
             return Ok(Vec::new());
@@ -277,7 +269,7 @@ impl BuildCache {
         let mut removed = Vec::new();
         for entry in self.list()? {
             let m = &entry.manifest;
-            if seen.insert((m.release.clone(), m.target.clone(), m.flavour.clone())) {
+            if seen.insert((m.release, m.target, m.flavour)) {
                 continue;
             }
             let name = entry_name(&entry.dir);

@@ -24,11 +24,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::{Flavour, Sysroot, Target};
+use model::{Flavour, Sysroot, Target};
 
-use crate::store::release::Release;
 use crate::util::paths;
 use cache::{BuildCache, KeyInputs, Manifest};
+use model::Release;
 use recipe::Recipe;
 use source::BuildSource;
 use workdir::WorkDir;
@@ -127,7 +127,7 @@ impl Builder {
             sysroot: Sysroot {
                 path: entry.sysroot(),
                 target,
-                release: release.version.to_string(),
+                release,
                 flavour,
             },
             built,
@@ -218,10 +218,10 @@ impl Builder {
             None => BuildSource::resolve(self.store.as_deref(), release, series)?,
         };
         let inputs = KeyInputs {
-            release: release.version.to_string(),
+            release,
             tree_id: source.tree_id.clone(),
             series_id: source.series_id(),
-            variant: flavour.variant().map(str::to_string),
+            flavour,
             target,
             configure_flags: recipe.configure_flags(),
             environment: recipe

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use loader_tests::host::{self, tools, Tool, Toolchain};
-use loader_tests::Target;
+use model::Target;
 
 use crate::util::logged;
 

@@ -4,11 +4,11 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
-use loader_tests::Flavour;
+use model::Flavour;
 
 use crate::series::{Patch, Series};
-use crate::store::release::Release;
 use crate::store::SourceStore;
+use model::Release;
 
 /// A resolved build input: which tree and which series, ready to be written out.
 pub struct BuildSource {
@@ -38,15 +38,13 @@ impl BuildSource {
         series: Option<Series>,
     ) -> Result<BuildSource> {
         let commit = store.ensure_release(release)?;
-        let tree_id = if release.tree.is_empty() {
-            let commit = store
-                .repo()
-                .find_commit(commit)
-                .context("release commit missing from the store")?;
-            commit.tree_id().to_string()
-        } else {
-            release.tree.to_string()
-        };
+        // The import verified this tree against the pin: for a real release it is the pin.
+        let tree_id = store
+            .repo()
+            .find_commit(commit)
+            .context("release commit missing from the store")?
+            .tree_id()
+            .to_string();
         Ok(BuildSource {
             store,
             release,
@@ -94,7 +92,7 @@ impl BuildSource {
 
 /// `patches/<X.Y>/`, or an error that says how to make it.
 pub fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
-    let dir = patches_dir.join(release.version);
+    let dir = patches_dir.join(release.version());
     if !dir.is_dir() {
         bail!(
             "glibc {release} has no patch series ({} does not exist); create it with \
@@ -133,7 +131,7 @@ pub fn series_for(
     let dir = patches_dir
         .join("variants")
         .join(variant)
-        .join(release.version);
+        .join(release.version());
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .with_context(|| {
             format!(
@@ -159,9 +157,10 @@ pub fn series_for(
         let path = dir.join(&name);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        series
-            .series_text
-            .push_str(&format!("variants/{variant}/{}/{name}\n", release.version));
+        series.series_text.push_str(&format!(
+            "variants/{variant}/{}/{name}\n",
+            release.version()
+        ));
         series.patches.push(Patch { name, text });
     }
     Ok(Some(series))

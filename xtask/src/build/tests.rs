@@ -51,7 +51,10 @@ fn editing_a_patch_changes_the_key_and_nothing_else_does() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("series"),
-        format!("# base: glibc-2.44 {}\n0001-fallback.patch\n", release.tree),
+        format!(
+            "# base: glibc-2.44 {}\n0001-fallback.patch\n",
+            release.pinned_tree()
+        ),
     )
     .unwrap();
     let patch = dir.join("0001-fallback.patch");
@@ -59,10 +62,10 @@ fn editing_a_patch_changes_the_key_and_nothing_else_does() {
     let key = || {
         let series = source::load_series(patches.path(), release).unwrap();
         KeyInputs {
-            release: "2.44".into(),
-            tree_id: release.tree.into(),
+            release,
+            tree_id: release.pinned_tree().into(),
             series_id: Some(series.content_id()),
-            variant: None,
+            flavour: Flavour::Patched,
             target: Target::X86_64,
             configure_flags: vec!["--prefix=/usr".into()],
             environment: vec![],

@@ -10,10 +10,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use loader_tests::{sysroot_env_var, Flavour, Target};
+use model::{sysroot_env_var, Flavour, Target};
 
 use crate::cli::Global;
-use crate::store::release::Release;
+use model::Release;
 
 #[derive(clap::Args)]
 pub struct Args {

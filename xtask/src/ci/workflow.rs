@@ -16,9 +16,9 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::Target;
+use model::Target;
 
-use crate::store::release::{Release, SUPPORTED};
+use model::{Release, SUPPORTED};
 
 /// Where the workflow lives in the checkout.
 pub const PATH: &str = ".github/workflows/verify.yml";
@@ -34,7 +34,7 @@ pub fn path(root: &Path) -> PathBuf {
 pub fn render() -> String {
     let releases: Vec<String> = SUPPORTED
         .iter()
-        .map(|r| format!("\"{}\"", r.version))
+        .map(|r| format!("\"{}\"", r.version()))
         .collect();
     let targets: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
     // docs/jetson.md is the newest release's aarch64 replay (see `jetson-replay`'s defaults).

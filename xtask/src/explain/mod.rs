@@ -8,10 +8,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use loader_tests::search::fs::{OpenError, Tree};
 use loader_tests::search::{self, Config, Cpu, Dlopen, PathList};
-use loader_tests::Target;
+use model::Target;
 
 use crate::cli::{self, NeedsAttention};
-use crate::store::release::{Release, SUPPORTED};
+use model::{Release, SUPPORTED};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -174,5 +174,5 @@ impl Args {
 
 /// The model's release from the shared vocabulary's.
 fn parse(release: &Release) -> search::Release {
-    search::Release::parse(release.version).expect("supported releases are X.Y")
+    search::Release::parse(release.version()).expect("supported releases are X.Y")
 }

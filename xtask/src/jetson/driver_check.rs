@@ -13,10 +13,10 @@ use anyhow::{bail, Context, Result};
 use loader_tests::host::{self, tools};
 use loader_tests::layout::Layout;
 use loader_tests::replay::real::{self, Dirs, Row, Setup};
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 use crate::cli::{Global, NeedsAttention};
-use crate::store::release::Release;
+use model::Release;
 
 /// The machine's driver, as far as the check needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +171,7 @@ fn host_compat() -> Option<(PathBuf, String)> {
 }
 
 pub fn run(global: &Global, release: Release) -> Result<()> {
-    let Some(target) = Target::parse(std::env::consts::ARCH) else {
+    let Some(target) = Target::native() else {
         bail!(
             "the real-driver check runs on x86_64 or aarch64 machines, not {}",
             std::env::consts::ARCH

@@ -20,11 +20,11 @@ use anyhow::{bail, Context, Result};
 use loader_tests::host::{self, tools};
 use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures};
 use loader_tests::root::Bench;
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 use crate::cli::{self, Global};
-use crate::store::release::Release;
 use crate::util::paths;
+use model::Release;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -106,7 +106,7 @@ impl Args {
         let preparation = started.elapsed();
         let benches = Benches {
             target: self.target,
-            release: release.version.to_string(),
+            release,
             host: host_libs.clone(),
             benches: prepared
                 .iter()

@@ -9,7 +9,7 @@ use crate::cli::Global;
 use crate::rebase::engine::{pick, Picked, Step};
 use crate::series::Series;
 use crate::series::Workspace;
-use crate::store::release::{Release, SUPPORTED};
+use model::{Release, SUPPORTED};
 
 /// A one-patch series on `release` touching `elf/dl-load.c` next to the default-path search,
 /// where a real LD_FALLBACK_PATH patch hooks in: used while `patches/` has no series.
@@ -66,7 +66,7 @@ pub fn run(global: &Global) -> Result<()> {
     let mut rows = Vec::new();
     for release in SUPPORTED
         .iter()
-        .filter(|r| r.version != series.base.version)
+        .filter(|r| r.version() != series.base.version())
     {
         let one = Instant::now();
         let head = ws.store.ensure_release(*release)?;
@@ -78,7 +78,7 @@ pub fn run(global: &Global) -> Result<()> {
             ),
             Picked::Conflict { at, .. } => format!("conflict at patch {}", at + 1),
         };
-        rows.push((release.version, outcome, one.elapsed()));
+        rows.push((release.version(), outcome, one.elapsed()));
     }
     let rebase = started.elapsed();
 

@@ -22,10 +22,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 use crate::build::{Builder, BuiltTree};
-use crate::store::release::Release;
+use model::Release;
 
 /// Where the compiled build tree comes from.
 pub enum Source {

@@ -17,8 +17,8 @@ use crate::series::Workspace;
 use crate::series::{
     first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,
 };
-use crate::store::release::{Release, SUPPORTED};
 use crate::store::ReleaseNotImported;
+use model::{Release, SUPPORTED};
 
 pub struct CheckReport {
     /// Nothing needs attention.
@@ -82,7 +82,7 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
             report.text,
             "FAILED  {}: not a supported release ({}); move or delete it",
             stray.display(),
-            crate::store::release::supported_list()
+            model::supported_list()
         );
     }
     for release in releases.iter().copied() {
@@ -197,7 +197,7 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
                 report.text,
                 "FAILED  {}: not a supported release ({}); move or delete it",
                 dir.display(),
-                crate::store::release::supported_list()
+                model::supported_list()
             );
             continue;
         };

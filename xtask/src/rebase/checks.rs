@@ -18,9 +18,9 @@ use tempfile::TempDir;
 
 use super::build_check::{self, BuildCheck};
 use super::state::Checks;
-use crate::store::release::Release;
 use crate::store::worktree;
 use crate::util::{child, logged, staging};
+use model::Release;
 
 /// The staging kind of scratch trees in the rebase directory (`.check-<pid>-*`).
 pub const SCRATCH: &str = "check";
@@ -120,7 +120,7 @@ impl Checker {
             cmd.arg("-c")
                 .arg(command)
                 .current_dir(&tree)
-                .env(ENV_RELEASE, onto.version)
+                .env(ENV_RELEASE, onto.version())
                 .env(ENV_PATCH, patch.name)
                 .env(ENV_TREE, &tree);
             child::dies_with_us(&mut cmd);

@@ -12,8 +12,8 @@ use super::{
 use crate::build::{Builder, Layout};
 use crate::cli::{self, Global, NeedsAttention};
 use crate::series::Workspace;
-use crate::store::release::Release;
 use crate::util::paths;
+use model::Release;
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("mode").required(true).args(["onto", "continue_", "abort", "check"])))]

@@ -29,10 +29,10 @@ use git2::Oid;
 pub use check::{check, check_release, CheckReport};
 
 use crate::series::{Series, Workspace};
-use crate::store::release::Release;
 use crate::util::{durable, fault, together};
 use checks::Checker;
 use engine::{applied, commit_like, Merged, Step};
+use model::Release;
 use resolution::{Kind, Resolution, Resolutions};
 use state::{Checks, ConflictFile, RebaseState, Stop, Used};
 
@@ -802,7 +802,7 @@ impl<'a> Run<'a> {
                 .records
                 .list
                 .iter()
-                .filter(|r| r.from != self.from.base.version)
+                .filter(|r| r.from != self.from.base)
                 .cloned()
                 .collect(),
         };
@@ -856,7 +856,7 @@ pub fn publish(
             dest: records_dir.clone(),
         },
     ];
-    if let Err(e) = together::replace(journal_dir, onto.version, &pairs) {
+    if let Err(e) = together::replace(journal_dir, onto.version(), &pairs) {
         for pair in &pairs {
             let _ = durable::remove_tree(&pair.staged);
         }
@@ -925,10 +925,7 @@ pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> 
         ),
         many => bail!(
             "rebases onto {} are in progress: say which with --release X.Y",
-            many.iter()
-                .map(|r| r.version)
-                .collect::<Vec<_>>()
-                .join(", ")
+            model::listed(many)
         ),
     }
 }

@@ -10,7 +10,7 @@ use similar::TextDiff;
 
 use crate::rebase::engine::Step;
 use crate::series::Series;
-use crate::store::release::Release;
+use model::Release;
 
 /// What a reviewer needs to compare: the patch minus what moves with every rebase.
 pub fn normalize(text: &str) -> String {

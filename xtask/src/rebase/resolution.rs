@@ -34,8 +34,8 @@ use similar::TextDiff;
 use crate::series::defect;
 use crate::series::markers::{has_markers, is_marker_line};
 use crate::series::scope::Scope;
-use crate::store::release::Release;
 use crate::util::{durable, staging};
+use model::Release;
 
 /// `patches/<DIR>/<X.Y>/`: where the resolutions of the rebases onto X.Y live.
 pub const DIR: &str = crate::series::RESOLUTIONS_DIR;
@@ -83,9 +83,9 @@ pub struct Resolution {
     pub patch: String,
     pub path: String,
     pub kind: Kind,
-    /// The source series' release (`X.Y`), for bookkeeping: a rebase from elsewhere keeps
-    /// this resolution even when it does not meet it.
-    pub from: String,
+    /// The source series' release, for bookkeeping: a rebase from elsewhere keeps this
+    /// resolution even when it does not meet it.
+    pub from: Release,
     /// The blob the rebase produced at `path`. (A file the human created where the rebase
     /// produced none is not recorded: absence is no text to be sure of.)
     pub key: Oid,
@@ -113,7 +113,7 @@ impl Resolution {
             patch: patch.to_string(),
             path: path.to_string(),
             kind,
-            from: from.version.to_string(),
+            from,
             key: id(produced)?,
             result: resolved.and_then(id),
             diff: unified_diff(path, old, new),
@@ -344,7 +344,7 @@ impl Resolutions {
             // Moved aside under a staging name first, so that a crash while deleting
             // leaves an orphan the next run removes, never half a set.
             let gone = staging::tempdir_in(&parent, "resolutions")?.keep();
-            let aside = gone.join(onto.version);
+            let aside = gone.join(onto.version());
             std::fs::rename(&dest, &aside)
                 .with_context(|| format!("cannot move {} aside", dest.display()))?;
             durable::sync_dir(&parent)?;
@@ -370,19 +370,20 @@ pub fn refuse_foreign_files(dest: &Path) -> Result<()> {
 
 /// `patches/resolutions/<onto>/`.
 pub fn dir(patches_dir: &Path, onto: Release) -> PathBuf {
-    patches_dir.join(DIR).join(onto.version)
+    patches_dir.join(DIR).join(onto.version())
 }
 
 /// The sections of one patch's file.
 fn parse(patch: &str, text: &str, path: &Path) -> Result<Vec<Resolution>> {
-    let mut list: Vec<Resolution> = Vec::new();
+    let mut list: Vec<(Resolution, Option<Release>)> = Vec::new();
     let malformed = |n: usize, why: &str| {
         defect(format!(
             "{}:{n}: {why}: not a recorded resolution (restore the file from git, or delete it and let the rebase stop there again)",
             path.display()
         ))
     };
-    let mut current: Option<Resolution> = None;
+    // A section read so far, and its `from` once read.
+    let mut current: Option<(Resolution, Option<Release>)> = None;
     for (i, line) in text.split_inclusive('\n').enumerate() {
         let n = i + 1;
         if let Some(rest) = line.strip_prefix("resolution ") {
@@ -398,18 +399,22 @@ fn parse(patch: &str, text: &str, path: &Path) -> Result<Vec<Resolution>> {
                 "fix-up" => Kind::FixUp,
                 _ => return Err(malformed(n, "the kind is `conflict` or `fix-up`")),
             };
-            current = Some(Resolution {
-                patch: patch.to_string(),
-                path: file.to_string(),
-                kind,
-                from: String::new(),
-                key: Oid::zero(),
-                result: None,
-                diff: String::new(),
-            });
+            current = Some((
+                Resolution {
+                    patch: patch.to_string(),
+                    path: file.to_string(),
+                    kind,
+                    // Until its `from` line is read (checked below).
+                    from: Release::newest(),
+                    key: Oid::zero(),
+                    result: None,
+                    diff: String::new(),
+                },
+                None,
+            ));
             continue;
         }
-        let Some(r) = current.as_mut() else {
+        let Some((r, from)) = current.as_mut() else {
             if line.starts_with('#') || line.trim().is_empty() {
                 continue;
             }
@@ -429,7 +434,9 @@ fn parse(patch: &str, text: &str, path: &Path) -> Result<Vec<Resolution>> {
             .ok_or_else(|| malformed(n, "expected `from`, `key` or `result`"))?;
         let oid = |value: &str| Oid::from_str(value).map_err(|_| malformed(n, "not a blob id"));
         match field {
-            "from" => r.from = value.to_string(),
+            "from" => {
+                *from = Some(Release::parse(value).map_err(|e| malformed(n, &e.to_string()))?)
+            }
             "key" => r.key = oid(value)?,
             "result" if value == "deleted" => r.result = None,
             "result" => r.result = Some(oid(value)?),
@@ -437,16 +444,19 @@ fn parse(patch: &str, text: &str, path: &Path) -> Result<Vec<Resolution>> {
         }
     }
     list.extend(current);
-    for r in &list {
-        if r.from.is_empty() || r.key.is_zero() || r.diff.is_empty() {
-            return Err(defect(format!(
+    list.into_iter()
+        .map(|(mut r, from)| match from {
+            Some(from) if !r.key.is_zero() && !r.diff.is_empty() => {
+                r.from = from;
+                Ok(r)
+            }
+            _ => Err(defect(format!(
                 "{}: the resolution of {} lacks its `from` or `key` line or its diff",
                 path.display(),
                 r.path
-            )));
-        }
-    }
-    Ok(list)
+            ))),
+        })
+        .collect()
 }
 
 /// `old` -> `new` as a unified diff (3 lines of context) under `--- path` / `+++ path`
@@ -587,6 +597,39 @@ mod tests {
         assert!(text.contains("-<<<<<<< x\n"), "{text}");
         let parsed = parse("0001-x.patch", text, Path::new("t")).unwrap();
         assert_eq!(parsed, vec![r]);
+    }
+
+    /// A record's `from` is a supported release, read as one: another is a defect of the
+    /// file, named at its line; a section without one is refused as before.
+    #[test]
+    fn a_record_from_an_unsupported_release_is_a_defect() {
+        let r = Resolution::make(
+            "0001-x.patch",
+            "elf/x.c",
+            Kind::Conflict,
+            rel(),
+            b"a\n",
+            Some(b"b\n"),
+        )
+        .unwrap();
+        let mut set = Resolutions::default();
+        set.put(r);
+        let text = set.texts(rel())["0001-x.patch"].clone();
+        let err = parse(
+            "p",
+            &text.replace("from 2.36\n", "from 2.39\n"),
+            Path::new("t"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("t:8: glibc 2.39 is not a supported release"),
+            "{err}"
+        );
+        let err = parse("p", &text.replace("from 2.36\n", ""), Path::new("t"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("lacks its `from` or `key` line"), "{err}");
     }
 
     #[test]

@@ -23,9 +23,9 @@ use crate::rebase::resolution::Resolutions;
 use crate::series::markers::is_marker_line;
 use crate::series::Series;
 use crate::series::Workspace;
-use crate::store::release::{Release, SUPPORTED};
 use crate::store::worktree;
 use crate::util::{durable, fault, staging};
+use model::{Release, SUPPORTED};
 
 pub struct RebaseState {
     pub onto: Release,
@@ -131,11 +131,11 @@ pub fn lock(ws: &Workspace, onto: Release) -> Result<crate::build::lock::FileLoc
 
 /// The file whose flock is [`lock`].
 pub fn lock_path(ws: &Workspace, onto: Release) -> PathBuf {
-    ws.rebase_dir.join(format!("{}.lock", onto.version))
+    ws.rebase_dir.join(format!("{}.lock", onto.version()))
 }
 
 pub fn state_dir(ws: &Workspace, onto: Release) -> PathBuf {
-    ws.rebase_dir.join(onto.version)
+    ws.rebase_dir.join(onto.version())
 }
 
 pub fn tree_dir(ws: &Workspace, onto: Release) -> PathBuf {
@@ -165,7 +165,7 @@ impl RebaseState {
         let staged = tempfile::Builder::new()
             .prefix(&format!(
                 ".state-{}-{}-",
-                self.onto.version,
+                self.onto.version(),
                 std::process::id()
             ))
             .tempdir_in(&ws.rebase_dir)
@@ -193,7 +193,11 @@ impl RebaseState {
     fn to_text(&self) -> String {
         let mut text = format!(
             "onto {}\nhead {}\nat {}\ntree {}\nproduced {}\n",
-            self.onto.version, self.head, self.at, self.tree, self.produced
+            self.onto.version(),
+            self.head,
+            self.at,
+            self.tree,
+            self.produced
         );
         match &self.stop {
             Stop::Conflict => text.push_str("stopped conflict\n"),
@@ -320,9 +324,9 @@ fn publish(ws: &Workspace, onto: Release, generation: &Path) -> Result<()> {
     let name = generation
         .file_name()
         .context("a state generation has no name")?;
-    let staged_link = ws
-        .rebase_dir
-        .join(format!(".link-{}-{}", onto.version, std::process::id()));
+    let staged_link =
+        ws.rebase_dir
+            .join(format!(".link-{}-{}", onto.version(), std::process::id()));
     let _ = std::fs::remove_file(&staged_link);
     std::os::unix::fs::symlink(name, &staged_link)
         .with_context(|| format!("cannot create {}", staged_link.display()))?;

@@ -3,11 +3,11 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 use super::{obtain_sysroot, run_matrix};
 use crate::cli::{self, Global};
-use crate::store::release::Release;
+use model::Release;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -10,10 +10,10 @@ use anyhow::{bail, Context, Result};
 use loader_tests::host::{self, tools};
 use loader_tests::report::{self, MatrixReport};
 use loader_tests::root::Bench;
-use loader_tests::{Flavour, Sysroot, Target};
+use model::{Flavour, Sysroot, Target};
 
 use crate::cli::{Global, Selection};
-use crate::store::release::Release;
+use model::Release;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -78,11 +78,11 @@ pub fn obtain_sysroot(
     target: Target,
     flavour: Flavour,
 ) -> Result<Sysroot> {
-    let var = loader_tests::sysroot_env_var(target, flavour);
+    let var = model::sysroot_env_var(target, flavour);
     if let Some(path) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
         let sysroot = Sysroot::at(&PathBuf::from(path), target, flavour)
             .with_context(|| format!("${var} does not name a usable sysroot"))?;
-        if sysroot.release == release.version {
+        if sysroot.release == release {
             return Ok(sysroot);
         }
     }

@@ -7,7 +7,7 @@ use clap::Subcommand;
 
 use crate::cli::{self, Global, NeedsAttention};
 use crate::series::Workspace;
-use crate::store::release::{Release, SUPPORTED};
+use model::{Release, SUPPORTED};
 
 #[derive(Subcommand)]
 pub enum Command {

@@ -16,8 +16,8 @@ use git2::{Oid, Repository, Signature};
 use super::mail::{file_stats, format_patch_tagged, split_message};
 use super::{diffstat, mail_date, news, slug, Series, Workspace, TRAILER};
 use crate::cli::{self, Global};
-use crate::store::release::Release;
 use crate::util::{durable, paths, staging};
+use model::Release;
 
 /// The placeholder author the series in `patches/` carry.
 const PLACEHOLDER_DOMAIN: &str = "example.invalid";
@@ -191,7 +191,7 @@ pub fn format(ws: &Workspace, request: &Request) -> Result<Vec<(String, String)>
 
 /// `2.44` -> `2.45`: the version under development after a release.
 fn next_version(release: Release) -> String {
-    let (major, minor) = release.version.split_once('.').expect("releases are X.Y");
+    let (major, minor) = release.version().split_once('.').expect("releases are X.Y");
     format!(
         "{major}.{}",
         minor.parse::<u32>().expect("a numeric minor") + 1

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::series::Workspace;
 use crate::series::{is_defect, read_text, PatchMail, Series, TRAILER};
-use crate::store::release::Release;
+use model::Release;
 
 /// Writes `patches/<release>/` from `files`, in order. An existing series is kept unless
 /// `replace` is set, so that an import never overwrites work by accident.

@@ -26,8 +26,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Oid, Repository};
 
-use crate::store::release::Release;
 use crate::util::{durable, fault};
+use model::Release;
 
 /// The series file's name, as quilt expects it.
 pub const SERIES_FILE: &str = "series";

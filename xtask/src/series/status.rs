@@ -10,8 +10,8 @@ use anyhow::Result;
 
 use crate::rebase::engine::{self, Picked, Step};
 use crate::series::{is_defect, Workspace};
-use crate::store::release::Release;
 use crate::store::ReleaseNotImported;
+use model::Release;
 
 /// The state of one release's series.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,7 +171,7 @@ pub fn status(ws: &Workspace, releases: &[Release]) -> Result<StatusReport> {
             ),
             State::Error { why } => ("error", why),
         };
-        let _ = writeln!(out, "{:<8} {:<16} {detail}", release.version, name);
+        let _ = writeln!(out, "{:<8} {:<16} {detail}", release.version(), name);
     }
     Ok(StatusReport {
         text: out,

@@ -8,9 +8,9 @@ use git2::Oid;
 
 use crate::series::scope::Scope;
 use crate::series::{defect, Series, RESOLUTIONS_DIR};
-use crate::store::release::{Release, SUPPORTED};
 use crate::store::SourceStore;
 use crate::util::{durable, paths, staging, together};
+use model::{Release, SUPPORTED};
 
 /// Everything a rebase touches, injectable so that tests use temp dirs.
 pub struct Workspace {
@@ -106,7 +106,7 @@ impl Workspace {
     }
 
     pub fn series_dir(&self, release: Release) -> PathBuf {
-        self.patches_dir.join(release.version)
+        self.patches_dir.join(release.version())
     }
 
     /// Supported releases that have a series in `patches/`, oldest first.
@@ -144,7 +144,7 @@ impl Workspace {
                 && !name.starts_with('.')
                 && name != RESOLUTIONS_DIR
                 && name != "variants"
-                && !SUPPORTED.iter().any(|r| r.version == name)
+                && !SUPPORTED.iter().any(|r| r.version() == name)
             {
                 stray.push(entry.path());
             }
@@ -155,7 +155,7 @@ impl Workspace {
 
     pub fn load_series(&self, release: Release) -> Result<Series> {
         let series = Series::load(&self.series_dir(release))?;
-        if series.base.version != release.version {
+        if series.base.version() != release.version() {
             return Err(defect(format!(
                 "{} says it applies to {}, but lives in patches/{release}",
                 self.series_dir(release).join("series").display(),

@@ -13,9 +13,9 @@ use anyhow::{bail, Context, Result};
 
 use crate::cli::Global;
 use crate::store::import::{debian, Source};
-use crate::store::release::Release;
 use crate::store::SourceStore;
 use crate::util::paths;
+use model::Release;
 
 const RUNS: usize = 3;
 

@@ -5,8 +5,8 @@ use clap::Subcommand;
 
 use crate::cli::{self, Global};
 use crate::store::import::Source;
-use crate::store::release::{Release, SUPPORTED};
 use crate::store::SourceStore;
+use model::{Release, SUPPORTED};
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -39,12 +39,14 @@ impl Command {
                     let row = stored.iter().find(|s| s.tag == release.tag());
                     let state = match row {
                         None => "not imported".to_string(),
-                        Some(s) if s.tree.to_string() == release.tree => {
+                        Some(s) if s.tree.to_string() == release.pinned_tree() => {
                             format!("commit {}", s.commit)
                         }
                         Some(s) => format!(
                             "commit {} with UNEXPECTED tree {} (pinned {})",
-                            s.commit, s.tree, release.tree
+                            s.commit,
+                            s.tree,
+                            release.pinned_tree()
                         ),
                     };
                     outln!("{:<11} {state}", release.tag());

@@ -13,7 +13,6 @@ pub mod bench;
 pub mod command;
 pub mod import;
 pub mod pack;
-pub mod release;
 pub mod snapshot;
 pub mod worktree;
 
@@ -26,7 +25,7 @@ use tempfile::TempDir;
 use crate::series::Series;
 use crate::util::{durable, fault, paths, staging};
 use import::Source;
-use release::Release;
+use model::Release;
 
 pub struct SourceStore {
     dir: PathBuf,
@@ -97,19 +96,16 @@ enum VerifiedObjects {
 }
 
 impl VerifiedRelease {
-    /// Fetches or extracts `release` from `source` and checks its tree against the pin.
-    /// Scratch space goes below `scratch_parent`; no store is opened or created.
+    /// Fetches or extracts `release` from `source` and checks its tree against `expected`
+    /// (the pin, but for synthetic releases in tests). Scratch space goes below
+    /// `scratch_parent`; no store is opened or created.
     pub fn prepare(
         release: Release,
+        expected: Oid,
         source: &Source,
         downloads: &Path,
         scratch_parent: &Path,
     ) -> Result<VerifiedRelease> {
-        if release.tree.is_empty() {
-            bail!("glibc {release} has no pinned tree id in xtask/src/store/release.rs: cannot verify an import");
-        }
-        let expected = Oid::from_str(release.tree)
-            .with_context(|| format!("pinned tree id of glibc {release} is malformed"))?;
         match source {
             Source::Debian => {
                 let tarball = import::debian::fetch_orig(release, downloads)?;
@@ -152,7 +148,7 @@ fn verify_tarball(
     if imported.root != expected {
         bail!(
             "{} does not hold glibc {release} as pinned: its tree (minus manual/) is {}, \
-             expected {expected} (xtask/src/store/release.rs); the store is unchanged. \
+             expected {expected} (model/src/release.rs); the store is unchanged. \
              Is it the right, unmodified release tarball?",
             tarball.display(),
             imported.root
@@ -176,7 +172,8 @@ pub fn import_into(dir: &Path, release: Release, source: &Source) -> Result<Oid>
     }
     let parent = dir.parent().unwrap_or(Path::new("."));
     let downloads = paths::downloads_dir().unwrap_or_else(|_| parent.join("downloads"));
-    let verified = VerifiedRelease::prepare(release, source, &downloads, parent)?;
+    let verified =
+        VerifiedRelease::prepare(release, pinned_tree(release)?, source, &downloads, parent)?;
     SourceStore::open(dir)?.write_verified(verified)
 }
 
@@ -295,6 +292,12 @@ impl SourceStore {
 
     /// Imports `release` from `source`; a no-op if it is already stored.
     pub fn import(&self, release: Release, source: &Source) -> Result<Oid> {
+        self.import_expecting(release, pinned_tree(release)?, source)
+    }
+
+    /// [`SourceStore::import`], verifying the tree against `tree` instead of the pin: for
+    /// synthetic releases in tests, whose trees cannot be the real ones.
+    pub fn import_expecting(&self, release: Release, tree: Oid, source: &Source) -> Result<Oid> {
         if let Some(commit) = self.release_commit(release)? {
             diagln!("glibc {release} is already in the store as {commit}");
             return Ok(commit);
@@ -307,7 +310,7 @@ impl SourceStore {
             .into());
         }
         let parent = self.dir.parent().unwrap_or(Path::new("."));
-        let verified = VerifiedRelease::prepare(release, source, &self.downloads, parent)?;
+        let verified = VerifiedRelease::prepare(release, tree, source, &self.downloads, parent)?;
         self.write_verified(verified)
     }
 
@@ -394,7 +397,7 @@ impl SourceStore {
         let commit = self.ensure_release(release)?;
         let mut tree = self.repo.find_commit(commit)?.tree_id();
         if let Some(series) = series {
-            if series.base.version != release.version {
+            if series.base.version() != release.version() {
                 bail!(
                     "the series is for glibc {}, not {release}: rebase it first (cargo xtask rebase-glibc --onto {release})",
                     series.base
@@ -407,6 +410,12 @@ impl SourceStore {
         }
         crate::store::worktree::write_tree(&self.repo, tree, dest)
     }
+}
+
+/// The tree id pinned for `release` (model/src/release.rs): what an import must produce.
+pub fn pinned_tree(release: Release) -> Result<Oid> {
+    Oid::from_str(release.pinned_tree())
+        .with_context(|| format!("the pinned tree id of glibc {release} is malformed"))
 }
 
 /// Removes what killed imports left beside the store (`.import-*` extractions, `.fetch-*`

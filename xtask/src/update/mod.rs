@@ -24,11 +24,11 @@ use crate::rebase::state::{self, Checks, RebaseState};
 use crate::rebase::{self, command::options_for_cli, Outcome, Resume};
 use crate::series::scope::SCOPE_FILE;
 use crate::series::{Series, Workspace};
-use crate::store::release::{Release, SUPPORTED};
 use crate::util::{durable, paths, together};
 use crate::verify::support::{Provenance, SupportDoc, WrittenBy};
 use crate::verify::{self, CellReport, CellState};
 use anyhow::{bail, Context, Result};
+use model::{Release, SUPPORTED};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -149,7 +149,7 @@ impl Args {
                 None
             } else {
                 prepare_candidate(&ws, &candidate)?;
-                Some(candidate.join(onto.version))
+                Some(candidate.join(onto.version()))
             };
             options.out = out.clone();
             (rebase::start_with(&ws, Some(from), onto, options)?, out)
@@ -281,7 +281,7 @@ fn write_from_candidate(ws: &Workspace, onto: Release, candidate_series: &Path) 
 
 /// `<cache>/update/<X.Y>/`: the candidate `patches/` a verified update is written from.
 fn candidate_dir(onto: Release) -> Result<PathBuf> {
-    Ok(paths::cache_dir()?.join("update").join(onto.version))
+    Ok(paths::cache_dir()?.join("update").join(onto.version()))
 }
 
 /// A candidate `patches/` with the checkout's scope (what the verification's `rebase-glibc

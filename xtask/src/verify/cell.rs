@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use anyhow::Context;
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 use super::outcome::{
     Applies, Build, CellReport, CellRun, Matrix, Origin, Seconds, Sensitivity, SeriesTests, Step,
@@ -13,7 +13,7 @@ use super::outcome::{
 use super::testsuite::{self, Diff, Named};
 use super::Run;
 use crate::rebase;
-use crate::store::release::Release;
+use model::Release;
 
 /// Bump when what a cell checks changes: every cached cell is then verified again.
 /// 2: glibc's tests are judged by the run's `tests.sum` (top level included), and a test
@@ -81,7 +81,7 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds) -> Steps {
     steps.applies = match rebase::check_release(&run.workspace, release) {
         Ok((series, drift)) => Step::Done(Applies {
             patches: series.patches.len(),
-            base: series.base.tag(),
+            base: series.base,
             drift,
         }),
         Err(err) => Step::Error(format!("{err:#}")),

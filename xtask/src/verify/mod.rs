@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use loader_tests::{Flavour, Target};
+use model::{Flavour, Target};
 
 use cell::Plan;
 pub use outcome::{CellReport, CellState};
@@ -29,8 +29,8 @@ use support::{Provenance, SupportDoc, WrittenBy};
 use crate::build::{Builder, Layout};
 use crate::cli::{Cells, Global, NeedsAttention};
 use crate::series::Workspace;
-use crate::store::release::Release;
 use crate::util::paths;
+use model::Release;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]

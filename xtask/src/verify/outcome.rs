@@ -7,11 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use loader_tests::report::{self, MatrixReport};
-use loader_tests::Target;
+use model::Target;
 use serde::{Deserialize, Serialize};
 
 use super::testsuite::{Diff, Named, Status};
-use crate::store::release::Release;
+use model::Release;
 
 /// A step's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,8 +94,9 @@ impl<T: Figures> Step<T> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Applies {
     pub patches: usize,
-    /// The release's tag (`glibc-2.44`).
-    pub base: String,
+    /// The release the series is for (read back from a `glibc-X.Y` tag too, as records
+    /// before it was a release wrote it).
+    pub base: Release,
     /// Files of patches/ that differ from what the series gives.
     pub drift: Vec<String>,
 }
@@ -610,7 +611,7 @@ mod tests {
     fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
         use loader_tests::matrix::find;
         use loader_tests::report::{self, Outcome};
-        use loader_tests::Flavour;
+        use model::Flavour;
         let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
             let scenario = find(id).unwrap();
             Outcome {
@@ -642,7 +643,7 @@ mod tests {
             ),
         ];
         let matrix = MatrixReport {
-            release: "2.44".into(),
+            release: Release::parse("2.44").unwrap(),
             target: Target::Aarch64,
             flavour: Flavour::Unpatched,
             summary: report::Summary::of(&scenarios),
@@ -736,7 +737,7 @@ mod tests {
         let mut steps = Steps {
             applies: Step::Done(Applies {
                 patches: 2,
-                base: "glibc-2.44".into(),
+                base: Release::parse("2.44").unwrap(),
                 drift: Vec::new(),
             }),
             build: Step::Done(Build {

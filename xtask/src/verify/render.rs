@@ -98,7 +98,7 @@ fn summary<T>(step: &Step<T>, figures: impl Fn(&T) -> String) -> String {
 
 fn applies(a: &Applies) -> String {
     if a.drift.is_empty() {
-        format!("{} patches apply exactly to {}", a.patches, a.base)
+        format!("{} patches apply exactly to {}", a.patches, a.base.tag())
     } else {
         format!("drift: {}", a.drift.join("; "))
     }
@@ -511,10 +511,10 @@ pub fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::store::release::Release;
     use crate::verify::outcome::{Applies, Build, Origin, Seconds, SeriesTests, Steps};
     use crate::verify::testsuite::{Counts, Named};
-    use loader_tests::Target;
+    use model::Release;
+    use model::Target;
 
     fn named(test: &str, status: Status, reason: Option<&str>) -> Named {
         Named {
@@ -608,7 +608,7 @@ pub(crate) mod tests {
             steps: Steps {
                 applies: Step::Done(Applies {
                     patches: 2,
-                    base: format!("glibc-{release}"),
+                    base: Release::parse(release).unwrap(),
                     drift: Vec::new(),
                 }),
                 build: Step::Done(Build {

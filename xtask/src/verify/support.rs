@@ -8,14 +8,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::Target;
+use model::{Cell, Target};
 use serde::{Deserialize, Serialize};
 
 use super::outcome::{CellReport, CellState, Step};
 use super::render;
 use crate::series::Series;
-use crate::store::release::{Release, SUPPORTED};
 use crate::util::durable;
+use model::{Release, SUPPORTED};
 
 /// The page, and the record it is rendered from.
 pub const PAGE: &str = "docs/support.md";
@@ -66,12 +66,9 @@ impl Provenance {
     }
 }
 
-fn table_order(cell: &CellReport) -> (usize, usize) {
-    let target = Target::ALL
-        .iter()
-        .position(|t| *t == cell.target)
-        .unwrap_or(usize::MAX);
-    (cell.release.position(), target)
+/// Releases oldest first, each on its targets in `Target::ALL`'s order: the types' own.
+fn table_order(cell: &CellReport) -> Cell {
+    Cell::new(cell.release, cell.target)
 }
 
 impl SupportDoc {
@@ -168,7 +165,7 @@ pub fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
     // The series first: what the page must describe, whatever state the page is in.
     let mut series = Vec::new();
     for release in SUPPORTED {
-        let dir = patches.join(release.version);
+        let dir = patches.join(release.version());
         let loaded = Series::load(&dir)
             .with_context(|| format!("cannot load the series {}", dir.display()))?;
         series.push((*release, dir, loaded.content_id()));
@@ -320,8 +317,10 @@ mod tests {
         let cells = SUPPORTED
             .iter()
             .flat_map(|r| {
-                let series = Series::load(&patches.join(r.version)).unwrap().content_id();
-                Target::ALL.map(|t| verified(r.version, t, &series))
+                let series = Series::load(&patches.join(r.version()))
+                    .unwrap()
+                    .content_id();
+                Target::ALL.map(|t| verified(r.version(), t, &series))
             })
             .collect();
         let provenance = Provenance {
@@ -502,9 +501,9 @@ mod tests {
         let page = page();
         let other = tempfile::tempdir().unwrap();
         for release in SUPPORTED {
-            let to = other.path().join(release.version);
+            let to = other.path().join(release.version());
             std::fs::create_dir(&to).unwrap();
-            for entry in std::fs::read_dir(page.patches.join(release.version)).unwrap() {
+            for entry in std::fs::read_dir(page.patches.join(release.version())).unwrap() {
                 let entry = entry.unwrap();
                 std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
             }
@@ -546,7 +545,7 @@ mod tests {
         // Other inputs, or other figures: the record is not this machine's proof.
         let rekeyed = |release: Release, target: Target| -> Result<Option<CellReport>> {
             let mut cell = again(release, target)?.unwrap();
-            if release.version == "2.43" && target == Target::X86_64 {
+            if release.version() == "2.43" && target == Target::X86_64 {
                 cell.key = "newer".into();
             }
             Ok(Some(cell))

@@ -9,19 +9,32 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use git2::{Oid, Repository, Signature, Time};
+use model::Release;
 use tempfile::TempDir;
 use xtask::store::import::Source;
-use xtask::store::release::Release;
 use xtask::store::snapshot::Snapshot;
 use xtask::store::SourceStore;
 
-/// A release whose pinned tree is the one of `dir` (tests cannot use the real pins).
-pub fn release_of(version: &'static str, dir: &Path) -> Release {
-    let tree = Snapshot::of_dir(dir, &["manual"]).unwrap().root.to_string();
-    let real = Release::parse(version).unwrap();
-    Release {
-        tree: Box::leak(tree.into_boxed_str()),
-        ..real
+/// A supported release played by a synthetic tree: the tree its import must produce instead
+/// of the pinned one (tests cannot use the real pins).
+#[derive(Debug, Clone, Copy)]
+pub struct Synthetic {
+    pub release: Release,
+    pub tree: Oid,
+}
+
+impl Synthetic {
+    /// Imports it into `store` from `source`, verified against its own tree.
+    pub fn import(self, store: &SourceStore, source: &Source) -> anyhow::Result<Oid> {
+        store.import_expecting(self.release, self.tree, source)
+    }
+}
+
+/// The release `version`, played by the tree of `dir`.
+pub fn release_of(version: &str, dir: &Path) -> Synthetic {
+    Synthetic {
+        release: Release::parse(version).unwrap(),
+        tree: Snapshot::of_dir(dir, &["manual"]).unwrap().root,
     }
 }
 
@@ -86,13 +99,15 @@ impl TestStore {
     pub fn add(&self, version: &'static str, files: &[(&str, &str)]) -> (Release, Oid) {
         let src = self.tmp.path().join(format!("src-{version}"));
         let top = source_dir(&src, version, files);
-        let release = release_of(version, &top);
+        let synthetic = release_of(version, &top);
         let tar = tarball(
             &top,
             &self.tmp.path().join(format!("glibc_{version}.tar.xz")),
         );
-        let commit = self.store.import(release, &Source::Tarball(tar)).unwrap();
-        (release, commit)
+        let commit = synthetic
+            .import(&self.store, &Source::Tarball(tar))
+            .unwrap();
+        (synthetic.release, commit)
     }
 
     pub fn repo(&self) -> &Repository {

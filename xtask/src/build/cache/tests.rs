@@ -4,10 +4,10 @@ use super::*;
 
 fn inputs() -> KeyInputs {
     KeyInputs {
-        release: "2.44".into(),
+        release: Release::parse("2.44").unwrap(),
         tree_id: "1111111111111111111111111111111111111111".into(),
         series_id: Some("series-a".into()),
-        variant: None,
+        flavour: Flavour::Patched,
         target: Target::X86_64,
         configure_flags: vec!["--prefix=/usr".into(), "--disable-werror".into()],
         environment: vec![("CC".into(), "gcc".into())],
@@ -40,10 +40,10 @@ fn the_key_text_of_known_inputs_is_pinned() {
         "2.44-x86_64-patched-ead11805a1311c24"
     );
     let variant = KeyInputs {
-        release: "2.41".into(),
+        release: Release::parse("2.41").unwrap(),
         tree_id: "1eb2ab87021ce79bc0aa92c3bdc7ef13689a09a6".into(),
         series_id: Some("0123abcd".into()),
-        variant: Some("fallback-first".into()),
+        flavour: Flavour::FallbackFirst,
         target: Target::Aarch64,
         configure_flags: vec!["--prefix=/usr".into()],
         environment: vec![
@@ -76,7 +76,10 @@ fn every_input_changes_the_key() {
         ),
         ("unpatched", Box::new(|i| i.series_id = None)),
         ("tree", Box::new(|i| i.tree_id = "2222".into())),
-        ("release", Box::new(|i| i.release = "2.43".into())),
+        (
+            "release",
+            Box::new(|i| i.release = Release::parse("2.43").unwrap()),
+        ),
         ("target", Box::new(|i| i.target = Target::Aarch64)),
         (
             "flags",
@@ -88,10 +91,7 @@ fn every_input_changes_the_key() {
             Box::new(|i| i.compiler = "gcc (Debian 13.1.0-1) 13.1.0".into()),
         ),
         ("recipe", Box::new(|i| i.recipe = 2)),
-        (
-            "variant",
-            Box::new(|i| i.variant = Some("fallback-first".into())),
-        ),
+        ("variant", Box::new(|i| i.flavour = Flavour::FallbackFirst)),
     ];
     for (what, change) in changes {
         let mut changed = inputs();
@@ -104,21 +104,38 @@ fn every_input_changes_the_key() {
 #[test]
 fn a_variant_is_named_and_kept_as_a_flavour_of_its_own() {
     let mut variant = inputs();
-    variant.variant = Some("fallback-first".into());
-    assert_eq!(variant.flavour(), Flavour::FallbackFirst);
+    variant.flavour = Flavour::FallbackFirst;
     assert!(variant
         .entry_name()
         .starts_with("2.44-x86_64-fallback-first-"));
     assert!(variant.text().contains("variant fallback-first\n"));
     assert!(!inputs().text().contains("variant"));
     let manifest = Manifest::new(&variant, 1, Path::new("/dev/null"));
-    assert_eq!(manifest.flavour, "fallback-first");
+    assert_eq!(manifest.flavour, Flavour::FallbackFirst);
+    assert!(manifest.render().contains("\nflavour: fallback-first\n"));
 }
 
 #[test]
 fn manifest_round_trips() {
     let manifest = Manifest::new(&inputs(), 412, Path::new("/tmp/x.log"));
     assert_eq!(Manifest::parse(&manifest.render()).unwrap(), manifest);
+    assert!(manifest
+        .render()
+        .starts_with("release: 2.44\ntarget: x86_64\nflavour: patched\n"));
+}
+
+/// A build of a release this checkout no longer supports is no entry of its cache: its
+/// manifest does not read, so neither a lookup nor `--list` takes it for one.
+#[test]
+fn a_manifest_of_an_unsupported_release_does_not_read() {
+    let text = Manifest::new(&inputs(), 1, Path::new("/dev/null"))
+        .render()
+        .replace("release: 2.44\n", "release: 2.39\n");
+    let err = format!("{:#}", Manifest::parse(&text).unwrap_err());
+    assert!(
+        err.contains("glibc 2.39 is not a supported release"),
+        "{err}"
+    );
 }
 
 /// A stand-in for configure/make/install: writes a few files into the staging sysroot.
@@ -235,6 +252,7 @@ fn prune_keeps_the_newest_per_flavour() {
     let new_entry = fake_build(&cache, &inputs());
     let mut unpatched = inputs();
     unpatched.series_id = None;
+    unpatched.flavour = Flavour::Unpatched;
     let unpatched_entry = fake_build(&cache, &unpatched);
 
     let removed = cache.prune().unwrap();

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use crate::store::release::Release;
 use crate::util::logged;
 use loader_tests::apt;
 use loader_tests::host::{self, tools};
+use model::Release;
 
 /// Suites whose source indices hold the supported releases.
 const SUITES: &str = "bookworm trixie sid experimental";
@@ -58,7 +58,7 @@ pub fn fetch_orig(release: Release, downloads: &Path) -> Result<PathBuf> {
 
 /// `glibc_X.Y.orig.tar.xz`
 pub fn orig_name(release: Release) -> String {
-    format!("glibc_{}.orig.tar.xz", release.version)
+    format!("glibc_{}.orig.tar.xz", release.version())
 }
 
 /// The private apt that downloads glibc sources (loader_tests::apt does the set-up).
@@ -103,7 +103,7 @@ impl PrivateApt {
         let log = self
             .apt
             .root()
-            .join(format!("source-{}.log", release.version));
+            .join(format!("source-{}.log", release.version()));
         let apt = self.command();
         // apt's exit status 100 ("some files failed") is judged below by whether the orig
         // tarball arrived; any other failure is reported as is.
@@ -117,11 +117,11 @@ impl PrivateApt {
             .arg(apt.get_program())
             .args(apt.get_args())
             .args(["source", "--download-only"])
-            .arg(format!("glibc={}", release.debian_version));
+            .arg(format!("glibc={}", release.debian_version()));
         logged::run(
             &mut cmd,
             &log,
-            &format!("download glibc {} source", release.debian_version),
+            &format!("download glibc {} source", release.debian_version()),
             |_| None,
         )?;
         let got = staging.path().join(orig_name(release));
@@ -129,12 +129,12 @@ impl PrivateApt {
             logged::print_tail(&log);
             bail!(
                 "apt did not download {} (full log: {}). If Debian no longer lists glibc={}, \
-                 set another Debian revision of {} as debian_version in xtask/src/store/release.rs (they \
+                 set another Debian revision of {} as debian_version in model/src/release.rs (they \
                  share the orig tarball), or import with --from tarball:<path>",
                 orig_name(release),
                 log.display(),
-                release.debian_version,
-                release.version
+                release.debian_version(),
+                release.version()
             );
         }
         std::fs::rename(&got, dest)

@@ -7,9 +7,9 @@ use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use tempfile::TempDir;
 
-use crate::store::release::Release;
 use crate::util::{child, fault};
 use loader_tests::host::{self, tools};
+use model::Release;
 
 /// Fetches tag `glibc-X.Y` from `url` into a scratch repository below `scratch_parent` and
 /// verifies its tree minus `manual/` against `expected`; the caller copies it into a store
@@ -41,7 +41,7 @@ pub fn fetch_tag(
     if tree != expected {
         bail!(
             "tag {tag} of {url} does not hold glibc {release} as pinned: its tree minus manual/ is {tree}, \
-             expected {expected} (xtask/src/store/release.rs); the store is unchanged"
+             expected {expected} (model/src/release.rs); the store is unchanged"
         );
     }
     Ok((scratch, scratch_repo))

@@ -1,0 +1,20 @@
+//! The project's vocabulary, shared by `cargo xtask` and the scenario harness: the supported
+//! glibc releases ([`Release`], a handle into the pinned table), the targets ([`Target`]),
+//! the flavours of a build ([`Flavour`]), a cell (one release on one target, [`Cell`]) and an
+//! installed glibc ([`Sysroot`]).
+//!
+//! A release or a target is a value of these types everywhere past the command line: text
+//! is parsed once, where it comes in (an option, a report read back, a sysroot's
+//! `features.h`), and an unsupported release is an error there, not a string further on.
+
+mod cell;
+mod flavour;
+mod release;
+mod sysroot;
+mod target;
+
+pub use cell::Cell;
+pub use flavour::Flavour;
+pub use release::{listed, supported_list, Release, UnsupportedRelease, SUPPORTED};
+pub use sysroot::{sysroot_env_var, Sysroot};
+pub use target::Target;
