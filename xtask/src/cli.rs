@@ -1,109 +1,25 @@
-//! The vocabulary every command shares: the source store (`--store`, global), and which
-//! cells to act on — a cell is one (release, target) — and in which flavour.
+//! The vocabulary every command shares, at the bottom of the crate (it imports no stage): the
+//! global options and the environment they resolve to ([`Global::resolve`] gives a command
+//! its [`Env`]), and the words that pick what to act on, each with one meaning and one
+//! default wherever a command takes it:
 //!
-//! `--release X.Y|all`, `--target x86_64|aarch64|all` and `--flavour patched|unpatched|both`
-//! mean the same in every command, and `--help` lists their values. So do the exit statuses:
-//! 0 ok, 1 failure, 2 needs attention ([`exit_status`]). [`Cli`] is the whole command line,
-//! here rather than in main.rs so that tests can parse commands (say, those a CI workflow
-//! runs) exactly as `cargo xtask` would.
+//! - `--release X.Y` ([`OneRelease`]): one glibc release; default: the newest supported one;
+//! - `--release X.Y|all` ([`Cells`]): several, for commands that act on cells; same default;
+//! - `--target x86_64|aarch64` ([`OneTarget`]) or `...|all` (in [`Cells`]): default x86_64;
+//! - `--flavour patched|unpatched|fallback-first` ([`OneFlavour`]) or `...|both` (in
+//!   [`Selection`]): default patched.
+//!
+//! A command flattens the one it needs, so that `--help` lists the same values everywhere.
+//! The command tree that puts the commands together is `commands.rs`, at the top; exit
+//! statuses are `util::exit`'s.
 
 use std::path::PathBuf;
 
+use anyhow::Result;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Parser, Subcommand};
-use model::{Flavour, Target};
+use model::{Cell, Flavour, Release, Target, SUPPORTED};
 
-use crate::{build, ci, explain, jetson, rebase, resolution, series, store, update, verify};
-use model::{Release, SUPPORTED};
-
-/// The command line of `cargo xtask`.
-#[derive(Parser)]
-#[command(
-    name = "cargo xtask",
-    bin_name = "cargo xtask",
-    about = "Keep the LD_FALLBACK_PATH glibc patch series applying, building and resolving",
-    arg_required_else_help = true
-)]
-pub struct Cli {
-    #[command(flatten)]
-    pub global: Global,
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Subcommand)]
-pub enum Command {
-    /// Import glibc releases into the local source store and list them.
-    #[command(subcommand)]
-    Glibc(store::command::Command),
-    /// Inspect the patch series, or take one made elsewhere.
-    #[command(subcommand)]
-    Patches(series::command::Command),
-    /// Format a series as a patch set to mail upstream (libc-alpha).
-    FormatSeries(series::format::Args),
-    /// Move the patch series onto another glibc release with a 3-way merge.
-    RebaseGlibc(rebase::command::Args),
-    /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
-    UpdateRelease(update::Args),
-    /// Build glibc, patched or not, into a cached sysroot.
-    BuildGlibc(build::command::Args),
-    /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
-    TestResolution(resolution::Args),
-    /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
-    Verify(verify::Args),
-    /// Replay every way of using cuda_compat on Jetson, on every kind of host (docs/jetson.md).
-    JetsonReplay(jetson::Args),
-    /// Which file a program would load for every library, with LD_FALLBACK_PATH, without
-    /// running it (a model of the patched loader's search).
-    Explain(explain::Args),
-    /// Print timing figures for the slow paths.
-    #[command(subcommand)]
-    Bench(Bench),
-    /// Run everything CI checks (tidy, series, builds, tests, matrix on x86_64 and aarch64).
-    Ci(ci::Args),
-}
-
-#[derive(Subcommand)]
-pub enum Bench {
-    /// Time an import of the newest release into a fresh store.
-    Store,
-    /// Time a rebase of the series onto every other release.
-    Rebase,
-    /// Time cold, cached and incremental glibc builds.
-    Build(build::bench::BenchArgs),
-    /// Time the resolution matrix once builds are cached.
-    Resolution(resolution::bench::Args),
-}
-
-/// Exit status: the command did what was asked and found nothing to act on.
-pub const EXIT_OK: u8 = 0;
-/// Exit status: the command failed (bad input, I/O error, refused change, missing tool).
-pub const EXIT_FAILURE: u8 = 1;
-/// Exit status: the command worked and found something the user must act on: a rebase
-/// stopped at a conflict, a series that does not apply or drifted, a release to import.
-pub const EXIT_NEEDS_ATTENTION: u8 = 2;
-
-/// An error that is a finding, not a failure: [`EXIT_NEEDS_ATTENTION`]. The message says
-/// what needs attention and what to do.
-#[derive(Debug)]
-pub struct NeedsAttention(pub String);
-
-impl std::fmt::Display for NeedsAttention {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for NeedsAttention {}
-
-/// The exit status for a command that ended with `err`.
-pub fn exit_status(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|cause| cause.is::<NeedsAttention>()) {
-        EXIT_NEEDS_ATTENTION
-    } else {
-        EXIT_FAILURE
-    }
-}
+use crate::util::paths;
 
 /// Options of every command.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -113,15 +29,71 @@ pub struct Global {
     pub store: Option<PathBuf>,
 }
 
+/// What a command runs against, resolved once from the global options and the process's
+/// environment: where the store, the series and the cache are.
+#[derive(Debug, Clone)]
+pub struct Env {
+    /// The glibc source store: `--store`, else `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`.
+    pub store: PathBuf,
+    /// `patches/` of the checkout, or `$LD_FALLBACK_PATCHES`.
+    pub patches: PathBuf,
+    /// The cache root (`$LD_FALLBACK_CACHE`, ...): builds, work directories, logs, rebases.
+    pub cache: PathBuf,
+}
+
+impl Global {
+    /// The environment of a command. Fails only when the cache cannot be placed (no
+    /// `$LD_FALLBACK_CACHE`, `$XDG_CACHE_HOME` or `$HOME`).
+    pub fn resolve(&self) -> Result<Env> {
+        Ok(Env {
+            store: paths::store_dir(self.store.as_deref())?,
+            patches: paths::patches_dir(),
+            cache: paths::cache_dir()?,
+        })
+    }
+}
+
+/// One release.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct OneRelease {
+    /// glibc release: X.Y [default: the newest].
+    #[arg(long = "release", value_name = "X.Y", value_parser = release_or_newest(), default_value = NEWEST, hide_default_value = true)]
+    pub release: Release,
+}
+
+/// One target.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct OneTarget {
+    /// Target: `x86_64` (native) or `aarch64` (under QEMU user mode).
+    #[arg(long = "target", value_parser = target(), default_value = DEFAULT_TARGET)]
+    pub target: Target,
+}
+
+/// One flavour.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct OneFlavour {
+    /// `patched` (with the series), `unpatched` (the release as is), or a variant of the
+    /// series (`fallback-first`: patches/variants/fallback-first/, for comparisons).
+    #[arg(long = "flavour", value_parser = flavour(), default_value = DEFAULT_FLAVOUR)]
+    pub flavour: Flavour,
+}
+
+/// Which targets.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SomeTargets {
+    /// Target: `x86_64` (native), `aarch64` (under QEMU user mode) or `all`.
+    #[arg(long = "target", value_parser = targets(), default_value = DEFAULT_TARGET)]
+    pub targets: Targets,
+}
+
 /// Which cells: releases x targets.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Cells {
     /// glibc release: X.Y or `all` [default: the newest].
-    #[arg(long, value_name = "X.Y", value_parser = releases(), default_value = "newest", hide_default_value = true)]
-    pub release: Releases,
-    /// Target: `x86_64` (native), `aarch64` (under QEMU user mode) or `all`.
-    #[arg(long, value_parser = targets(), default_value = "x86_64")]
-    pub target: Targets,
+    #[arg(long = "release", value_name = "X.Y", value_parser = releases(), default_value = NEWEST, hide_default_value = true)]
+    pub releases: Releases,
+    #[command(flatten)]
+    pub targets: SomeTargets,
 }
 
 /// Which cells, and which flavours of glibc in each.
@@ -131,8 +103,8 @@ pub struct Selection {
     pub cells: Cells,
     /// `patched` (with the series), `unpatched` (the release as is), `both`, or a variant of
     /// the series (`fallback-first`: patches/variants/fallback-first/, for comparisons).
-    #[arg(long, value_parser = flavours(), default_value = "patched")]
-    pub flavour: Flavours,
+    #[arg(long = "flavour", value_parser = flavours(), default_value = DEFAULT_FLAVOUR)]
+    pub flavours: Flavours,
 }
 
 /// The selected releases, oldest first.
@@ -146,28 +118,49 @@ pub struct Targets(pub Vec<Target>);
 pub struct Flavours(pub Vec<Flavour>);
 
 impl Cells {
-    /// Every selected (release, target), release by release.
-    pub fn iter(&self) -> impl Iterator<Item = (Release, Target)> + '_ {
-        self.release
-            .0
-            .iter()
-            .flat_map(|r| self.target.0.iter().map(move |t| (*r, *t)))
+    /// Every selected cell, release by release.
+    pub fn iter(&self) -> impl Iterator<Item = Cell> + '_ {
+        self.releases.0.iter().flat_map(|r| {
+            self.targets
+                .targets
+                .0
+                .iter()
+                .map(move |t| Cell::new(*r, *t))
+        })
     }
 }
 
 impl Selection {
-    /// Every selected (release, target, flavour).
-    pub fn iter(&self) -> impl Iterator<Item = (Release, Target, Flavour)> + '_ {
+    /// Every selected (cell, flavour).
+    pub fn iter(&self) -> impl Iterator<Item = (Cell, Flavour)> + '_ {
         self.cells
             .iter()
-            .flat_map(|(r, t)| self.flavour.0.iter().map(move |f| (r, t, *f)))
+            .flat_map(|cell| self.flavours.0.iter().map(move |f| (cell, *f)))
     }
 }
 
-/// One release, for commands that act on exactly one (`X.Y`).
+/// The hidden value that stands for the newest release (the default, not listed).
+const NEWEST: &str = "newest";
+/// The target every command defaults to: the build machine's, where nothing is emulated.
+const DEFAULT_TARGET: &str = "x86_64";
+const DEFAULT_FLAVOUR: &str = "patched";
+
+/// One release, for commands that name exactly one (`X.Y`) and have no default.
 pub fn release() -> impl TypedValueParser<Value = Release> {
     PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version()))
         .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
+}
+
+/// `X.Y`, or `newest` (the default, not listed).
+fn release_or_newest() -> impl TypedValueParser<Value = Release> {
+    let values = SUPPORTED
+        .iter()
+        .map(|r| clap::builder::PossibleValue::new(r.version()))
+        .chain([clap::builder::PossibleValue::new(NEWEST).hide(true)]);
+    PossibleValuesParser::new(values).map(|text| match text.as_str() {
+        NEWEST => Release::newest(),
+        one => Release::parse(one).expect("a possible value is a supported release"),
+    })
 }
 
 /// `X.Y`, `all`, or `newest` (the default, not listed).
@@ -175,10 +168,10 @@ fn releases() -> impl TypedValueParser<Value = Releases> {
     let listed = SUPPORTED.iter().map(|r| r.version()).chain(["all"]);
     let values = listed
         .map(clap::builder::PossibleValue::new)
-        .chain([clap::builder::PossibleValue::new("newest").hide(true)]);
+        .chain([clap::builder::PossibleValue::new(NEWEST).hide(true)]);
     PossibleValuesParser::new(values).map(|text| match text.as_str() {
         "all" => Releases(SUPPORTED.to_vec()),
-        "newest" => Releases(vec![Release::newest()]),
+        NEWEST => Releases(vec![Release::newest()]),
         one => Releases(vec![
             Release::parse(one).expect("a possible value is a supported release")
         ]),
@@ -199,14 +192,14 @@ where
     }
 }
 
-/// One target.
+/// One target, for a command whose default is not [`OneTarget`]'s (`explain`: the program's).
 pub fn target() -> impl TypedValueParser<Value = Target> {
     PossibleValuesParser::new(Target::ALL.map(Target::name))
         .map(|text| Target::parse(&text).expect("a possible value is a target"))
 }
 
 /// `x86_64`, `aarch64` or `all`.
-pub fn targets() -> impl TypedValueParser<Value = Targets> {
+fn targets() -> impl TypedValueParser<Value = Targets> {
     let values = Target::ALL.map(Target::name).into_iter().chain(["all"]);
     PossibleValuesParser::new(values).map(|text| match Target::parse(&text) {
         Some(one) => Targets(vec![one]),
@@ -222,8 +215,7 @@ fn flavour_names() -> impl Iterator<Item = &'static str> {
         .map(Flavour::name)
 }
 
-/// One flavour.
-pub fn flavour() -> impl TypedValueParser<Value = Flavour> {
+fn flavour() -> impl TypedValueParser<Value = Flavour> {
     PossibleValuesParser::new(flavour_names())
         .map(|text| Flavour::parse(&text).expect("a possible value is a flavour"))
 }
@@ -240,11 +232,22 @@ fn flavours() -> impl TypedValueParser<Value = Flavours> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
 
     #[derive(clap::Parser)]
     struct Probe {
         #[command(flatten)]
         selection: Selection,
+    }
+
+    #[derive(clap::Parser)]
+    struct Single {
+        #[command(flatten)]
+        release: OneRelease,
+        #[command(flatten)]
+        target: OneTarget,
+        #[command(flatten)]
+        flavour: OneFlavour,
     }
 
     fn parse(args: &[&str]) -> Result<Selection, String> {
@@ -253,12 +256,32 @@ mod tests {
             .map_err(|e| e.to_string())
     }
 
+    fn single(args: &[&str]) -> Result<Single, String> {
+        Single::try_parse_from(std::iter::once("single").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())
+    }
+
     #[test]
     fn defaults_are_the_newest_release_native_patched() {
         let s = parse(&[]).unwrap();
-        assert_eq!(s.cells.release.0, vec![Release::newest()]);
-        assert_eq!(s.cells.target.0, vec![Target::X86_64]);
-        assert_eq!(s.flavour.0, vec![Flavour::Patched]);
+        assert_eq!(s.cells.releases.0, vec![Release::newest()]);
+        assert_eq!(s.cells.targets.targets.0, vec![Target::X86_64]);
+        assert_eq!(s.flavours.0, vec![Flavour::Patched]);
+    }
+
+    /// The one-value words default as their several-value forms do.
+    #[test]
+    fn one_of_each_defaults_like_the_selection() {
+        let one = single(&[]).unwrap();
+        let many = parse(&[]).unwrap();
+        assert_eq!(vec![one.release.release], many.cells.releases.0);
+        assert_eq!(vec![one.target.target], many.cells.targets.targets.0);
+        assert_eq!(vec![one.flavour.flavour], many.flavours.0);
+        let one = single(&["--release", "2.41", "--target", "aarch64"]).unwrap();
+        assert_eq!(one.release.release, Release::parse("2.41").unwrap());
+        assert_eq!(one.target.target, Target::Aarch64);
+        let err = single(&["--release", "all"]).err().unwrap();
+        assert!(err.contains("2.36, 2.40, 2.41, 2.42, 2.43, 2.44]"), "{err}");
     }
 
     #[test]
@@ -270,27 +293,9 @@ mod tests {
     #[test]
     fn a_variant_is_a_flavour_of_its_own_and_not_part_of_both() {
         let s = parse(&["--flavour", "fallback-first"]).unwrap();
-        assert_eq!(s.flavour.0, vec![Flavour::FallbackFirst]);
+        assert_eq!(s.flavours.0, vec![Flavour::FallbackFirst]);
         let s = parse(&["--flavour", "both"]).unwrap();
-        assert_eq!(s.flavour.0, vec![Flavour::Patched, Flavour::Unpatched]);
-    }
-
-    #[test]
-    fn counts_start_at_one() {
-        for args in [
-            &["format-series", "--version", "0"][..],
-            &["build-glibc", "--jobs", "0"],
-            &["bench", "build", "--jobs", "0"],
-        ] {
-            let err =
-                Cli::try_parse_from(std::iter::once("cargo-xtask").chain(args.iter().copied()))
-                    .err()
-                    .unwrap_or_else(|| panic!("{args:?} was accepted"));
-            assert!(
-                err.to_string().contains("give 1 or more"),
-                "{args:?}: {err}"
-            );
-        }
+        assert_eq!(s.flavours.0, vec![Flavour::Patched, Flavour::Unpatched]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod util;
 pub mod build;
 pub mod ci;
 pub mod cli;
+pub mod commands;
 pub mod explain;
 pub mod jetson;
 pub mod rebase;

@@ -23,13 +23,18 @@ use xtask::series::Workspace;
 use xtask::store::import::{debian, Source};
 use xtask::store::SourceStore;
 
+/// The environment a command without options runs in: the user's store and cache.
+fn env() -> xtask::cli::Env {
+    xtask::cli::Global::default().resolve().unwrap()
+}
+
 /// The commit ids of the deterministic imports: the same on every machine.
 const COMMIT_2_41: &str = "8591ed12590ee499c798e1c0ba1aa4037ec65c65";
 const COMMIT_2_42: &str = "dcff25644f092abaad71089897de8dcafe01c886";
 
 #[test]
 fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
-    let store = SourceStore::open_default(None).unwrap();
+    let store = SourceStore::open(&env().store).unwrap();
     let (r41, r42) = (
         Release::parse("2.41").unwrap(),
         Release::parse("2.42").unwrap(),
@@ -137,7 +142,7 @@ fn assert_whole_or_absent(dir: &Path, release: Release) {
 #[test]
 fn the_news_entry_lands_where_every_committed_series_has_it() {
     use xtask::series::news;
-    let ws = Workspace::open_default(None).unwrap();
+    let ws = Workspace::open(&env()).unwrap();
     let newest = ws.newest_series().unwrap();
     let (_, commits) = ws.commit_series(&newest).unwrap();
     let repo = ws.store.repo();
@@ -172,7 +177,7 @@ fn the_news_entry_lands_where_every_committed_series_has_it() {
 #[test]
 fn the_recorded_resolutions_take_every_release_through_unattended() {
     use xtask::rebase::resolution::Resolutions;
-    let project = Workspace::open_default(None).unwrap();
+    let project = Workspace::open(&env()).unwrap();
     let tmp = TempDir::new().unwrap();
     let ws = Workspace {
         store: SourceStore::open(project.store.dir()).unwrap(),
@@ -260,7 +265,7 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// release's own script; 2.36 has none.
 #[test]
 fn every_makefile_a_series_changes_passes_the_release_s_lint() {
-    let ws = Workspace::open_default(None).unwrap();
+    let ws = Workspace::open(&env()).unwrap();
     let repo = ws.store.repo();
     let tmp = TempDir::new().unwrap();
     let mut linted = 0;

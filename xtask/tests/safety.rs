@@ -28,6 +28,21 @@ fn a_conflict_exits_2_and_a_failure_exits_1() {
     assert_eq!(p.run(&["rebase-glibc", "--bogus"]).code, 1);
 }
 
+/// `--target` defaults to x86_64 in every command, jetson-replay too; its page is the aarch64
+/// replay, so checking or writing it from another target is refused before any work.
+#[test]
+fn the_jetson_page_is_checked_and_written_only_on_its_target() {
+    let p = Project::new();
+    for mode in ["--check", "--write-doc"] {
+        let ran = p.run(&["jetson-replay", mode]).expect(1);
+        assert!(
+            ran.stderr
+                .contains("docs/jetson.md is the aarch64 replay (Jetson boards are aarch64), not x86_64's: run with --target aarch64"),
+            "{ran:?}"
+        );
+    }
+}
+
 #[test]
 fn a_user_error_prints_no_backtrace() {
     let p = Project::new();
@@ -54,7 +69,7 @@ fn abort_with_nothing_to_abort_fails() {
         "{ran:?}"
     );
     let ran = p
-        .run(&["rebase-glibc", "--abort", "--release", "2.42"])
+        .run(&["rebase-glibc", "--abort", "--onto", "2.42"])
         .expect(1);
     assert!(
         ran.stderr

@@ -12,7 +12,7 @@ use github_actions_models::workflow::{Job, Workflow};
 use model::Target;
 use model::{Release, SUPPORTED};
 use xtask::ci::workflow;
-use xtask::cli::Cli;
+use xtask::commands::Cli;
 
 fn workflow() -> Workflow {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();

@@ -16,8 +16,8 @@ use super::lock;
 use super::recipe::Recipe;
 use super::source::{self, BuildSource};
 use super::{default_jobs, workdir, Builder, Layout};
-use crate::cli::{self, Global};
-use crate::util::paths;
+use crate::cli::{self, Env, OneRelease, OneTarget};
+use crate::store::SourceStore;
 use model::Release;
 
 /// The file the inner loop edits: the loader's search code, which the series edits.
@@ -25,11 +25,10 @@ const EDITED: &str = "elf/dl-load.c";
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// The release [default: the newest].
-    #[arg(long, value_name = "X.Y", value_parser = cli::release())]
-    pub release: Option<Release>,
-    #[arg(long, value_parser = cli::target(), default_value = "x86_64")]
-    pub target: Target,
+    #[command(flatten)]
+    pub release: OneRelease,
+    #[command(flatten)]
+    pub target: OneTarget,
     #[arg(long, value_parser = cli::at_least_one::<usize>)]
     pub jobs: Option<usize>,
     /// An empty cache root to build in (kept afterwards). Default: a fresh directory under
@@ -49,20 +48,20 @@ struct Row {
 }
 
 impl BenchArgs {
-    pub fn run(self, global: &Global) -> Result<()> {
-        let release = self.release.unwrap_or_else(Release::newest);
-        let target = self.target;
+    pub fn run(self, env: &Env) -> Result<()> {
+        let release = self.release.release;
+        let target = self.target.target;
         let jobs = self.jobs.unwrap_or_else(default_jobs);
         let scratch;
         let root = match &self.cache {
             Some(dir) => dir.clone(),
             None => {
-                let cache = paths::cache_dir()?;
-                fs::create_dir_all(&cache)
+                let cache = &env.cache;
+                fs::create_dir_all(cache)
                     .with_context(|| format!("cannot create {}", cache.display()))?;
                 scratch = tempfile::Builder::new()
                     .prefix("bench-")
-                    .tempdir_in(&cache)
+                    .tempdir_in(cache)
                     .context("cannot create a bench cache")?;
                 scratch.path().to_path_buf()
             }
@@ -77,10 +76,8 @@ impl BenchArgs {
         }
         let builder = Builder {
             layout: layout.clone(),
-            store: global.store.clone(),
-            patches_dir: paths::patches_dir(),
             jobs,
-            rebuild: false,
+            ..Builder::new(env)
         };
         let label = format!("glibc {release} {}", target.name());
         let mut rows = Vec::new();
@@ -139,7 +136,7 @@ impl BenchArgs {
             });
         } else {
             diagln!("==== bench build: {label} patched, the plain way");
-            let (time, dest) = plain_build(global, &root, release, target, jobs)?;
+            let (time, dest) = plain_build(&builder, &root, release, target)?;
             rows.push(Row {
                 what: "plain configure && make && make install (patched)".into(),
                 time: Some(time),
@@ -152,7 +149,7 @@ impl BenchArgs {
         }
 
         diagln!("==== bench build: {label} inner loop (edit {EDITED} in a patch, build, matrix)");
-        let (inner, verdict, quick_vs_full) = inner_loop(&builder, release, target, &root)?;
+        let (inner, verdict, quick_vs_full) = inner_loop(env, &builder, release, target, &root)?;
         rows.push(Row {
             what: format!("inner loop: {EDITED} edited in a patch -> matrix verdict"),
             time: Some(inner),
@@ -204,6 +201,7 @@ impl BenchArgs {
 /// same edit through the full path (whole make, `make install`), and whether the two
 /// sysroots are the same programs.
 fn inner_loop(
+    env: &Env,
     builder: &Builder,
     release: Release,
     target: Target,
@@ -211,13 +209,10 @@ fn inner_loop(
 ) -> Result<(Duration, String, compare::Comparison)> {
     builder.ensure(release, target, Flavour::Patched)?;
     let patches = root.join("edited-patches");
-    edit_series(builder, release, &patches)?;
+    edit_series(env, builder, release, &patches)?;
     let edited = Builder {
-        layout: builder.layout.clone(),
-        store: builder.store.clone(),
         patches_dir: patches,
-        jobs: builder.jobs,
-        rebuild: false,
+        ..builder.clone()
     };
     let started = Instant::now();
     let quick = edited.ensure(release, target, Flavour::Patched)?;
@@ -252,9 +247,9 @@ fn inner_loop(
 
 /// Writes into `dir` a copy of `patches/` whose `release` series has `elf/dl-load.c` edited in
 /// its last patch.
-fn edit_series(builder: &Builder, release: Release, dir: &Path) -> Result<()> {
+fn edit_series(env: &Env, builder: &Builder, release: Release, dir: &Path) -> Result<()> {
     const MESSAGE: &str = "cannot create cache for search path";
-    let ws = crate::series::Workspace::open_default(builder.store.as_deref())?;
+    let ws = crate::series::Workspace::open(env)?;
     let series = source::load_series(&builder.patches_dir, release)?;
     let (_, mut commits) = ws.commit_series(&series)?;
     let repo = ws.store.repo();
@@ -301,18 +296,19 @@ fn edit_series(builder: &Builder, release: Release, dir: &Path) -> Result<()> {
 /// The baseline: what a developer would do by hand, in a fresh directory, with the same
 /// configure flags. Returns the time and where it installed.
 fn plain_build(
-    global: &Global,
+    builder: &Builder,
     root: &Path,
     release: Release,
     target: Target,
-    jobs: usize,
 ) -> Result<(Duration, PathBuf)> {
+    let jobs = builder.jobs;
     let dir = root.join("plain");
     let (src, build, dest) = (dir.join("src"), dir.join("build"), dir.join("dest"));
-    let series = source::series_for(&paths::patches_dir(), release, Flavour::Patched)?;
+    let series = source::series_for(&builder.patches_dir, release, Flavour::Patched)?;
     let incoming = dir.join("incoming");
     fs::create_dir_all(&incoming).context("cannot create the plain source dir")?;
-    BuildSource::resolve(global.store.as_deref(), release, series)?.export(&incoming)?;
+    BuildSource::resolve_in(SourceStore::open(&builder.store)?, release, series)?
+        .export(&incoming)?;
     workdir::add_manual_stub(&incoming)?;
     // Like an unpacked tarball: one mtime for all files (see workdir::set_mtime).
     workdir::sync_tree(&incoming, &src)?;

@@ -3,9 +3,10 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use super::{default_jobs, print_list, source, BuildCache, Builder, Layout};
-use crate::cli::{self, Global, Selection};
-use crate::util::paths;
+use model::Cell;
+
+use super::{default_jobs, print_list, source, BuildCache, Builder};
+use crate::cli::{self, Env, Selection};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -44,8 +45,13 @@ pub enum Manage {
 }
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
-        let layout = Layout::from_env()?;
+    pub fn run(self, env: &Env) -> Result<()> {
+        let builder = Builder {
+            jobs: self.jobs.unwrap_or_else(default_jobs),
+            rebuild: self.rebuild,
+            ..Builder::new(env)
+        };
+        let layout = &builder.layout;
         let cache = BuildCache::new(&layout.builds);
         match self.manage {
             Some(Manage::List) => return print_list(&cache),
@@ -58,9 +64,9 @@ impl Args {
             None => {}
         }
         if let Some(sample) = self.check_kept_headers {
-            let mut trees: Vec<_> = self.selection.iter().map(|(r, t, _)| (r, t)).collect();
-            trees.dedup();
-            for (release, target) in trees {
+            let mut cells: Vec<_> = self.selection.cells.iter().collect();
+            cells.dedup();
+            for Cell { release, target } in cells {
                 let work = layout.work_dir(release, target);
                 let _lock = work.lock()?;
                 let report = super::spot_check::check(&work, &work.kept_headers(), sample.max(1))?;
@@ -69,17 +75,10 @@ impl Args {
             return Ok(());
         }
         // Fail before hours of `--release all` builds, not in the middle of them.
-        for (release, _, flavour) in self.selection.iter() {
-            source::series_for(&paths::patches_dir(), release, flavour)?;
+        for (cell, flavour) in self.selection.iter() {
+            source::series_for(&builder.patches_dir, cell.release, flavour)?;
         }
-        let builder = Builder {
-            layout,
-            store: global.store.clone(),
-            patches_dir: paths::patches_dir(),
-            jobs: self.jobs.unwrap_or_else(default_jobs),
-            rebuild: self.rebuild,
-        };
-        for (release, target, flavour) in self.selection.iter() {
+        for (Cell { release, target }, flavour) in self.selection.iter() {
             if self.print_key {
                 outln!("{}", builder.key(release, target, flavour)?.0);
                 continue;

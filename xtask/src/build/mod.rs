@@ -26,30 +26,13 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use model::{Flavour, Sysroot, Target};
 
-use crate::util::paths;
+use crate::cli::Env;
+use crate::store::SourceStore;
 use cache::{BuildCache, KeyInputs, Manifest};
 use model::Release;
 use recipe::Recipe;
 use source::BuildSource;
 use workdir::WorkDir;
-
-/// The cached sysroot of `release` for `target`, built first if needed (see `cargo xtask
-/// build-glibc`). Progress goes to stderr.
-pub fn ensure_sysroot(
-    store: Option<&Path>,
-    release: Release,
-    target: Target,
-    flavour: Flavour,
-) -> Result<Sysroot> {
-    let builder = Builder {
-        layout: Layout::from_env()?,
-        store: store.map(Path::to_path_buf),
-        patches_dir: paths::patches_dir(),
-        jobs: default_jobs(),
-        rebuild: false,
-    };
-    Ok(builder.ensure(release, target, flavour)?.sysroot)
-}
 
 /// Where builds, work directories and logs live under one cache root.
 #[derive(Debug, Clone)]
@@ -60,13 +43,6 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn from_env() -> Result<Layout> {
-        Ok(Layout {
-            builds: paths::builds_dir()?,
-            ..Layout::under(&paths::cache_dir()?)
-        })
-    }
-
     pub fn under(root: &Path) -> Layout {
         Layout {
             builds: root.join("builds"),
@@ -81,9 +57,12 @@ impl Layout {
     }
 }
 
+/// Builds glibc from a store and a `patches/` into a cache (see `cargo xtask build-glibc`).
+#[derive(Debug, Clone)]
 pub struct Builder {
     pub layout: Layout,
-    pub store: Option<PathBuf>,
+    /// The source store (imported into when it lacks a release, but for `key_read_only`).
+    pub store: PathBuf,
     pub patches_dir: PathBuf,
     pub jobs: usize,
     pub rebuild: bool,
@@ -119,6 +98,19 @@ pub struct BuiltTree {
 }
 
 impl Builder {
+    /// The builder of a command: the environment's store, series and cache, one make job per
+    /// CPU, cached builds taken as they are.
+    pub fn new(env: &Env) -> Builder {
+        Builder {
+            layout: Layout::under(&env.cache),
+            store: env.store.clone(),
+            patches_dir: env.patches.clone(),
+            jobs: default_jobs(),
+            rebuild: false,
+        }
+    }
+
+    /// The cached sysroot of a flavour, built first if needed. Progress goes to stderr.
     pub fn ensure(&self, release: Release, target: Target, flavour: Flavour) -> Result<Outcome> {
         let prepared = self.prepare(release, target, flavour)?;
         let name = prepared.inputs.entry_name();
@@ -190,8 +182,7 @@ impl Builder {
         target: Target,
         flavour: Flavour,
     ) -> Result<String> {
-        let store =
-            crate::store::SourceStore::open_read_only(&paths::store_dir(self.store.as_deref())?)?;
+        let store = SourceStore::open_read_only(&self.store)?;
         Ok(self
             .prepare_from(Some(store), release, target, flavour)?
             .inputs
@@ -202,10 +193,10 @@ impl Builder {
         self.prepare_from(None, release, target, flavour)
     }
 
-    /// The build's inputs, from `store` (else the default store, opened for writing).
+    /// The build's inputs, from `store` (else the builder's, opened for writing).
     fn prepare_from(
         &self,
-        store: Option<crate::store::SourceStore>,
+        store: Option<SourceStore>,
         release: Release,
         target: Target,
         flavour: Flavour,
@@ -213,10 +204,11 @@ impl Builder {
         let series = source::series_for(&self.patches_dir, release, flavour)?;
         let recipe = Recipe::for_target(target);
         recipe.require()?;
-        let source = match store {
-            Some(store) => BuildSource::resolve_in(store, release, series)?,
-            None => BuildSource::resolve(self.store.as_deref(), release, series)?,
+        let store = match store {
+            Some(store) => store,
+            None => SourceStore::open(&self.store)?,
         };
+        let source = BuildSource::resolve_in(store, release, series)?;
         let inputs = KeyInputs {
             release,
             tree_id: source.tree_id.clone(),

@@ -15,23 +15,14 @@ pub struct BuildSource {
     store: SourceStore,
     release: Release,
     commit: Oid,
-    /// The git tree id of the release (pinned, or the store commit's tree).
+    /// The git tree id of the release: the store commit's tree, which its import verified.
     pub tree_id: String,
     pub series: Option<Series>,
 }
 
 impl BuildSource {
-    /// Imports the release into the store if needed.
-    pub fn resolve(
-        store_flag: Option<&Path>,
-        release: Release,
-        series: Option<Series>,
-    ) -> Result<BuildSource> {
-        BuildSource::resolve_in(SourceStore::open_default(store_flag)?, release, series)
-    }
-
-    /// Like [`BuildSource::resolve`], from a store already open: a read-only one imports
-    /// nothing, and a release it lacks is an error.
+    /// The release from `store`, imported first if it lacks it (a read-only store imports
+    /// nothing: a release it lacks is an error), with `series` to apply.
     pub fn resolve_in(
         store: SourceStore,
         release: Release,

@@ -5,14 +5,14 @@
 
 pub mod workflow;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use model::{sysroot_env_var, Flavour, Target};
 
-use crate::cli::Global;
+use crate::build::Builder;
+use crate::cli::Env;
 use model::Release;
 
 #[derive(clap::Args)]
@@ -66,7 +66,7 @@ impl Step {
 }
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
+    pub fn run(self, env: &Env) -> Result<()> {
         if self.workflow {
             return workflow::write_or_check(&crate::util::paths::project_root(), self.check);
         }
@@ -122,7 +122,12 @@ impl Args {
         steps.push(Step::xtask(&["verify", "--target", target])?);
         // Every cuda_compat approach on every host, and docs/jetson.md up to date with it.
         if jetson {
-            steps.push(Step::xtask(&["jetson-replay", "--check"])?);
+            steps.push(Step::xtask(&[
+                "jetson-replay",
+                "--target",
+                "aarch64",
+                "--check",
+            ])?);
         }
 
         let mut failed = Vec::new();
@@ -131,12 +136,10 @@ impl Args {
         for (i, mut step) in steps.into_iter().enumerate() {
             ran += 1;
             diagln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
-            // `--store` reaches the child processes the way they read it when not given.
-            if let Some(store) = &global.store {
-                step.command.env("LD_FALLBACK_STORE", store);
-            }
+            // The store reaches the child processes the way they read it when not given.
+            step.command.env("LD_FALLBACK_STORE", &env.store);
             if step.wants_sysroots {
-                for (var, path) in built_sysroots(targets, global.store.as_deref()) {
+                for (var, path) in built_sysroots(targets, env) {
                     diagln!("{var}={path}");
                     step.command.env(var, path);
                 }
@@ -179,14 +182,14 @@ impl Args {
 /// Found in this process rather than by running `build-glibc --print-sysroot`: an earlier
 /// step's `cargo test` may have rebuilt `target/debug/xtask`, and then `current_exe()` names
 /// a deleted file, which cannot be run.
-fn built_sysroots(targets: &[Target], store: Option<&Path>) -> Vec<(String, String)> {
+fn built_sysroots(targets: &[Target], env: &Env) -> Vec<(String, String)> {
     let mut vars = Vec::new();
     for target in targets {
         let variants = (*target == Target::Aarch64).then_some(Flavour::FallbackFirst);
         for flavour in Flavour::ALL.into_iter().chain(variants) {
             let var = sysroot_env_var(*target, flavour);
-            match crate::build::ensure_sysroot(store, Release::newest(), *target, flavour) {
-                Ok(sysroot) => vars.push((var, sysroot.path.display().to_string())),
+            match Builder::new(env).ensure(Release::newest(), *target, flavour) {
+                Ok(built) => vars.push((var, built.sysroot.path.display().to_string())),
                 Err(err) => diagln!("{var} left unset: {err:#}"),
             }
         }

@@ -37,7 +37,8 @@ pub fn render() -> String {
         .map(|r| format!("\"{}\"", r.version()))
         .collect();
     let targets: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
-    // docs/jetson.md is the newest release's aarch64 replay (see `jetson-replay`'s defaults).
+    // docs/jetson.md is the newest release's replay on Jetson boards' target, aarch64
+    // (`jetson::doc::TARGET`: `jetson-replay --check` takes it explicitly).
     let jetson_release = Release::newest();
     let jetson_target = Target::Aarch64;
     let mut out = String::new();

@@ -10,7 +10,8 @@ use loader_tests::search::fs::{OpenError, Tree};
 use loader_tests::search::{self, Config, Cpu, Dlopen, PathList};
 use model::Target;
 
-use crate::cli::{self, NeedsAttention};
+use crate::cli::{self};
+use crate::util::exit::NeedsAttention;
 use model::{Release, SUPPORTED};
 
 #[derive(clap::Args)]

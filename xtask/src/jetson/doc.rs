@@ -10,6 +10,10 @@ use loader_tests::replay::report::{self, Block};
 use loader_tests::replay::ReplayReport;
 
 use crate::util::paths;
+use model::Target;
+
+/// The target docs/jetson.md is the replay of: Jetson boards'.
+pub const TARGET: Target = Target::Aarch64;
 
 /// docs/jetson.md of the checkout.
 pub fn doc_path() -> PathBuf {
@@ -47,7 +51,7 @@ pub fn check(doc: &Path, report: &ReplayReport) -> Result<()> {
         return Ok(());
     }
     bail!(
-        "{} is out of date with the replay:\n{diffs}\nupdate it with `cargo xtask jetson-replay --write-doc`",
+        "{} is out of date with the replay:\n{diffs}\nupdate it with `cargo xtask jetson-replay --target {TARGET} --write-doc`",
         doc.display()
     )
 }

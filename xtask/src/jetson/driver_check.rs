@@ -15,7 +15,8 @@ use loader_tests::layout::Layout;
 use loader_tests::replay::real::{self, Dirs, Row, Setup};
 use model::{Flavour, Target};
 
-use crate::cli::{Global, NeedsAttention};
+use crate::cli::Env;
+use crate::util::exit::NeedsAttention;
 use model::Release;
 
 /// The machine's driver, as far as the check needs it.
@@ -170,7 +171,7 @@ fn host_compat() -> Option<(PathBuf, String)> {
     Some((dir, version))
 }
 
-pub fn run(global: &Global, release: Release) -> Result<()> {
+pub fn run(env: &Env, release: Release) -> Result<()> {
     let Some(target) = Target::native() else {
         bail!(
             "the real-driver check runs on x86_64 or aarch64 machines, not {}",
@@ -192,8 +193,7 @@ pub fn run(global: &Global, release: Release) -> Result<()> {
     let cache = host::cache_dir()?;
     let mut loaders = Vec::new();
     for flavour in [Flavour::Patched, Flavour::Unpatched] {
-        let sysroot =
-            crate::resolution::obtain_sysroot(global.store.as_deref(), release, target, flavour)?;
+        let sysroot = crate::resolution::obtain_sysroot(env, release, target, flavour)?;
         let layout = Layout::new(&sysroot)?;
         loaders.push((flavour, sysroot, layout));
     }

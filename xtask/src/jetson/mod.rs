@@ -22,19 +22,19 @@ use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures};
 use loader_tests::root::Bench;
 use model::{Flavour, Target};
 
-use crate::cli::{self, Global};
+use crate::cli::{Env, OneRelease, OneTarget};
 use crate::util::paths;
 use model::Release;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// glibc release [default: the newest].
-    #[arg(long, value_name = "X.Y", value_parser = cli::release())]
-    pub release: Option<Release>,
-    /// The replay is about Jetson boards: aarch64, under QEMU user mode; x86_64 runs the same
-    /// roots natively (for a quick look; docs/jetson.md is aarch64).
-    #[arg(long, value_parser = cli::target(), default_value = "aarch64")]
-    pub target: Target,
+    #[command(flatten)]
+    pub release: OneRelease,
+    /// The replay is about Jetson boards, which are aarch64 (run under QEMU user mode), and so
+    /// is docs/jetson.md: `--check` and `--write-doc` take `--target aarch64`. The default,
+    /// x86_64 as for every command, runs the same roots natively, for a quick look.
+    #[command(flatten)]
+    pub target: OneTarget,
     /// Print the generated blocks of docs/jetson.md (table, summary) instead of the table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
@@ -62,10 +62,19 @@ pub struct Args {
 const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::FallbackFirst];
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
-        let release = self.release.unwrap_or_else(Release::newest);
+    pub fn run(self, env: &Env) -> Result<()> {
+        let release = self.release.release;
+        let target = self.target.target;
         if self.real_driver {
-            return driver_check::run(global, release);
+            return driver_check::run(env, release);
+        }
+        if (self.check || self.write_doc) && target != doc::TARGET {
+            bail!(
+                "docs/jetson.md is the {} replay (Jetson boards are {}), not {target}'s: run with --target {}",
+                doc::TARGET,
+                doc::TARGET,
+                doc::TARGET
+            );
         }
         if self.check {
             // Before the replay: a stale page fails without building anything.
@@ -74,18 +83,13 @@ impl Args {
         host::require(&[tools::BWRAP, tools::PATCHELF])?;
         let cache = host::cache_dir()?;
         let started = Instant::now();
-        let host_libs = HostLibs::ensure(self.target, &cache)
+        let host_libs = HostLibs::ensure(target, &cache)
             .map_err(|why| anyhow::anyhow!("{}", why.reason()))
             .context("cannot fetch the host libraries the replay places")?;
         let mut prepared = Vec::new();
         for flavour in FLAVOURS {
             let bench = || -> Result<(Bench, JetsonFixtures)> {
-                let sysroot = crate::resolution::obtain_sysroot(
-                    global.store.as_deref(),
-                    release,
-                    self.target,
-                    flavour,
-                )?;
+                let sysroot = crate::resolution::obtain_sysroot(env, release, target, flavour)?;
                 let bench = Bench::new(sysroot, &cache)
                     .with_context(|| format!("cannot prepare the {flavour} bench"))?;
                 let fixtures =
@@ -105,7 +109,7 @@ impl Args {
         }
         let preparation = started.elapsed();
         let benches = Benches {
-            target: self.target,
+            target,
             release,
             host: host_libs.clone(),
             benches: prepared
@@ -120,7 +124,7 @@ impl Args {
                 .collect::<BTreeMap<_, _>>(),
         };
         let mut report = replay::run(&benches);
-        report.provenance = Some(provenance(release, self.target, &report.host_libraries)?);
+        report.provenance = Some(provenance(release, target, &report.host_libraries)?);
         diagln!(
             "jetson-replay: {} runs in {:.1} s (sysroots and fixtures ready in {:.1} s)",
             report.runs().count(),
@@ -212,8 +216,9 @@ fn check_provenance(doc: &std::path::Path, release: Release) -> Result<()> {
     match stale_provenance(block, release, &series_ids(release)) {
         None => Ok(()),
         Some(why) => bail!(
-            "{} is stale: {why}; regenerate it with `cargo xtask jetson-replay --release {release} --write-doc`",
-            doc.display()
+            "{} is stale: {why}; regenerate it with `cargo xtask jetson-replay --release {release} --target {} --write-doc`",
+            doc.display(),
+            doc::TARGET
         ),
     }
 }

@@ -5,7 +5,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository, Signature, Time};
 
-use crate::cli::Global;
+use crate::cli::Env;
 use crate::rebase::engine::{pick, Picked, Step};
 use crate::series::Series;
 use crate::series::Workspace;
@@ -48,8 +48,8 @@ pub fn synthetic_series(repo: &Repository, release: Release, base: Oid) -> Resul
     Series::from_commits(repo, release, &[commit])
 }
 
-pub fn run(global: &Global) -> Result<()> {
-    let ws = Workspace::open_default(global.store.as_deref())?;
+pub fn run(env: &Env) -> Result<()> {
+    let ws = Workspace::open(env)?;
     let newest = Release::newest();
     for release in SUPPORTED {
         ws.store.ensure_release(*release)?;

@@ -1,5 +1,5 @@
 //! `cargo xtask rebase-glibc`: `--onto X.Y [--from X.Y] [--build-check] [--exec CMD]`,
-//! `--continue`, `--abort` or `--check`.
+//! `--continue [--onto X.Y]`, `--abort [--onto X.Y]` or `--check`.
 
 use anyhow::{bail, Result};
 use git2::ErrorClass;
@@ -9,40 +9,41 @@ use super::{
     abort, build_check, check, continue_with, start_with, state, stopped_rebase, Options, Outcome,
     Resume,
 };
-use crate::build::{Builder, Layout};
-use crate::cli::{self, Global, NeedsAttention};
+use crate::build::Builder;
+use crate::cli::{self, Env};
 use crate::series::Workspace;
-use crate::util::paths;
+use crate::util::exit::NeedsAttention;
 use model::Release;
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("mode").required(true).args(["onto", "continue_", "abort", "check"])))]
+#[command(group(clap::ArgGroup::new("mode").required(true).multiple(true).args(["onto", "continue_", "abort", "check"])))]
 pub struct Args {
-    /// Move the series onto this release, writing patches/<X.Y>/ if every patch applies.
-    #[arg(long, value_name = "X.Y", value_parser = cli::release())]
+    /// Move the series onto this release, writing patches/<X.Y>/ if every patch applies. With
+    /// --continue or --abort: the stopped rebase onto it (needed when more than one is).
+    #[arg(long, value_name = "X.Y", value_parser = cli::release(), conflicts_with = "check")]
     pub onto: Option<Release>,
     /// The series to move [default: the newest one in patches/].
-    #[arg(long, value_name = "X.Y", value_parser = cli::release(), requires = "onto")]
+    #[arg(long, value_name = "X.Y", value_parser = cli::release(), requires = "onto", conflicts_with_all = ["continue_", "abort"])]
     pub from: Option<Release>,
     /// After each applied patch (clean or continued), compile the loader files it touches in
     /// the release's real configuration; stop at the first that does not compile. Takes a
     /// compiled build tree of the release (a cold build the first time).
-    #[arg(long, requires = "onto")]
+    #[arg(long, requires = "onto", conflicts_with_all = ["continue_", "abort"])]
     pub build_check: bool,
     /// After each applied patch (clean or continued), run CMD with `sh -c` in a work tree
     /// holding the release with the patches so far; stop at the first failure, like `git
     /// rebase --exec`. May be given more than once.
-    #[arg(long, value_name = "CMD", requires = "onto")]
+    #[arg(long, value_name = "CMD", requires = "onto", conflicts_with_all = ["continue_", "abort"])]
     pub exec: Vec<String>,
     /// Go on after resolving the conflicts in the work tree.
-    #[arg(long = "continue")]
+    #[arg(long = "continue", conflicts_with_all = ["abort", "check"])]
     pub continue_: bool,
     /// With --continue: the resolution deletes PATH (relative to the work tree). A file
     /// missing from the work tree is refused unless the patch deletes it or this says so.
     #[arg(long = "delete", value_name = "PATH", requires = "continue_")]
     pub delete: Vec<String>,
     /// Give up a stopped rebase; patches/ was never touched.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "check")]
     pub abort: bool,
     /// Verify that every series applies exactly to its release, stays inside patches/scope,
     /// and re-exports byte for byte. Reads the store only.
@@ -52,17 +53,14 @@ pub struct Args {
     /// them as MISSING.
     #[arg(long, requires = "check")]
     pub import_missing: bool,
-    /// With --continue or --abort: which stopped rebase, when more than one is.
-    #[arg(long = "release", value_name = "X.Y", value_parser = cli::release(), conflicts_with_all = ["onto", "check"])]
-    pub stopped: Option<Release>,
 }
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
+    pub fn run(self, env: &Env) -> Result<()> {
         let ws = if self.check && !self.import_missing {
-            Workspace::open_read_only(global.store.as_deref())?
+            Workspace::open_read_only(env)?
         } else {
-            Workspace::open_default(global.store.as_deref())?
+            Workspace::open(env)?
         };
         for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
             diagln!("{said}");
@@ -83,7 +81,7 @@ impl Args {
             return Ok(());
         }
         if self.abort {
-            let onto = stopped_rebase(&ws, self.stopped)?;
+            let onto = stopped_rebase(&ws, self.onto)?;
             let _lock = state::lock(&ws, onto)?;
             match abort(&ws, onto)? {
                 None => outln!("aborted the rebase onto glibc {onto}; patches/ is unchanged"),
@@ -94,19 +92,20 @@ impl Args {
             }
             return Ok(());
         }
-        let mut options = options_for_cli(global, Resume::rebase_glibc())?;
+        let mut options = options_for_cli(env, Resume::rebase_glibc());
         options.checks = Checks {
             exec: self.exec,
             build_check: self.build_check,
         };
         let onto = match self.onto {
-            Some(onto) => onto,
-            None => stopped_rebase(&ws, self.stopped)?,
+            Some(onto) if !self.continue_ => onto,
+            named => stopped_rebase(&ws, named)?,
         };
         let _lock = state::lock(&ws, onto)?;
-        let outcome = match self.onto {
-            Some(onto) => start_with(&ws, self.from, onto, options),
-            None => continue_with(&ws, onto, &self.delete, options),
+        let outcome = if self.continue_ {
+            continue_with(&ws, onto, &self.delete, options)
+        } else {
+            start_with(&ws, self.from, onto, options)
         }
         .map_err(|e| explain_unwritable_store(e, &ws))?;
         finish(outcome)
@@ -133,25 +132,17 @@ pub fn finish(outcome: Outcome) -> Result<()> {
 
 /// The options of a rebase run from the command line: the build check's tree from the build
 /// cache, logs beside the builds'; no checks (the caller sets them for a start).
-pub fn options_for_cli(global: &Global, resume: Resume) -> Result<Options> {
-    let layout = Layout::from_env()?;
-    let logs = layout.logs.clone();
-    let jobs = crate::build::default_jobs();
-    Ok(Options {
+pub fn options_for_cli(env: &Env, resume: Resume) -> Options {
+    let builder = Builder::new(env);
+    Options {
         checks: Checks::default(),
         out: None,
-        compiled: Some(build_check::Source::Builder(Builder {
-            layout,
-            store: global.store.clone(),
-            patches_dir: paths::patches_dir(),
-            jobs,
-            rebuild: false,
-        })),
-        logs,
-        jobs,
+        logs: builder.layout.logs.clone(),
+        jobs: builder.jobs,
+        compiled: Some(build_check::Source::Builder(builder)),
         resume,
         carried_records: None,
-    })
+    }
 }
 
 /// A rebase stores its commits in the store: on one it may not write, say so, instead of

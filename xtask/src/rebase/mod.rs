@@ -924,7 +924,7 @@ pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> 
             ws.rebase_dir.display()
         ),
         many => bail!(
-            "rebases onto {} are in progress: say which with --release X.Y",
+            "rebases onto {} are in progress: say which with --onto X.Y",
             model::listed(many)
         ),
     }

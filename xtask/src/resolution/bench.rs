@@ -3,18 +3,17 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use model::{Flavour, Target};
 
 use super::{obtain_sysroot, run_matrix};
-use crate::cli::{self, Global};
+use crate::cli::{Env, OneFlavour, OneTarget};
 use model::Release;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, value_parser = cli::target(), default_value = "x86_64")]
-    pub target: Target,
-    #[arg(long, value_parser = cli::flavour(), default_value = "patched")]
-    pub flavour: Flavour,
+    #[command(flatten)]
+    pub target: OneTarget,
+    #[command(flatten)]
+    pub flavour: OneFlavour,
     /// How many timed runs of the whole matrix (after one warm-up run).
     #[arg(long, default_value_t = 3)]
     pub runs: usize,
@@ -22,10 +21,10 @@ pub struct Args {
 
 impl Args {
     /// A warm-up run (builds or fetches what is missing), then `runs` timed runs.
-    pub fn run(self, global: &Global) -> Result<()> {
-        let (target, flavour) = (self.target, self.flavour);
+    pub fn run(self, env: &Env) -> Result<()> {
+        let (target, flavour) = (self.target.target, self.flavour.flavour);
         let release = Release::newest();
-        let sysroot = obtain_sysroot(global.store.as_deref(), release, target, flavour)?;
+        let sysroot = obtain_sysroot(env, release, target, flavour)?;
         let (warmup, warmup_time) = run_matrix(sysroot.clone(), None)?;
         outln!(
             "resolution matrix, glibc {release} {target} ({flavour}), {} scenarios, {} CPUs",

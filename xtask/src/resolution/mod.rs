@@ -3,16 +3,17 @@
 
 pub mod bench;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use loader_tests::host::{self, tools};
 use loader_tests::report::{self, MatrixReport};
 use loader_tests::root::Bench;
-use model::{Flavour, Sysroot, Target};
+use model::{Cell, Flavour, Sysroot, Target};
 
-use crate::cli::{Global, Selection};
+use crate::build::Builder;
+use crate::cli::{Env, Selection};
 use model::Release;
 
 #[derive(clap::Args)]
@@ -28,10 +29,10 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
+    pub fn run(self, env: &Env) -> Result<()> {
         let mut reports = Vec::new();
-        for (release, target, flavour) in self.selection.iter() {
-            let sysroot = obtain_sysroot(global.store.as_deref(), release, target, flavour)?;
+        for (Cell { release, target }, flavour) in self.selection.iter() {
+            let sysroot = obtain_sysroot(env, release, target, flavour)?;
             let (report, _) = run_matrix(sysroot, self.scenario.as_deref())?;
             if !self.json {
                 outln!("{}", report.render());
@@ -73,7 +74,7 @@ pub fn run_matrix(sysroot: Sysroot, filter: Option<&str>) -> Result<(MatrixRepor
 /// A sysroot from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when it names one of `release`,
 /// else from `build-glibc` and its cache.
 pub fn obtain_sysroot(
-    store: Option<&Path>,
+    env: &Env,
     release: Release,
     target: Target,
     flavour: Flavour,
@@ -86,7 +87,10 @@ pub fn obtain_sysroot(
             return Ok(sysroot);
         }
     }
-    crate::build::ensure_sysroot(store, release, target, flavour).with_context(|| {
-        format!("cannot get the glibc {release} {target} {flavour} sysroot (or set ${var} to a ready one)")
-    })
+    let built = Builder::new(env)
+        .ensure(release, target, flavour)
+        .with_context(|| {
+            format!("cannot get the glibc {release} {target} {flavour} sysroot (or set ${var} to a ready one)")
+        })?;
+    Ok(built.sysroot)
 }

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Subcommand;
 
-use crate::cli::{self, Global, NeedsAttention};
+use crate::cli::{Env, OneRelease};
 use crate::series::Workspace;
-use model::{Release, SUPPORTED};
+use crate::util::exit::NeedsAttention;
+use model::SUPPORTED;
 
 #[derive(Subcommand)]
 pub enum Command {
@@ -22,8 +23,8 @@ pub enum Command {
     /// apply exactly to it; they are written in the project's canonical form.
     Import {
         /// The release the patches were made against.
-        #[arg(long, value_name = "X.Y", value_parser = cli::release())]
-        release: Release,
+        #[command(flatten)]
+        release: OneRelease,
         /// Overwrite an existing `patches/<X.Y>/`.
         #[arg(long)]
         replace: bool,
@@ -34,12 +35,12 @@ pub enum Command {
 }
 
 impl Command {
-    pub fn run(self, global: &Global) -> Result<()> {
+    pub fn run(self, env: &Env) -> Result<()> {
         let ws = match self {
             Command::Status {
                 import_missing: false,
-            } => Workspace::open_read_only(global.store.as_deref())?,
-            _ => Workspace::open_default(global.store.as_deref())?,
+            } => Workspace::open_read_only(env)?,
+            _ => Workspace::open(env)?,
         };
         for said in ws.recover()? {
             diagln!("{said}");
@@ -59,7 +60,7 @@ impl Command {
                 Ok(())
             }
             Command::Import {
-                release,
+                release: OneRelease { release },
                 replace,
                 files,
             } => {

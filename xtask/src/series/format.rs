@@ -15,7 +15,7 @@ use git2::{Oid, Repository, Signature};
 
 use super::mail::{file_stats, format_patch_tagged, split_message};
 use super::{diffstat, mail_date, news, slug, Series, Workspace, TRAILER};
-use crate::cli::{self, Global};
+use crate::cli::{self, Env, OneRelease};
 use crate::util::{durable, paths, staging};
 use model::Release;
 
@@ -24,9 +24,9 @@ const PLACEHOLDER_DOMAIN: &str = "example.invalid";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The series to format [default: the newest].
-    #[arg(long, value_name = "X.Y", value_parser = cli::release())]
-    pub release: Option<Release>,
+    /// The series to format.
+    #[command(flatten)]
+    pub release: OneRelease,
     /// The version of the patch set: 1 for the first mail, 2 after the first review, ...
     #[arg(long, default_value_t = 1, value_parser = cli::at_least_one::<u32>)]
     pub version: u32,
@@ -45,9 +45,9 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
-        let ws = Workspace::open_default(global.store.as_deref())?;
-        let release = self.release.unwrap_or_else(Release::newest);
+    pub fn run(self, env: &Env) -> Result<()> {
+        let ws = Workspace::open(env)?;
+        let release = self.release.release;
         let author = match &self.author {
             Some(text) => Author::parse(text)?,
             None => Author::from_git_config()?,

@@ -1,15 +1,16 @@
 //! What the series commands work on: `patches/` (one series per release), the source store
 //! the series apply to, and where stopped rebases keep their state.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use git2::Oid;
 
+use crate::cli::Env;
 use crate::series::scope::Scope;
 use crate::series::{defect, Series, RESOLUTIONS_DIR};
 use crate::store::SourceStore;
-use crate::util::{durable, paths, staging, together};
+use crate::util::{durable, staging, together};
 use model::{Release, SUPPORTED};
 
 /// Everything a rebase touches, injectable so that tests use temp dirs.
@@ -22,24 +23,27 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// The checkout's `patches/` (or `$LD_FALLBACK_PATCHES`), the default store, and
-    /// `<cache>/rebase`. Releases the store lacks are imported when needed.
-    pub fn open_default(store: Option<&Path>) -> Result<Workspace> {
-        Workspace::around(SourceStore::open_default(store)?)
+    /// The environment's `patches/` and store, and `<cache>/rebase`. Releases the store
+    /// lacks are imported when needed.
+    pub fn open(env: &Env) -> Result<Workspace> {
+        Ok(Workspace::around(env, SourceStore::open(&env.store)?))
     }
 
-    /// Like [`Workspace::open_default`], but the store is never written and nothing is
-    /// imported: for checks and reports (see `store::Access::ReadOnly`).
-    pub fn open_read_only(store: Option<&Path>) -> Result<Workspace> {
-        Workspace::around(SourceStore::open_read_only(&paths::store_dir(store)?)?)
+    /// Like [`Workspace::open`], but the store is never written and nothing is imported: for
+    /// checks and reports (see `store::Access::ReadOnly`).
+    pub fn open_read_only(env: &Env) -> Result<Workspace> {
+        Ok(Workspace::around(
+            env,
+            SourceStore::open_read_only(&env.store)?,
+        ))
     }
 
-    fn around(store: SourceStore) -> Result<Workspace> {
-        Ok(Workspace {
+    fn around(env: &Env, store: SourceStore) -> Workspace {
+        Workspace {
             store,
-            patches_dir: paths::patches_dir(),
-            rebase_dir: paths::cache_dir()?.join("rebase"),
-        })
+            patches_dir: env.patches.clone(),
+            rebase_dir: env.cache.join("rebase"),
+        }
     }
 
     /// Repairs what killed runs left in `patches/` and `patches/resolutions/`: a series and

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::Global;
+use crate::cli::Env;
 use crate::store::import::{debian, Source};
 use crate::store::SourceStore;
 use crate::util::paths;
@@ -19,10 +19,10 @@ use model::Release;
 
 const RUNS: usize = 3;
 
-pub fn run(global: &Global) -> Result<()> {
+pub fn run(env: &Env) -> Result<()> {
     let newest = Release::newest();
     let tarball = debian::fetch_orig(newest, &paths::downloads_dir()?)?;
-    let store = paths::store_dir(global.store.as_deref())?;
+    let store = env.store.clone();
     let beside = store.parent().unwrap_or(std::path::Path::new("."));
     let mut ours = Vec::new();
     let mut git = Vec::new();

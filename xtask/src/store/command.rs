@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::Subcommand;
 
-use crate::cli::{self, Global};
+use crate::cli::{self, Env};
 use crate::store::import::Source;
 use crate::store::SourceStore;
 use model::{Release, SUPPORTED};
@@ -23,16 +23,16 @@ pub enum Command {
 }
 
 impl Command {
-    pub fn run(self, global: &Global) -> Result<()> {
+    pub fn run(self, env: &Env) -> Result<()> {
         match self {
             Command::Import { release, from } => {
-                let dir = crate::util::paths::store_dir(global.store.as_deref())?;
-                crate::store::import_into(&dir, release, &from)?;
+                let dir = &env.store;
+                crate::store::import_into(dir, release, &from)?;
                 Ok(())
             }
             Command::List => {
-                let dir = crate::util::paths::store_dir(global.store.as_deref())?;
-                let store = SourceStore::open_read_only(&dir)?;
+                let dir = &env.store;
+                let store = SourceStore::open_read_only(dir)?;
                 outln!("store: {}", store.dir().display());
                 let stored = store.list()?;
                 for release in SUPPORTED {

@@ -18,12 +18,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::cli::{self, Global, NeedsAttention, Targets};
+use crate::cli::{self, Env, SomeTargets};
 use crate::rebase::resolution::Resolutions;
 use crate::rebase::state::{self, Checks, RebaseState};
 use crate::rebase::{self, command::options_for_cli, Outcome, Resume};
 use crate::series::scope::SCOPE_FILE;
 use crate::series::{Series, Workspace};
+use crate::util::exit::NeedsAttention;
 use crate::util::{durable, paths, together};
 use crate::verify::support::{Provenance, SupportDoc, WrittenBy};
 use crate::verify::{self, CellReport, CellState};
@@ -60,17 +61,17 @@ pub struct Args {
     /// rebase part.
     #[arg(long, conflicts_with = "abort")]
     pub no_verify: bool,
-    /// The cells to verify: `x86_64` (native), `aarch64` (under QEMU user mode) or `all`.
-    #[arg(long, value_parser = cli::targets(), default_value = "x86_64")]
-    pub target: Targets,
+    /// The cells to verify.
+    #[command(flatten)]
+    pub targets: SomeTargets,
     /// Verify again even cells whose cached report is current.
     #[arg(long)]
     pub force: bool,
 }
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
-        let ws = Workspace::open_default(global.store.as_deref())?;
+    pub fn run(self, env: &Env) -> Result<()> {
+        let ws = Workspace::open(env)?;
         for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
             diagln!("{said}");
         }
@@ -115,7 +116,7 @@ impl Args {
             continue_: format!("cargo xtask update-release {onto} --continue"),
             abort: format!("cargo xtask update-release {onto} --abort"),
         };
-        let mut options = options_for_cli(global, resume)?;
+        let mut options = options_for_cli(env, resume);
         // What was fixed in a run whose verification failed waits in the candidate.
         options.carried_records = Some(candidate.clone());
         let (outcome, written_to) = if self.continue_ {
@@ -196,7 +197,7 @@ impl Args {
             .to_path_buf();
         copy_scope(&ws, &patches_dir)?;
         let reports =
-            verify::verify_release(global, &patches_dir, onto, &self.target.0, self.force)?;
+            verify::verify_release(env, &patches_dir, onto, &self.targets.targets.0, self.force)?;
         phases.push(("verify", phase.elapsed().as_secs_f64()));
         out!("{}", verify::render::table(&reports));
         let failed: Vec<String> = reports

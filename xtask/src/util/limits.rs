@@ -8,7 +8,7 @@
 //! hard one's SIGKILL) into a message and exit status 1. What a killed command leaves is
 //! recovered by the next run, as after any crash.
 
-use crate::cli::EXIT_FAILURE;
+use crate::util::exit::EXIT_FAILURE;
 
 /// Ignores SIGXFSZ and reports SIGXCPU (see the module docs). Children inherit the ignored
 /// SIGXFSZ: a tool that meets the limit fails with its own "File too large" instead of dying.

@@ -9,6 +9,7 @@ pub mod output;
 
 pub mod child;
 pub mod durable;
+pub mod exit;
 pub mod fault;
 pub mod limits;
 pub mod logged;

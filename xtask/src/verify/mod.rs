@@ -19,16 +19,17 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
-use model::{Flavour, Target};
+use model::{Cell, Flavour, Target};
 
 use cell::Plan;
 pub use outcome::{CellReport, CellState};
 use outcome::{CellRun, Seconds, Step, Steps};
 use support::{Provenance, SupportDoc, WrittenBy};
 
-use crate::build::{Builder, Layout};
-use crate::cli::{Cells, Global, NeedsAttention};
+use crate::build::Builder;
+use crate::cli::{Cells, Env};
 use crate::series::Workspace;
+use crate::util::exit::NeedsAttention;
 use crate::util::paths;
 use model::Release;
 
@@ -94,7 +95,7 @@ pub struct Run {
 }
 
 impl Args {
-    pub fn run(self, global: &Global) -> Result<()> {
+    pub fn run(self, env: &Env) -> Result<()> {
         let root = paths::project_root();
         match self.other {
             Some(Other::Merge {
@@ -110,19 +111,19 @@ impl Args {
                 };
                 return merge(&root, &files, output);
             }
-            Some(Other::CheckSupport) => return check_support(global, &root),
+            Some(Other::CheckSupport) => return check_support(env, &root),
             None => {}
         }
-        let cells: Vec<(Release, Target)> = self.cells.iter().collect();
+        let cells: Vec<Cell> = self.cells.iter().collect();
         let run = Run {
-            workspace: Workspace::open_default(global.store.as_deref())?,
-            builder: builder(global, paths::patches_dir())?,
+            workspace: Workspace::open(env)?,
+            builder: Builder::new(env),
             now: render::now(),
             commit: render::project_commit(&root),
             progress: Progress::new(cells.len()),
         };
         let mut reports = Vec::new();
-        for (release, target) in cells {
+        for Cell { release, target } in cells {
             let report = if self.cached_only {
                 cached_cell(&run, release, target)
             } else {
@@ -216,33 +217,26 @@ fn judge(reports: &[CellReport]) -> Result<()> {
     Ok(())
 }
 
-fn builder(global: &Global, patches_dir: PathBuf) -> Result<Builder> {
-    Ok(Builder {
-        layout: Layout::from_env()?,
-        store: global.store.clone(),
-        patches_dir,
-        jobs: crate::build::default_jobs(),
-        rebuild: false,
-    })
-}
-
 /// Verifies (or takes from the cache) the cells of `release`, one per target, with the series
 /// in `patches_dir` (a copy of `patches/` not yet written, say): what `cargo xtask
 /// update-release` runs before it writes a series into `patches/`. The cache keys are the
 /// series' content, not where it lives, so a later `cargo xtask verify` of the same series
 /// is a cache hit.
 pub fn verify_release(
-    global: &Global,
+    env: &Env,
     patches_dir: &Path,
     release: Release,
     targets: &[Target],
     force: bool,
 ) -> Result<Vec<CellReport>> {
-    let mut workspace = Workspace::open_default(global.store.as_deref())?;
+    let mut workspace = Workspace::open(env)?;
     workspace.patches_dir = patches_dir.to_path_buf();
     let run = Run {
         workspace,
-        builder: builder(global, patches_dir.to_path_buf())?,
+        builder: Builder {
+            patches_dir: patches_dir.to_path_buf(),
+            ..Builder::new(env)
+        },
         now: render::now(),
         commit: render::project_commit(&paths::project_root()),
         progress: Progress::new(targets.len()),
@@ -461,13 +455,8 @@ fn merge(root: &Path, files: &[PathBuf], output: Output) -> Result<()> {
 
 /// `verify check-support`, with this machine's verify cache compared where it holds a
 /// current report (the cell's current key is computed only then, reading the store).
-fn check_support(global: &Global, root: &Path) -> Result<()> {
-    let patches = paths::patches_dir();
-    let context = Workspace::open_read_only(global.store.as_deref()).and_then(|workspace| {
-        let mut workspace = workspace;
-        workspace.patches_dir = patches.clone();
-        Ok((workspace, builder(global, patches.clone())?))
-    });
+fn check_support(env: &Env, root: &Path) -> Result<()> {
+    let context = Workspace::open_read_only(env).map(|workspace| (workspace, Builder::new(env)));
     let local = |release: Release, target: Target| -> Result<Option<CellReport>> {
         let path = cache_path(release, target)?;
         if !path.exists() {
@@ -478,7 +467,7 @@ fn check_support(global: &Global, root: &Path) -> Result<()> {
             .with_context(|| format!("cannot tell whether {} is current", path.display()))?;
         Ok(load(&path, &key))
     };
-    support::check(root, &patches, &local)
+    support::check(root, &env.patches, &local)
 }
 
 /// Which cell and step is running, and an estimate of what is left.

@@ -1,0 +1,156 @@
+//! The command tree of `cargo xtask`, at the top of the crate: every command, the stage whose
+//! module runs it, and the environment each gets ([`Global::resolve`]). Nothing imports this
+//! module; it imports the stages. [`Cli`] is here rather than in main.rs so that tests can
+//! parse commands (say, those a CI workflow runs) exactly as `cargo xtask` would.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::cli::Global;
+use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
+use crate::util::{limits, output};
+use crate::{build, ci, explain, jetson, rebase, resolution, series, store, update, verify};
+
+/// The command line of `cargo xtask`.
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    about = "Keep the LD_FALLBACK_PATH glibc patch series applying, building and resolving",
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Import glibc releases into the local source store and list them.
+    #[command(subcommand)]
+    Glibc(store::command::Command),
+    /// Inspect the patch series, or take one made elsewhere.
+    #[command(subcommand)]
+    Patches(series::command::Command),
+    /// Format a series as a patch set to mail upstream (libc-alpha).
+    FormatSeries(series::format::Args),
+    /// Move the patch series onto another glibc release with a 3-way merge.
+    RebaseGlibc(rebase::command::Args),
+    /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
+    UpdateRelease(update::Args),
+    /// Build glibc, patched or not, into a cached sysroot.
+    BuildGlibc(build::command::Args),
+    /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
+    TestResolution(resolution::Args),
+    /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
+    Verify(verify::Args),
+    /// Replay every way of using cuda_compat on Jetson, on every kind of host (docs/jetson.md).
+    JetsonReplay(jetson::Args),
+    /// Which file a program would load for every library, with LD_FALLBACK_PATH, without
+    /// running it (a model of the patched loader's search).
+    Explain(explain::Args),
+    /// Print timing figures for the slow paths.
+    #[command(subcommand)]
+    Bench(Bench),
+    /// Run everything CI checks (tidy, series, builds, tests, matrix on x86_64 and aarch64).
+    Ci(ci::Args),
+}
+
+#[derive(Subcommand)]
+pub enum Bench {
+    /// Time an import of the newest release into a fresh store.
+    Store,
+    /// Time a rebase of the series onto every other release.
+    Rebase,
+    /// Time cold, cached and incremental glibc builds.
+    Build(build::bench::BenchArgs),
+    /// Time the resolution matrix once builds are cached.
+    Resolution(resolution::bench::Args),
+}
+
+/// `cargo xtask`: parses the command line, runs the command, and turns how it ended into the
+/// exit status (0 ok, 1 failure, 2 needs attention).
+///
+/// Errors are printed here, as `error: <what>: <cause>: ...`: returning them from `main`
+/// would print anyhow's debug form, with a backtrace whenever `RUST_BACKTRACE` is set (as in
+/// many CI images), for what is a message to the user.
+pub fn main() -> ExitCode {
+    output::survive_closed_pipes();
+    limits::survive();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(usage) => {
+            let printed = usage.print();
+            // Usage errors are failures (1), not findings: clap's own code 2 is ours.
+            return ExitCode::from(if usage.use_stderr() {
+                EXIT_FAILURE
+            } else if printed.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                output::EXIT_READER_GONE
+            } else {
+                EXIT_OK
+            });
+        }
+    };
+    let status = match run(cli) {
+        Ok(()) => EXIT_OK,
+        Err(err) => {
+            let err = limits::explain(err);
+            diagln!("error: {err:#}");
+            exit::exit_status(&err)
+        }
+    };
+    // Output nobody read is not a failure of the work, but a pipeline should still see that
+    // its writer outlived its reader, as it would from any tool that SIGPIPE ended.
+    if status == EXIT_OK && output::reader_gone() {
+        return ExitCode::from(output::EXIT_READER_GONE);
+    }
+    ExitCode::from(status)
+}
+
+fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
+    let env = || global.resolve();
+    match command {
+        Command::Glibc(cmd) => cmd.run(&env()?),
+        Command::Patches(cmd) => cmd.run(&env()?),
+        Command::FormatSeries(args) => args.run(&env()?),
+        Command::RebaseGlibc(args) => args.run(&env()?),
+        Command::UpdateRelease(args) => args.run(&env()?),
+        Command::BuildGlibc(args) => args.run(&env()?),
+        Command::TestResolution(args) => args.run(&env()?),
+        Command::Verify(args) => args.run(&env()?),
+        Command::JetsonReplay(args) => args.run(&env()?),
+        // Reads only the tree it is given: no store, series or cache.
+        Command::Explain(args) => args.run(),
+        Command::Bench(Bench::Store) => store::bench::run(&env()?),
+        Command::Bench(Bench::Rebase) => rebase::bench::run(&env()?),
+        Command::Bench(Bench::Build(args)) => args.run(&env()?),
+        Command::Bench(Bench::Resolution(args)) => args.run(&env()?),
+        Command::Ci(args) => args.run(&env()?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_start_at_one() {
+        for args in [
+            &["format-series", "--version", "0"][..],
+            &["build-glibc", "--jobs", "0"],
+            &["bench", "build", "--jobs", "0"],
+        ] {
+            let err =
+                Cli::try_parse_from(std::iter::once("cargo-xtask").chain(args.iter().copied()))
+                    .err()
+                    .unwrap_or_else(|| panic!("{args:?} was accepted"));
+            assert!(
+                err.to_string().contains("give 1 or more"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}
