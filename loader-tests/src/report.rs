@@ -193,11 +193,18 @@ pub fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> Verd
 /// They run side by side, one per CPU: each has its own root, and a run is mostly the
 /// loader's and the probe's own work, which one core at a time left half the machine idle.
 pub fn run(bench: &Bench, filter: Option<&str>) -> MatrixReport {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    run_with(bench, filter, cpus)
+}
+
+/// [`run`] with `workers` scenarios at a time (1: one after the other, as before; for the
+/// bench's comparison).
+pub fn run_with(bench: &Bench, filter: Option<&str>, workers: usize) -> MatrixReport {
     let scenarios: Vec<&'static Scenario> = MATRIX
         .iter()
         .filter(|s| filter.is_none_or(|f| s.id.contains(f)))
         .collect();
-    let outcomes = run_all(bench, &scenarios);
+    let outcomes = run_all(bench, &scenarios, workers);
     let whole = filter.is_none();
     MatrixReport {
         release: bench.sysroot.release,
@@ -210,11 +217,9 @@ pub fn run(bench: &Bench, filter: Option<&str>) -> MatrixReport {
     }
 }
 
-/// `run_one` of every scenario, `available_parallelism` at a time, in the given order.
-fn run_all(bench: &Bench, scenarios: &[&'static Scenario]) -> Vec<Outcome> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(scenarios.len().max(1));
+/// `run_one` of every scenario, `workers` at a time, in the given order.
+fn run_all(bench: &Bench, scenarios: &[&'static Scenario], workers: usize) -> Vec<Outcome> {
+    let workers = workers.clamp(1, scenarios.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<std::sync::Mutex<Option<Outcome>>> = scenarios
         .iter()

@@ -63,11 +63,21 @@ impl Args {
 /// Runs the matrix (or the scenarios whose id contains `filter`) and says how long it took,
 /// fixtures and roots included, sysroot build excluded.
 pub fn run_matrix(sysroot: Sysroot, filter: Option<&str>) -> Result<(MatrixReport, Duration)> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    run_matrix_with(sysroot, filter, cpus)
+}
+
+/// [`run_matrix`] with `workers` scenarios at a time.
+pub fn run_matrix_with(
+    sysroot: Sysroot,
+    filter: Option<&str>,
+    workers: usize,
+) -> Result<(MatrixReport, Duration)> {
     host::require(&[tools::BWRAP, tools::CHROOT])?;
     let started = Instant::now();
     let cache = host::cache_dir()?;
     let bench = Bench::new(sysroot, &cache).context("cannot prepare the scenario bench")?;
-    let report = report::run(&bench, filter);
+    let report = report::run_with(&bench, filter, workers);
     Ok((report, started.elapsed()))
 }
 
