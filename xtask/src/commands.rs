@@ -10,7 +10,8 @@ use clap::{Parser, Subcommand};
 use crate::cli::Global;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output};
-use crate::{build, ci, explain, jetson, rebase, resolution, series, store, update, verify};
+use crate::{bench, ci, explain, format, jetson, rebase, resolution, series, store, sysroot};
+use crate::{update, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -36,13 +37,13 @@ pub enum Command {
     #[command(subcommand)]
     Patches(series::command::Command),
     /// Format a series as a patch set to mail upstream (libc-alpha).
-    FormatSeries(series::format::Args),
+    FormatSeries(format::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
     /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
     UpdateRelease(update::Args),
     /// Build glibc, patched or not, into a cached sysroot.
-    BuildGlibc(build::command::Args),
+    BuildGlibc(sysroot::command::Args),
     /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
     TestResolution(resolution::Args),
     /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
@@ -54,21 +55,9 @@ pub enum Command {
     Explain(explain::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
-    Bench(Bench),
+    Bench(bench::Bench),
     /// Run everything CI checks (tidy, series, builds, tests, matrix on x86_64 and aarch64).
     Ci(ci::Args),
-}
-
-#[derive(Subcommand)]
-pub enum Bench {
-    /// Time an import of the newest release into a fresh store.
-    Store,
-    /// Time a rebase of the series onto every other release.
-    Rebase,
-    /// Time cold, cached and incremental glibc builds.
-    Build(build::bench::BenchArgs),
-    /// Time the resolution matrix once builds are cached.
-    Resolution(resolution::bench::Args),
 }
 
 /// `cargo xtask`: parses the command line, runs the command, and turns how it ended into the
@@ -116,7 +105,10 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Glibc(cmd) => cmd.run(&env()?),
         Command::Patches(cmd) => cmd.run(&env()?),
         Command::FormatSeries(args) => args.run(&env()?),
-        Command::RebaseGlibc(args) => args.run(&env()?),
+        Command::RebaseGlibc(args) => {
+            let env = env()?;
+            args.run(&env, sysroot::compile_check::for_rebase(&env))
+        }
         Command::UpdateRelease(args) => args.run(&env()?),
         Command::BuildGlibc(args) => args.run(&env()?),
         Command::TestResolution(args) => args.run(&env()?),
@@ -124,10 +116,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::JetsonReplay(args) => args.run(&env()?),
         // Reads only the tree it is given: no store, series or cache.
         Command::Explain(args) => args.run(),
-        Command::Bench(Bench::Store) => store::bench::run(&env()?),
-        Command::Bench(Bench::Rebase) => rebase::bench::run(&env()?),
-        Command::Bench(Bench::Build(args)) => args.run(&env()?),
-        Command::Bench(Bench::Resolution(args)) => args.run(&env()?),
+        Command::Bench(bench) => bench.run(&env()?),
         Command::Ci(args) => args.run(&env()?),
     }
 }

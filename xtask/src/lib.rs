@@ -1,26 +1,39 @@
 //! Library half of `cargo xtask`, so that integration tests drive the same code the CLI runs.
 //!
-//! One module per stage, in the order data flows through them:
-//! `store` (glibc releases) -> `series` (patches/) -> `rebase` (moving a series between
-//! releases) -> `build` (cached sysroots) -> `resolution` (the scenario matrix against a
-//! sysroot) -> `verify` (every cell proven, the support table) -> `ci` (all of it, as CI
-//! runs it); `update` takes one release through all of them (`update-release`); `explain` models the
-//! patched loader's search for a program without running it. `cli` holds
-//! the vocabulary every command shares; `util` the plumbing.
+//! Modules in layers, each importing only the layers below it (the tidy test
+//! `stages_import_only_downward` holds them to it):
+//!
+//! 1. `util` (plumbing) and `cli` (the words every command shares, and its environment);
+//! 2. the stages, in the order data flows through them: `store` (glibc releases) -> `merge`
+//!    (the 3-way merge of a commit onto another release, which `series` and `rebase` share)
+//!    -> `series` (patches/) -> `rebase` (moving a series between releases) -> `sysroot`
+//!    (glibc built into cached sysroots) -> `resolution` (the scenario matrix against a
+//!    sysroot) -> `verify` (every cell proven, the support table) -> `ci` (all of it, as CI
+//!    runs it);
+//! 3. the commands that take several stages at once: `update` (one release through all of
+//!    them), `format` (a series as mails for libc-alpha), `jetson` (the Jetson replay),
+//!    `explain` (the loader's search for a program, modelled), `bench` (timings);
+//! 4. `commands`: the command tree, which dispatches to all of the above.
 
 // First, so that its output macros (`outln!`, `diagln!`, ...) are in scope in every module.
 #[macro_use]
 pub mod util;
 
-pub mod build;
-pub mod ci;
 pub mod cli;
-pub mod commands;
-pub mod explain;
-pub mod jetson;
+
+pub mod ci;
+pub mod merge;
 pub mod rebase;
 pub mod resolution;
 pub mod series;
 pub mod store;
-pub mod update;
+pub mod sysroot;
 pub mod verify;
+
+pub mod bench;
+pub mod explain;
+pub mod format;
+pub mod jetson;
+pub mod update;
+
+pub mod commands;

@@ -7,8 +7,8 @@ use std::process::Command;
 
 use model::Release;
 use model::{Flavour, Sysroot, Target};
-use xtask::build::Builder;
 use xtask::cli::Global;
+use xtask::sysroot::Builder;
 
 /// The cached sysroot, built first if needed, as a command without options gets it.
 fn ensure_sysroot(release: Release, target: Target, flavour: Flavour) -> Sysroot {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use xtask::series::format::{format, Author, Request};
+use xtask::format::{format, Author, Request};
 use xtask::series::{Series, Workspace};
 use xtask::store::SourceStore;
 
@@ -140,7 +140,7 @@ fn a_second_version_is_ready_to_mail() {
     // git am takes them on the release.
     let am = v2.t.tmp.path().join("am");
     v2.t.store
-        .export_tree(v2.ws.releases_with_series()[0], None, &am)
+        .export_tree(v2.ws.releases_with_series()[0], &am)
         .unwrap();
     run(&am, "git", &["init", "-q"]);
     run(&am, "git", &["add", "-A"]);

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use model::Release;
 use tempfile::TempDir;
-use xtask::rebase::bench::synthetic_series;
+use xtask::bench::rebase::synthetic_series;
 use xtask::rebase::{self, Outcome};
 use xtask::series::Series;
 use xtask::series::Workspace;
@@ -73,7 +73,7 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
     let series = Series::load(&ws.series_dir(r42)).unwrap();
     assert_eq!(series.base_tree.to_string(), r42.pinned_tree());
     let src = tmp.path().join("src");
-    ws.store.export_tree(r42, Some(&series), &src).unwrap();
+    series.export(&ws.store, &src).unwrap();
     let dl_load = std::fs::read_to_string(src.join("elf/dl-load.c")).unwrap();
     assert!(dl_load.contains("/* Finally, try the default path.  */\n      /* LD_FALLBACK_PATH is searched after this.  */\n"));
     use std::os::unix::fs::PermissionsExt;
@@ -137,11 +137,11 @@ fn assert_whole_or_absent(dir: &Path, release: Release) {
     assert_eq!(missing, 0, "a tagged release must be complete");
 }
 
-/// The rule that places the NEWS entry (series::news) reproduces the NEWS of every committed
+/// The rule that places the NEWS entry (merge::news) reproduces the NEWS of every committed
 /// series from its release's NEWS: no release needs a human for NEWS.
 #[test]
 fn the_news_entry_lands_where_every_committed_series_has_it() {
-    use xtask::series::news;
+    use xtask::merge::news;
     let ws = Workspace::open(&env()).unwrap();
     let newest = ws.newest_series().unwrap();
     let (_, commits) = ws.commit_series(&newest).unwrap();
@@ -176,7 +176,7 @@ fn the_news_entry_lands_where_every_committed_series_has_it() {
 /// say) fails here until the records are made again (README, "Recorded resolutions").
 #[test]
 fn the_recorded_resolutions_take_every_release_through_unattended() {
-    use xtask::rebase::resolution::Resolutions;
+    use xtask::rebase::records::Resolutions;
     let project = Workspace::open(&env()).unwrap();
     let tmp = TempDir::new().unwrap();
     let ws = Workspace {

@@ -97,9 +97,7 @@ fn file_in_series_tree(f: &Fixture, release: Release, path: &str) -> String {
         f.t.tmp
             .path()
             .join(format!("export-{release}-{}", path.replace('/', "-")));
-    f.ws.store
-        .export_tree(release, Some(&series), &dest)
-        .unwrap();
+    series.export(&f.ws.store, &dest).unwrap();
     std::fs::read_to_string(dest.join(path)).unwrap()
 }
 
@@ -374,8 +372,8 @@ fn picking_only_touched_paths_equals_a_full_cherry_pick() {
     for onto in ["2.42", "2.44"] {
         let head = f.ws.store.ensure_release(rel(onto)).unwrap();
         let mut steps = Vec::new();
-        let xtask::rebase::engine::Picked::Done { head: fast } =
-            xtask::rebase::engine::pick(repo, &commits, 0, head, &mut steps).unwrap()
+        let xtask::merge::Picked::Done { head: fast } =
+            xtask::merge::pick(repo, &commits, 0, head, &mut steps).unwrap()
         else {
             panic!("unexpected conflict onto {onto}")
         };
@@ -391,13 +389,9 @@ fn picking_only_touched_paths_equals_a_full_cherry_pick() {
                 )
                 .unwrap();
             let tree = index.write_tree_to(repo).unwrap();
-            if let Some(new) = xtask::rebase::engine::commit_like(
-                repo,
-                &repo.find_commit(*id).unwrap(),
-                full,
-                tree,
-            )
-            .unwrap()
+            if let Some(new) =
+                xtask::merge::commit_like(repo, &repo.find_commit(*id).unwrap(), full, tree)
+                    .unwrap()
             {
                 full = new;
             }
@@ -520,7 +514,7 @@ fn news_fixture(news_41: impl Fn(&str) -> String) -> Fixture {
 
 #[test]
 fn the_news_entry_is_placed_by_rule_and_the_series_stays_consumable() {
-    use xtask::series::news;
+    use xtask::merge::news;
     let f = news_fixture(|news| news::place(news, NEWS_ENTRY).unwrap());
     let summary = written(rebase::start(&f.ws, None, rel("2.42")).unwrap());
     assert!(
@@ -550,7 +544,7 @@ fn the_news_entry_is_placed_by_rule_and_the_series_stays_consumable() {
             .unwrap()
             .tree_id();
     let plain = f.t.tmp.path().join("plain");
-    f.ws.store.export_tree(rel("2.42"), None, &plain).unwrap();
+    f.ws.store.export_tree(rel("2.42"), &plain).unwrap();
     for p in &series.patches {
         let file = dir.join(&p.name);
         run(
@@ -561,7 +555,7 @@ fn the_news_entry_is_placed_by_rule_and_the_series_stays_consumable() {
     }
     assert_eq!(snapshot(&plain), expected);
     let am = f.t.tmp.path().join("am");
-    f.ws.store.export_tree(rel("2.42"), None, &am).unwrap();
+    f.ws.store.export_tree(rel("2.42"), &am).unwrap();
     let git = |args: &[&str]| {
         let mut all = vec!["-c", "user.name=t", "-c", "user.email=t@e.invalid"];
         all.extend_from_slice(args);

@@ -867,7 +867,7 @@ fn a_series_carrying_a_marker_is_refused_everywhere() {
 /// it would put the marker back into the series).
 #[test]
 fn check_refuses_a_recorded_resolution_that_keeps_a_marker() {
-    use xtask::rebase::resolution::{Kind, Resolution, Resolutions};
+    use xtask::rebase::records::{Kind, Resolution, Resolutions};
     let p = Project::new();
     let release = model::Release::parse("2.42").unwrap();
     let from = model::Release::parse("2.41").unwrap();
@@ -1074,7 +1074,7 @@ fn a_series_line_naming_a_file_elsewhere_is_refused() {
 /// a rebase either: it refuses to start.
 #[test]
 fn a_rebase_refuses_recorded_resolutions_that_check_refuses() {
-    use xtask::rebase::resolution::{Kind, Resolution, Resolutions};
+    use xtask::rebase::records::{Kind, Resolution, Resolutions};
     let p = Project::new();
     let release = model::Release::parse("2.42").unwrap();
     let from = model::Release::parse("2.41").unwrap();
@@ -1258,7 +1258,7 @@ fn recovery_leaves_a_series_alone_while_its_writer_works() {
     let dir = p.patches().join("2.41");
     let before = visible_files(&dir);
     std::fs::rename(&dir, p.patches().join(".old-2.41")).unwrap();
-    let lock = xtask::build::lock::acquire(&p.cache().join("rebase/2.41.lock"), "test").unwrap();
+    let lock = xtask::util::lock::acquire(&p.cache().join("rebase/2.41.lock"), "test").unwrap();
     let ran = p.run(&["patches", "status"]);
     assert!(!ran.stderr.contains("restored"), "{ran:?}");
     assert!(!dir.exists() && p.patches().join(".old-2.41").exists());

@@ -72,9 +72,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
 
     let expected_tree = t.repo().find_commit(c2).unwrap().tree_id();
     let exported = t.tmp.path().join("export");
-    t.store
-        .export_tree(release, Some(&loaded), &exported)
-        .unwrap();
+    loaded.export(&t.store, &exported).unwrap();
     assert_eq!(
         Snapshot::of_dir(&exported, &[]).unwrap().root,
         expected_tree
@@ -82,7 +80,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
 
     // patch -p1, in series order, on a plain copy of the release.
     let plain = t.tmp.path().join("plain");
-    t.store.export_tree(release, None, &plain).unwrap();
+    t.store.export_tree(release, &plain).unwrap();
     assert!(!plain.join("manual").exists());
     for p in &loaded.patches {
         run(
@@ -96,7 +94,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     // quilt (package quilt) reads the same series file.
     if loader_tests::host::find_program("quilt").is_some() {
         let q = t.tmp.path().join("quilt");
-        t.store.export_tree(release, None, &q).unwrap();
+        t.store.export_tree(release, &q).unwrap();
         let out = std::process::Command::new("quilt")
             .args(["push", "-a", "--quiltrc=-"])
             .env("QUILT_PATCHES", &dir)
@@ -121,7 +119,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
 
     // git am on a repository of the release.
     let am = t.tmp.path().join("am");
-    t.store.export_tree(release, None, &am).unwrap();
+    t.store.export_tree(release, &am).unwrap();
     run(&am, "git", &["init", "-q"]);
     run(&am, "git", &["add", "-A", "-f"]);
     run(

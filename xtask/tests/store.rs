@@ -64,7 +64,7 @@ fn imports_are_deterministic_and_keep_modes() {
     assert_eq!(c.author().when().seconds(), 0);
 
     let out = t.tmp.path().join("out");
-    t.store.export_tree(release.release, None, &out).unwrap();
+    t.store.export_tree(release.release, &out).unwrap();
     assert!(
         !out.join("manual").exists(),
         "manual/ is dropped from every stored tree"
@@ -106,7 +106,7 @@ fn imports_are_deterministic_and_keep_modes() {
     );
 
     // Export refuses to write over something.
-    assert!(t.store.export_tree(release.release, None, &out).is_err());
+    assert!(t.store.export_tree(release.release, &out).is_err());
 }
 
 #[test]

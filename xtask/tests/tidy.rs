@@ -166,6 +166,143 @@ fn output_survives_a_closed_pipe() {
     );
 }
 
+/// xtask's top-level modules in layers, bottom first: plumbing and vocabulary, the stages in
+/// the order data flows through them, the commands that take several stages, the command
+/// tree. A module may name (`crate::<module>`) only modules of lower layers, so that no
+/// stage reaches back up the pipeline and no import circle joins two of them. A new module
+/// has to be placed here.
+const LAYERS: &[&[&str]] = &[
+    &["util"],
+    &["cli"],
+    &["store"],
+    &["merge"],
+    &["series"],
+    &["rebase"],
+    &["sysroot"],
+    &["resolution"],
+    &["verify"],
+    &["ci"],
+    &["update", "format", "jetson", "explain", "bench"],
+    &["commands"],
+];
+
+/// The top-level modules `text` names through `crate::`, code only (comments left out).
+fn crate_modules(text: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let mut named = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &code[at + "crate::".len()..];
+        let names: Vec<&str> = match rest.strip_prefix('{') {
+            // `crate::{a, b::{c, d}, self}`: the first word of each top-level item.
+            Some(group) => top_level_items(group)
+                .into_iter()
+                .map(|item| item.trim().split("::").next().unwrap_or(""))
+                .collect(),
+            None => vec![rest
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or("")],
+        };
+        named.extend(
+            names
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .map(str::to_string),
+        );
+    }
+    named
+}
+
+/// The items of a `{...}` group (`group` starts after its `{`), split at its own commas.
+fn top_level_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
+}
+
+#[test]
+fn stages_import_only_downward() {
+    let src = workspace().join("xtask/src");
+    let layer_of = |module: &str| LAYERS.iter().position(|layer| layer.contains(&module));
+    let mut wrong = Vec::new();
+    let mut files = Vec::new();
+    collect(&src, &mut files);
+    files.sort();
+    for path in files {
+        let rel = path.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let module = first.trim_end_matches(".rs").to_string();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let Some(layer) = layer_of(&module) else {
+            wrong.push(format!(
+                "xtask/src/{first}: a module in no layer (add it to LAYERS)"
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).unwrap();
+        for named in crate_modules(&text) {
+            if named == module {
+                continue;
+            }
+            match layer_of(&named) {
+                Some(other) if other < layer => {}
+                // A macro or item of lib.rs, not a module.
+                None if !src.join(&named).is_dir()
+                    && !src.join(format!("{named}.rs")).is_file() => {}
+                _ => wrong.push(format!(
+                    "{}: imports crate::{named}, which is not below {module}",
+                    relative(&path)
+                )),
+            }
+        }
+    }
+    wrong.sort();
+    wrong.dedup();
+    assert!(
+        wrong.is_empty(),
+        "imports against the layers (see LAYERS: move the code to the lower module, or pass \
+         what it needs in from above):\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+#[test]
+fn crate_paths_are_read_from_code_only() {
+    let text = "use crate::{cli::Env, util::{self, paths}};\n// crate::verify in a comment\n\
+                let x = crate::store::open(); my_crate::series::x();\n";
+    assert_eq!(crate_modules(text), ["cli", "util", "store"]);
+}
+
 fn is_fs_call(line: &str) -> bool {
     ["fs::", "File::open(", "File::create(", "OpenOptions::"]
         .iter()

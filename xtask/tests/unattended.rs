@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use model::Release;
-use xtask::rebase::state::Checks;
-use xtask::rebase::{self, build_check, Options, Outcome};
-use xtask::series::news;
+use xtask::merge::news;
+use xtask::rebase::patch_checks::Checks;
+use xtask::rebase::{self, Options, Outcome};
 use xtask::series::{Series, Workspace};
 use xtask::store::SourceStore;
+use xtask::sysroot::compile_check::{self, BuildCheck};
 
 const OLD_LINE: &str = "  return default_path ();\n";
 /// Patch 1's lines: `GL(dl_rtld_map)` is what glibc 2.41 renamed to `_dl_rtld_map`; in these
@@ -170,9 +171,7 @@ fn file_in_series(f: &Fixture, release: Release, path: &str) -> String {
             .unwrap()
             .as_nanos()
     ));
-    f.ws.store
-        .export_tree(release, Some(&series), &dest)
-        .unwrap();
+    series.export(&f.ws.store, &dest).unwrap();
     std::fs::read_to_string(dest.join(path)).unwrap()
 }
 
@@ -471,7 +470,10 @@ fn the_build_check_stops_at_the_patch_that_no_longer_compiles() {
             exec: Vec::new(),
             build_check: true,
         },
-        compiled: Some(build_check::Source::At(compiled.clone())),
+        compiled: Some(Box::new(BuildCheck::new(
+            compile_check::Source::At(compiled.clone()),
+            1,
+        ))),
         ..Options::plain(ws)
     };
 

@@ -11,8 +11,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use model::{sysroot_env_var, Flavour, Target};
 
-use crate::build::Builder;
 use crate::cli::Env;
+use crate::sysroot::Builder;
 use model::Release;
 
 #[derive(clap::Args)]

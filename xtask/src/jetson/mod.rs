@@ -199,12 +199,12 @@ fn provenance(release: Release, target: Target, host_libraries: &[String]) -> Re
 /// the provenance line names them.
 fn series_ids(release: Release) -> [String; 2] {
     let patches = paths::patches_dir();
-    [Flavour::Patched, Flavour::FallbackFirst].map(
-        |flavour| match crate::build::source::series_for(&patches, release, flavour) {
+    [Flavour::Patched, Flavour::FallbackFirst].map(|flavour| {
+        match crate::sysroot::source::series_for(&patches, release, flavour) {
             Ok(Some(series)) => series.content_id()[..12].to_string(),
             _ => "none".to_string(),
-        },
-    )
+        }
+    })
 }
 
 /// Fails when docs/jetson.md's provenance line names other series than patches/ holds now

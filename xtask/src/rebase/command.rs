@@ -4,12 +4,10 @@
 use anyhow::{bail, Result};
 use git2::ErrorClass;
 
-use super::state::Checks;
+use super::patch_checks::{Checks, CompileCheck};
 use super::{
-    abort, build_check, check, continue_with, start_with, state, stopped_rebase, Options, Outcome,
-    Resume,
+    abort, check, continue_with, start_with, state, stopped_rebase, Options, Outcome, Resume,
 };
-use crate::build::Builder;
 use crate::cli::{self, Env};
 use crate::series::Workspace;
 use crate::util::exit::NeedsAttention;
@@ -56,7 +54,8 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    /// Runs the command; `compiled` is the build check `--build-check` asks for.
+    pub fn run(self, env: &Env, compiled: Box<dyn CompileCheck>) -> Result<()> {
         let ws = if self.check && !self.import_missing {
             Workspace::open_read_only(env)?
         } else {
@@ -82,7 +81,7 @@ impl Args {
         }
         if self.abort {
             let onto = stopped_rebase(&ws, self.onto)?;
-            let _lock = state::lock(&ws, onto)?;
+            let _lock = ws.lock_release(onto)?;
             match abort(&ws, onto)? {
                 None => outln!("aborted the rebase onto glibc {onto}; patches/ is unchanged"),
                 Some(dir) => outln!(
@@ -92,7 +91,7 @@ impl Args {
             }
             return Ok(());
         }
-        let mut options = options_for_cli(env, Resume::rebase_glibc());
+        let mut options = options_for_cli(env, Resume::rebase_glibc(), compiled);
         options.checks = Checks {
             exec: self.exec,
             build_check: self.build_check,
@@ -101,7 +100,7 @@ impl Args {
             Some(onto) if !self.continue_ => onto,
             named => stopped_rebase(&ws, named)?,
         };
-        let _lock = state::lock(&ws, onto)?;
+        let _lock = ws.lock_release(onto)?;
         let outcome = if self.continue_ {
             continue_with(&ws, onto, &self.delete, options)
         } else {
@@ -130,16 +129,15 @@ pub fn finish(outcome: Outcome) -> Result<()> {
     }
 }
 
-/// The options of a rebase run from the command line: the build check's tree from the build
-/// cache, logs beside the builds'; no checks (the caller sets them for a start).
-pub fn options_for_cli(env: &Env, resume: Resume) -> Options {
-    let builder = Builder::new(env);
+/// The options of a rebase run from the command line: the build check given (the sysroot
+/// stage's, `sysroot::compile_check::for_rebase`), logs beside the builds'; no checks (the
+/// caller sets them for a start).
+pub fn options_for_cli(env: &Env, resume: Resume, compiled: Box<dyn CompileCheck>) -> Options {
     Options {
         checks: Checks::default(),
         out: None,
-        logs: builder.layout.logs.clone(),
-        jobs: builder.jobs,
-        compiled: Some(build_check::Source::Builder(builder)),
+        logs: env.cache.join("logs"),
+        compiled: Some(compiled),
         resume,
         carried_records: None,
     }

@@ -21,11 +21,11 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use git2::{Delta, FileMode, Oid, Repository};
 
-use crate::rebase::engine::file_mode;
+use crate::merge::file_mode;
 use crate::series::markers::has_markers;
-use crate::series::scope::listed;
 use crate::store::snapshot::Snapshot;
 use crate::util::exit::NeedsAttention;
+use crate::util::text::listed;
 
 /// The resolved tree to commit, and what the user should know about how it was read.
 pub struct Taken {

@@ -2,22 +2,19 @@
 //! rebase-glibc`): start, stop at a conflict or a failed check, continue or abort, and check
 //! that every series still applies to its own release.
 //!
-//! One patch at a time: merge it ([`engine::merge_commit`], NEWS entries placed by rule),
-//! replay the recorded resolutions that match what the merge produced ([`resolution`]),
-//! commit, run the checks after it ([`checks`]: `--build-check`, `--exec`). A conflict no
+//! One patch at a time: merge it ([`crate::merge::merge_commit`], NEWS entries placed by
+//! rule), replay the recorded resolutions that match what the merge produced ([`records`]),
+//! commit, run the checks after it ([`patch_checks`]: `--build-check`, `--exec`). A conflict no
 //! record resolves, or a failed check, stops the rebase with a work tree to fix and state to
 //! `--continue` from ([`state`]); what the human made there is recorded, and written with the
 //! series when every patch went through.
 
-pub mod bench;
-pub mod build_check;
-pub mod check;
-pub mod checks;
 pub mod command;
-pub mod engine;
 pub mod intake;
+pub mod patch_checks;
 pub mod range_diff;
-pub mod resolution;
+pub mod records;
+pub mod series_check;
 pub mod state;
 
 use std::fmt::Write;
@@ -26,15 +23,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::Oid;
 
-pub use check::{check, check_release, CheckReport};
+pub use series_check::{check, check_release, CheckReport};
 
+use crate::merge::{self, applied, commit_like, Merged, Step};
 use crate::series::{Series, Workspace};
 use crate::util::{durable, fault, together};
-use checks::Checker;
-use engine::{applied, commit_like, Merged, Step};
 use model::Release;
-use resolution::{Kind, Resolution, Resolutions};
-use state::{Checks, ConflictFile, RebaseState, Stop, Used};
+use patch_checks::{Checker, Checks, CompileCheck};
+use records::{Kind, Resolution, Resolutions};
+use state::{ConflictFile, RebaseState, Stop, Used};
 
 /// How a rebase ended.
 pub enum Outcome {
@@ -70,12 +67,10 @@ pub struct Options {
     /// Where to write the series (`None`: `patches/<onto>/`; taken from the state by
     /// `--continue`).
     pub out: Option<PathBuf>,
-    /// Where the build check gets its compiled tree; `None`: the build check is refused.
-    pub compiled: Option<build_check::Source>,
+    /// The build check (the sysroot stage's, from a compiled tree); `None`: refused.
+    pub compiled: Option<Box<dyn CompileCheck>>,
     /// Where the checks' logs go.
     pub logs: PathBuf,
-    /// Compiles at once for the build check.
-    pub jobs: usize,
     pub resume: Resume,
     /// A `patches/`-like directory whose recorded resolutions for the target are replayed
     /// too, over those of patches/: an update's candidate, where the resolutions made in a
@@ -91,7 +86,6 @@ impl Options {
             out: None,
             compiled: None,
             logs: ws.rebase_dir.join("logs"),
-            jobs: 1,
             resume: Resume::rebase_glibc(),
             carried_records: None,
         }
@@ -122,7 +116,7 @@ pub fn start_with(
         Some(release) => release,
         None => ws.newest_release_with_series()?,
     };
-    let from = check::passing_series(ws, from)?;
+    let from = series_check::passing_series(ws, from)?;
     let (_, commits) = ws.commit_series(&from)?;
     let head = ws.store.ensure_release(onto)?;
     let checks = options.checks.clone();
@@ -292,16 +286,10 @@ impl<'a> Run<'a> {
         records.keep_rules(&ws.scope()?).with_context(|| {
                 format!(
                     "refusing to replay the recorded resolutions in {}: `cargo xtask rebase-glibc --check` does not pass them",
-                resolution::dir(&ws.patches_dir, onto).display()
+                records::dir(&ws.patches_dir, onto).display()
             )
         })?;
-        let checker = Checker::new(
-            checks,
-            &ws.rebase_dir,
-            &options.logs,
-            options.compiled,
-            options.jobs,
-        );
+        let checker = Checker::new(checks, &ws.rebase_dir, &options.logs, options.compiled);
         Ok(Run {
             ws,
             from,
@@ -341,25 +329,24 @@ impl<'a> Run<'a> {
             let commit = repo
                 .find_commit(self.commits[at])
                 .context("a commit of the series is missing from the store")?;
-            let (produced, tree, files, conflicts) =
-                match engine::merge_commit(repo, &commit, head)? {
-                    Merged::Clean(produced) => {
-                        let (tree, _) = self.replay(at, produced)?;
-                        (produced, tree, Vec::new(), Vec::new())
-                    }
-                    Merged::Conflict(index) => {
-                        let (ours, theirs) = self.labels(at);
-                        let (files, produced) =
-                            state::conflict_tree(repo, &index, (&ours, &theirs))?;
-                        let (tree, resolved) = self.replay(at, produced)?;
-                        let conflicts: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
-                        let open: Vec<ConflictFile> = files
-                            .into_iter()
-                            .filter(|f| !resolved.contains(&f.path))
-                            .collect();
-                        (produced, tree, open, conflicts)
-                    }
-                };
+            let (produced, tree, files, conflicts) = match merge::merge_commit(repo, &commit, head)?
+            {
+                Merged::Clean(produced) => {
+                    let (tree, _) = self.replay(at, produced)?;
+                    (produced, tree, Vec::new(), Vec::new())
+                }
+                Merged::Conflict(index) => {
+                    let (ours, theirs) = self.labels(at);
+                    let (files, produced) = state::conflict_tree(repo, &index, (&ours, &theirs))?;
+                    let (tree, resolved) = self.replay(at, produced)?;
+                    let conflicts: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+                    let open: Vec<ConflictFile> = files
+                        .into_iter()
+                        .filter(|f| !resolved.contains(&f.path))
+                        .collect();
+                    (produced, tree, open, conflicts)
+                }
+            };
             if !files.is_empty() {
                 return Ok(Some(Stopped {
                     at,
@@ -426,7 +413,7 @@ impl<'a> Run<'a> {
                     let id = repo
                         .blob(&bytes)
                         .context("cannot store a replayed resolution")?;
-                    update.upsert(&record.path, id, engine::file_mode(entry.filemode() as u32));
+                    update.upsert(&record.path, id, merge::file_mode(entry.filemode() as u32));
                 }
                 None => {
                     update.remove(&record.path);
@@ -469,7 +456,7 @@ impl<'a> Run<'a> {
         };
         let mut notes = Vec::new();
         let mut unrecorded = Vec::new();
-        for path in checks::changed_paths(repo, produced, taken)? {
+        for path in patch_checks::changed_paths(repo, produced, taken)? {
             let Some(old) = bytes(&produced_tree, &path)? else {
                 unrecorded.push(format!(
                     "{path} (new: no text the rebase produced to key it by)"
@@ -515,9 +502,9 @@ impl<'a> Run<'a> {
             .find_commit(head)
             .context("the commit picked onto is missing from the store")?
             .tree_id();
-        let touched = checks::changed_paths(repo, head_tree, tree)?;
-        let series_touched = checks::changed_paths(repo, self.base_tree, tree)?;
-        let patch = checks::Patch {
+        let touched = patch_checks::changed_paths(repo, head_tree, tree)?;
+        let series_touched = patch_checks::changed_paths(repo, self.base_tree, tree)?;
+        let patch = patch_checks::Patch {
             number: at + 1,
             name: &self.from.patches[at].name,
             tree,
@@ -531,11 +518,11 @@ impl<'a> Run<'a> {
             patch.name
         );
         match self.checker.run(repo, self.onto, &patch)? {
-            checks::Outcome::Passed(lines) => {
+            patch_checks::Outcome::Passed(lines) => {
                 self.check_lines.push((at, lines));
                 Ok(None)
             }
-            checks::Outcome::Failed(report) => Ok(Some(report)),
+            patch_checks::Outcome::Failed(report) => Ok(Some(report)),
         }
     }
 
@@ -630,8 +617,8 @@ impl<'a> Run<'a> {
                     "    a recorded resolution of {} exists for this patch, but for other text (the series or the release changed since); \
                      it may help: {}",
                     file.path,
-                    resolution::dir(&self.ws.patches_dir, onto)
-                        .join(format!("{}{}", patch.name, resolution::SUFFIX))
+                    records::dir(&self.ws.patches_dir, onto)
+                        .join(format!("{}{}", patch.name, records::SUFFIX))
                         .display()
                 );
             }
@@ -678,7 +665,7 @@ impl<'a> Run<'a> {
             .repo()
             .find_commit(self.commits[at])
             .ok()
-            .and_then(|c| engine::adds_news_entry(self.repo(), &c).ok())
+            .and_then(|c| merge::adds_news_entry(self.repo(), &c).ok())
             .unwrap_or(false);
         if adds_news {
             notes.push(format!(
@@ -780,7 +767,7 @@ impl<'a> Run<'a> {
             let _ = writeln!(
                 text,
                 "wrote {} ({} recorded resolution(s){}): commit it with the series",
-                resolution::dir(&records_root, onto).display(),
+                records::dir(&records_root, onto).display(),
                 records.list.len(),
                 if stale > 0 {
                     format!("; {stale} stale one(s) dropped: this rebase from glibc {} no longer meets them", self.from.base)
@@ -827,8 +814,8 @@ pub fn publish(
     let Some((records, records_root)) = records else {
         return series.write(series_dir);
     };
-    let records_dir = resolution::dir(records_root, onto);
-    resolution::refuse_foreign_files(&records_dir)?;
+    let records_dir = records::dir(records_root, onto);
+    records::refuse_foreign_files(&records_dir)?;
     let staged_series = series.stage(series_dir)?;
     let records_parent = records_dir
         .parent()

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use similar::TextDiff;
 
-use crate::rebase::engine::Step;
+use crate::merge::Step;
 use crate::series::Series;
 use model::Release;
 

@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{Index, IndexEntry, MergeFileOptions, Oid, Repository};
 
-use crate::rebase::engine::{file_mode, Step};
-use crate::rebase::resolution::Resolutions;
+use crate::merge::{file_mode, Step};
+use crate::rebase::patch_checks::Checks;
+use crate::rebase::records::Resolutions;
 use crate::series::markers::is_marker_line;
 use crate::series::Series;
 use crate::series::Workspace;
@@ -63,46 +64,6 @@ pub enum Stop {
     Check(String),
 }
 
-/// What runs in the work tree after each applied patch.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Checks {
-    /// `--exec` commands, run by `sh -c`, in order.
-    pub exec: Vec<String>,
-    /// `--build-check`: the loader files the patch touches compile in the release's real
-    /// configuration.
-    pub build_check: bool,
-}
-
-impl Checks {
-    pub fn is_empty(&self) -> bool {
-        self.exec.is_empty() && !self.build_check
-    }
-
-    /// The options that ask for these checks, for the commands a report prints.
-    pub fn as_options(&self) -> String {
-        let mut words = String::new();
-        if self.build_check {
-            words.push_str(" --build-check");
-        }
-        for command in &self.exec {
-            words.push_str(&format!(" --exec {}", shell_quote(command)));
-        }
-        words
-    }
-}
-
-/// `text` as one sh word.
-pub fn shell_quote(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
-    {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', "'\\''"))
-}
-
 /// The recorded resolutions a rebase replayed or made, and which of them a human made in this
 /// rebase (patch, path), for the summary.
 #[derive(Debug, Clone, Default)]
@@ -115,23 +76,6 @@ pub struct Used {
 pub struct ConflictFile {
     pub path: String,
     pub hunks: Vec<(usize, String)>,
-}
-
-/// The lock of the rebase onto `onto`, and of `patches/<onto>/`: held for the whole of every
-/// command that starts, continues or aborts that rebase, or writes that series (`rebase-glibc`,
-/// `update-release`, `patches import`). A second one waits: an `--abort` while a
-/// `--continue` writes would drop the state under it and say patches/ is unchanged.
-/// Released when dropped, or when the process dies.
-pub fn lock(ws: &Workspace, onto: Release) -> Result<crate::build::lock::FileLock> {
-    crate::build::lock::acquire(
-        &lock_path(ws, onto),
-        &format!("another cargo xtask working on the rebase onto glibc {onto} (or its series)"),
-    )
-}
-
-/// The file whose flock is [`lock`].
-pub fn lock_path(ws: &Workspace, onto: Release) -> PathBuf {
-    ws.rebase_dir.join(format!("{}.lock", onto.version()))
 }
 
 pub fn state_dir(ws: &Workspace, onto: Release) -> PathBuf {
@@ -476,7 +420,7 @@ pub fn recover(ws: &Workspace) -> Result<Vec<String>> {
             left.display()
         ));
     }
-    for left in staging::remove_orphans(&ws.rebase_dir, crate::rebase::checks::SCRATCH) {
+    for left in staging::remove_orphans(&ws.rebase_dir, crate::rebase::patch_checks::SCRATCH) {
         said.push(format!(
             "removed {}, the work tree a killed run checked its patches in",
             left.display()

@@ -1,8 +1,6 @@
 //! The resolution matrix against built sysroots (`cargo xtask test-resolution`): one
 //! [`MatrixReport`] per selected (release, target, flavour).
 
-pub mod bench;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -12,8 +10,8 @@ use loader_tests::report::{self, MatrixReport};
 use loader_tests::root::Bench;
 use model::{Cell, Flavour, Sysroot, Target};
 
-use crate::build::Builder;
 use crate::cli::{Env, Selection};
+use crate::sysroot::Builder;
 use model::Release;
 
 #[derive(clap::Args)]

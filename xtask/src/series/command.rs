@@ -64,7 +64,7 @@ impl Command {
                 replace,
                 files,
             } => {
-                let _lock = crate::rebase::state::lock(&ws, release)?;
+                let _lock = ws.lock_release(release)?;
                 let dir = super::import::import(&ws, release, &files, replace)?;
                 outln!("imported {} patches into {}", files.len(), dir.display());
                 Ok(())

@@ -9,7 +9,8 @@ use anyhow::{Context, Result};
 use git2::{Delta, FileMode, Oid, Repository};
 
 use super::defect;
-use super::scope::{commit_diff, listed};
+use super::scope::commit_diff;
+use crate::util::text::listed;
 
 /// What `commit` does to file kinds and modes that a series may not do, one line each.
 pub fn found_in(repo: &Repository, commit: Oid) -> Result<Vec<String>> {

@@ -82,7 +82,7 @@ pub fn check(repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
         if !found.is_empty() {
             return Err(defect(format!(
                 "{name} adds conflict markers, left from a merge: {}",
-                super::scope::listed(&found)
+                crate::util::text::listed(&found)
             )));
         }
     }

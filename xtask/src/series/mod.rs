@@ -7,13 +7,11 @@
 
 pub mod command;
 pub mod diffstat;
-pub mod format;
 pub mod import;
 pub mod kinds;
 pub mod mail;
 pub mod mail_date;
 pub mod markers;
-pub mod news;
 pub mod scope;
 pub mod status;
 mod workspace;
@@ -26,13 +24,14 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Oid, Repository};
 
+use crate::store::{worktree, SourceStore};
 use crate::util::{durable, fault};
 use model::Release;
 
 /// The series file's name, as quilt expects it.
 pub const SERIES_FILE: &str = "series";
 /// `patches/<RESOLUTIONS_DIR>/<X.Y>/`: the recorded resolutions of the rebases onto X.Y
-/// (see `rebase::resolution`), kept with the series but not part of any.
+/// (see `rebase::records`), kept with the series but not part of any.
 pub const RESOLUTIONS_DIR: &str = "resolutions";
 /// Ends every patch: the mail signature `git format-patch` would fill with its version.
 pub const TRAILER: &str = "-- \nld-fallback\n";
@@ -303,6 +302,23 @@ impl Series {
         Oid::hash_object(ObjectType::Blob, &canonical)
             .expect("hashing in memory cannot fail")
             .to_string()
+    }
+
+    /// Writes its release's files with every patch applied into the empty directory `dest`,
+    /// importing the release into `store` first if it lacks it.
+    pub fn export(&self, store: &SourceStore, dest: &Path) -> Result<()> {
+        let base = store.ensure_release(self.base)?;
+        let head = self
+            .commit_on(store.repo(), base)?
+            .last()
+            .copied()
+            .unwrap_or(base);
+        let tree = store
+            .repo()
+            .find_commit(head)
+            .context("a commit of the series is missing from the store")?
+            .tree_id();
+        worktree::write_tree(store.repo(), tree, dest)
     }
 
     /// Commits every patch, in order, on `base_commit` (the series' release in `repo`).

@@ -24,12 +24,10 @@ use anyhow::{Context, Result};
 use git2::{Delta, Oid, Repository};
 
 use super::defect;
+use crate::util::text::listed;
 
 /// The name of the scope file in `patches/`.
 pub const SCOPE_FILE: &str = "scope";
-
-/// How many offending paths a refusal lists before counting the rest.
-const LISTED: usize = 10;
 
 #[derive(Debug, Clone)]
 pub struct Scope {
@@ -174,20 +172,6 @@ pub fn commit_diff(repo: &Repository, commit: Oid) -> Result<git2::Diff<'_>> {
         .with_context(|| format!("commit {} has no parent", commit.id()))?;
     repo.diff_tree_to_tree(Some(&parent.tree()?), Some(&commit.tree()?), None)
         .context("cannot diff a commit against its parent")
-}
-
-/// Up to ten paths, then how many more: refusals name what they refuse without flooding.
-pub fn listed(paths: &[String]) -> String {
-    let mut text = paths
-        .iter()
-        .take(LISTED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if paths.len() > LISTED {
-        text.push_str(&format!(" and {} more", paths.len() - LISTED));
-    }
-    text
 }
 
 /// Whether `path` (`/`-separated, relative) matches `glob` (see the module docs).

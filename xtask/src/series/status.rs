@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use anyhow::Result;
 
-use crate::rebase::engine::{self, Picked, Step};
+use crate::merge::{self, Picked, Step};
 use crate::series::{is_defect, Workspace};
 use crate::store::ReleaseNotImported;
 use model::Release;
@@ -115,7 +115,7 @@ fn merge_newest(ws: &Workspace, release: Release, commits: &[git2::Oid]) -> Resu
     let head = ws.store.ensure_release(release)?;
     let mut steps = Vec::new();
     Ok(
-        match engine::pick(ws.store.repo(), commits, 0, head, &mut steps)? {
+        match merge::pick(ws.store.repo(), commits, 0, head, &mut steps)? {
             Picked::Done { .. } => {
                 Merged::Clean(steps.iter().filter(|s| **s == Step::Dropped).count())
             }

@@ -10,6 +10,7 @@ use crate::cli::Env;
 use crate::series::scope::Scope;
 use crate::series::{defect, Series, RESOLUTIONS_DIR};
 use crate::store::SourceStore;
+use crate::util::lock::{self, FileLock};
 use crate::util::{durable, staging, together};
 use model::{Release, SUPPORTED};
 
@@ -73,9 +74,7 @@ impl Workspace {
                 // Moved aside by a live writer (between its two renames) is no leftover: the
                 // writer holds that release's lock.
                 let _held = match Release::parse(series) {
-                    Ok(release) => match crate::build::lock::try_acquire(
-                        &crate::rebase::state::lock_path(self, release),
-                    )? {
+                    Ok(release) => match lock::try_acquire(&self.release_lock_path(release))? {
                         Some(lock) => Some(lock),
                         None => continue,
                     },
@@ -92,6 +91,25 @@ impl Workspace {
             }
         }
         Ok(said)
+    }
+
+    /// The lock of `patches/<release>/` and of the rebase onto `release`: held for the whole
+    /// of every command that writes that series or starts, continues or aborts that rebase
+    /// (`rebase-glibc`, `update-release`, `patches import`). A second one waits: an `--abort`
+    /// while a `--continue` writes would drop the state under it and say patches/ is
+    /// unchanged. Released when dropped, or when the process dies.
+    pub fn lock_release(&self, release: Release) -> Result<FileLock> {
+        lock::acquire(
+            &self.release_lock_path(release),
+            &format!(
+                "another cargo xtask working on the rebase onto glibc {release} (or its series)"
+            ),
+        )
+    }
+
+    /// The file whose flock is [`Workspace::lock_release`] (beside the rebases' states).
+    fn release_lock_path(&self, release: Release) -> PathBuf {
+        self.rebase_dir.join(format!("{}.lock", release.version()))
     }
 
     /// What the series may change: `patches/scope`.
@@ -128,7 +146,7 @@ impl Workspace {
 
     /// Directories in `patches/` that are not a supported release (typos, dropped releases),
     /// besides `resolutions/` and `variants/` (variants of the series, see
-    /// `build::source::series_for`).
+    /// `sysroot::source::series_for`).
     pub fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
         let entries = match std::fs::read_dir(&self.patches_dir) {
             Ok(entries) => entries,

@@ -9,7 +9,6 @@
 //! input leaves no empty store behind). Checks and reports open the store read-only
 //! ([`Access::ReadOnly`]): they write nothing and import nothing.
 
-pub mod bench;
 pub mod command;
 pub mod import;
 pub mod pack;
@@ -22,7 +21,6 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature, Time};
 use tempfile::TempDir;
 
-use crate::series::Series;
 use crate::util::{durable, fault, paths, staging};
 use import::Source;
 use model::Release;
@@ -387,28 +385,12 @@ impl SourceStore {
         Ok(out)
     }
 
-    /// Writes the release's files, with `series` applied, into the empty directory `dest`.
-    pub fn export_tree(
-        &self,
-        release: Release,
-        series: Option<&Series>,
-        dest: &Path,
-    ) -> Result<()> {
+    /// Writes the release's files into the empty directory `dest` (with a series applied:
+    /// `Series::export`).
+    pub fn export_tree(&self, release: Release, dest: &Path) -> Result<()> {
         let commit = self.ensure_release(release)?;
-        let mut tree = self.repo.find_commit(commit)?.tree_id();
-        if let Some(series) = series {
-            if series.base.version() != release.version() {
-                bail!(
-                    "the series is for glibc {}, not {release}: rebase it first (cargo xtask rebase-glibc --onto {release})",
-                    series.base
-                );
-            }
-            let commits = series.commit_on(&self.repo, commit)?;
-            if let Some(last) = commits.last() {
-                tree = self.repo.find_commit(*last)?.tree_id();
-            }
-        }
-        crate::store::worktree::write_tree(&self.repo, tree, dest)
+        let tree = self.repo.find_commit(commit)?.tree_id();
+        worktree::write_tree(&self.repo, tree, dest)
     }
 }
 

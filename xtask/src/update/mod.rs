@@ -19,11 +19,13 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::cli::{self, Env, SomeTargets};
-use crate::rebase::resolution::Resolutions;
-use crate::rebase::state::{self, Checks, RebaseState};
+use crate::rebase::patch_checks::Checks;
+use crate::rebase::records::Resolutions;
+use crate::rebase::state::{self, RebaseState};
 use crate::rebase::{self, command::options_for_cli, Outcome, Resume};
 use crate::series::scope::SCOPE_FILE;
 use crate::series::{Series, Workspace};
+use crate::sysroot::compile_check;
 use crate::util::exit::NeedsAttention;
 use crate::util::{durable, paths, together};
 use crate::verify::support::{Provenance, SupportDoc, WrittenBy};
@@ -77,7 +79,7 @@ impl Args {
         }
         let onto = self.release;
         // For the whole run: the final write comes long after the rebase.
-        let _lock = state::lock(&ws, onto)?;
+        let _lock = ws.lock_release(onto)?;
         let candidate = candidate_dir(onto)?;
         // The candidate is written like patches/ (a series and its records together).
         for said in together::recover(&candidate)? {
@@ -116,7 +118,7 @@ impl Args {
             continue_: format!("cargo xtask update-release {onto} --continue"),
             abort: format!("cargo xtask update-release {onto} --abort"),
         };
-        let mut options = options_for_cli(env, resume);
+        let mut options = options_for_cli(env, resume, compile_check::for_rebase(env));
         // What was fixed in a run whose verification failed waits in the candidate.
         options.carried_records = Some(candidate.clone());
         let (outcome, written_to) = if self.continue_ {

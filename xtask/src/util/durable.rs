@@ -197,7 +197,7 @@ pub fn refuse_foreign_entries(
         "{} holds {} {not_what}: {}; it is replaced whole, so nothing was written: move them elsewhere and run the command again",
         dir.display(),
         if foreign.len() == 1 { "a file that is" } else { "files that are" },
-        crate::series::scope::listed(&foreign)
+        crate::util::text::listed(&foreign)
     )
 }
 

@@ -8,11 +8,14 @@
 pub mod output;
 
 pub mod child;
+pub mod clock;
 pub mod durable;
 pub mod exit;
 pub mod fault;
 pub mod limits;
+pub mod lock;
 pub mod logged;
 pub mod paths;
 pub mod staging;
+pub mod text;
 pub mod together;

@@ -26,9 +26,9 @@ pub use outcome::{CellReport, CellState};
 use outcome::{CellRun, Seconds, Step, Steps};
 use support::{Provenance, SupportDoc, WrittenBy};
 
-use crate::build::Builder;
 use crate::cli::{Cells, Env};
 use crate::series::Workspace;
+use crate::sysroot::Builder;
 use crate::util::exit::NeedsAttention;
 use crate::util::paths;
 use model::Release;

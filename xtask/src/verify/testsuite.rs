@@ -18,7 +18,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::build::BuiltTree;
+use crate::sysroot::BuiltTree;
 
 /// A test's verdict, in glibc's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -1,14 +1,15 @@
-//! The engine of `cargo xtask rebase-glibc`: commit a series on its release, cherry-pick each
-//! commit onto another release with git's 3-way merge (NEWS entries placed by rule), and stop
-//! at a conflict the way `git rebase` does, with a work tree to resolve and state to
-//! `--continue` from.
+//! The 3-way apply engine, neutral between the stages that use it: cherry-pick a commit of a
+//! series onto another release with git's 3-way merge (NEWS entries placed by rule, see
+//! [`news`]), stopping at the first conflict. `rebase-glibc` builds its rebase on it (recorded
+//! resolutions, checks, a work tree to resolve); `patches status` asks it whether the newest
+//! series would merge; the bench times it. It knows git and NEWS, and no stage.
+
+pub mod news;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
-
-use crate::series::news;
 
 /// What happened to one patch of the source series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +73,7 @@ pub enum Merged {
 /// The cherry-pick of `commit` onto `head`.
 ///
 /// A commit that adds one entry to NEWS and changes NEWS in no other way gets its entry
-/// placed by rule (`series::news::place`) into `head`'s NEWS instead of merged: every release
+/// placed by rule ([`news::place`]) into `head`'s NEWS instead of merged: every release
 /// rewrites the lines around the entry, so a merge would conflict on every rebase although
 /// nothing about the entry changed. Every other path, and NEWS changed any other way, is
 /// merged the usual way.

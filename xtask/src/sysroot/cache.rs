@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use model::{Flavour, Release, Target};
 
-use super::lock::{self, FileLock};
+use crate::util::clock::now_secs;
+use crate::util::lock::{self, FileLock};
 
 const MANIFEST: &str = "MANIFEST";
 const SYSROOT: &str = "sysroot";
@@ -382,13 +382,6 @@ pub fn disk_usage(dir: &Path) -> u64 {
             _ => item.metadata().map(|m| m.len()).unwrap_or(0),
         })
         .sum()
-}
-
-pub fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn entry_name(dir: &Path) -> String {

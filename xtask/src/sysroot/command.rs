@@ -30,7 +30,7 @@ pub struct Args {
     pub rebuild: bool,
     /// Build nothing: compile again a sample of the objects each header kept by the last
     /// flavour switch of the selected trees left alone, and fail if one differs from the
-    /// tree's (the cheap proof that the kept-header rule holds; see build/declarations.rs).
+    /// tree's (the cheap proof that the kept-header rule holds; see sysroot/declarations.rs).
     #[arg(long, value_name = "OBJECTS_PER_HEADER", num_args = 0..=1, default_missing_value = "8", conflicts_with_all = ["print_key", "print_sysroot", "rebuild"])]
     pub check_kept_headers: Option<usize>,
 }

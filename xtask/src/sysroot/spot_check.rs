@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 
 use super::compare::{self, FileVerdict};
 use super::workdir::WorkDir;
-use crate::rebase::build_check::compile_command;
+use crate::sysroot::compile_check::compile_command;
 
 /// Checks up to `sample` objects per header in `headers` (paths in the source tree).
 /// Returns the report; fails when an object differs.

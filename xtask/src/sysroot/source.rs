@@ -7,7 +7,7 @@ use git2::{Oid, Repository};
 use model::Flavour;
 
 use crate::series::{Patch, Series};
-use crate::store::SourceStore;
+use crate::store::{worktree, SourceStore};
 use model::Release;
 
 /// A resolved build input: which tree and which series, ready to be written out.
@@ -75,8 +75,7 @@ impl BuildSource {
 
     /// Writes the release with the series applied into the empty directory `dest`.
     pub fn export(&self, dest: &Path) -> Result<()> {
-        self.store
-            .export_tree(self.release, self.series.as_ref(), dest)
+        worktree::write_tree(self.store.repo(), self.source_tree()?, dest)
             .with_context(|| format!("cannot write the glibc {} sources", self.release))
     }
 }

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository, Signature, Time};
 
 use crate::cli::Env;
-use crate::rebase::engine::{pick, Picked, Step};
+use crate::merge::{pick, Picked, Step};
 use crate::series::Series;
 use crate::series::Workspace;
 use model::{Release, SUPPORTED};

@@ -1,5 +1,6 @@
-//! `rebase-glibc --build-check`: after each patch, the loader files it touches are compiled in
-//! the release's real configuration, so that a hunk that applies but no longer compiles (an
+//! `rebase-glibc --build-check`, as the sysroot stage provides it to the rebase (a
+//! `rebase::patch_checks::CompileCheck`): after each patch, the loader files it touches are
+//! compiled in the release's real configuration, so that a hunk that applies but no longer compiles (an
 //! internal rename upstream) stops the rebase at the patch that caused it, with the
 //! compiler's error.
 //!
@@ -24,7 +25,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use model::{Flavour, Target};
 
-use crate::build::{Builder, BuiltTree};
+use crate::cli::Env;
+use crate::rebase::patch_checks::{CompileCheck, Compiled};
+use crate::sysroot::{default_jobs, Builder, BuiltTree};
 use model::Release;
 
 /// Where the compiled build tree comes from.
@@ -58,14 +61,13 @@ struct Job {
     command: String,
 }
 
-/// What a check found.
-pub enum Verdict {
-    /// Every object compiled; what was compiled, for the summary.
-    Compiled(String),
-    /// Nothing the patch touches has an object in the release's build.
-    Nothing(String),
-    /// The report: which file, which object, the compiler's error and the log.
-    Failed(String),
+/// The build check of a command's rebase: its tree from the environment's build cache,
+/// built the first time, compiling with one job per CPU.
+pub fn for_rebase(env: &Env) -> Box<dyn CompileCheck> {
+    Box::new(BuildCheck::new(
+        Source::Builder(Builder::new(env)),
+        default_jobs(),
+    ))
 }
 
 impl BuildCheck {
@@ -92,7 +94,7 @@ impl BuildCheck {
                         "build check: taking the compiled glibc {onto} x86_64 tree (unpatched) from the build cache; \
                          the first time for a release this is a cold build of about 20 min on 2 cores, under the \
                          machine-wide build lock {}, reused by later builds of the release",
-                        crate::build::lock::MACHINE_LOCK
+                        crate::util::lock::MACHINE_LOCK
                     );
                     let started = Instant::now();
                     let tree = builder
@@ -116,16 +118,16 @@ impl BuildCheck {
         }
         Ok(self.compiled.as_ref().expect("set above"))
     }
+}
 
-    /// Compiles every object of `files` (paths of `.c` files) from the work tree `tree`,
-    /// logging to `log`.
-    pub fn check(
+impl CompileCheck for BuildCheck {
+    fn check(
         &mut self,
         onto: Release,
         tree: &Path,
         files: &[String],
         log: &Path,
-    ) -> Result<Verdict> {
+    ) -> Result<Compiled> {
         let started = Instant::now();
         let (src, build) = {
             let compiled = self.compiled(onto)?;
@@ -155,7 +157,7 @@ impl BuildCheck {
             }
         }
         if jobs.is_empty() {
-            return Ok(Verdict::Nothing(format!(
+            return Ok(Compiled::Nothing(format!(
                 "build check: nothing to compile: {} ha{} no object in glibc {onto}'s build (tests are compiled by `make check`, which verify runs)",
                 listed(&without),
                 if without.len() == 1 { "s" } else { "ve" }
@@ -208,7 +210,7 @@ impl BuildCheck {
                 dir_of(&job.file),
                 log.display()
             );
-            return Ok(Verdict::Failed(report));
+            return Ok(Compiled::Failed(report));
         }
         let mut summary = format!(
             "build check: {} compiled ({}) in {:.1} s",
@@ -224,7 +226,7 @@ impl BuildCheck {
                 if without.len() == 1 { "s" } else { "ve" }
             );
         }
-        Ok(Verdict::Compiled(summary))
+        Ok(Compiled::Compiled(summary))
     }
 }
 
@@ -294,7 +296,7 @@ pub fn compile_command(src: &Path, build: &Path, file: &str, object: &Path) -> R
         .arg(format!("subdir={dir}"))
         .arg("..=../")
         .arg(object);
-    // A caller's flags or make settings would change the command (see build::recipe).
+    // A caller's flags or make settings would change the command (see sysroot::recipe).
     for var in ["CFLAGS", "CPPFLAGS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"] {
         cmd.env_remove(var);
     }
@@ -342,7 +344,7 @@ fn rewrite(
 }
 
 /// How one compile went: whether it succeeded, and the compiler's output.
-type Compiled = Result<(bool, String)>;
+type OneCompile = Result<(bool, String)>;
 
 /// Runs the jobs, `parallel` at a time.
 fn run_jobs(
@@ -352,9 +354,9 @@ fn run_jobs(
     tree: &Path,
     out: &Path,
     parallel: usize,
-) -> Vec<Compiled> {
+) -> Vec<OneCompile> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Compiled>>> =
+    let results: Vec<std::sync::Mutex<Option<OneCompile>>> =
         jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
     let work = || loop {
         let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -385,7 +387,7 @@ fn run_jobs(
         .collect()
 }
 
-fn compile(job: &Job, src: &Path, build: &Path, tree: &Path, out: &Path) -> Compiled {
+fn compile(job: &Job, src: &Path, build: &Path, tree: &Path, out: &Path) -> OneCompile {
     let dir = dir_of(&job.file);
     let relative = job.object.strip_prefix(build).unwrap_or(&job.object);
     if let Some(parent) = out.join(relative).parent() {

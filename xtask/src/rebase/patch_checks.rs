@@ -1,6 +1,7 @@
-//! What runs after each applied patch of a rebase, like `git rebase --exec`: the built-in
-//! build check (`--build-check`, see [`super::build_check`]) and `--exec` commands, in a
-//! scratch work tree that holds the target release with the patches so far.
+//! What runs after each applied patch of a rebase, like `git rebase --exec`: the build check
+//! (`--build-check`: a [`CompileCheck`], which the sysroot stage provides from a compiled
+//! build tree) and `--exec` commands, in a scratch work tree that holds the target release
+//! with the patches so far.
 //!
 //! The scratch tree (`<rebase_dir>/.check-<pid>-*`) is written once per run and then kept in
 //! step with each patch by writing only what it changed; it is never the stopped rebase's
@@ -16,8 +17,6 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 use tempfile::TempDir;
 
-use super::build_check::{self, BuildCheck};
-use super::state::Checks;
 use crate::store::worktree;
 use crate::util::{child, logged, staging};
 use model::Release;
@@ -42,6 +41,71 @@ pub struct Patch<'a> {
     pub series_touched: &'a [String],
 }
 
+/// What runs in the work tree after each applied patch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checks {
+    /// `--exec` commands, run by `sh -c`, in order.
+    pub exec: Vec<String>,
+    /// `--build-check`: the loader files the patch touches compile in the release's real
+    /// configuration.
+    pub build_check: bool,
+}
+
+impl Checks {
+    pub fn is_empty(&self) -> bool {
+        self.exec.is_empty() && !self.build_check
+    }
+
+    /// The options that ask for these checks, for the commands a report prints.
+    pub fn as_options(&self) -> String {
+        let mut words = String::new();
+        if self.build_check {
+            words.push_str(" --build-check");
+        }
+        for command in &self.exec {
+            words.push_str(&format!(" --exec {}", shell_quote(command)));
+        }
+        words
+    }
+}
+
+/// `text` as one sh word.
+pub fn shell_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+    {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// `--build-check` after a patch: the C files it touches, compiled in the release's real
+/// configuration. The sysroot stage provides it (`sysroot::compile_check`, from a compiled
+/// build tree of the release); a rebase knows only what it answers.
+pub trait CompileCheck {
+    /// Compiles every object of `files` (paths of `.c` files) from the work tree `tree`,
+    /// logging to `log`.
+    fn check(
+        &mut self,
+        onto: Release,
+        tree: &Path,
+        files: &[String],
+        log: &Path,
+    ) -> Result<Compiled>;
+}
+
+/// What a compile check found.
+pub enum Compiled {
+    /// Every object compiled; what was compiled, for the summary.
+    Compiled(String),
+    /// Nothing the patch touches has an object in the release's build.
+    Nothing(String),
+    /// The report: which file, which object, the compiler's error and the log.
+    Failed(String),
+}
+
 /// How a check ended.
 pub enum Outcome {
     /// Every check passed; a line each, for the summary.
@@ -57,8 +121,8 @@ pub struct Checker {
     rebase_dir: PathBuf,
     logs: PathBuf,
     scratch: Option<(TempDir, Oid)>,
-    /// `None` when no compiled tree was provided (then the build check is refused up front).
-    build: Option<BuildCheck>,
+    /// `None` when none was provided (then the build check is refused up front).
+    build: Option<Box<dyn CompileCheck>>,
 }
 
 impl Checker {
@@ -66,15 +130,14 @@ impl Checker {
         checks: Checks,
         rebase_dir: &Path,
         logs: &Path,
-        compiled: Option<build_check::Source>,
-        jobs: usize,
+        build: Option<Box<dyn CompileCheck>>,
     ) -> Checker {
         Checker {
             checks,
             rebase_dir: rebase_dir.to_path_buf(),
             logs: logs.to_path_buf(),
             scratch: None,
-            build: compiled.map(|source| BuildCheck::new(source, jobs)),
+            build,
         }
     }
 
@@ -86,7 +149,7 @@ impl Checker {
         let tree = self.scratch_holding(repo, patch.tree)?;
         std::fs::create_dir_all(&self.logs)
             .with_context(|| format!("cannot create {}", self.logs.display()))?;
-        let stamp = crate::build::cache::now_secs();
+        let stamp = crate::util::clock::now_secs();
         let mut passed = Vec::new();
         if self.checks.build_check {
             let files = files_to_compile(patch);
@@ -102,10 +165,8 @@ impl Checker {
                 passed.push("build check: the patch touches no C file".to_string());
             } else {
                 match build.check(onto, &tree, &files, &log)? {
-                    build_check::Verdict::Compiled(line) | build_check::Verdict::Nothing(line) => {
-                        passed.push(line)
-                    }
-                    build_check::Verdict::Failed(report) => return Ok(Outcome::Failed(report)),
+                    Compiled::Compiled(line) | Compiled::Nothing(line) => passed.push(line),
+                    Compiled::Failed(report) => return Ok(Outcome::Failed(report)),
                 }
             }
         }

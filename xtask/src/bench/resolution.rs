@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use super::{obtain_sysroot, run_matrix, run_matrix_with};
 use crate::cli::{Env, OneFlavour, OneTarget};
+use crate::resolution::{obtain_sysroot, run_matrix, run_matrix_with};
 use model::Release;
 
 #[derive(clap::Args)]

@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use model::{Flavour, Target};
 
-use super::compare;
-use super::lock;
-use super::recipe::Recipe;
-use super::source::{self, BuildSource};
-use super::{default_jobs, workdir, Builder, Layout};
 use crate::cli::{self, Env, OneRelease, OneTarget};
 use crate::store::SourceStore;
+use crate::sysroot::recipe::Recipe;
+use crate::sysroot::source::{self, BuildSource};
+use crate::sysroot::{compare, default_jobs, quick, workdir, Builder, Layout};
+use crate::util::lock;
 use model::Release;
 
 /// The file the inner loop edits: the loader's search code, which the series edits.
@@ -235,7 +234,7 @@ fn inner_loop(
     if !status.success() {
         bail!("cannot keep {} ({status})", quick.sysroot.path.display());
     }
-    super::quick::forget(&builder.layout.work_dir(release, target))?;
+    quick::forget(&builder.layout.work_dir(release, target))?;
     let full = Builder {
         rebuild: true,
         ..edited
@@ -326,7 +325,7 @@ fn plain_build(
     recipe.install(&build, &dest, jobs, &log, &label)?;
     let time = started.elapsed();
     drop(machine_lock);
-    super::place_loader(&dest, target)?;
+    crate::sysroot::place_loader(&dest, target)?;
     Ok((time, dest))
 }
 

@@ -14,8 +14,8 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use super::declarations;
-use super::lock::{self, FileLock};
 use crate::store::worktree;
+use crate::util::lock::{self, FileLock};
 
 /// Debian's orig tarballs (and the store) drop `manual/`, but glibc's top-level Makefile
 /// still descends into it; this stub is build support, not part of the patch series.
@@ -200,7 +200,7 @@ impl WorkDir {
 
 /// Adds the files of `manual/` that glibc's build and tests need and the release tarballs
 /// lack (each only where it is missing: an upstream tree keeps its own).
-pub(super) fn add_manual_stub(tree: &Path) -> Result<()> {
+pub(crate) fn add_manual_stub(tree: &Path) -> Result<()> {
     let manual = tree.join("manual");
     fs::create_dir_all(&manual).with_context(|| format!("cannot create {}", manual.display()))?;
     for (name, text) in [

@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature};
 
-use super::mail::{file_stats, format_patch_tagged, split_message};
-use super::{diffstat, mail_date, news, slug, Series, Workspace, TRAILER};
 use crate::cli::{self, Env, OneRelease};
+use crate::merge::news;
+use crate::series::mail::{file_stats, format_patch_tagged, split_message};
+use crate::series::{diffstat, mail_date, slug, Series, Workspace, TRAILER};
 use crate::util::{durable, paths, staging};
 use model::Release;
 
@@ -157,7 +158,7 @@ pub struct Request {
 pub fn format(ws: &Workspace, request: &Request) -> Result<Vec<(String, String)>> {
     let release = request.release;
     // A series --check refuses is not mailed (a patch cut short would go out short).
-    let series = crate::rebase::check::passing_series(ws, release)?;
+    let series = crate::rebase::series_check::passing_series(ws, release)?;
     let (base, commits) = ws.commit_series(&series)?;
     let repo = ws.store.repo();
     let development = next_version(release);
@@ -559,7 +560,7 @@ impl OutDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(refuse(format!(
                     "the directory is not empty and is not an output of format-series (it has no {OUTPUT_MARKER}): it holds {}",
-                    crate::series::scope::listed(&names)
+                    crate::util::text::listed(&names)
                 )))
             }
             Err(e) => {
@@ -581,7 +582,7 @@ impl OutDir {
         if !foreign.is_empty() {
             return Err(refuse(format!(
                 "besides the mails format-series wrote there, it holds {}",
-                crate::series::scope::listed(&foreign)
+                crate::util::text::listed(&foreign)
             )));
         }
         Ok(OutDir {

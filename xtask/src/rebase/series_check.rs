@@ -12,7 +12,7 @@ use std::fmt::Write;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
-use crate::rebase::resolution::Resolutions;
+use crate::rebase::records::Resolutions;
 use crate::series::Workspace;
 use crate::series::{
     first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,

@@ -8,12 +8,11 @@
 //! not a second build: the series' header changes only declare new names, and such a header
 //! keeps its mtime (`declarations`) so that make does not recompile what includes it.
 
-pub mod bench;
 pub mod cache;
 pub mod command;
 pub mod compare;
+pub mod compile_check;
 pub mod declarations;
-pub mod lock;
 pub mod quick;
 pub mod recipe;
 pub mod source;
@@ -28,6 +27,7 @@ use model::{Flavour, Sysroot, Target};
 
 use crate::cli::Env;
 use crate::store::SourceStore;
+use crate::util::lock;
 use cache::{BuildCache, KeyInputs, Manifest};
 use model::Release;
 use recipe::Recipe;
@@ -378,13 +378,13 @@ impl Builder {
         Ok(self
             .layout
             .logs
-            .join(format!("{name}-{}.log", cache::now_secs())))
+            .join(format!("{name}-{}.log", crate::util::clock::now_secs())))
     }
 }
 
 /// Makes the loader reachable at its standard path inside the sysroot, whatever directory
 /// glibc installed it in (a relative symlink, so it resolves from outside the root as well).
-pub(super) fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
+pub(crate) fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
     let wanted = sysroot.join(target.loader_path().trim_start_matches('/'));
     if wanted.symlink_metadata().is_ok() {
         return Ok(());
@@ -428,7 +428,7 @@ pub fn print_list(cache: &BuildCache) -> Result<()> {
         "size",
         "age"
     );
-    let now = cache::now_secs();
+    let now = crate::util::clock::now_secs();
     for entry in entries {
         let m = &entry.manifest;
         let size = cache::disk_usage(&entry.sysroot()) as f64 / (1024.0 * 1024.0);

@@ -1,0 +1,35 @@
+//! `cargo xtask bench ...`: timing figures for the slow paths, each taken through the stages
+//! it times (a bench may take several: the build bench's inner loop runs the matrix).
+
+pub mod build;
+pub mod rebase;
+pub mod resolution;
+pub mod store;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+use crate::cli::Env;
+
+#[derive(Subcommand)]
+pub enum Bench {
+    /// Time an import of the newest release into a fresh store.
+    Store,
+    /// Time a rebase of the series onto every other release.
+    Rebase,
+    /// Time cold, cached and incremental glibc builds.
+    Build(build::BenchArgs),
+    /// Time the resolution matrix once builds are cached.
+    Resolution(resolution::Args),
+}
+
+impl Bench {
+    pub fn run(self, env: &Env) -> Result<()> {
+        match self {
+            Bench::Store => store::run(env),
+            Bench::Rebase => rebase::run(env),
+            Bench::Build(args) => args.run(env),
+            Bench::Resolution(args) => args.run(env),
+        }
+    }
+}
