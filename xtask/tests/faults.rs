@@ -165,7 +165,7 @@ fn assert_recovers(root: &Path, s: &Stages, what: &str) {
     let left = leftovers(root);
     let check = run_in(root, &["rebase-glibc", "--check"]);
     assert!(
-        check.code == 2 && common::passes_but_for_absent_series(&check.stdout),
+        check.code == 2 && common::output_passes_but_for_absent_series(&check.stdout),
         "{what}: --check after the kill:\n{}",
         check.both()
     );

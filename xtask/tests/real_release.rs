@@ -55,19 +55,16 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
         .unwrap()
         .write(&ws.series_dir(r41))
         .unwrap();
-    let summary = match rebase::start(&ws, Some(r41), r42).unwrap() {
-        Outcome::Written(summary) => summary,
-        Outcome::Conflict(report) | Outcome::CheckFailed(report) => panic!("{report}"),
-    };
+    let summary = common::written(rebase::start(&ws, Some(r41), r42).unwrap());
     assert!(
         summary.contains("0001-elf-Mark-where-LD_FALLBACK_PATH-is-searched.patch"),
         "{summary}"
     );
     let check = rebase::check(&ws).unwrap();
     assert!(
-        common::passes_but_for_absent_series(&check.text),
+        common::passes_but_for_absent_series(&check),
         "{}",
-        check.text
+        check.render()
     );
 
     let series = Series::load(&ws.series_dir(r42)).unwrap();
@@ -201,9 +198,10 @@ fn the_recorded_resolutions_take_every_release_through_unattended() {
             project.store.ensure_release(release).unwrap();
         }
         let summary = match rebase::start(&ws, Some(from), onto).unwrap() {
-            Outcome::Written(summary) => summary,
-            Outcome::Conflict(report) | Outcome::CheckFailed(report) => panic!(
-                "glibc {from} -> {onto} stopped although patches/resolutions/{onto} is committed (stale records? make them again):\n{report}"
+            Outcome::Written(written) => written.render(),
+            Outcome::Stopped(stop) => panic!(
+                "glibc {from} -> {onto} stopped although patches/resolutions/{onto} is committed (stale records? make them again):\n{}",
+                stop.render()
             ),
         };
         assert_eq!(

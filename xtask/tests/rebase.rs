@@ -9,8 +9,9 @@ use std::path::Path;
 use common::*;
 use git2::Oid;
 use model::Release;
-use xtask::rebase::{self, Outcome};
-use xtask::series::status::{self, State};
+use xtask::rebase;
+use xtask::rebase::series_check::Verdict;
+use xtask::series::status::{self, Base, State};
 use xtask::series::Series;
 use xtask::series::Workspace;
 use xtask::store::SourceStore;
@@ -73,24 +74,6 @@ fn fixture() -> Fixture {
     Fixture { t, ws }
 }
 
-fn written(outcome: Outcome) -> String {
-    match outcome {
-        Outcome::Written(summary) => summary,
-        Outcome::Conflict(report) | Outcome::CheckFailed(report) => {
-            panic!("unexpected stop:\n{report}")
-        }
-    }
-}
-
-fn conflict(outcome: Outcome) -> String {
-    match outcome {
-        Outcome::Conflict(report) => report,
-        Outcome::Written(text) | Outcome::CheckFailed(text) => {
-            panic!("expected a conflict, got:\n{text}")
-        }
-    }
-}
-
 fn file_in_series_tree(f: &Fixture, release: Release, path: &str) -> String {
     let series = Series::load(&f.ws.series_dir(release)).unwrap();
     let dest =
@@ -128,13 +111,13 @@ fn clean_rebase_reports_changed_context_and_writes_a_series_that_checks() {
         file_in_series_tree(&f, rel("2.42"), "elf/dl-load.c").contains("return fallback_path ();")
     );
     let check = rebase::check(&f.ws).unwrap();
-    assert!(passes_but_for_absent_series(&check.text), "{}", check.text);
-    assert_eq!(
-        check.text.lines().filter(|l| l.starts_with("ok")).count(),
-        2,
-        "{}",
-        check.text
-    );
+    assert!(passes_but_for_absent_series(&check), "{}", check.render());
+    let passed = check
+        .findings
+        .iter()
+        .filter(|f| matches!(f.verdict, Verdict::Applies { .. }))
+        .count();
+    assert_eq!(passed, 2, "{}", check.render());
 }
 
 #[test]
@@ -217,7 +200,7 @@ fn conflict_stops_then_continue_finishes() {
         "int rtld;\nint fallback;\n"
     );
     let check = rebase::check(&f.ws).unwrap();
-    assert!(passes_but_for_absent_series(&check.text), "{}", check.text);
+    assert!(passes_but_for_absent_series(&check), "{}", check.render());
 }
 
 #[test]
@@ -237,7 +220,7 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
     let f = fixture();
     let dir = f.ws.series_dir(rel("2.41"));
     let check = rebase::check(&f.ws).unwrap();
-    assert!(passes_but_for_absent_series(&check.text), "{}", check.text);
+    assert!(passes_but_for_absent_series(&check), "{}", check.render());
 
     // A hand edit that still applies: the re-export differs.
     let name = "0002-elf-Parse-LD_FALLBACK_PATH.patch";
@@ -248,22 +231,22 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
     )
     .unwrap();
     let check = rebase::check(&f.ws).unwrap();
-    assert!(!check.ok);
+    assert!(!check.ok());
     // The line the hand edit changed, against the commit the patch's From line names.
     assert!(
-        check.text.contains(&format!(
+        check.render().contains(&format!(
             "DRIFT   {}: {name} was edited at line 6: the file has `Hand-written note.`",
             dir.display()
         )),
         "{}",
-        check.text
+        check.render()
     );
     assert!(
         check
-            .text
+            .render()
             .contains("cargo xtask patches import --release 2.41 --replace"),
         "{}",
-        check.text
+        check.render()
     );
 
     // A context line that is not in the release: does not apply.
@@ -273,11 +256,12 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
     )
     .unwrap();
     let check = rebase::check(&f.ws).unwrap();
-    assert!(!check.ok);
+    assert!(!check.ok());
     assert!(
-        check.text.contains("FAILED") && check.text.contains("does not apply to glibc 2.41"),
+        check.render().contains("FAILED")
+            && check.render().contains("does not apply to glibc 2.41"),
         "{}",
-        check.text
+        check.render()
     );
 
     // An extra file in the series dir is drift too.
@@ -286,19 +270,19 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
     let check = rebase::check(&f.ws).unwrap();
     assert!(
         check
-            .text
+            .render()
             .contains("0003-stray.patch is not part of the series"),
         "{}",
-        check.text
+        check.render()
     );
 
     // A series dir for a release that is not supported is reported, not skipped.
     std::fs::create_dir_all(f.ws.patches_dir.join("2.39")).unwrap();
     let check = rebase::check(&f.ws).unwrap();
     assert!(
-        check.text.contains("2.39: not a supported release"),
+        check.render().contains("2.39: not a supported release"),
         "{}",
-        check.text
+        check.render()
     );
 }
 
@@ -308,7 +292,7 @@ fn status_has_a_row_per_release() {
     let releases = [rel("2.41"), rel("2.42"), rel("2.43"), rel("2.44")];
     let rows = status::states(&f.ws, &releases).unwrap();
     assert!(
-        matches!(&rows[0].1, State::AppliesCleanly { base } if base.starts_with("glibc-2.41 ")),
+        matches!(&rows[0].1, State::AppliesCleanly { base: Base::Own { release, .. } } if *release == rel("2.41")),
         "{:?}",
         rows[0]
     );
@@ -334,8 +318,13 @@ fn status_has_a_row_per_release() {
         }
     );
     let table = status::status(&f.ws, &releases).unwrap();
-    assert!(table.text.contains("2.43     conflicts"), "{}", table.text);
-    assert!(!table.needs_attention && !table.errors);
+    let text = table.render();
+    assert!(text.contains("2.43     conflicts"), "{text}");
+    assert!(
+        text.contains("2.41     applies cleanly  glibc-2.41 "),
+        "{text}"
+    );
+    assert!(!table.needs_attention() && !table.errors());
 }
 
 fn snapshot(dir: &Path) -> Oid {
@@ -532,7 +521,7 @@ fn the_news_entry_is_placed_by_rule_and_the_series_stays_consumable() {
         news::place(&news42, NEWS_ENTRY).unwrap()
     );
     let check = rebase::check(&f.ws).unwrap();
-    assert!(passes_but_for_absent_series(&check.text), "{}", check.text);
+    assert!(passes_but_for_absent_series(&check), "{}", check.render());
 
     // git am and patch -p1 take the written series on the release as it is.
     let dir = f.ws.series_dir(rel("2.42"));

@@ -11,7 +11,7 @@ use common::*;
 use model::Release;
 use xtask::merge::news;
 use xtask::rebase::patch_checks::Checks;
-use xtask::rebase::{self, Options, Outcome};
+use xtask::rebase::{self, Options};
 use xtask::series::{Series, Workspace};
 use xtask::store::SourceStore;
 use xtask::sysroot::compile_check::{self, BuildCheck};
@@ -115,33 +115,6 @@ fn fixture() -> Fixture {
     Fixture { t, ws }
 }
 
-fn written(outcome: Outcome) -> String {
-    match outcome {
-        Outcome::Written(summary) => summary,
-        Outcome::Conflict(report) | Outcome::CheckFailed(report) => {
-            panic!("unexpected stop:\n{report}")
-        }
-    }
-}
-
-fn check_failed(outcome: Outcome) -> String {
-    match outcome {
-        Outcome::CheckFailed(report) => report,
-        Outcome::Written(text) | Outcome::Conflict(text) => {
-            panic!("expected a failed check, got:\n{text}")
-        }
-    }
-}
-
-fn conflict(outcome: Outcome) -> String {
-    match outcome {
-        Outcome::Conflict(report) => report,
-        Outcome::Written(text) | Outcome::CheckFailed(text) => {
-            panic!("expected a conflict, got:\n{text}")
-        }
-    }
-}
-
 fn with_checks(ws: &Workspace, checks: Checks) -> Options {
     Options {
         checks,
@@ -234,13 +207,13 @@ fn exec_stops_after_the_patch_and_continue_takes_the_fix_then_replays_it() {
         "{text}"
     );
     let check = rebase::check(&f.ws).unwrap();
-    assert!(passes_but_for_absent_series(&check.text), "{}", check.text);
+    assert!(passes_but_for_absent_series(&check), "{}", check.render());
     assert!(
         check
-            .text
+            .render()
             .contains("1 recorded resolution(s) for rebases onto glibc-2.42"),
         "{}",
-        check.text
+        check.render()
     );
 
     // The next time, the same rebase needs nobody, even with the check: the fix is replayed.
@@ -361,9 +334,11 @@ fn a_damaged_or_out_of_scope_record_is_a_finding_of_the_check() {
     std::fs::write(&record, good.replace("\nkey ", "\nkey nonsense-")).unwrap();
     let check = rebase::check(&f.ws).unwrap();
     assert!(
-        !check.ok && check.text.contains("FAILED") && check.text.contains("not a blob id"),
+        !check.ok()
+            && check.render().contains("FAILED")
+            && check.render().contains("not a blob id"),
         "{}",
-        check.text
+        check.render()
     );
 
     std::fs::write(
@@ -373,11 +348,11 @@ fn a_damaged_or_out_of_scope_record_is_a_finding_of_the_check() {
     .unwrap();
     let check = rebase::check(&f.ws).unwrap();
     assert!(
-        !check.ok
-            && check.text.contains("change paths")
-            && check.text.contains("sysdeps/x86/other.c"),
+        !check.ok()
+            && check.render().contains("change paths")
+            && check.render().contains("sysdeps/x86/other.c"),
         "{}",
-        check.text
+        check.render()
     );
 
     // A record whose diff was edited is refused when replayed, not applied.

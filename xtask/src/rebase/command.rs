@@ -66,11 +66,11 @@ impl Args {
         }
         if self.check {
             let report = check(&ws)?;
-            out!("{}", report.text);
-            if report.errors {
+            out!("{}", report.render());
+            if report.errors() {
                 bail!("the check could not read or write what it needs (see ERROR above)");
             }
-            if !report.ok {
+            if !report.ok() {
                 return Err(NeedsAttention(format!(
                     "the series in {} need attention (see above)",
                     ws.patches_dir.display()
@@ -114,17 +114,18 @@ impl Args {
 /// Prints what a rebase did; a stop is a finding (exit status 2).
 pub fn finish(outcome: Outcome) -> Result<()> {
     match outcome {
-        Outcome::Written(summary) => {
-            out!("{summary}");
+        Outcome::Written(written) => {
+            out!("{}", written.render());
             Ok(())
         }
-        Outcome::Conflict(report) => {
-            diag!("{report}");
-            Err(NeedsAttention("the rebase stopped at a conflict".into()).into())
-        }
-        Outcome::CheckFailed(report) => {
-            diag!("{report}");
-            Err(NeedsAttention("the rebase stopped: a check failed after a patch".into()).into())
+        Outcome::Stopped(stop) => {
+            diag!("{}", stop.render());
+            let why = if stop.is_conflict() {
+                "the rebase stopped at a conflict"
+            } else {
+                "the rebase stopped: a check failed after a patch"
+            };
+            Err(NeedsAttention(why.into()).into())
         }
     }
 }

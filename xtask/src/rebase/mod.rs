@@ -11,13 +11,13 @@
 
 pub mod command;
 pub mod intake;
+pub mod outcome;
 pub mod patch_checks;
 pub mod range_diff;
 pub mod records;
 pub mod series_check;
 pub mod state;
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -33,32 +33,8 @@ use patch_checks::{Checker, Checks, CompileCheck};
 use records::{Kind, Resolution, Resolutions};
 use state::{ConflictFile, RebaseState, Stop, Used};
 
-/// How a rebase ended.
-pub enum Outcome {
-    /// The series was written; the summary says what happened to each patch.
-    Written(String),
-    /// Stopped at a conflict; the report names the files and how to go on.
-    Conflict(String),
-    /// Stopped after a patch that merged but failed a check; the report says which and how
-    /// to go on.
-    CheckFailed(String),
-}
-
-/// The commands a report tells the user to go on with.
-#[derive(Debug, Clone)]
-pub struct Resume {
-    pub continue_: String,
-    pub abort: String,
-}
-
-impl Resume {
-    pub fn rebase_glibc() -> Resume {
-        Resume {
-            continue_: "cargo xtask rebase-glibc --continue".into(),
-            abort: "cargo xtask rebase-glibc --abort".into(),
-        }
-    }
-}
+use outcome::{Conflict, RecordsWritten, StopReport, StopWhy, Written};
+pub use outcome::{Outcome, Resume};
 
 /// How a rebase runs, besides what to move where.
 pub struct Options {
@@ -556,105 +532,52 @@ impl<'a> Run<'a> {
             used: self.used.clone(),
         };
         state.save(self.ws, self.from)?;
-        let mut text = String::new();
-        for note in &stopped.notes {
-            let _ = writeln!(text, "note: {note}");
-        }
-        text.push_str(&self.so_far());
-        Ok(match &stopped.stop {
-            Stop::Conflict => {
-                text.push_str(&self.conflict_report(&stopped));
-                Outcome::Conflict(text)
-            }
-            Stop::Check(failure) => {
-                text.push_str(&self.check_report(&stopped, failure));
-                Outcome::CheckFailed(text)
-            }
-        })
+        let patch = &self.from.patches[stopped.at];
+        let why = match &stopped.stop {
+            Stop::Conflict => StopWhy::Conflict(
+                stopped
+                    .files
+                    .iter()
+                    .map(|file| Conflict {
+                        path: file.path.clone(),
+                        hunks: file.hunks.clone(),
+                        stale_record: self.records.for_path(&patch.name, &file.path).next().map(
+                            |_| {
+                                records::dir(&self.ws.patches_dir, self.onto).join(format!(
+                                    "{}{}",
+                                    patch.name,
+                                    records::SUFFIX
+                                ))
+                            },
+                        ),
+                    })
+                    .collect(),
+            ),
+            Stop::Check(failure) => StopWhy::Check(failure.clone()),
+        };
+        Ok(Outcome::Stopped(StopReport {
+            onto: self.onto,
+            notes: stopped.notes,
+            so_far: self.so_far(),
+            number: stopped.at + 1,
+            total: self.from.patches.len(),
+            patch: patch.name.clone(),
+            why,
+            tree: state::tree_dir(self.ws, self.onto),
+            resume: self.resume.clone(),
+            patches_dir: self.ws.patches_dir.clone(),
+        }))
     }
 
     /// What happened to the patches before a stop, when a record or a check did something.
-    fn so_far(&self) -> String {
-        let mut out = String::new();
-        for (at, patch) in self.from.patches.iter().enumerate() {
-            let notes = self.patch_notes(at);
-            if notes.is_empty() {
-                continue;
-            }
-            let _ = writeln!(out, "  {}:", patch.name);
-            for note in notes {
-                let _ = writeln!(out, "      {note}");
-            }
-        }
-        out
-    }
-
-    fn conflict_report(&self, stopped: &Stopped) -> String {
-        let patch = &self.from.patches[stopped.at];
-        let onto = self.onto;
-        let mut out = format!(
-            "patch {}/{} {} does not merge into glibc {onto}:\n",
-            stopped.at + 1,
-            self.from.patches.len(),
-            patch.name
-        );
-        for file in &stopped.files {
-            let _ = writeln!(out, "  conflict in {}:", file.path);
-            for (line, hunk) in &file.hunks {
-                if *line > 0 {
-                    let _ = writeln!(out, "    at line {line}:");
-                }
-                write_hunk(&mut out, hunk);
-            }
-            if self
-                .records
-                .for_path(&patch.name, &file.path)
-                .next()
-                .is_some()
-            {
-                let _ = writeln!(
-                    out,
-                    "    a recorded resolution of {} exists for this patch, but for other text (the series or the release changed since); \
-                     it may help: {}",
-                    file.path,
-                    records::dir(&self.ws.patches_dir, onto)
-                        .join(format!("{}{}", patch.name, records::SUFFIX))
-                        .display()
-                );
-            }
-        }
-        let tree = state::tree_dir(self.ws, onto);
-        let _ = write!(
-            out,
-            "The work tree {} holds glibc {onto} with the patches so far and conflict markers in the files above.\n\
-             Resolve them there (remove every marker; your resolution is recorded and replayed the next time), then run:\n    {}\n\
-             or give up with:\n    {}\n{} is untouched.\n",
-            tree.display(),
-            self.resume.continue_,
-            self.resume.abort,
-            self.ws.patches_dir.display()
-        );
-        out
-    }
-
-    fn check_report(&self, stopped: &Stopped, failure: &str) -> String {
-        let patch = &self.from.patches[stopped.at];
-        let onto = self.onto;
-        let tree = state::tree_dir(self.ws, onto);
-        format!(
-            "patch {}/{} {} applies to glibc {onto}, but the check after it fails:\n{failure}\n\
-             The work tree {} holds glibc {onto} with the patches so far and this one applied.\n\
-             Fix it there (the fix becomes part of {}, and is recorded and replayed the next time), then run:\n    {}\n\
-             (the checks run again on the fixed patch) or give up with:\n    {}\n{} is untouched.\n",
-            stopped.at + 1,
-            self.from.patches.len(),
-            patch.name,
-            tree.display(),
-            patch.name,
-            self.resume.continue_,
-            self.resume.abort,
-            self.ws.patches_dir.display()
-        )
+    fn so_far(&self) -> Vec<(String, Vec<String>)> {
+        self.from
+            .patches
+            .iter()
+            .enumerate()
+            .map(|(at, patch)| (patch.name.clone(), self.patch_notes(at)))
+            .filter(|(_, notes)| !notes.is_empty())
+            .collect()
     }
 
     /// Lines under patch `at` in a summary: NEWS by rule, resolutions, checks.
@@ -747,37 +670,27 @@ impl<'a> Run<'a> {
         if has_state {
             state::remove(self.ws, onto)?;
         }
-        let mut text = String::new();
-        for note in notes {
-            let _ = writeln!(text, "note: {note}");
-        }
         let per_patch: Vec<Vec<String>> = (0..self.from.patches.len())
             .map(|at| self.patch_notes(at))
             .collect();
-        text.push_str(&range_diff::summarize(
-            self.from, onto, &new, &steps, &per_patch,
-        ));
-        if records_changed {
-            let stale = self
+        let summary = range_diff::summarize(self.from, onto, &new, &steps, &per_patch);
+        let records = records_changed.then(|| RecordsWritten {
+            dir: records::dir(&records_root, onto),
+            count: records.list.len(),
+            stale: self
                 .records
                 .list
                 .iter()
                 .filter(|r| !records.list.contains(r))
-                .count();
-            let _ = writeln!(
-                text,
-                "wrote {} ({} recorded resolution(s){}): commit it with the series",
-                records::dir(&records_root, onto).display(),
-                records.list.len(),
-                if stale > 0 {
-                    format!("; {stale} stale one(s) dropped: this rebase from glibc {} no longer meets them", self.from.base)
-                } else {
-                    String::new()
-                }
-            );
-        }
-        let _ = writeln!(text, "wrote {}", dir.display());
-        Ok(Outcome::Written(text))
+                .count(),
+            from: self.from.base,
+        });
+        Ok(Outcome::Written(Written {
+            notes,
+            summary,
+            records,
+            series_dir: dir,
+        }))
     }
 
     /// The resolutions `patches/resolutions/<onto>/` keeps: those this rebase used or made,
@@ -870,35 +783,6 @@ fn named_steps(from: &Series, steps: &[Step]) -> Vec<(String, Oid)> {
         .collect()
 }
 
-/// Lines of one side of a conflict hunk shown before the rest is counted, not printed: a
-/// release's NEWS section is a side of its own, and the work tree has it all anyway.
-const SIDE_LINES: usize = 8;
-
-fn write_hunk(out: &mut String, hunk: &str) {
-    let mut shown = 0;
-    let mut elided = 0;
-    let flush = |out: &mut String, elided: &mut usize| {
-        if *elided > 0 {
-            let _ = writeln!(out, "      ... ({elided} more lines)");
-            *elided = 0;
-        }
-    };
-    for text in hunk.lines() {
-        let marker = crate::series::markers::is_marker_line(text.as_bytes());
-        if marker {
-            flush(out, &mut elided);
-            shown = 0;
-        } else if shown == SIDE_LINES {
-            elided += 1;
-            continue;
-        } else {
-            shown += 1;
-        }
-        let _ = writeln!(out, "      {text}");
-    }
-    flush(out, &mut elided);
-}
-
 /// The stopped rebase `--continue`/`--abort` mean: the one named, or the only one.
 pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> {
     if let Some(onto) = onto {
@@ -914,26 +798,5 @@ pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> 
             "rebases onto {} are in progress: say which with --onto X.Y",
             model::listed(many)
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_conflict_sides_are_counted_not_printed() {
-        let ours: String = (0..20).map(|i| format!("ours {i}\n")).collect();
-        let hunk = format!("<<<<<<< a\n{ours}=======\ntheirs\n>>>>>>> b\n");
-        let mut out = String::new();
-        write_hunk(&mut out, &hunk);
-        assert!(
-            out.contains("ours 7\n") && !out.contains("ours 8\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("... (12 more lines)\n      =======\n      theirs\n"),
-            "{out}"
-        );
     }
 }

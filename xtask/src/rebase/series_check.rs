@@ -8,6 +8,7 @@
 //! a finding about the series, and never reported as one).
 
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
@@ -20,139 +21,259 @@ use crate::series::{
 use crate::store::ReleaseNotImported;
 use model::{Release, SUPPORTED};
 
+/// What `--check` found: one finding per series directory (or stray entry) of `patches/` and
+/// per directory of `patches/resolutions/`, in the order the check met them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckReport {
-    /// Nothing needs attention.
-    pub ok: bool,
-    /// Something could not be checked (a failure to read or write, not a finding).
-    pub errors: bool,
-    pub text: String,
+    /// `patches/`.
+    pub patches_dir: PathBuf,
+    pub findings: Vec<Finding>,
 }
 
-enum Verdict {
-    Clean(Series),
-    Drift(Vec<String>),
+/// One verdict of `--check`, on the directory it names (none for [`Verdict::NoSeries`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub dir: PathBuf,
+    pub verdict: Verdict,
+}
+
+/// What the check says of a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// A series that applies exactly to its release, stays in scope and re-exports byte for
+    /// byte.
+    Applies {
+        patches: usize,
+        base: Release,
+        tree: Oid,
+    },
+    /// Recorded resolutions that parse and stay in scope.
+    Records { count: usize, onto: Release },
+    /// `patches/` holds no series at all.
+    NoSeries,
+    /// A supported release whose series directory is gone.
+    Absent { release: Release },
+    /// Where a supported release's series lives, something that is not a directory.
+    NotADirectory { release: Release },
+    /// `patches/resolutions` is not a directory.
+    RecordsNotADirectory,
+    /// A directory named after no supported release.
+    Unsupported,
+    /// The series applies, but its files differ from what its commits export: a line per
+    /// difference.
+    Drift {
+        release: Release,
+        lines: Vec<String>,
+    },
+    /// The release is not in the store (the check imports nothing unless asked).
+    Missing { why: String },
+    /// A defect of the series (does not parse, apply, stay in scope; lost its series file):
+    /// `remake_from` is a series it can be made again from.
+    Defect {
+        release: Release,
+        why: String,
+        remake_from: Option<Release>,
+    },
+    /// A defect of recorded resolutions.
+    RecordsDefect { why: String },
+    /// The check could not read (or write, `wrote`) what it needs: says nothing about the
+    /// series or records.
+    Error {
+        why: String,
+        about: Subject,
+        wrote: bool,
+    },
+}
+
+/// What a check error says nothing about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    Series,
+    Resolutions,
+}
+
+impl Verdict {
+    /// A finding the user must act on (exit status 2): neither a pass nor an error.
+    fn needs_attention(&self) -> bool {
+        !matches!(
+            self,
+            Verdict::Applies { .. } | Verdict::Records { .. } | Verdict::Error { .. }
+        )
+    }
+}
+
+impl CheckReport {
+    /// Something could not be checked (a failure to read or write, not a finding).
+    pub fn errors(&self) -> bool {
+        self.findings
+            .iter()
+            .any(|f| matches!(f.verdict, Verdict::Error { .. }))
+    }
+
+    /// Nothing needs attention and everything could be checked.
+    pub fn ok(&self) -> bool {
+        !self.errors() && !self.findings.iter().any(|f| f.verdict.needs_attention())
+    }
+
+    fn push(&mut self, dir: &Path, verdict: Verdict) {
+        self.findings.push(Finding {
+            dir: dir.to_path_buf(),
+            verdict,
+        });
+    }
+
+    /// The report the command prints: a line (or a few) per finding.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        for finding in &self.findings {
+            render_finding(&mut text, finding, &self.patches_dir);
+        }
+        text
+    }
+}
+
+fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
+    let dir = finding.dir.display();
+    let _ = match &finding.verdict {
+        Verdict::Applies {
+            patches,
+            base,
+            tree,
+        } => writeln!(
+            text,
+            "ok      {dir}: {patches} patch(es) apply exactly to {} (tree {tree}), stay in scope, and re-export byte for byte",
+            base.tag()
+        ),
+        Verdict::Records { count, onto } => writeln!(
+            text,
+            "ok      {dir}: {count} recorded resolution(s) for rebases onto {}, in scope",
+            onto.tag()
+        ),
+        Verdict::NoSeries => writeln!(text, "no series in {}", patches_dir.display()),
+        Verdict::Absent { release } => writeln!(
+            text,
+            "FAILED  {dir}: glibc {release} is a supported release, but it has no series (the directory is gone): restore it from git, or make it with `cargo xtask update-release {release}`"
+        ),
+        Verdict::NotADirectory { release } => writeln!(
+            text,
+            "FAILED  {dir}: not a directory: the series of glibc {release} lives in a directory of that name"
+        ),
+        Verdict::RecordsNotADirectory => writeln!(
+            text,
+            "FAILED  {dir}: not a directory (recorded resolutions live in {dir}/<X.Y>/)"
+        ),
+        Verdict::Unsupported => writeln!(
+            text,
+            "FAILED  {dir}: not a supported release ({}); move or delete it",
+            model::supported_list()
+        ),
+        Verdict::Drift { release, lines } => {
+            let _ = writeln!(text, "DRIFT   {dir}: {}", lines[0]);
+            for line in &lines[1..] {
+                let _ = writeln!(text, "        {line}");
+            }
+            writeln!(
+                text,
+                "        the files differ from what the series' own commits export (edited by hand, or cut short?): restore them from git (`git diff -- {dir}` shows what changed),\n        or, if the edit is meant, take the files as they are:\n            cargo xtask patches import --release {release} --replace <the patch files, in order>"
+            )
+        }
+        Verdict::Missing { why } => writeln!(
+            text,
+            "MISSING {dir}: {why}, or run the check with --import-missing"
+        ),
+        Verdict::Defect {
+            release,
+            why,
+            remake_from,
+        } => {
+            let _ = writeln!(text, "FAILED  {dir}: {why}");
+            let again = match remake_from {
+                Some(other) => format!(
+                    ", or make them again from another series: cargo xtask rebase-glibc --onto {release} --from {other}"
+                ),
+                None => String::new(),
+            };
+            writeln!(
+                text,
+                "        restore the files from git (`git diff -- {dir}` shows what changed){again}"
+            )
+        }
+        Verdict::RecordsDefect { why } => writeln!(text, "FAILED  {dir}: {why}"),
+        Verdict::Error { why, about, wrote } => {
+            let about = match about {
+                Subject::Series => "the series",
+                Subject::Resolutions => "the resolutions",
+            };
+            let access = if *wrote { "read or write" } else { "read" };
+            writeln!(
+                text,
+                "ERROR   {dir}: {why}\n        (the check could not {access} what it needs: this says nothing about {about})"
+            )
+        }
+    };
 }
 
 /// Checks every series directory in `patches/` (see the module docs).
 pub fn check(ws: &Workspace) -> Result<CheckReport> {
     let releases = ws.series_dirs();
     let mut report = CheckReport {
-        ok: true,
-        errors: false,
-        text: String::new(),
+        patches_dir: ws.patches_dir.clone(),
+        findings: Vec::new(),
     };
     if releases.is_empty() {
-        report.ok = false;
-        let _ = writeln!(report.text, "no series in {}", ws.patches_dir.display());
+        report.push(&ws.patches_dir, Verdict::NoSeries);
     }
     // Every supported release is accounted for: one whose directory is gone is a finding,
     // not a release with nothing to check.
-    for release in SUPPORTED.iter().filter(|r| !releases.contains(r)) {
-        let dir = ws.series_dir(*release);
-        match dir.try_exists() {
-            Ok(false) => {
-                report.ok = false;
-                let _ = writeln!(
-                    report.text,
-                    "FAILED  {}: glibc {release} is a supported release, but it has no series (the directory is gone): restore it from git, or make it with `cargo xtask update-release {release}`",
-                    dir.display()
-                );
-            }
-            Ok(true) => {
-                report.ok = false;
-                let _ = writeln!(
-                    report.text,
-                    "FAILED  {}: not a directory: the series of glibc {release} lives in a directory of that name",
-                    dir.display()
-                );
-            }
-            Err(e) => {
-                report.errors = true;
-                let _ = writeln!(
-                    report.text,
-                    "ERROR   {}: cannot tell whether it exists: {e}\n        (the check could not read what it needs: this says nothing about the series)",
-                    dir.display()
-                );
-            }
-        }
+    for release in SUPPORTED.iter().copied().filter(|r| !releases.contains(r)) {
+        let dir = ws.series_dir(release);
+        let verdict = match dir.try_exists() {
+            Ok(false) => Verdict::Absent { release },
+            Ok(true) => Verdict::NotADirectory { release },
+            Err(e) => Verdict::Error {
+                why: format!("cannot tell whether it exists: {e}"),
+                about: Subject::Series,
+                wrote: false,
+            },
+        };
+        report.push(&dir, verdict);
     }
     for stray in ws.unknown_series_dirs()? {
-        report.ok = false;
-        let _ = writeln!(
-            report.text,
-            "FAILED  {}: not a supported release ({}); move or delete it",
-            stray.display(),
-            model::supported_list()
-        );
+        report.push(&stray, Verdict::Unsupported);
     }
     for release in releases.iter().copied() {
         let dir = ws.series_dir(release);
-        match check_one(ws, release) {
-            Ok(Verdict::Clean(series)) => {
-                let _ = writeln!(
-                    report.text,
-                    "ok      {}: {} patch(es) apply exactly to {} (tree {}), stay in scope, and re-export byte for byte",
-                    dir.display(),
-                    series.patches.len(),
-                    series.base.tag(),
-                    series.base_tree
-                );
-            }
-            Ok(Verdict::Drift(lines)) => {
-                report.ok = false;
-                let _ = writeln!(report.text, "DRIFT   {}: {}", dir.display(), lines[0]);
-                for line in &lines[1..] {
-                    let _ = writeln!(report.text, "        {line}");
-                }
-                let _ = writeln!(
-                    report.text,
-                    "        the files differ from what the series' own commits export (edited by hand, or cut short?): restore them from git (`git diff -- {}` shows what changed),\n        or, if the edit is meant, take the files as they are:\n            cargo xtask patches import --release {release} --replace <the patch files, in order>",
-                    dir.display()
-                );
-            }
-            Err(e) if e.downcast_ref::<ReleaseNotImported>().is_some() => {
-                report.ok = false;
-                let _ = writeln!(
-                    report.text,
-                    "MISSING {}: {e:#}, or run the check with --import-missing",
-                    dir.display()
-                );
-            }
-            Err(e) if is_defect(&e) => {
-                report.ok = false;
-                let _ = writeln!(report.text, "FAILED  {}: {e:#}", dir.display());
-                let other = releases.iter().rev().find(|r| **r != release);
-                let again = match other {
-                    Some(other) => format!(
-                        ", or make them again from another series: cargo xtask rebase-glibc --onto {release} --from {other}"
-                    ),
-                    None => String::new(),
-                };
-                let _ = writeln!(
-                    report.text,
-                    "        restore the files from git (`git diff -- {}` shows what changed){again}",
-                    dir.display()
-                );
-            }
-            Err(e) => {
-                report.errors = true;
-                let _ = writeln!(
-                    report.text,
-                    "ERROR   {}: {e:#}\n        (the check could not read or write what it needs: this says nothing about the series)",
-                    dir.display()
-                );
-            }
-        }
+        let verdict = match check_release(ws, release) {
+            Ok((series, drift)) if drift.is_empty() => Verdict::Applies {
+                patches: series.patches.len(),
+                base: series.base,
+                tree: series.base_tree,
+            },
+            Ok((_, lines)) => Verdict::Drift { release, lines },
+            Err(e) if e.downcast_ref::<ReleaseNotImported>().is_some() => Verdict::Missing {
+                why: format!("{e:#}"),
+            },
+            Err(e) if is_defect(&e) => Verdict::Defect {
+                release,
+                why: format!("{e:#}"),
+                remake_from: releases.iter().rev().find(|r| **r != release).copied(),
+            },
+            Err(e) => Verdict::Error {
+                why: format!("{e:#}"),
+                about: Subject::Series,
+                wrote: true,
+            },
+        };
+        report.push(&dir, verdict);
     }
     check_resolutions(ws, &mut report);
-    report.ok &= !report.errors;
     Ok(report)
 }
 
 /// `patches/resolutions/<X.Y>/`: each directory a supported release, each file a recorded
 /// resolution that parses, for paths `patches/scope` allows, making text without conflict
-/// markers. (Whether a rebase still meets
-/// them, only the rebase can tell: it drops the stale ones when it writes.)
+/// markers. (Whether a rebase still meets them, only the rebase can tell: it drops the
+/// stale ones when it writes.)
 fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
     let root = ws.patches_dir.join(RESOLUTIONS_DIR);
     // None is fine (no rebase needed a resolution); one that cannot be read is not "none".
@@ -160,26 +281,23 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            report.ok = false;
-            let _ = writeln!(
-                report.text,
-                "FAILED  {}: not a directory (recorded resolutions live in {}/<X.Y>/)",
-                root.display(),
-                root.display()
-            );
+            report.push(&root, Verdict::RecordsNotADirectory);
             return;
         }
         Err(e) => {
-            report.errors = true;
-            let _ = writeln!(
-                report.text,
-                "ERROR   {}: cannot read it: {e}\n        (the check could not read what it needs: this says nothing about the resolutions)",
-                root.display()
+            let why = format!("cannot read it: {e}");
+            report.push(
+                &root,
+                Verdict::Error {
+                    why,
+                    about: Subject::Resolutions,
+                    wrote: false,
+                },
             );
             return;
         }
     };
-    let mut dirs: Vec<std::path::PathBuf> = entries
+    let mut dirs: Vec<PathBuf> = entries
         .flatten()
         .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .map(|e| e.path())
@@ -192,13 +310,7 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let Some(release) = Release::parse(&name).ok().filter(|_| dir.is_dir()) else {
-            report.ok = false;
-            let _ = writeln!(
-                report.text,
-                "FAILED  {}: not a supported release ({}); move or delete it",
-                dir.display(),
-                model::supported_list()
-            );
+            report.push(&dir, Verdict::Unsupported);
             continue;
         };
         let loaded = Resolutions::load_dir(&dir).and_then(|set| {
@@ -206,29 +318,21 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
             set.keep_rules(scope)?;
             Ok(set)
         });
-        match loaded {
-            Ok(set) => {
-                let _ = writeln!(
-                    report.text,
-                    "ok      {}: {} recorded resolution(s) for rebases onto {}, in scope",
-                    dir.display(),
-                    set.list.len(),
-                    release.tag()
-                );
-            }
-            Err(e) if is_defect(&e) => {
-                report.ok = false;
-                let _ = writeln!(report.text, "FAILED  {}: {e:#}", dir.display());
-            }
-            Err(e) => {
-                report.errors = true;
-                let _ = writeln!(
-                    report.text,
-                    "ERROR   {}: {e:#}\n        (the check could not read what it needs: this says nothing about the resolutions)",
-                    dir.display()
-                );
-            }
-        }
+        let verdict = match loaded {
+            Ok(set) => Verdict::Records {
+                count: set.list.len(),
+                onto: release,
+            },
+            Err(e) if is_defect(&e) => Verdict::RecordsDefect {
+                why: format!("{e:#}"),
+            },
+            Err(e) => Verdict::Error {
+                why: format!("{e:#}"),
+                about: Subject::Resolutions,
+                wrote: false,
+            },
+        };
+        report.push(&dir, verdict);
     }
 }
 
@@ -271,13 +375,6 @@ pub fn passing_series(ws: &Workspace, release: Release) -> Result<Series> {
         dir.display()
     )
     .context(format!("{}: its files drifted from what its commits export", refused())))
-}
-
-fn check_one(ws: &Workspace, release: Release) -> Result<Verdict> {
-    Ok(match check_release(ws, release)? {
-        (series, lines) if lines.is_empty() => Verdict::Clean(series),
-        (_, lines) => Verdict::Drift(lines),
-    })
 }
 
 /// One line per real difference. A patch edited by hand changes the commit ids of every patch
@@ -353,4 +450,49 @@ fn original_of(repo: &Repository, text: &str, n: usize, total: usize) -> Option<
     let commit = repo.find_commit(Oid::from_str(id).ok()?).ok()?;
     let original = format_patch(repo, &commit, n, total).ok()?;
     Some((commit.id(), original))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(verdicts: Vec<Verdict>) -> CheckReport {
+        CheckReport {
+            patches_dir: PathBuf::from("/p"),
+            findings: verdicts
+                .into_iter()
+                .map(|verdict| Finding {
+                    dir: PathBuf::from("/p/2.42"),
+                    verdict,
+                })
+                .collect(),
+        }
+    }
+
+    /// The exit status comes from the verdicts, never from the text: a pass is ok, a finding
+    /// needs attention, an error is a failure of the check and not a finding.
+    #[test]
+    fn the_verdicts_decide_not_the_text() {
+        let release = Release::parse("2.42").unwrap();
+        let applies = Verdict::Applies {
+            patches: 2,
+            base: release,
+            tree: Oid::zero(),
+        };
+        let passing = report(vec![applies.clone()]);
+        assert!(passing.ok() && !passing.errors());
+        let finding = report(vec![applies.clone(), Verdict::Absent { release }]);
+        assert!(!finding.ok() && !finding.errors());
+        let error = report(vec![Verdict::Error {
+            why: "EACCES".into(),
+            about: Subject::Series,
+            wrote: false,
+        }]);
+        assert!(!error.ok() && error.errors());
+        assert_eq!(
+            error.render(),
+            "ERROR   /p/2.42: EACCES\n        (the check could not read what it needs: this says nothing about the series)\n"
+        );
+        assert!(!report(vec![Verdict::NoSeries]).ok());
+    }
 }

@@ -48,11 +48,11 @@ impl Command {
         match self {
             Command::Status { .. } => {
                 let report = super::status::status(&ws, SUPPORTED)?;
-                out!("{}", report.text);
-                if report.errors {
+                out!("{}", report.render());
+                if report.errors() {
                     bail!("the status of some releases could not be found out (see `error` above)");
                 }
-                if report.needs_attention {
+                if report.needs_attention() {
                     return Err(
                         NeedsAttention("some series need attention (see above)".into()).into(),
                     );

@@ -4,22 +4,47 @@
 //! Reads the store only, unless told to import what it lacks: a release that is not there
 //! gets a row saying so and the command that imports it.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
+use std::path::PathBuf;
 
 use anyhow::Result;
+use git2::Oid;
 
 use crate::merge::{self, Picked, Step};
 use crate::series::{is_defect, Workspace};
 use crate::store::ReleaseNotImported;
 use model::Release;
 
+/// Which series a row's verdict is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Base {
+    /// The release's own series, made on this tree of it.
+    Own { release: Release, tree: Oid },
+    /// The release's own series, which could not be read.
+    Unreadable,
+    /// No series of its own: the newest one is what was tried.
+    Newest,
+}
+
+/// `glibc-2.44 <tree>`, `?` or `-`, as the table shows it.
+impl fmt::Display for Base {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Base::Own { release, tree } => write!(f, "{} {tree}", release.tag()),
+            Base::Unreadable => f.write_str("?"),
+            Base::Newest => f.write_str("-"),
+        }
+    }
+}
+
 /// The state of one release's series.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
     /// Its own series applies exactly.
-    AppliesCleanly { base: String },
-    /// Its own series does not apply (the files are off: a defect of the series).
-    DoesNotApply { base: String, why: String },
+    AppliesCleanly { base: Base },
+    /// Its own series does not apply (the files are off: a defect of the series), or no
+    /// series of its own and the newest one does not apply to its own release.
+    DoesNotApply { base: Base, why: String },
     /// No series of its own; the newest one merges without conflicts.
     NeedsRebase { from: Release, dropped: usize },
     /// No series of its own; the newest one conflicts in these files.
@@ -38,7 +63,7 @@ impl State {
         matches!(self, State::DoesNotApply { .. } | State::NotImported { .. })
     }
 
-    fn of_error(base: String, e: &anyhow::Error) -> State {
+    fn of_error(base: Base, e: &anyhow::Error) -> State {
         if e.downcast_ref::<ReleaseNotImported>().is_some() {
             State::NotImported {
                 why: format!("{e:#}"),
@@ -67,16 +92,19 @@ pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, Stat
         let state = if ws.series_dirs().contains(&release) {
             match ws.load_series(release) {
                 Ok(series) => {
-                    let base = format!("{} {}", series.base.tag(), series.base_tree);
+                    let base = Base::Own {
+                        release: series.base,
+                        tree: series.base_tree,
+                    };
                     match ws.commit_series(&series) {
                         Ok(_) => State::AppliesCleanly { base },
                         Err(e) => State::of_error(base, &e),
                     }
                 }
-                Err(e) => State::of_error("?".into(), &e),
+                Err(e) => State::of_error(Base::Unreadable, &e),
             }
         } else if let (Some(series), Some(Err(e))) = (&newest, &newest_commits) {
-            match State::of_error("-".into(), e) {
+            match State::of_error(Base::Newest, e) {
                 State::DoesNotApply { base, why } => State::DoesNotApply {
                     base,
                     why: format!(
@@ -96,7 +124,7 @@ pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, Stat
                     from: series.base,
                     files,
                 },
-                Err(e) => State::of_error("-".into(), &e),
+                Err(e) => State::of_error(Base::Newest, &e),
             }
         } else {
             State::NoSeries
@@ -133,49 +161,69 @@ fn merge_newest(ws: &Workspace, release: Release, commits: &[git2::Oid]) -> Resu
     )
 }
 
-/// What `cargo xtask patches status` prints, and whether a row needs attention or failed.
+/// What `cargo xtask patches status` found: a row per release.
 pub struct StatusReport {
-    pub text: String,
-    pub needs_attention: bool,
-    pub errors: bool,
+    pub rows: Vec<(Release, State)>,
+    /// `patches/`, which the table names.
+    pub patches_dir: PathBuf,
 }
 
-/// The table `cargo xtask patches status` prints.
+/// The rows of `cargo xtask patches status`.
 pub fn status(ws: &Workspace, releases: &[Release]) -> Result<StatusReport> {
-    let mut out = format!(
-        "{:<8} {:<16} {}\n",
-        "release", "state", "series base / details"
-    );
-    let (mut needs_attention, mut errors) = (false, false);
-    for (release, state) in states(ws, releases)? {
-        needs_attention |= state.needs_attention();
-        errors |= matches!(state, State::Error { .. });
-        let (name, detail) = match state {
-            State::AppliesCleanly { base } => ("applies cleanly", base),
+    Ok(StatusReport {
+        rows: states(ws, releases)?,
+        patches_dir: ws.patches_dir.clone(),
+    })
+}
+
+impl StatusReport {
+    /// A row the user has to act on: exit status 2.
+    pub fn needs_attention(&self) -> bool {
+        self.rows.iter().any(|(_, state)| state.needs_attention())
+    }
+
+    /// A row whose state could not be found out: a failure.
+    pub fn errors(&self) -> bool {
+        self.rows
+            .iter()
+            .any(|(_, state)| matches!(state, State::Error { .. }))
+    }
+
+    /// The table the command prints.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "{:<8} {:<16} {}\n",
+            "release", "state", "series base / details"
+        );
+        for (release, state) in &self.rows {
+            let (name, detail) = row(*release, state, &self.patches_dir);
+            let _ = writeln!(out, "{:<8} {:<16} {detail}", release.version(), name);
+        }
+        out
+    }
+}
+
+/// A row's state in a word, and what it says.
+fn row(release: Release, state: &State, patches_dir: &std::path::Path) -> (&'static str, String) {
+    match state {
+            State::AppliesCleanly { base } => ("applies cleanly", base.to_string()),
             State::DoesNotApply { base, why } => ("does not apply", format!("{base}: {why}")),
             State::NeedsRebase { from, dropped } => (
                 "needs rebase",
                 format!(
                     "no series; patches/{from} merges cleanly ({}): cargo xtask rebase-glibc --onto {release}",
-                    if dropped == 0 { "nothing dropped".to_string() } else { format!("{dropped} already upstream") }
+                    if *dropped == 0 { "nothing dropped".to_string() } else { format!("{dropped} already upstream") }
                 ),
             ),
             State::Conflicts { from, files } => (
                 "conflicts",
                 format!("no series; patches/{from} conflicts in {}: cargo xtask rebase-glibc --onto {release}", files.join(", ")),
             ),
-            State::NoSeries => ("no series", format!("nothing in {}", ws.patches_dir.display())),
+            State::NoSeries => ("no series", format!("nothing in {}", patches_dir.display())),
             State::NotImported { why } => (
                 "not imported",
                 format!("{why}, or run `cargo xtask patches status --import-missing`"),
             ),
-            State::Error { why } => ("error", why),
-        };
-        let _ = writeln!(out, "{:<8} {:<16} {detail}", release.version(), name);
+            State::Error { why } => ("error", why.clone()),
     }
-    Ok(StatusReport {
-        text: out,
-        needs_attention,
-        errors,
-    })
 }

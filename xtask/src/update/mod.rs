@@ -158,9 +158,9 @@ impl Args {
             (rebase::start_with(&ws, Some(from), onto, options)?, out)
         };
         match outcome {
-            Outcome::Written(summary) => out!("{summary}"),
-            Outcome::Conflict(report) | Outcome::CheckFailed(report) => {
-                diag!("{report}");
+            Outcome::Written(written) => out!("{}", written.render()),
+            Outcome::Stopped(stop) => {
+                diag!("{}", stop.render());
                 return Err(NeedsAttention(format!(
                     "the update of glibc {onto} stopped in its rebase (see above); after the fix: cargo xtask update-release {onto} --continue"
                 ))
