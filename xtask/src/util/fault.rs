@@ -1,4 +1,4 @@
-//! Named kill points, the test hook of the fault-injection tests (`xtask/tests/faults.rs`).
+//! Named kill points, the test hook of the fault-injection tests (`xtask/tests/it/faults.rs`).
 //!
 //! `LD_FALLBACK_FAULT=<name>:<n>` makes the n-th pass (1-based) through the point `<name>` kill
 //! the process with SIGKILL, as a crash, the OOM killer or `kill -9` would: no destructor

@@ -8,8 +8,6 @@
 //! deterministic, so sharing them is safe, and it lets CI cache one download and one import
 //! per release instead of redoing them on every run. Rebase state and patches go to temp dirs.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -55,14 +53,14 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
         .unwrap()
         .write(&ws.series_dir(r41))
         .unwrap();
-    let summary = common::written(rebase::start(&ws, Some(r41), r42).unwrap());
+    let summary = crate::common::written(rebase::start(&ws, Some(r41), r42).unwrap());
     assert!(
         summary.contains("0001-elf-Mark-where-LD_FALLBACK_PATH-is-searched.patch"),
         "{summary}"
     );
     let check = rebase::check(&ws).unwrap();
     assert!(
-        common::passes_but_for_absent_series(&check),
+        crate::common::passes_but_for_absent_series(&check),
         "{}",
         check.render()
     );

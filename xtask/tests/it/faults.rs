@@ -10,15 +10,13 @@
 //! The points are listed by running each command once with `LD_FALLBACK_FAULT_LOG`, so a
 //! new point in the code is covered without touching this test.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::project::*;
+use crate::common::project::*;
 use model::Release;
 use tempfile::TempDir;
 use xtask::store::import::Source;
@@ -165,7 +163,7 @@ fn assert_recovers(root: &Path, s: &Stages, what: &str) {
     let left = leftovers(root);
     let check = run_in(root, &["rebase-glibc", "--check"]);
     assert!(
-        check.code == 2 && common::output_passes_but_for_absent_series(&check.stdout),
+        check.code == 2 && crate::common::output_passes_but_for_absent_series(&check.stdout),
         "{what}: --check after the kill:\n{}",
         check.both()
     );
@@ -332,7 +330,7 @@ fn import_child() {
     let commit = store
         .import_expecting(release, tree, &Source::Tarball(tar.into()))
         .unwrap();
-    // After the harness's "test import_child ... ", on a line of its own.
+    // After the harness's "test faults::import_child ... ", on a line of its own.
     println!("\ncommit {commit}");
 }
 
@@ -356,15 +354,20 @@ fn import_child_command(
     env: &[(&str, &std::ffi::OsStr)],
 ) -> Command {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "import_child", "--nocapture", "--test-threads=1"])
-        .env(
-            CHILD,
-            format!("{}\n{}\n{tree}", store.display(), tar.display()),
-        )
-        .env_remove("LD_FALLBACK_FAULT")
-        .env_remove("LD_FALLBACK_FAULT_LOG")
-        .env("LD_FALLBACK_CACHE", store.parent().unwrap().join("cache"))
-        .envs(env.iter().copied());
+    cmd.args([
+        "--exact",
+        "faults::import_child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(
+        CHILD,
+        format!("{}\n{}\n{tree}", store.display(), tar.display()),
+    )
+    .env_remove("LD_FALLBACK_FAULT")
+    .env_remove("LD_FALLBACK_FAULT_LOG")
+    .env("LD_FALLBACK_CACHE", store.parent().unwrap().join("cache"))
+    .envs(env.iter().copied());
     cmd
 }
 
@@ -388,9 +391,12 @@ fn release_tarball(dir: &Path, files: &[(String, String)]) -> (String, PathBuf) 
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
-    let top = common::source_dir(&dir.join("src"), "2.42", &borrowed);
-    let tree = common::release_of("2.42", &top).tree.to_string();
-    (tree, common::tarball(&top, &dir.join("glibc_2.42.tar.xz")))
+    let top = crate::common::source_dir(&dir.join("src"), "2.42", &borrowed);
+    let tree = crate::common::release_of("2.42", &top).tree.to_string();
+    (
+        tree,
+        crate::common::tarball(&top, &dir.join("glibc_2.42.tar.xz")),
+    )
 }
 
 #[test]

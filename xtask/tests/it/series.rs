@@ -1,8 +1,6 @@
 //! The series format: round trips byte for byte, and stays consumable by git am and patch -p1.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use xtask::series::Series;
 use xtask::store::snapshot::Snapshot;
 

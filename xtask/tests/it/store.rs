@@ -1,10 +1,8 @@
 //! The source store on synthetic tarballs and git tags: deterministic ids, modes, refusals.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 
-use common::*;
+use crate::common::*;
 use xtask::store::import::Source;
 use xtask::store::SourceStore;
 

@@ -2,11 +2,9 @@
 //! upstream, conflicts with --continue and --abort, drift caught by --check, and the NEWS
 //! entry placed by rule.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use git2::Oid;
 use model::Release;
 use xtask::rebase;

@@ -3,11 +3,9 @@
 //! once are replayed the next time (synthetic releases, the library's API; the NEWS rule is
 //! in rebase.rs, `update-release` through the binary in update_release.rs).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use model::Release;
 use xtask::merge::news;
 use xtask::rebase::patch_checks::Checks;

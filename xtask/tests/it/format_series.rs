@@ -3,9 +3,7 @@
 //! section, a cover letter with a range diff against the previous version, and mails that
 //! `git am` takes on the release.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use xtask::format::{format, Author, Request};
 use xtask::series::{Series, Workspace};
 use xtask::store::SourceStore;
@@ -198,7 +196,7 @@ fn a_later_version_needs_the_previous_one() {
 
 const AUTHOR: &str = "Ada Lovelace <ada@example.org>";
 
-fn format_into(p: &common::project::Project, out: &std::path::Path, extra: &[&str]) -> Ran {
+fn format_into(p: &crate::common::project::Project, out: &std::path::Path, extra: &[&str]) -> Ran {
     let out = out.display().to_string();
     let mut args = vec![
         "format-series",
@@ -213,7 +211,7 @@ fn format_into(p: &common::project::Project, out: &std::path::Path, extra: &[&st
     p.run(&args)
 }
 
-use common::project::{visible_files, Project, Ran};
+use crate::common::project::{visible_files, Project, Ran};
 
 #[test]
 fn out_refuses_a_directory_it_did_not_write_and_deletes_nothing() {

@@ -4,9 +4,7 @@
 //! builds and the verification are `verify`'s and the build check's, tested where they live;
 //! a test never starts a glibc build.
 
-mod common;
-
-use common::project::*;
+use crate::common::project::*;
 
 const UPDATE: &[&str] = &["update-release", "2.42", "--no-verify", "--no-build-check"];
 const CONTINUE: &[&str] = &["update-release", "2.42", "--continue"];

@@ -2,12 +2,10 @@
 //! test per way issue 11 found to damage a series or mislead its user. Each asserts what the
 //! command says, its exit status (0 ok, 1 failure, 2 needs attention) and what it leaves.
 
-mod common;
-
 use std::path::Path;
 
-use common::project::*;
-use common::{source_dir, tarball};
+use crate::common::project::*;
+use crate::common::{source_dir, tarball};
 
 fn stop_at_first_conflict(p: &Project) {
     p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
@@ -319,7 +317,7 @@ fn check_and_status_work_on_a_read_only_store() {
     let check = in_bwrap(&["rebase-glibc", "--check"]);
     let text = String::from_utf8_lossy(&check.stdout);
     assert!(
-        check.status.code() == Some(2) && common::output_passes_but_for_absent_series(&text),
+        check.status.code() == Some(2) && crate::common::output_passes_but_for_absent_series(&text),
         "{text}{}",
         String::from_utf8_lossy(&check.stderr)
     );
@@ -914,7 +912,7 @@ fn a_symlink_or_a_mode_change_in_the_work_tree_is_refused() {
 
     std::fs::remove_file(&file).unwrap();
     p.resolve(0);
-    common::make_executable(&file);
+    crate::common::make_executable(&file);
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
     assert!(
         ran.stderr
