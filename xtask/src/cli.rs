@@ -55,7 +55,7 @@ impl Global {
 
 /// One release.
 #[derive(clap::Args, Debug, Clone, Copy)]
-pub struct OneRelease {
+pub(crate) struct OneRelease {
     /// glibc release: X.Y [default: the newest].
     #[arg(long = "release", value_name = "X.Y", value_parser = release_or_newest(), default_value = NEWEST, hide_default_value = true)]
     pub release: Release,
@@ -63,7 +63,7 @@ pub struct OneRelease {
 
 /// One target.
 #[derive(clap::Args, Debug, Clone, Copy)]
-pub struct OneTarget {
+pub(crate) struct OneTarget {
     /// Target: `x86_64` (native) or `aarch64` (under QEMU user mode).
     #[arg(long = "target", value_parser = target(), default_value = DEFAULT_TARGET)]
     pub target: Target,
@@ -71,7 +71,7 @@ pub struct OneTarget {
 
 /// One flavour.
 #[derive(clap::Args, Debug, Clone, Copy)]
-pub struct OneFlavour {
+pub(crate) struct OneFlavour {
     /// `patched` (with the series), `unpatched` (the release as is), or a variant of the
     /// series (`fallback-first`: patches/variants/fallback-first/, for comparisons).
     #[arg(long = "flavour", value_parser = flavour(), default_value = DEFAULT_FLAVOUR)]
@@ -80,7 +80,7 @@ pub struct OneFlavour {
 
 /// Which targets.
 #[derive(clap::Args, Debug, Clone)]
-pub struct SomeTargets {
+pub(crate) struct SomeTargets {
     /// Target: `x86_64` (native), `aarch64` (under QEMU user mode) or `all`.
     #[arg(long = "target", value_parser = targets(), default_value = DEFAULT_TARGET)]
     pub targets: Targets,
@@ -88,7 +88,7 @@ pub struct SomeTargets {
 
 /// Which cells: releases x targets.
 #[derive(clap::Args, Debug, Clone)]
-pub struct Cells {
+pub(crate) struct Cells {
     /// glibc release: X.Y or `all` [default: the newest].
     #[arg(long = "release", value_name = "X.Y", value_parser = releases(), default_value = NEWEST, hide_default_value = true)]
     pub releases: Releases,
@@ -98,7 +98,7 @@ pub struct Cells {
 
 /// Which cells, and which flavours of glibc in each.
 #[derive(clap::Args, Debug, Clone)]
-pub struct Selection {
+pub(crate) struct Selection {
     #[command(flatten)]
     pub cells: Cells,
     /// `patched` (with the series), `unpatched` (the release as is), `both`, or a variant of
@@ -109,17 +109,17 @@ pub struct Selection {
 
 /// The selected releases, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Releases(pub Vec<Release>);
+pub(crate) struct Releases(pub Vec<Release>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Targets(pub Vec<Target>);
+pub(crate) struct Targets(pub Vec<Target>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Flavours(pub Vec<Flavour>);
+pub(crate) struct Flavours(pub Vec<Flavour>);
 
 impl Cells {
     /// Every selected cell, release by release.
-    pub fn iter(&self) -> impl Iterator<Item = Cell> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Cell> + '_ {
         self.releases.0.iter().flat_map(|r| {
             self.targets
                 .targets
@@ -132,7 +132,7 @@ impl Cells {
 
 impl Selection {
     /// Every selected (cell, flavour).
-    pub fn iter(&self) -> impl Iterator<Item = (Cell, Flavour)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Cell, Flavour)> + '_ {
         self.cells
             .iter()
             .flat_map(|cell| self.flavours.0.iter().map(move |f| (cell, *f)))
@@ -146,7 +146,7 @@ const DEFAULT_TARGET: &str = "x86_64";
 const DEFAULT_FLAVOUR: &str = "patched";
 
 /// One release, for commands that name exactly one (`X.Y`) and have no default.
-pub fn release() -> impl TypedValueParser<Value = Release> {
+pub(crate) fn release() -> impl TypedValueParser<Value = Release> {
     PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version()))
         .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
 }
@@ -180,7 +180,7 @@ fn releases() -> impl TypedValueParser<Value = Releases> {
 
 /// A count that must be 1 or more (`--jobs`, `--version`): 0 would run `make -j0` or format
 /// a "v0" patch set.
-pub fn at_least_one<T>(text: &str) -> Result<T, String>
+pub(crate) fn at_least_one<T>(text: &str) -> Result<T, String>
 where
     T: std::str::FromStr + PartialEq + From<u8>,
     T::Err: std::fmt::Display,
@@ -193,7 +193,7 @@ where
 }
 
 /// One target, for a command whose default is not [`OneTarget`]'s (`explain`: the program's).
-pub fn target() -> impl TypedValueParser<Value = Target> {
+pub(crate) fn target() -> impl TypedValueParser<Value = Target> {
     PossibleValuesParser::new(Target::ALL.map(Target::name))
         .map(|text| Target::parse(&text).expect("a possible value is a target"))
 }

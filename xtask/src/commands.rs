@@ -23,13 +23,13 @@ use crate::{update, verify};
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub global: Global,
+    pub(crate) global: Global,
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Import glibc releases into the local source store and list them.
     #[command(subcommand)]
     Glibc(store::command::Command),

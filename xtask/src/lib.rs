@@ -24,16 +24,16 @@ pub mod cli;
 pub mod ci;
 pub mod merge;
 pub mod rebase;
-pub mod resolution;
+mod resolution;
 pub mod series;
 pub mod store;
 pub mod sysroot;
-pub mod verify;
+mod verify;
 
 pub mod bench;
-pub mod explain;
+mod explain;
 pub mod format;
-pub mod jetson;
-pub mod update;
+mod jetson;
+mod update;
 
 pub mod commands;

@@ -115,12 +115,12 @@ pub enum Value {
 }
 
 /// `LD_FALLBACK_PATH=text`.
-pub const fn fb(text: &'static str) -> Env {
+pub(super) const fn fb(text: &'static str) -> Env {
     Env("LD_FALLBACK_PATH", Value::Text(text))
 }
 
 /// `LD_LIBRARY_PATH=text`.
-pub const fn llp(text: &'static str) -> Env {
+pub(super) const fn llp(text: &'static str) -> Env {
     Env("LD_LIBRARY_PATH", Value::Text(text))
 }
 
@@ -240,7 +240,7 @@ impl Value {
 }
 
 /// `text` with `{C}`, `{T}`, `{U}`, `{A}`, `{T32}` and `{shims}` replaced by their paths.
-pub fn expand(text: &str, l: &Layout) -> String {
+pub(super) fn expand(text: &str, l: &Layout) -> String {
     [
         ("{T32}", &l.tegra32),
         ("{C}", &l.compat),

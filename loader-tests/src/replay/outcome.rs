@@ -11,13 +11,13 @@ use crate::layout::Layout;
 use crate::probe::Output;
 
 /// Directories of a root by what a reader calls them.
-pub struct Places {
+pub(super) struct Places {
     dirs: Vec<(String, String)>,
     host_lib: String,
 }
 
 impl Places {
-    pub fn new(paths: &Paths, layout: &Layout, column: &Column) -> Places {
+    pub(super) fn new(paths: &Paths, layout: &Layout, column: &Column) -> Places {
         let mut dirs = vec![
             (paths.driver_dir.clone(), paths.driver_dir.clone()),
             (paths.compat_dir.clone(), "cuda_compat".into()),
@@ -73,7 +73,7 @@ fn file_name(path: &str) -> String {
 }
 
 /// A run, classified.
-pub struct Seen {
+pub(super) struct Seen {
     pub text: String,
     /// CUDA works.
     pub works: bool,
@@ -83,7 +83,7 @@ pub struct Seen {
     pub loaded: Vec<String>,
 }
 
-pub fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
+pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
     let loaded: Vec<String> = out
         .stdout
         .lines()

@@ -16,7 +16,7 @@ use super::{
 use crate::root::{Bench, Ctx, Root};
 
 /// A Nix store path of `name` with a made-up but stable hash, like `/nix/store/<32>-name`.
-pub fn store(name: &str) -> String {
+pub(super) fn store(name: &str) -> String {
     const ALPHABET: &[u8] = b"0123456789abcdfghijklmnpqrsvwxyz";
     let mut state: u64 = 0xcbf2_9ce4_8422_2325;
     let mut hash = String::new();
@@ -31,7 +31,7 @@ pub fn store(name: &str) -> String {
 }
 
 /// The paths of one cell's root.
-pub struct Paths {
+pub(super) struct Paths {
     /// `/run/opengl-driver/lib` (NixOS) or the JetPack driver directory.
     pub driver_dir: String,
     /// The host's multiarch directory (`/usr/lib/aarch64-linux-gnu`).
@@ -48,7 +48,7 @@ pub struct Paths {
 }
 
 impl Paths {
-    pub fn new(column: &Column, triplet: &str) -> Paths {
+    pub(super) fn new(column: &Column, triplet: &str) -> Paths {
         let l4t = |l4t: u32| match l4t {
             35 => "35.6.0",
             _ => "36.4.3",
@@ -117,7 +117,7 @@ fn way_name(way: OptOut) -> &'static str {
 }
 
 /// Builds the run's root, runs the app, and says what happened.
-pub fn run(
+pub(super) fn run(
     bench: &Bench,
     fixtures: &JetsonFixtures,
     host: &HostLibs,
@@ -230,7 +230,7 @@ fn environment(
 /// `<its prefix>/etc/ld.so.cache` (which nixpkgs deletes) and `/etc/ld-nix.so.preload`. With
 /// none of these files in the root the two search the same places: the replay's stand-in
 /// for a Nix glibc holds only then.
-pub fn nix_like_loader_holds(root: &Path) -> Result<()> {
+pub(super) fn nix_like_loader_holds(root: &Path) -> Result<()> {
     for file in [
         "etc/ld.so.cache",
         "etc/ld.so.preload",

@@ -22,7 +22,7 @@ static BENCHES: [[OnceLock<Result<Bench, String>>; 2]; 2] = [
     [OnceLock::new(), OnceLock::new()],
 ];
 
-pub fn bench(target: Target, flavour: Flavour) -> Result<&'static Bench, String> {
+pub(crate) fn bench(target: Target, flavour: Flavour) -> Result<&'static Bench, String> {
     let cell = &BENCHES[target as usize][flavour as usize];
     cell.get_or_init(|| {
         let make = || -> Result<Bench> {
@@ -37,7 +37,7 @@ pub fn bench(target: Target, flavour: Flavour) -> Result<&'static Bench, String>
 
 /// Why the tests of `target` do not run here, if they do not. Under CI a missing sysroot is
 /// not a reason: the tests run and fail.
-pub fn not_run_here(target: Target) -> Option<String> {
+pub(crate) fn not_run_here(target: Target) -> Option<String> {
     if target.is_native() || in_ci() {
         return None;
     }
@@ -93,7 +93,7 @@ fn sysroot(target: Target, flavour: Flavour) -> Result<Sysroot> {
 /// fails itself), documented; any other skip only when `LD_FALLBACK_ALLOW_SKIP=1` says the
 /// caller accepts it (say, not running as root). A scenario that does not apply by design
 /// (the ldd script under QEMU) is not a skip: it is n/a, declared in the table.
-pub fn skip_is_accepted(outcome: &Outcome) -> bool {
+pub(crate) fn skip_is_accepted(outcome: &Outcome) -> bool {
     let unreachable = matches!(&outcome.verdict, Verdict::Skipped(reason)
         if outcome.scenario.needs_archive && reason.starts_with(loader_tests::nvidia::UNREACHABLE));
     let allowed = std::env::var_os("LD_FALLBACK_ALLOW_SKIP").is_some_and(|v| v == "1");
@@ -101,7 +101,7 @@ pub fn skip_is_accepted(outcome: &Outcome) -> bool {
 }
 
 /// The verdict of one scenario as a test result.
-pub fn judge(outcome: &Outcome) -> Result<(), String> {
+pub(crate) fn judge(outcome: &Outcome) -> Result<(), String> {
     match &outcome.verdict {
         Verdict::Pass | Verdict::FailsWithoutPatch => Ok(()),
         Verdict::NotApplicable(reason) => {

@@ -23,7 +23,7 @@ use model::Release;
 const EDITED: &str = "elf/dl-load.c";
 
 #[derive(clap::Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub release: OneRelease,
     #[command(flatten)]
@@ -47,7 +47,7 @@ struct Row {
 }
 
 impl BenchArgs {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let release = self.release.release;
         let target = self.target.target;
         let jobs = self.jobs.unwrap_or_else(default_jobs);

@@ -1,10 +1,10 @@
 //! `cargo xtask bench ...`: timing figures for the slow paths, each taken through the stages
 //! it times (a bench may take several: the build bench's inner loop runs the matrix).
 
-pub mod build;
+pub(crate) mod build;
 pub mod rebase;
-pub mod resolution;
-pub mod store;
+pub(crate) mod resolution;
+pub(crate) mod store;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -12,7 +12,7 @@ use clap::Subcommand;
 use crate::cli::Env;
 
 #[derive(Subcommand)]
-pub enum Bench {
+pub(crate) enum Bench {
     /// Time an import of the newest release into a fresh store.
     Store,
     /// Time a rebase of the series onto every other release.
@@ -24,7 +24,7 @@ pub enum Bench {
 }
 
 impl Bench {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         match self {
             Bench::Store => store::run(env),
             Bench::Rebase => rebase::run(env),

@@ -48,7 +48,7 @@ pub fn synthetic_series(repo: &Repository, release: Release, base: Oid) -> Resul
     Series::from_commits(repo, release, &[commit])
 }
 
-pub fn run(env: &Env) -> Result<()> {
+pub(crate) fn run(env: &Env) -> Result<()> {
     let ws = Workspace::open(env)?;
     let newest = Release::newest();
     for release in SUPPORTED {

@@ -9,7 +9,7 @@ use crate::resolution::{obtain_sysroot, run_matrix, run_matrix_with};
 use model::Release;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     pub target: OneTarget,
     #[command(flatten)]
@@ -23,7 +23,7 @@ impl Args {
     /// A warm-up run (builds or fetches what is missing), then `runs` timed runs of each way:
     /// one scenario at a time (the plain way, and how the matrix ran before) and side by
     /// side, one per CPU, alternating so that both see the same machine.
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let (target, flavour) = (self.target.target, self.flavour.flavour);
         let release = Release::newest();
         let sysroot = obtain_sysroot(env, release, target, flavour)?;

@@ -19,7 +19,7 @@ use model::Release;
 
 const RUNS: usize = 3;
 
-pub fn run(env: &Env) -> Result<()> {
+pub(crate) fn run(env: &Env) -> Result<()> {
     let newest = Release::newest();
     let tarball = debian::fetch_orig(newest, &paths::downloads_dir()?)?;
     let store = env.store.clone();

@@ -16,7 +16,7 @@ use crate::sysroot::Builder;
 use model::Release;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// Skip the aarch64 (QEMU) builds and matrix.
     #[arg(long)]
     pub no_aarch64: bool,
@@ -66,7 +66,7 @@ impl Step {
 }
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         if self.workflow {
             return workflow::write_or_check(&crate::util::paths::project_root(), self.check);
         }

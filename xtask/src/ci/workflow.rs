@@ -21,7 +21,7 @@ use model::Target;
 use model::{Release, SUPPORTED};
 
 /// Where the workflow lives in the checkout.
-pub const PATH: &str = ".github/workflows/verify.yml";
+pub(crate) const PATH: &str = ".github/workflows/verify.yml";
 
 /// The cache root inside the container: restored and saved by the cache action.
 const CACHE: &str = "/ld-fallback-cache";
@@ -142,7 +142,7 @@ jobs:
 }
 
 /// Writes the workflow, or with `check` fails when the file on disk differs.
-pub fn write_or_check(root: &Path, check: bool) -> Result<()> {
+pub(crate) fn write_or_check(root: &Path, check: bool) -> Result<()> {
     let path = path(root);
     let wanted = render();
     if check {

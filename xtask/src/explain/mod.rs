@@ -15,7 +15,7 @@ use crate::util::exit::NeedsAttention;
 use model::{Release, SUPPORTED};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The program, as it would be started (a path inside --root).
     pub program: String,
     /// The tree taken as `/`: a scenario root, a container's or a board's filesystem.
@@ -63,7 +63,7 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn run(self) -> Result<()> {
+    pub(crate) fn run(self) -> Result<()> {
         let started = Instant::now();
         Tree::new(&self.root)
             .open(&self.program, &self.cwd)

@@ -24,7 +24,7 @@ use model::Release;
 const PLACEHOLDER_DOMAIN: &str = "example.invalid";
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The series to format.
     #[command(flatten)]
     pub release: OneRelease,
@@ -46,7 +46,7 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let ws = Workspace::open(env)?;
         let release = self.release.release;
         let author = match &self.author {

@@ -13,10 +13,10 @@ use crate::util::paths;
 use model::Target;
 
 /// The target docs/jetson.md is the replay of: Jetson boards'.
-pub const TARGET: Target = Target::Aarch64;
+pub(crate) const TARGET: Target = Target::Aarch64;
 
 /// docs/jetson.md of the checkout.
-pub fn doc_path() -> PathBuf {
+pub(crate) fn doc_path() -> PathBuf {
     paths::project_root().join("docs/jetson.md")
 }
 
@@ -29,7 +29,7 @@ fn blocks(report: &ReplayReport) -> [(Block, String); 2] {
 }
 
 /// Fails, with a diff per block, when the page's blocks are not this report's.
-pub fn check(doc: &Path, report: &ReplayReport) -> Result<()> {
+pub(crate) fn check(doc: &Path, report: &ReplayReport) -> Result<()> {
     let page =
         std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
     let mut diffs = String::new();
@@ -57,7 +57,7 @@ pub fn check(doc: &Path, report: &ReplayReport) -> Result<()> {
 }
 
 /// Replaces the page's generated blocks with this report's.
-pub fn write(doc: &Path, report: &ReplayReport) -> Result<()> {
+pub(crate) fn write(doc: &Path, report: &ReplayReport) -> Result<()> {
     let page =
         std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
     let updated = with_blocks(&page, &blocks(report))

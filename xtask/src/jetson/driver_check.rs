@@ -21,7 +21,7 @@ use model::Release;
 
 /// The machine's driver, as far as the check needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Driver {
+pub(crate) struct Driver {
     /// The directory of the `libcuda.so.1` the host's own loader uses.
     pub dir: PathBuf,
     /// `580.159.04`, or the L4T release on a Jetson.
@@ -171,7 +171,7 @@ fn host_compat() -> Option<(PathBuf, String)> {
     Some((dir, version))
 }
 
-pub fn run(env: &Env, release: Release) -> Result<()> {
+pub(crate) fn run(env: &Env, release: Release) -> Result<()> {
     let Some(target) = Target::native() else {
         bail!(
             "the real-driver check runs on x86_64 or aarch64 machines, not {}",

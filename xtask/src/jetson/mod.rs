@@ -10,8 +10,8 @@
 //! `--real-driver` runs the same setups against this machine's real NVIDIA driver instead
 //! ([`driver_check`]).
 
-pub mod doc;
-pub mod driver_check;
+pub(crate) mod doc;
+pub(crate) mod driver_check;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -27,7 +27,7 @@ use crate::util::paths;
 use model::Release;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     pub release: OneRelease,
     /// The replay is about Jetson boards, which are aarch64 (run under QEMU user mode), and so
@@ -62,7 +62,7 @@ pub struct Args {
 const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::FallbackFirst];
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let release = self.release.release;
         let target = self.target.target;
         if self.real_driver {

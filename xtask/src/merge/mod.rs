@@ -62,7 +62,7 @@ pub fn pick(
 }
 
 /// How one commit merged onto a head.
-pub enum Merged {
+pub(crate) enum Merged {
     /// Every path merged: the resulting tree.
     Clean(Oid),
     /// Some path conflicts: the whole merged index, conflicts included (what the work tree
@@ -77,7 +77,11 @@ pub enum Merged {
 /// rewrites the lines around the entry, so a merge would conflict on every rebase although
 /// nothing about the entry changed. Every other path, and NEWS changed any other way, is
 /// merged the usual way.
-pub fn merge_commit(repo: &Repository, commit: &git2::Commit<'_>, head: Oid) -> Result<Merged> {
+pub(crate) fn merge_commit(
+    repo: &Repository,
+    commit: &git2::Commit<'_>,
+    head: Oid,
+) -> Result<Merged> {
     let placed = placed_news(repo, commit, head)?;
     let skip = placed.map(|_| Path::new(news::PATH));
     if let Some(tree) = merge_touched(repo, commit, head, skip)
@@ -112,7 +116,7 @@ pub fn merge_commit(repo: &Repository, commit: &git2::Commit<'_>, head: Oid) -> 
 
 /// Whether `commit` adds one NEWS entry and changes NEWS in no other way: the commits whose
 /// NEWS [`merge_commit`] places by rule.
-pub fn adds_news_entry(repo: &Repository, commit: &git2::Commit<'_>) -> Result<bool> {
+pub(crate) fn adds_news_entry(repo: &Repository, commit: &git2::Commit<'_>) -> Result<bool> {
     Ok(news_entry(repo, commit)?.is_some())
 }
 
@@ -176,7 +180,12 @@ fn text_at(repo: &Repository, tree: &git2::Tree<'_>, path: &str) -> Result<Optio
 }
 
 /// Makes `path` merged in `index`, as blob `id`: its conflict stages go.
-pub fn settle_in_index(index: &mut git2::Index, path: &str, id: Oid, mode: u32) -> Result<()> {
+pub(crate) fn settle_in_index(
+    index: &mut git2::Index,
+    path: &str,
+    id: Oid,
+    mode: u32,
+) -> Result<()> {
     match index.conflict_remove(Path::new(path)) {
         Ok(()) => {}
         Err(e) if e.code() == git2::ErrorCode::NotFound => {}
@@ -259,7 +268,7 @@ fn merge_touched(
 }
 
 /// The tree entry mode of an index or tree entry's raw mode.
-pub fn file_mode(mode: u32) -> git2::FileMode {
+pub(crate) fn file_mode(mode: u32) -> git2::FileMode {
     match mode {
         0o100755 => git2::FileMode::BlobExecutable,
         0o120000 => git2::FileMode::Link,
@@ -310,7 +319,7 @@ pub fn commit_like(
 }
 
 /// The commits that [`Step::Applied`] records, in order.
-pub fn applied(steps: &[Step]) -> Vec<Oid> {
+pub(crate) fn applied(steps: &[Step]) -> Vec<Oid> {
     steps
         .iter()
         .filter_map(|s| match s {

@@ -83,7 +83,7 @@ pub fn place(news: &str, entry: &str) -> Result<String> {
 
 /// `news` with a new newest section `Version <version>` holding only the entry: where a
 /// contribution to the development version puts it.
-pub fn place_in_new_version(news: &str, version: &str, entry: &str) -> Result<String> {
+pub(crate) fn place_in_new_version(news: &str, version: &str, entry: &str) -> Result<String> {
     let Some(at) = news.find("\nVersion ") else {
         bail!("{PATH} has no `Version X.Y` section");
     };

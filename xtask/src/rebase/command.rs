@@ -15,7 +15,7 @@ use model::Release;
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("mode").required(true).multiple(true).args(["onto", "continue_", "abort", "check"])))]
-pub struct Args {
+pub(crate) struct Args {
     /// Move the series onto this release, writing patches/<X.Y>/ if every patch applies. With
     /// --continue or --abort: the stopped rebase onto it (needed when more than one is).
     #[arg(long, value_name = "X.Y", value_parser = cli::release(), conflicts_with = "check")]
@@ -55,7 +55,7 @@ pub struct Args {
 
 impl Args {
     /// Runs the command; `compiled` is the build check `--build-check` asks for.
-    pub fn run(self, env: &Env, compiled: Box<dyn CompileCheck>) -> Result<()> {
+    pub(crate) fn run(self, env: &Env, compiled: Box<dyn CompileCheck>) -> Result<()> {
         let ws = if self.check && !self.import_missing {
             Workspace::open_read_only(env)?
         } else {
@@ -112,7 +112,7 @@ impl Args {
 }
 
 /// Prints what a rebase did; a stop is a finding (exit status 2).
-pub fn finish(outcome: Outcome) -> Result<()> {
+pub(crate) fn finish(outcome: Outcome) -> Result<()> {
     match outcome {
         Outcome::Written(written) => {
             out!("{}", written.render());
@@ -133,7 +133,11 @@ pub fn finish(outcome: Outcome) -> Result<()> {
 /// The options of a rebase run from the command line: the build check given (the sysroot
 /// stage's, `sysroot::compile_check::for_rebase`), logs beside the builds'; no checks (the
 /// caller sets them for a start).
-pub fn options_for_cli(env: &Env, resume: Resume, compiled: Box<dyn CompileCheck>) -> Options {
+pub(crate) fn options_for_cli(
+    env: &Env,
+    resume: Resume,
+    compiled: Box<dyn CompileCheck>,
+) -> Options {
     Options {
         checks: Checks::default(),
         out: None,

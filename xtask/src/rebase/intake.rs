@@ -28,13 +28,13 @@ use crate::util::exit::NeedsAttention;
 use crate::util::text::listed;
 
 /// The resolved tree to commit, and what the user should know about how it was read.
-pub struct Taken {
+pub(crate) struct Taken {
     pub tree: Oid,
     pub notes: Vec<String>,
 }
 
 /// What the stopped rebase knows: where the tree is, what was written, what conflicted.
-pub struct Stopped<'a> {
+pub(crate) struct Stopped<'a> {
     pub tree_dir: &'a Path,
     /// The work tree as written (in the store).
     pub recorded: Oid,
@@ -47,7 +47,11 @@ pub struct Stopped<'a> {
 }
 
 /// Reads the work tree, checks it against the rules above, and returns the tree to commit.
-pub fn take(repo: &Repository, stopped: &Stopped<'_>, deletions: &[String]) -> Result<Taken> {
+pub(crate) fn take(
+    repo: &Repository,
+    stopped: &Stopped<'_>,
+    deletions: &[String],
+) -> Result<Taken> {
     let tree_dir = stopped.tree_dir;
     if !tree_dir.is_dir() {
         bail!(
@@ -292,7 +296,7 @@ fn paths_of(
 }
 
 /// Backup, swap and reject files editors and `patch` leave next to the files they touch.
-pub fn is_editor_leftover(path: &str) -> bool {
+pub(crate) fn is_editor_leftover(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     name.ends_with('~')
         || name.ends_with(".orig")

@@ -9,21 +9,22 @@
 //! `--continue` from ([`state`]); what the human made there is recorded, and written with the
 //! series when every patch went through.
 
-pub mod command;
-pub mod intake;
-pub mod outcome;
+pub(crate) mod command;
+pub(crate) mod intake;
+pub(crate) mod outcome;
 pub mod patch_checks;
-pub mod range_diff;
+pub(crate) mod range_diff;
 pub mod records;
 pub mod series_check;
-pub mod state;
+pub(crate) mod state;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::Oid;
 
-pub use series_check::{check, check_release, CheckReport};
+pub use series_check::check;
+pub(crate) use series_check::check_release;
 
 use crate::merge::{self, applied, commit_like, Merged, Step};
 use crate::series::{Series, Workspace};
@@ -33,8 +34,9 @@ use patch_checks::{Checker, Checks, CompileCheck};
 use records::{Kind, Resolution, Resolutions};
 use state::{ConflictFile, RebaseState, Stop, Used};
 
+pub use outcome::Outcome;
+pub(crate) use outcome::Resume;
 use outcome::{Conflict, RecordsWritten, StopReport, StopWhy, Written};
-pub use outcome::{Outcome, Resume};
 
 /// How a rebase runs, besides what to move where.
 pub struct Options {
@@ -717,7 +719,7 @@ impl<'a> Run<'a> {
 /// `<records root>/resolutions/<onto>/`: both or neither, whatever fails or kills the run
 /// (`util::together`). Each directory is replaced whole, so one holding files neither wrote
 /// is refused before anything is written.
-pub fn publish(
+pub(crate) fn publish(
     series: &Series,
     series_dir: &Path,
     records: Option<(&Resolutions, &Path)>,
@@ -784,7 +786,7 @@ fn named_steps(from: &Series, steps: &[Step]) -> Vec<(String, Oid)> {
 }
 
 /// The stopped rebase `--continue`/`--abort` mean: the one named, or the only one.
-pub fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> {
+pub(crate) fn stopped_rebase(ws: &Workspace, onto: Option<Release>) -> Result<Release> {
     if let Some(onto) = onto {
         return Ok(onto);
     }

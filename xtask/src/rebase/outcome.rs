@@ -83,7 +83,7 @@ pub struct Resume {
 }
 
 impl Resume {
-    pub fn rebase_glibc() -> Resume {
+    pub(crate) fn rebase_glibc() -> Resume {
         Resume {
             continue_: "cargo xtask rebase-glibc --continue".into(),
             abort: "cargo xtask rebase-glibc --abort".into(),

@@ -22,15 +22,15 @@ use crate::util::{child, logged, staging};
 use model::Release;
 
 /// The staging kind of scratch trees in the rebase directory (`.check-<pid>-*`).
-pub const SCRATCH: &str = "check";
+pub(crate) const SCRATCH: &str = "check";
 
 /// The environment an `--exec` command gets, besides its work directory (the scratch tree).
-pub const ENV_RELEASE: &str = "LD_FALLBACK_REBASE_RELEASE";
-pub const ENV_PATCH: &str = "LD_FALLBACK_REBASE_PATCH";
-pub const ENV_TREE: &str = "LD_FALLBACK_REBASE_TREE";
+pub(crate) const ENV_RELEASE: &str = "LD_FALLBACK_REBASE_RELEASE";
+pub(crate) const ENV_PATCH: &str = "LD_FALLBACK_REBASE_PATCH";
+pub(crate) const ENV_TREE: &str = "LD_FALLBACK_REBASE_TREE";
 
 /// One patch to check: where it is in the series and what it changed.
-pub struct Patch<'a> {
+pub(crate) struct Patch<'a> {
     pub number: usize,
     pub name: &'a str,
     /// The tree with this patch applied.
@@ -52,33 +52,9 @@ pub struct Checks {
 }
 
 impl Checks {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.exec.is_empty() && !self.build_check
     }
-
-    /// The options that ask for these checks, for the commands a report prints.
-    pub fn as_options(&self) -> String {
-        let mut words = String::new();
-        if self.build_check {
-            words.push_str(" --build-check");
-        }
-        for command in &self.exec {
-            words.push_str(&format!(" --exec {}", shell_quote(command)));
-        }
-        words
-    }
-}
-
-/// `text` as one sh word.
-pub fn shell_quote(text: &str) -> String {
-    if !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
-    {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// `--build-check` after a patch: the C files it touches, compiled in the release's real
@@ -107,7 +83,7 @@ pub enum Compiled {
 }
 
 /// How a check ended.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Every check passed; a line each, for the summary.
     Passed(Vec<String>),
     /// A check failed: the report (what failed, the output's tail, the log).
@@ -116,7 +92,7 @@ pub enum Outcome {
 
 /// The checks of one run, with their scratch tree and compiled build tree, made when first
 /// needed.
-pub struct Checker {
+pub(crate) struct Checker {
     pub checks: Checks,
     rebase_dir: PathBuf,
     logs: PathBuf,
@@ -126,7 +102,7 @@ pub struct Checker {
 }
 
 impl Checker {
-    pub fn new(
+    pub(crate) fn new(
         checks: Checks,
         rebase_dir: &Path,
         logs: &Path,
@@ -142,7 +118,12 @@ impl Checker {
     }
 
     /// Runs the checks on `patch` (applied onto `onto`).
-    pub fn run(&mut self, repo: &Repository, onto: Release, patch: &Patch<'_>) -> Result<Outcome> {
+    pub(crate) fn run(
+        &mut self,
+        repo: &Repository,
+        onto: Release,
+        patch: &Patch<'_>,
+    ) -> Result<Outcome> {
         if self.checks.is_empty() {
             return Ok(Outcome::Passed(Vec::new()));
         }
@@ -233,7 +214,7 @@ impl Checker {
 /// The C files the build check compiles after a patch: those it touches, and when it touches
 /// a header, every C file the series touches so far (they are the ones that include the
 /// series' headers).
-pub fn files_to_compile(patch: &Patch<'_>) -> Vec<String> {
+pub(crate) fn files_to_compile(patch: &Patch<'_>) -> Vec<String> {
     let c = |paths: &[String]| -> Vec<String> {
         paths
             .iter()
@@ -266,7 +247,7 @@ fn tail(log: &Path) -> String {
 }
 
 /// Paths that differ between two trees (old and new names).
-pub fn changed_paths(repo: &Repository, old: Oid, new: Oid) -> Result<Vec<String>> {
+pub(crate) fn changed_paths(repo: &Repository, old: Oid, new: Oid) -> Result<Vec<String>> {
     let (old, new) = (
         repo.find_tree(old)
             .context("a tree is missing from the store")?,

@@ -13,7 +13,7 @@ use crate::series::Series;
 use model::Release;
 
 /// What a reviewer needs to compare: the patch minus what moves with every rebase.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let mut out = String::new();
     let mut in_news = false;
     for (n, line) in text.lines().enumerate() {
@@ -54,7 +54,7 @@ fn without_hunk_context(normalized: &str) -> String {
 
 /// One line per patch of `from`, its `notes` (what the rebase did to it: NEWS, resolutions,
 /// checks), and the content diff under each changed one.
-pub fn summarize(
+pub(crate) fn summarize(
     from: &Series,
     onto: Release,
     new: &Series,

@@ -38,9 +38,9 @@ use crate::util::{durable, staging};
 use model::Release;
 
 /// `patches/<DIR>/<X.Y>/`: where the resolutions of the rebases onto X.Y live.
-pub const DIR: &str = crate::series::RESOLUTIONS_DIR;
+pub(crate) const DIR: &str = crate::series::RESOLUTIONS_DIR;
 /// The file name suffix of one patch's resolutions.
-pub const SUFFIX: &str = ".resolution";
+pub(crate) const SUFFIX: &str = ".resolution";
 
 const HEADER: &str =
     "# Recorded resolutions: what a human made once of a file the rebase produced for this patch
@@ -68,7 +68,7 @@ impl Kind {
     }
 
     /// How a summary names it: "the conflict in X", "a fix-up of X".
-    pub fn describe(self, path: &str) -> String {
+    pub(crate) fn describe(self, path: &str) -> String {
         match self {
             Kind::Conflict => format!("conflict in {path}"),
             Kind::FixUp => format!("fix-up of {path}"),
@@ -121,7 +121,7 @@ impl Resolution {
     }
 
     /// What the human made of `produced`, which must be the key's text.
-    pub fn replay(&self, produced: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn replay(&self, produced: &[u8]) -> Result<Option<Vec<u8>>> {
         let key =
             Oid::hash_object(ObjectType::Blob, produced).context("cannot hash a produced file")?;
         if key != self.key {
@@ -152,7 +152,7 @@ impl Resolution {
 
     /// Whether what it makes holds a conflict marker line, as far as the record shows: one
     /// its diff adds or keeps as context. (A replay checks the whole result.)
-    pub fn keeps_markers(&self) -> bool {
+    pub(crate) fn keeps_markers(&self) -> bool {
         self.diff.lines().any(|line| {
             !line.starts_with("+++ ")
                 && (line.strip_prefix('+').or_else(|| line.strip_prefix(' ')))
@@ -191,7 +191,7 @@ pub struct Resolutions {
 
 impl Resolutions {
     /// `patches/resolutions/<onto>/`, or nothing when there is none.
-    pub fn load(patches_dir: &Path, onto: Release) -> Result<Resolutions> {
+    pub(crate) fn load(patches_dir: &Path, onto: Release) -> Result<Resolutions> {
         Resolutions::load_dir(&dir(patches_dir, onto))
     }
 
@@ -229,7 +229,7 @@ impl Resolutions {
     /// Refuses (as a defect) resolutions for paths `scope` does not allow, and those whose
     /// result keeps conflict markers (as far as the record shows): what `--check` holds
     /// them to, and a rebase before it replays any.
-    pub fn keep_rules(&self, scope: &Scope) -> Result<()> {
+    pub(crate) fn keep_rules(&self, scope: &Scope) -> Result<()> {
         let outside: Vec<String> = self
             .list
             .iter()
@@ -259,7 +259,7 @@ impl Resolutions {
     }
 
     /// The resolutions of `patch` whose key is what `produced` holds at their path.
-    pub fn matching(&self, patch: &str, produced: &git2::Tree<'_>) -> Vec<&Resolution> {
+    pub(crate) fn matching(&self, patch: &str, produced: &git2::Tree<'_>) -> Vec<&Resolution> {
         self.list
             .iter()
             .filter(|r| {
@@ -273,7 +273,7 @@ impl Resolutions {
 
     /// The resolutions of `patch` at `path` (whatever their key): for "there is a record,
     /// but for other text" hints.
-    pub fn for_path<'r>(
+    pub(crate) fn for_path<'r>(
         &'r self,
         patch: &'r str,
         path: &'r str,
@@ -284,14 +284,14 @@ impl Resolutions {
     }
 
     /// Adds `new`, replacing a resolution of the same patch, path and key.
-    pub fn put(&mut self, new: Resolution) {
+    pub(crate) fn put(&mut self, new: Resolution) {
         self.list
             .retain(|r| !(r.patch == new.patch && r.path == new.path && r.key == new.key));
         self.list.push(new);
     }
 
     /// Writes one file per patch into the empty or absent directory `dir`.
-    pub fn write_files(&self, dir: &Path, onto: Release) -> Result<()> {
+    pub(crate) fn write_files(&self, dir: &Path, onto: Release) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for (patch, text) in self.texts(onto) {
             durable::write_synced(&dir.join(format!("{patch}{SUFFIX}")), text.as_bytes())?;
@@ -301,7 +301,7 @@ impl Resolutions {
 
     /// The file text per patch, sections sorted so that the files are the same whatever the
     /// order the resolutions were made in.
-    pub fn texts(&self, onto: Release) -> BTreeMap<String, String> {
+    pub(crate) fn texts(&self, onto: Release) -> BTreeMap<String, String> {
         let mut by_patch: BTreeMap<&str, Vec<&Resolution>> = BTreeMap::new();
         for r in &self.list {
             by_patch.entry(&r.patch).or_default().push(r);
@@ -325,7 +325,7 @@ impl Resolutions {
     /// These resolutions as the files of a new staging directory in
     /// `<patches_dir>/resolutions/` (none: an empty one), removed when dropped: what replaces
     /// `patches/resolutions/<onto>/`.
-    pub fn stage(&self, patches_dir: &Path, onto: Release) -> Result<tempfile::TempDir> {
+    pub(crate) fn stage(&self, patches_dir: &Path, onto: Release) -> Result<tempfile::TempDir> {
         let staged = staging::tempdir_in(&patches_dir.join(DIR), "resolutions")?;
         self.write_files(staged.path(), onto)?;
         Ok(staged)
@@ -362,14 +362,14 @@ impl Resolutions {
 
 /// Refuses to replace `dest` (a release's resolutions directory) while it holds anything but
 /// recorded resolutions: publishing replaces the directory whole.
-pub fn refuse_foreign_files(dest: &Path) -> Result<()> {
+pub(crate) fn refuse_foreign_files(dest: &Path) -> Result<()> {
     durable::refuse_foreign_entries(dest, "not recorded resolutions", |name| {
         name.ends_with(SUFFIX) && !name.starts_with('.')
     })
 }
 
 /// `patches/resolutions/<onto>/`.
-pub fn dir(patches_dir: &Path, onto: Release) -> PathBuf {
+pub(crate) fn dir(patches_dir: &Path, onto: Release) -> PathBuf {
     patches_dir.join(DIR).join(onto.version())
 }
 
@@ -484,7 +484,7 @@ fn unified_diff(path: &str, old: &str, new: &str) -> String {
 /// Applies a unified diff to exactly the text it was made from: every context and removed
 /// line must be where the hunk says. (The keys make that certain; this only guards a record
 /// edited by hand.)
-pub fn apply(old: &str, diff: &str) -> Result<String> {
+pub(crate) fn apply(old: &str, diff: &str) -> Result<String> {
     let lines: Vec<&str> = old.split_inclusive('\n').collect();
     let mut out = String::with_capacity(old.len() + diff.len());
     let mut at = 0usize;

@@ -104,7 +104,7 @@ impl Verdict {
 
 impl CheckReport {
     /// Something could not be checked (a failure to read or write, not a finding).
-    pub fn errors(&self) -> bool {
+    pub(crate) fn errors(&self) -> bool {
         self.findings
             .iter()
             .any(|f| matches!(f.verdict, Verdict::Error { .. }))
@@ -340,7 +340,7 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
 /// way the files of `patches/<X.Y>/` differ from what its commits export (none when it
 /// re-exports byte for byte). An error is a [`crate::series::SeriesDefect`], a
 /// [`ReleaseNotImported`], or a failure to read or write.
-pub fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<String>)> {
+pub(crate) fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<String>)> {
     let series = ws.load_series(release)?;
     let (_, commits) = ws.commit_series(&series)?;
     let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
@@ -357,7 +357,7 @@ pub fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<St
 /// mails. A series that does not parse, apply or stay in its rules is refused with the
 /// defect; one whose files drifted from what its commits export (a patch cut short by hand
 /// still applies, and would be moved smaller) with what drifted.
-pub fn passing_series(ws: &Workspace, release: Release) -> Result<Series> {
+pub(crate) fn passing_series(ws: &Workspace, release: Release) -> Result<Series> {
     let dir = ws.series_dir(release);
     let refused = || {
         format!(

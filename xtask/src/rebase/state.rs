@@ -28,7 +28,7 @@ use crate::store::worktree;
 use crate::util::{durable, fault, staging};
 use model::{Release, SUPPORTED};
 
-pub struct RebaseState {
+pub(crate) struct RebaseState {
     pub onto: Release,
     /// The target-release commit the stopped patch is being picked onto.
     pub head: Oid,
@@ -57,7 +57,7 @@ pub struct RebaseState {
 
 /// Why a rebase stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// The patch does not merge.
     Conflict,
     /// The patch merged, but a check after it failed; the text says which.
@@ -67,27 +67,27 @@ pub enum Stop {
 /// The recorded resolutions a rebase replayed or made, and which of them a human made in this
 /// rebase (patch, path), for the summary.
 #[derive(Debug, Clone, Default)]
-pub struct Used {
+pub(crate) struct Used {
     pub set: Resolutions,
     pub made: Vec<(String, String)>,
 }
 
 /// One conflicting file: its path and each conflict region, with its first line number.
-pub struct ConflictFile {
+pub(crate) struct ConflictFile {
     pub path: String,
     pub hunks: Vec<(usize, String)>,
 }
 
-pub fn state_dir(ws: &Workspace, onto: Release) -> PathBuf {
+pub(crate) fn state_dir(ws: &Workspace, onto: Release) -> PathBuf {
     ws.rebase_dir.join(onto.version())
 }
 
-pub fn tree_dir(ws: &Workspace, onto: Release) -> PathBuf {
+pub(crate) fn tree_dir(ws: &Workspace, onto: Release) -> PathBuf {
     state_dir(ws, onto).join("tree")
 }
 
 /// Target releases with a rebase in progress.
-pub fn in_progress(ws: &Workspace) -> Vec<Release> {
+pub(crate) fn in_progress(ws: &Workspace) -> Vec<Release> {
     SUPPORTED
         .iter()
         .copied()
@@ -101,7 +101,7 @@ const USED_DIR: &str = "resolutions";
 impl RebaseState {
     /// Writes state, series copy, resolutions so far and the work tree (`self.tree`) as a
     /// new generation, and publishes it (see the module docs).
-    pub fn save(&self, ws: &Workspace, from: &Series) -> Result<()> {
+    pub(crate) fn save(&self, ws: &Workspace, from: &Series) -> Result<()> {
         std::fs::create_dir_all(&ws.rebase_dir)
             .with_context(|| format!("cannot create {}", ws.rebase_dir.display()))?;
         // Kept (not deleted on drop) only once it is whole: a write that fails (a full disk,
@@ -176,7 +176,7 @@ impl RebaseState {
         text
     }
 
-    pub fn load(ws: &Workspace, onto: Release) -> Result<(RebaseState, Series)> {
+    pub(crate) fn load(ws: &Workspace, onto: Release) -> Result<(RebaseState, Series)> {
         let dir = state_dir(ws, onto);
         let path = dir.join("state");
         let text = match std::fs::read_to_string(&path) {
@@ -303,7 +303,7 @@ fn remove_generation(dir: &Path) -> Result<()> {
 
 /// Drops the state onto `onto`: unlinks `<X.Y>` (the commit point), then deletes what it
 /// pointed at. Nothing to drop is an error: `--abort` must not claim to have aborted.
-pub fn remove(ws: &Workspace, onto: Release) -> Result<()> {
+pub(crate) fn remove(ws: &Workspace, onto: Release) -> Result<()> {
     let link = state_dir(ws, onto);
     let meta = match std::fs::symlink_metadata(&link) {
         Ok(meta) => meta,
@@ -336,7 +336,12 @@ pub fn remove(ws: &Workspace, onto: Release) -> Result<()> {
 const FINISHING: &str = "finishing";
 
 /// Says that the rebase onto `onto` is about to write `series` into `dir`.
-pub fn mark_finishing(ws: &Workspace, onto: Release, dir: &Path, series: &Series) -> Result<()> {
+pub(crate) fn mark_finishing(
+    ws: &Workspace,
+    onto: Release,
+    dir: &Path,
+    series: &Series,
+) -> Result<()> {
     let text = format!(
         "series {}\ncontent {}\n",
         dir.display(),
@@ -349,7 +354,7 @@ pub fn mark_finishing(ws: &Workspace, onto: Release, dir: &Path, series: &Series
 
 /// The directory the stopped rebase onto `onto` had already written its series into when it
 /// was interrupted (after the write, before its state was removed), if it had.
-pub fn written_before_abort(ws: &Workspace, onto: Release) -> Option<PathBuf> {
+pub(crate) fn written_before_abort(ws: &Workspace, onto: Release) -> Option<PathBuf> {
     let text = std::fs::read_to_string(state_dir(ws, onto).join(FINISHING)).ok()?;
     let field = |key: &str| {
         text.lines()
@@ -363,7 +368,7 @@ pub fn written_before_abort(ws: &Workspace, onto: Release) -> Option<PathBuf> {
 /// Removes what killed runs left in the rebase directory: generations nothing points at
 /// (written but never published, or replaced but not yet deleted) and staged symlinks.
 /// Returns a sentence per removal, for the user.
-pub fn recover(ws: &Workspace) -> Result<Vec<String>> {
+pub(crate) fn recover(ws: &Workspace) -> Result<Vec<String>> {
     let mut said = Vec::new();
     let Ok(entries) = std::fs::read_dir(&ws.rebase_dir) else {
         return Ok(said);
@@ -432,7 +437,7 @@ pub fn recover(ws: &Workspace) -> Result<Vec<String>> {
 /// The merged index as a tree: merged files as they are, conflicting files with diff3-style
 /// markers (ours = the target release so far, theirs = the patch). Returns the conflicts and
 /// the tree (built from the index, not by hashing files): what the rebase produced.
-pub fn conflict_tree(
+pub(crate) fn conflict_tree(
     repo: &Repository,
     index: &Index,
     (ours, theirs): (&str, &str),

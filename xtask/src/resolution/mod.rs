@@ -15,7 +15,7 @@ use crate::sysroot::Builder;
 use model::Release;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(flatten)]
     pub selection: Selection,
     /// Print JSON instead of the table.
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let mut reports = Vec::new();
         for (Cell { release, target }, flavour) in self.selection.iter() {
             let sysroot = obtain_sysroot(env, release, target, flavour)?;
@@ -60,13 +60,16 @@ impl Args {
 
 /// Runs the matrix (or the scenarios whose id contains `filter`) and says how long it took,
 /// fixtures and roots included, sysroot build excluded.
-pub fn run_matrix(sysroot: Sysroot, filter: Option<&str>) -> Result<(MatrixReport, Duration)> {
+pub(crate) fn run_matrix(
+    sysroot: Sysroot,
+    filter: Option<&str>,
+) -> Result<(MatrixReport, Duration)> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     run_matrix_with(sysroot, filter, cpus)
 }
 
 /// [`run_matrix`] with `workers` scenarios at a time.
-pub fn run_matrix_with(
+pub(crate) fn run_matrix_with(
     sysroot: Sysroot,
     filter: Option<&str>,
     workers: usize,
@@ -81,7 +84,7 @@ pub fn run_matrix_with(
 
 /// A sysroot from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when it names one of `release`,
 /// else from `build-glibc` and its cache.
-pub fn obtain_sysroot(
+pub(crate) fn obtain_sysroot(
     env: &Env,
     release: Release,
     target: Target,

@@ -11,7 +11,7 @@ use crate::util::exit::NeedsAttention;
 use model::SUPPORTED;
 
 #[derive(Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// One row per supported release: applies cleanly, needs rebase, or conflicts. Reads
     /// the store only; exits 2 when a row does not apply or its release is not imported.
     Status {
@@ -35,7 +35,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let ws = match self {
             Command::Status {
                 import_missing: false,

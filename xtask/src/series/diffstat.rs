@@ -6,7 +6,7 @@
 
 /// One file's line counts and its `--summary` line, if any (`create mode 100644 path`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileStat {
+pub(crate) struct FileStat {
     pub path: String,
     pub insertions: usize,
     pub deletions: usize,
@@ -14,7 +14,7 @@ pub struct FileStat {
 }
 
 /// The stat block of a format-patch mail, each line ending in `\n`.
-pub fn render(files: &[FileStat], width: usize) -> String {
+pub(crate) fn render(files: &[FileStat], width: usize) -> String {
     let max_len = files.iter().map(|f| f.path.len()).max().unwrap_or(0);
     let max_change = files
         .iter()

@@ -13,7 +13,7 @@ use super::scope::commit_diff;
 use crate::util::text::listed;
 
 /// What `commit` does to file kinds and modes that a series may not do, one line each.
-pub fn found_in(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
+pub(crate) fn found_in(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
     let diff = commit_diff(repo, commit)?;
     let mut found = Vec::new();
     for delta in diff.deltas() {
@@ -48,7 +48,7 @@ pub fn found_in(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
 
 /// Refuses (as a defect) the first of `patches` (name, commit) that changes a mode or adds
 /// anything but a regular file.
-pub fn check(repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
+pub(crate) fn check(repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
     for (name, commit) in patches {
         let found = found_in(repo, *commit)?;
         if !found.is_empty() {

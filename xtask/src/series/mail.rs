@@ -120,7 +120,7 @@ impl PatchMail {
     }
 
     /// The commit message: the subject, then the body after a blank line.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         if self.body.is_empty() {
             format!("{}\n", self.subject)
         } else {
@@ -128,7 +128,7 @@ impl PatchMail {
         }
     }
 
-    pub fn signature(&self) -> Result<Signature<'static>> {
+    pub(crate) fn signature(&self) -> Result<Signature<'static>> {
         Ok(Signature::new(
             &self.author_name,
             &self.author_email,
@@ -140,7 +140,7 @@ impl PatchMail {
     ///
     /// A patch that does not apply is a [`super::SeriesDefect`] naming the file and hunk; a
     /// failure to read or write the store is an error of its own, never "does not apply".
-    pub fn commit_on(&self, repo: &Repository, parent: &git2::Commit<'_>) -> Result<Oid> {
+    pub(crate) fn commit_on(&self, repo: &Repository, parent: &git2::Commit<'_>) -> Result<Oid> {
         let tree = parent.tree().context("cannot read the parent's tree")?;
         check_preimages(&tree, &self.diff).map_err(|e| super::defect(format!("{e:#}")))?;
         let (diff_text, empty_files) = split_empty_new_files(&self.diff);
@@ -305,7 +305,7 @@ fn check_preimages(tree: &git2::Tree<'_>, diff: &str) -> Result<()> {
 }
 
 /// Per-file line counts and `--summary` lines of `diff`, in diff order.
-pub fn file_stats(diff: &git2::Diff<'_>) -> Result<Vec<diffstat::FileStat>> {
+pub(crate) fn file_stats(diff: &git2::Diff<'_>) -> Result<Vec<diffstat::FileStat>> {
     let mut stats = Vec::new();
     for idx in 0..diff.deltas().len() {
         let patch = git2::Patch::from_diff(diff, idx)?.context("empty patch")?;
@@ -352,7 +352,7 @@ pub fn file_stats(diff: &git2::Diff<'_>) -> Result<Vec<diffstat::FileStat>> {
 }
 
 /// `git format-patch -n` output for `commit`, with the fixed [`TRAILER`].
-pub fn format_patch(
+pub(crate) fn format_patch(
     repo: &Repository,
     commit: &git2::Commit<'_>,
     n: usize,
@@ -362,7 +362,7 @@ pub fn format_patch(
 }
 
 /// The same, with the subject's tag as given (`PATCH v2 1/3`).
-pub fn format_patch_tagged(
+pub(crate) fn format_patch_tagged(
     repo: &Repository,
     commit: &git2::Commit<'_>,
     tag: &str,
@@ -417,7 +417,7 @@ pub fn format_patch_tagged(
 }
 
 /// `(subject, body)` as format-patch shows them; the body is empty or ends in `\n`.
-pub fn split_message(message: &str) -> (&str, String) {
+pub(crate) fn split_message(message: &str) -> (&str, String) {
     let (subject, rest) = message.split_once('\n').unwrap_or((message, ""));
     let rest = rest.trim_start_matches('\n').trim_end();
     let body = if rest.is_empty() {
@@ -429,7 +429,7 @@ pub fn split_message(message: &str) -> (&str, String) {
 }
 
 /// File-name slug of a subject, like git's: runs of other characters become one `-`.
-pub fn slug(subject: &str) -> String {
+pub(crate) fn slug(subject: &str) -> String {
     let mut out = String::new();
     for c in subject.chars() {
         if c.is_ascii_alphanumeric() || c == '.' || c == '_' {

@@ -9,7 +9,7 @@ const MONTHS: [&str; 12] = [
 ];
 
 /// RFC 2822, in the author's own offset, as git prints it.
-pub fn format(time: Time) -> String {
+pub(crate) fn format(time: Time) -> String {
     let offset = i64::from(time.offset_minutes());
     let local = time.seconds() + offset * 60;
     let days = local.div_euclid(86400);
@@ -29,7 +29,7 @@ pub fn format(time: Time) -> String {
 }
 
 /// `2026-11-30 14:05 UTC`: when a report was made.
-pub fn utc_minutes(seconds_since_epoch: i64) -> String {
+pub(crate) fn utc_minutes(seconds_since_epoch: i64) -> String {
     let (y, m, d) = civil_from_days(seconds_since_epoch.div_euclid(86400));
     let secs = seconds_since_epoch.rem_euclid(86400);
     format!(
@@ -39,7 +39,7 @@ pub fn utc_minutes(seconds_since_epoch: i64) -> String {
     )
 }
 
-pub fn parse(text: &str) -> Result<Time> {
+pub(crate) fn parse(text: &str) -> Result<Time> {
     let bad = || format!("Date: `{text}` is not like `Mon, 17 Sep 2001 00:00:00 +0000`");
     let words: Vec<&str> = text.split_whitespace().collect();
     let [_, d, mon, y, hms, zone] = words.as_slice() else {

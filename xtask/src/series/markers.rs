@@ -15,7 +15,7 @@ use git2::{Delta, Oid, Repository};
 use super::defect;
 
 /// Whether `line` (without its newline) is a conflict marker line.
-pub fn is_marker_line(line: &[u8]) -> bool {
+pub(crate) fn is_marker_line(line: &[u8]) -> bool {
     let Some(&first) = line.first() else {
         return false;
     };
@@ -26,7 +26,7 @@ pub fn is_marker_line(line: &[u8]) -> bool {
 }
 
 /// The 1-based numbers of `bytes`' marker lines.
-pub fn marker_lines(bytes: &[u8]) -> Vec<usize> {
+pub(crate) fn marker_lines(bytes: &[u8]) -> Vec<usize> {
     bytes
         .split(|b| *b == b'\n')
         .enumerate()
@@ -36,13 +36,13 @@ pub fn marker_lines(bytes: &[u8]) -> Vec<usize> {
 }
 
 /// Whether a file holds conflict markers.
-pub fn has_markers(bytes: &[u8]) -> bool {
+pub(crate) fn has_markers(bytes: &[u8]) -> bool {
     bytes.split(|b| *b == b'\n').any(is_marker_line)
 }
 
 /// The marker lines `commit` adds, one `path line N: `text`` each: those of a file it adds
 /// or changes that its parent's version does not have as many of.
-pub fn added_by(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
+pub(crate) fn added_by(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
     let diff = super::scope::commit_diff(repo, commit)?;
     let lines_of = |id: Oid| -> Result<(Vec<usize>, Vec<u8>)> {
         if id.is_zero() {
@@ -76,7 +76,7 @@ pub fn added_by(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
 }
 
 /// Refuses (as a defect) the first of `patches` (name, commit) that adds a marker line.
-pub fn check(repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
+pub(crate) fn check(repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
     for (name, commit) in patches {
         let found = added_by(repo, *commit)?;
         if !found.is_empty() {

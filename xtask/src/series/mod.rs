@@ -5,18 +5,19 @@
 //! deterministic (release commits are, and patch commits take author, committer and date from
 //! the patch header), and the trailer is fixed instead of naming a git or libgit2 version.
 
-pub mod command;
-pub mod diffstat;
+pub(crate) mod command;
+pub(crate) mod diffstat;
 pub mod import;
-pub mod kinds;
-pub mod mail;
-pub mod mail_date;
-pub mod markers;
-pub mod scope;
+pub(crate) mod kinds;
+pub(crate) mod mail;
+pub(crate) mod mail_date;
+pub(crate) mod markers;
+pub(crate) mod scope;
 pub mod status;
-mod workspace;
+pub(crate) mod workspace;
 
-pub use mail::{format_patch, slug, PatchMail};
+pub use mail::PatchMail;
+pub(crate) use mail::{format_patch, slug};
 pub use workspace::Workspace;
 
 use std::path::Path;
@@ -29,10 +30,10 @@ use crate::util::{durable, fault};
 use model::Release;
 
 /// The series file's name, as quilt expects it.
-pub const SERIES_FILE: &str = "series";
+pub(crate) const SERIES_FILE: &str = "series";
 /// `patches/<RESOLUTIONS_DIR>/<X.Y>/`: the recorded resolutions of the rebases onto X.Y
 /// (see `rebase::records`), kept with the series but not part of any.
-pub const RESOLUTIONS_DIR: &str = "resolutions";
+pub(crate) const RESOLUTIONS_DIR: &str = "resolutions";
 /// Ends every patch: the mail signature `git format-patch` would fill with its version.
 pub const TRAILER: &str = "-- \nld-fallback\n";
 const BASE_PREFIX: &str = "# base: ";
@@ -42,7 +43,7 @@ const BASE_PREFIX: &str = "# base: ";
 /// it and goes on), as opposed to a failure to read or write (reported as the error it is,
 /// never as "does not apply").
 #[derive(Debug)]
-pub struct SeriesDefect(pub String);
+pub(crate) struct SeriesDefect(pub String);
 
 impl std::fmt::Display for SeriesDefect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -53,18 +54,18 @@ impl std::fmt::Display for SeriesDefect {
 impl std::error::Error for SeriesDefect {}
 
 /// A [`SeriesDefect`] as an error.
-pub fn defect(message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn defect(message: impl Into<String>) -> anyhow::Error {
     SeriesDefect(message.into()).into()
 }
 
 /// Whether `err` is (or wraps) a [`SeriesDefect`].
-pub fn is_defect(err: &anyhow::Error) -> bool {
+pub(crate) fn is_defect(err: &anyhow::Error) -> bool {
     err.downcast_ref::<SeriesDefect>().is_some()
 }
 
 /// Reads a series or patch file as UTF-8 text. A file that is not there is a defect of the
 /// series that lists it; a byte that is not UTF-8 is named with its line.
-pub fn read_text(path: &Path) -> Result<String> {
+pub(crate) fn read_text(path: &Path) -> Result<String> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -87,7 +88,7 @@ pub fn read_text(path: &Path) -> Result<String> {
 /// Refuses to replace the series directory `dir` while it holds anything but its `series`
 /// file and the patches that file lists (or, when it is gone, files named like patches):
 /// replacing the directory would delete them.
-pub fn refuse_foreign_files(dir: &Path) -> Result<()> {
+pub(crate) fn refuse_foreign_files(dir: &Path) -> Result<()> {
     let listed: Option<Vec<String>> =
         std::fs::read_to_string(dir.join(SERIES_FILE))
             .ok()
@@ -118,7 +119,11 @@ fn is_patch_name(name: &str) -> bool {
 /// Everything a patch of a series is held to, whatever made it (a rebase, an import, a hand):
 /// the declared scope, no conflict marker, regular files that keep their modes. The first of
 /// `patches` (name, commit) that breaks a rule is refused as a defect.
-pub fn guard(scope: &scope::Scope, repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
+pub(crate) fn guard(
+    scope: &scope::Scope,
+    repo: &Repository,
+    patches: &[(String, Oid)],
+) -> Result<()> {
     scope.check(repo, patches)?;
     markers::check(repo, patches)?;
     kinds::check(repo, patches)
@@ -126,7 +131,7 @@ pub fn guard(scope: &scope::Scope, repo: &Repository, patches: &[(String, Oid)])
 
 /// The first line where `a` and `b` differ: its number (1-based) and both versions (`None`
 /// past the end of a text).
-pub fn first_difference<'t>(
+pub(crate) fn first_difference<'t>(
     a: &'t str,
     b: &'t str,
 ) -> Option<(usize, Option<&'t str>, Option<&'t str>)> {
@@ -160,16 +165,8 @@ pub enum Drift {
     },
 }
 
-impl Drift {
-    pub fn name(&self) -> &str {
-        match self {
-            Drift::Differs { name, .. } | Drift::Missing { name } | Drift::Extra { name } => name,
-        }
-    }
-}
-
 /// A line for a message: trimmed, shown in backquotes, or "(end of file)".
-pub fn quote_line(line: Option<&str>) -> String {
+pub(crate) fn quote_line(line: Option<&str>) -> String {
     match line {
         Some(text) => {
             let text = text.trim_end_matches('\n');
@@ -396,7 +393,7 @@ impl Series {
 
     /// The series' files, written and flushed into a new staging directory beside `dir`
     /// (removed when dropped): what replaces `dir`.
-    pub fn stage(&self, dir: &Path) -> Result<tempfile::TempDir> {
+    pub(crate) fn stage(&self, dir: &Path) -> Result<tempfile::TempDir> {
         let parent = dir.parent().context("series dir has no parent")?;
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;

@@ -27,10 +27,10 @@ use super::defect;
 use crate::util::text::listed;
 
 /// The name of the scope file in `patches/`.
-pub const SCOPE_FILE: &str = "scope";
+pub(crate) const SCOPE_FILE: &str = "scope";
 
 #[derive(Debug, Clone)]
-pub struct Scope {
+pub(crate) struct Scope {
     /// Where the list was read from, for messages.
     pub path: PathBuf,
     /// Paths a patch may add or change.
@@ -42,7 +42,7 @@ pub struct Scope {
 impl Scope {
     /// Reads `<patches_dir>/scope`. Its absence is a defect: a series with no declared scope
     /// could change anything.
-    pub fn load(patches_dir: &Path) -> Result<Scope> {
+    pub(crate) fn load(patches_dir: &Path) -> Result<Scope> {
         let path = patches_dir.join(SCOPE_FILE);
         let text = super::read_text(&path).map_err(|e| {
             if super::is_defect(&e) {
@@ -57,7 +57,7 @@ impl Scope {
         Scope::parse(&text, &path)
     }
 
-    pub fn parse(text: &str, path: &Path) -> Result<Scope> {
+    pub(crate) fn parse(text: &str, path: &Path) -> Result<Scope> {
         let mut scope = Scope {
             path: path.to_path_buf(),
             touch: Vec::new(),
@@ -84,7 +84,7 @@ impl Scope {
 
     /// What `commit` changes outside the scope: paths it may not touch, files it may not
     /// delete. Empty when it stays inside.
-    pub fn violations(&self, repo: &Repository, commit: Oid) -> Result<Violations> {
+    pub(crate) fn violations(&self, repo: &Repository, commit: Oid) -> Result<Violations> {
         let diff = commit_diff(repo, commit)?;
         let mut found = Violations::default();
         for delta in diff.deltas() {
@@ -109,13 +109,13 @@ impl Scope {
     }
 
     /// Whether a patch may change `path` (or delete it, when `deleted`).
-    pub fn allows(&self, path: &str, deleted: bool) -> bool {
+    pub(crate) fn allows(&self, path: &str, deleted: bool) -> bool {
         let globs = if deleted { &self.delete } else { &self.touch };
         globs.iter().any(|g| glob_matches(g, path))
     }
 
     /// Refuses (as a defect) the first of `patches` (name, commit) that leaves the scope.
-    pub fn check(&self, repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
+    pub(crate) fn check(&self, repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
         for (name, commit) in patches {
             let found = self.violations(repo, *commit)?;
             if !found.is_empty() {
@@ -128,7 +128,7 @@ impl Scope {
 
 /// What one patch changes outside the scope.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Violations {
+pub(crate) struct Violations {
     /// Added or changed paths no glob allows.
     pub outside: Vec<String>,
     /// Deleted paths no `delete` line allows.
@@ -136,7 +136,7 @@ pub struct Violations {
 }
 
 impl Violations {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.outside.is_empty() && self.deleted.is_empty()
     }
 
@@ -163,7 +163,7 @@ impl Violations {
 }
 
 /// What `commit` changes against its parent.
-pub fn commit_diff(repo: &Repository, commit: Oid) -> Result<git2::Diff<'_>> {
+pub(crate) fn commit_diff(repo: &Repository, commit: Oid) -> Result<git2::Diff<'_>> {
     let commit = repo
         .find_commit(commit)
         .with_context(|| format!("commit {commit} of the series is missing from the store"))?;
@@ -175,7 +175,7 @@ pub fn commit_diff(repo: &Repository, commit: Oid) -> Result<git2::Diff<'_>> {
 }
 
 /// Whether `path` (`/`-separated, relative) matches `glob` (see the module docs).
-pub fn glob_matches(glob: &str, path: &str) -> bool {
+pub(crate) fn glob_matches(glob: &str, path: &str) -> bool {
     let glob: Vec<&str> = glob.split('/').collect();
     let path: Vec<&str> = path.split('/').collect();
     // `elf/../Makefile` is not below elf/, whatever `elf/**` would say of its components; a

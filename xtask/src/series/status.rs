@@ -59,7 +59,7 @@ pub enum State {
 
 impl State {
     /// A row the user has to act on: exit status 2.
-    pub fn needs_attention(&self) -> bool {
+    pub(crate) fn needs_attention(&self) -> bool {
         matches!(self, State::DoesNotApply { .. } | State::NotImported { .. })
     }
 

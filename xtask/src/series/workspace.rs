@@ -32,7 +32,7 @@ impl Workspace {
 
     /// Like [`Workspace::open`], but the store is never written and nothing is imported: for
     /// checks and reports (see `store::Access::ReadOnly`).
-    pub fn open_read_only(env: &Env) -> Result<Workspace> {
+    pub(crate) fn open_read_only(env: &Env) -> Result<Workspace> {
         Ok(Workspace::around(
             env,
             SourceStore::open_read_only(&env.store)?,
@@ -51,7 +51,7 @@ impl Workspace {
     /// its records half swapped in (rolled back), a directory moved aside and not put back
     /// (`.old-X.Y`), staging directories of processes that are gone. Returns a sentence per
     /// repair, for the user.
-    pub fn recover(&self) -> Result<Vec<String>> {
+    pub(crate) fn recover(&self) -> Result<Vec<String>> {
         // First: a series and its records being written together are rolled back to their
         // old directories, which the staging cleanup below would otherwise delete.
         let mut said = together::recover(&self.patches_dir)?;
@@ -98,7 +98,7 @@ impl Workspace {
     /// (`rebase-glibc`, `update-release`, `patches import`). A second one waits: an `--abort`
     /// while a `--continue` writes would drop the state under it and say patches/ is
     /// unchanged. Released when dropped, or when the process dies.
-    pub fn lock_release(&self, release: Release) -> Result<FileLock> {
+    pub(crate) fn lock_release(&self, release: Release) -> Result<FileLock> {
         lock::acquire(
             &self.release_lock_path(release),
             &format!(
@@ -113,13 +113,13 @@ impl Workspace {
     }
 
     /// What the series may change: `patches/scope`.
-    pub fn scope(&self) -> Result<Scope> {
+    pub(crate) fn scope(&self) -> Result<Scope> {
         Scope::load(&self.patches_dir)
     }
 
     /// Every directory of `patches/` named after a supported release, with a series file
     /// or without (a series that lost its file must not drop out of a check).
-    pub fn series_dirs(&self) -> Vec<Release> {
+    pub(crate) fn series_dirs(&self) -> Vec<Release> {
         SUPPORTED
             .iter()
             .copied()
@@ -147,7 +147,7 @@ impl Workspace {
     /// Directories in `patches/` that are not a supported release (typos, dropped releases),
     /// besides `resolutions/` and `variants/` (variants of the series, see
     /// `sysroot::source::series_for`).
-    pub fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
+    pub(crate) fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
         let entries = match std::fs::read_dir(&self.patches_dir) {
             Ok(entries) => entries,
             // No patches/ at all: the check says so, release by release.
@@ -193,7 +193,7 @@ impl Workspace {
     }
 
     /// The release of the newest series in `patches/`.
-    pub fn newest_release_with_series(&self) -> Result<Release> {
+    pub(crate) fn newest_release_with_series(&self) -> Result<Release> {
         match self.releases_with_series().last() {
             Some(release) => Ok(*release),
             None => bail!(

@@ -9,7 +9,7 @@ use crate::store::SourceStore;
 use model::{Release, SUPPORTED};
 
 #[derive(Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Import a release into the store (deterministic: same tree, same commit id everywhere).
     Import {
         #[arg(value_name = "X.Y", value_parser = cli::release())]
@@ -23,7 +23,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         match self {
             Command::Import { release, from } => {
                 let dir = &env.store;

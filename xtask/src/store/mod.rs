@@ -9,11 +9,11 @@
 //! input leaves no empty store behind). Checks and reports open the store read-only
 //! ([`Access::ReadOnly`]): they write nothing and import nothing.
 
-pub mod command;
+pub(crate) mod command;
 pub mod import;
-pub mod pack;
+pub(crate) mod pack;
 pub mod snapshot;
-pub mod worktree;
+pub(crate) mod worktree;
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +36,7 @@ pub struct SourceStore {
 
 /// Whether a command may change the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     /// Missing releases are imported; commits of series and rebases are stored.
     ReadWrite,
     /// Nothing is written: objects a command computes stay in memory, and a missing release
@@ -47,7 +47,7 @@ pub enum Access {
 
 /// A release the store lacks, where the command may not import it.
 #[derive(Debug)]
-pub struct ReleaseNotImported {
+pub(crate) struct ReleaseNotImported {
     pub release: Release,
     pub store: PathBuf,
 }
@@ -79,7 +79,7 @@ pub struct StoredRelease {
 }
 
 /// A release whose tree matched its pin, held outside any store until it is written into one.
-pub struct VerifiedRelease {
+pub(crate) struct VerifiedRelease {
     release: Release,
     tree: Oid,
     objects: VerifiedObjects,
@@ -97,7 +97,7 @@ impl VerifiedRelease {
     /// Fetches or extracts `release` from `source` and checks its tree against `expected`
     /// (the pin, but for synthetic releases in tests). Scratch space goes below
     /// `scratch_parent`; no store is opened or created.
-    pub fn prepare(
+    pub(crate) fn prepare(
         release: Release,
         expected: Oid,
         source: &Source,
@@ -163,7 +163,7 @@ fn verify_tarball(
 
 /// `cargo xtask glibc import`: verifies the release before the store is opened, so that
 /// rejected input (a missing tarball, the wrong tree) never creates an empty store.
-pub fn import_into(dir: &Path, release: Release, source: &Source) -> Result<Oid> {
+pub(crate) fn import_into(dir: &Path, release: Release, source: &Source) -> Result<Oid> {
     recover_beside(dir);
     if dir.exists() {
         return SourceStore::open(dir)?.import(release, source);
@@ -193,7 +193,7 @@ impl SourceStore {
 
     /// Opens the store at `dir` without ever writing to it (see [`Access::ReadOnly`]); a store
     /// that does not exist reads as one without releases, and is not created.
-    pub fn open_read_only(dir: &Path) -> Result<SourceStore> {
+    pub(crate) fn open_read_only(dir: &Path) -> Result<SourceStore> {
         recover_beside(dir);
         let downloads = paths::downloads_dir().unwrap_or_else(|_| dir.join("downloads"));
         let (repo, scratch) = if dir.exists() {
@@ -223,11 +223,6 @@ impl SourceStore {
         })
     }
 
-    /// Opens the store named by `--store`, `$LD_FALLBACK_STORE`, or the cache default.
-    pub fn open_default(flag: Option<&Path>) -> Result<SourceStore> {
-        SourceStore::open(&paths::store_dir(flag)?)
-    }
-
     /// Keeps downloaded tarballs in `dir` instead of the cache's downloads dir.
     pub fn with_downloads(mut self, dir: &Path) -> SourceStore {
         self.downloads = dir.to_path_buf();
@@ -238,16 +233,8 @@ impl SourceStore {
         &self.dir
     }
 
-    pub fn downloads(&self) -> &Path {
-        &self.downloads
-    }
-
     pub fn repo(&self) -> &Repository {
         &self.repo
-    }
-
-    pub fn access(&self) -> Access {
-        self.access
     }
 
     /// The release's commit, if it has been imported.
@@ -313,7 +300,7 @@ impl SourceStore {
     }
 
     /// Writes a verified release's objects, then its commit and tag (the commit point).
-    pub fn write_verified(&self, verified: VerifiedRelease) -> Result<Oid> {
+    pub(crate) fn write_verified(&self, verified: VerifiedRelease) -> Result<Oid> {
         let release = verified.release;
         diagln!("glibc {release}: writing it into the store");
         let written = match &verified.objects {
@@ -395,7 +382,7 @@ impl SourceStore {
 }
 
 /// The tree id pinned for `release` (model/src/release.rs): what an import must produce.
-pub fn pinned_tree(release: Release) -> Result<Oid> {
+pub(crate) fn pinned_tree(release: Release) -> Result<Oid> {
     Oid::from_str(release.pinned_tree())
         .with_context(|| format!("the pinned tree id of glibc {release} is malformed"))
 }
@@ -416,7 +403,7 @@ fn recover_beside(dir: &Path) {
 }
 
 /// Author and committer of every release commit: fixed, so that commit ids are reproducible.
-pub fn import_signature() -> Result<Signature<'static>> {
+pub(crate) fn import_signature() -> Result<Signature<'static>> {
     Ok(Signature::new(
         "ld-fallback",
         "ld-fallback@example.invalid",

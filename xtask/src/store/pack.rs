@@ -17,7 +17,7 @@ use git2::{ObjectType, Oid, Repository};
 use crate::util::{durable, fault};
 
 /// Objects being packed, in memory until [`PackBuilder::finish`].
-pub struct PackBuilder {
+pub(crate) struct PackBuilder {
     /// Everything after the 12-byte pack header.
     body: Vec<u8>,
     entries: Vec<IndexEntry>,
@@ -34,7 +34,7 @@ struct IndexEntry {
 }
 
 /// Deflated objects, not yet in any repository.
-pub struct Pack {
+pub(crate) struct Pack {
     body: Vec<u8>,
     /// Sorted by offset: an entry ends where the next begins.
     entries: Vec<IndexEntry>,
@@ -49,7 +49,7 @@ impl Default for PackBuilder {
 }
 
 impl PackBuilder {
-    pub fn new() -> PackBuilder {
+    pub(crate) fn new() -> PackBuilder {
         PackBuilder {
             body: Vec::new(),
             entries: Vec::new(),
@@ -57,16 +57,8 @@ impl PackBuilder {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Appends one whole object; `oid` must be its id (the caller has hashed it already).
-    pub fn add(&mut self, kind: ObjectType, oid: Oid, data: &[u8]) -> Result<()> {
+    pub(crate) fn add(&mut self, kind: ObjectType, oid: Oid, data: &[u8]) -> Result<()> {
         let start = self.body.len();
         let type_bits: u8 = match kind {
             ObjectType::Commit => 1,
@@ -116,7 +108,7 @@ impl PackBuilder {
 
     /// Moves `other`'s objects after this builder's, as if they had been added here: several
     /// builders can deflate in parallel and be joined at the end.
-    pub fn append(&mut self, other: PackBuilder) {
+    pub(crate) fn append(&mut self, other: PackBuilder) {
         let shift = self.body.len() as u64;
         self.body.extend_from_slice(&other.body);
         self.entries
@@ -126,7 +118,7 @@ impl PackBuilder {
             }));
     }
 
-    pub fn finish(self) -> Pack {
+    pub(crate) fn finish(self) -> Pack {
         let mut entries = self.entries;
         entries.sort_by_key(|e| e.offset);
         Pack {
@@ -137,15 +129,11 @@ impl PackBuilder {
 }
 
 impl Pack {
-    pub fn objects(&self) -> usize {
-        self.entries.len()
-    }
-
     /// Writes the objects `repo` lacks as one pack and its index into `objects/pack/`, each
     /// under a temporary name, flushed, then renamed (the index last: git and libgit2 only
     /// look at packs that have one, so a reader never sees half a pack); makes `repo` see
     /// them. Returns how many objects were written.
-    pub fn install(&self, repo: &Repository) -> Result<usize> {
+    pub(crate) fn install(&self, repo: &Repository) -> Result<usize> {
         let odb = repo.odb().context("cannot open the object database")?;
         let mut bytes = Vec::with_capacity(self.body.len() + 32);
         bytes.extend_from_slice(b"PACK");
@@ -302,7 +290,7 @@ mod tests {
         let tree_id = Oid::hash_object(ObjectType::Tree, &tree).unwrap();
         builder.add(ObjectType::Tree, tree_id, &tree).unwrap();
         let pack = builder.finish();
-        assert_eq!(pack.objects(), 4);
+        assert_eq!(pack.entries.len(), 4);
         assert_eq!(pack.install(&repo).unwrap(), 4);
         // Everything is there now: a second install writes nothing.
         assert_eq!(pack.install(&repo).unwrap(), 0);

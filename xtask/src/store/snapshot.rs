@@ -105,7 +105,7 @@ impl Snapshot {
     }
 
     /// Writes every object into `odb` (those already there are skipped).
-    pub fn write(&self, odb: &Odb) -> Result<()> {
+    pub(crate) fn write(&self, odb: &Odb) -> Result<()> {
         for (oid, source) in &self.blobs {
             if odb.exists(*oid) {
                 continue;
@@ -134,7 +134,7 @@ impl Snapshot {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum TreeMode {
+pub(crate) enum TreeMode {
     File,
     Executable,
     Symlink,
@@ -152,14 +152,14 @@ impl TreeMode {
     }
 }
 
-pub struct TreeEntry {
+pub(crate) struct TreeEntry {
     pub name: Vec<u8>,
     pub mode: TreeMode,
     pub oid: Oid,
 }
 
 /// git's tree format: entries sorted by name, a directory sorting as if its name ended in `/`.
-pub fn serialize_tree(mut entries: Vec<TreeEntry>) -> Vec<u8> {
+pub(crate) fn serialize_tree(mut entries: Vec<TreeEntry>) -> Vec<u8> {
     let key = |e: &TreeEntry| {
         let mut k = e.name.clone();
         if e.mode == TreeMode::Tree {

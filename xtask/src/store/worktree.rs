@@ -9,7 +9,7 @@ use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 
 /// Writes every file of `tree` into `dest`, which must be empty or absent. Modes are kept:
 /// 100755 files are executable, 120000 entries become symlinks.
-pub fn write_tree(repo: &Repository, tree: Oid, dest: &Path) -> Result<()> {
+pub(crate) fn write_tree(repo: &Repository, tree: Oid, dest: &Path) -> Result<()> {
     if dest.exists() {
         let mut entries =
             std::fs::read_dir(dest).with_context(|| format!("cannot read {}", dest.display()))?;
@@ -64,7 +64,7 @@ fn write_entry(
 }
 
 /// Writes one file as the tree mode says (regular, executable, or symlink).
-pub fn write_file(path: &Path, content: &[u8], mode: i32) -> Result<()> {
+pub(crate) fn write_file(path: &Path, content: &[u8], mode: i32) -> Result<()> {
     if mode == i32::from(FileMode::Link) {
         std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(content), path)
             .with_context(|| format!("cannot create symlink {}", path.display()))?;
@@ -80,7 +80,7 @@ pub fn write_file(path: &Path, content: &[u8], mode: i32) -> Result<()> {
 
 /// Makes `dest`, which holds tree `old`, hold tree `new`: writes what differs, removes what
 /// `new` lacks (and directories left empty). Files are replaced, never written in place.
-pub fn update_tree(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result<()> {
+pub(crate) fn update_tree(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result<()> {
     let (old, new) = (
         repo.find_tree(old)
             .context("a tree to update from is missing from the store")?,

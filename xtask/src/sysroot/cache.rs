@@ -19,7 +19,7 @@ const SYSROOT: &str = "sysroot";
 
 /// Everything that changes an installed glibc. Two builds with equal inputs are interchangeable.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyInputs {
+pub(crate) struct KeyInputs {
     pub release: Release,
     /// The git tree id of the release's pristine sources.
     pub tree_id: String,
@@ -37,7 +37,7 @@ pub struct KeyInputs {
 
 impl KeyInputs {
     /// The canonical text the key hashes; also kept in the MANIFEST for `--list` and debugging.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let mut text = format!(
             "recipe {}\nrelease {}\ntree {}\nseries {}\ntarget {}\ncompiler {}\n",
             self.recipe,
@@ -60,14 +60,14 @@ impl KeyInputs {
         text
     }
 
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         git2::Oid::hash_object(git2::ObjectType::Blob, self.text().as_bytes())
             .expect("hashing a buffer cannot fail")
             .to_string()
     }
 
     /// `glibc 2.44 x86_64 patched`: how progress lines name the build.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         format!(
             "glibc {} {} {}",
             self.release,
@@ -77,7 +77,7 @@ impl KeyInputs {
     }
 
     /// The entry's directory name: readable, and unique per key.
-    pub fn entry_name(&self) -> String {
+    pub(crate) fn entry_name(&self) -> String {
         format!(
             "{}-{}-{}-{}",
             self.release,
@@ -90,7 +90,7 @@ impl KeyInputs {
 
 /// What a published build records about itself; written last.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub release: Release,
     pub target: Target,
     pub flavour: Flavour,
@@ -103,7 +103,7 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    pub fn new(inputs: &KeyInputs, build_seconds: u64, log: &Path) -> Manifest {
+    pub(crate) fn new(inputs: &KeyInputs, build_seconds: u64, log: &Path) -> Manifest {
         Manifest {
             release: inputs.release,
             target: inputs.target,
@@ -162,13 +162,13 @@ impl Manifest {
 
 /// A published build.
 #[derive(Debug, Clone)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub dir: PathBuf,
     pub manifest: Manifest,
 }
 
 impl Entry {
-    pub fn sysroot(&self) -> PathBuf {
+    pub(crate) fn sysroot(&self) -> PathBuf {
         self.dir.join(SYSROOT)
     }
 
@@ -184,26 +184,26 @@ impl Entry {
 
 /// The directory of published builds (`paths::builds_dir()` unless a bench or test says).
 #[derive(Debug, Clone)]
-pub struct BuildCache {
+pub(crate) struct BuildCache {
     root: PathBuf,
 }
 
 impl BuildCache {
-    pub fn new(root: impl Into<PathBuf>) -> BuildCache {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> BuildCache {
         BuildCache { root: root.into() }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The finished build called `name`, if any; needs no lock because publishing is a rename.
-    pub fn lookup(&self, name: &str) -> Option<Entry> {
+    pub(crate) fn lookup(&self, name: &str) -> Option<Entry> {
         Entry::read(&self.root.join(name))
     }
 
     /// The per-key lock: one build (or prune) of a key at a time.
-    pub fn lock(&self, name: &str) -> Result<FileLock> {
+    pub(crate) fn lock(&self, name: &str) -> Result<FileLock> {
         lock::acquire(&self.lock_path(name), &format!("the build lock of {name}"))
     }
 
@@ -213,7 +213,7 @@ impl BuildCache {
 
     /// A fresh staging directory for `name`, clearing what killed builds of it left behind.
     /// The caller holds `lock(name)`.
-    pub fn stage(&self, name: &str) -> Result<Staging> {
+    pub(crate) fn stage(&self, name: &str) -> Result<Staging> {
         fs::create_dir_all(&self.root)
             .with_context(|| format!("cannot create {}", self.root.display()))?;
         self.remove_leftovers(name)?;
@@ -245,7 +245,7 @@ impl BuildCache {
     }
 
     /// Finished builds, newest first (a build of a release no longer supported is not one).
-    pub fn list(&self) -> Result<Vec<Entry>> {
+    pub(crate) fn list(&self) -> Result<Vec<Entry>> {
         if !self.root.exists() {
             return Ok(Vec::new());
         }
@@ -261,7 +261,7 @@ impl BuildCache {
     /// Removes every build but the newest per release, target and flavour, and what killed
     /// builds left behind (unless their key is being built right now); returns the removed
     /// builds.
-    pub fn prune(&self) -> Result<Vec<Entry>> {
+    pub(crate) fn prune(&self) -> Result<Vec<Entry>> {
         if self.root.exists() {
             self.remove_abandoned_staging()?;
         }
@@ -315,25 +315,21 @@ impl BuildCache {
 
 /// A build in progress; removed on drop unless published.
 #[derive(Debug)]
-pub struct Staging {
+pub(crate) struct Staging {
     dir: PathBuf,
     final_dir: PathBuf,
     published: bool,
 }
 
 impl Staging {
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Where `make install DESTDIR=` puts the system.
-    pub fn sysroot(&self) -> PathBuf {
+    pub(crate) fn sysroot(&self) -> PathBuf {
         self.dir.join(SYSROOT)
     }
 
     /// Writes the MANIFEST last, then renames the whole build into place (replacing an older
     /// build of the same key, as after `--rebuild`).
-    pub fn publish(mut self, manifest: &Manifest) -> Result<Entry> {
+    pub(crate) fn publish(mut self, manifest: &Manifest) -> Result<Entry> {
         if !self.sysroot().is_dir() {
             bail!("nothing was installed into {}", self.sysroot().display());
         }
@@ -371,7 +367,7 @@ impl Drop for Staging {
 }
 
 /// Bytes under `dir`, not following symlinks.
-pub fn disk_usage(dir: &Path) -> u64 {
+pub(crate) fn disk_usage(dir: &Path) -> u64 {
     let Ok(items) = fs::read_dir(dir) else {
         return 0;
     };

@@ -10,7 +10,7 @@ use crate::cli::{self, Env, Selection};
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     pub manage: Option<Manage>,
     #[command(flatten)]
@@ -37,7 +37,7 @@ pub struct Args {
 
 /// What else there is to do with the build cache.
 #[derive(Subcommand)]
-pub enum Manage {
+pub(crate) enum Manage {
     /// List the cached builds.
     List,
     /// Remove every cached build but the newest per release, target and flavour.
@@ -45,7 +45,7 @@ pub enum Manage {
 }
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let builder = Builder {
             jobs: self.jobs.unwrap_or_else(default_jobs),
             rebuild: self.rebuild,

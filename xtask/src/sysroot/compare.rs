@@ -20,7 +20,7 @@ use object::{Object, ObjectSection};
 
 /// How one file of the first tree compares with the same path in the second.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileVerdict {
+pub(crate) enum FileVerdict {
     Identical,
     /// Only debug information (and the build id) differs; the sections that do.
     DebugInfoOnly(Vec<String>),
@@ -32,25 +32,25 @@ pub enum FileVerdict {
 
 /// Every path of either tree, with its verdict.
 #[derive(Debug, Default)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     pub files: BTreeMap<PathBuf, FileVerdict>,
 }
 
 impl Comparison {
     /// The trees hold the same programs.
-    pub fn same_programs(&self) -> bool {
+    pub(crate) fn same_programs(&self) -> bool {
         self.files
             .values()
             .all(|v| matches!(v, FileVerdict::Identical | FileVerdict::DebugInfoOnly(_)))
     }
 
-    pub fn count(&self, pick: impl Fn(&FileVerdict) -> bool) -> usize {
+    pub(crate) fn count(&self, pick: impl Fn(&FileVerdict) -> bool) -> usize {
         self.files.values().filter(|v| pick(v)).count()
     }
 
     /// Counts, then every real difference by name, then the files that differ in debug
     /// information only, with their sections (at most `limit` of them).
-    pub fn render(&self, limit: usize) -> String {
+    pub(crate) fn render(&self, limit: usize) -> String {
         let mut out = format!(
             "{} files: {} identical, {} differ only in debug information, {} differ",
             self.files.len(),
@@ -91,7 +91,7 @@ impl Comparison {
 }
 
 /// Compares the trees `first` and `second` (symlinks by target, files by content).
-pub fn compare_trees(first: &Path, second: &Path) -> Result<Comparison> {
+pub(crate) fn compare_trees(first: &Path, second: &Path) -> Result<Comparison> {
     let (a, b) = (list(first)?, list(second)?);
     let mut comparison = Comparison::default();
     for (path, kind) in &a {
@@ -153,7 +153,7 @@ fn compare_files(a: &Path, b: &Path) -> Result<FileVerdict> {
 }
 
 /// Two files that differ: archives member by member, ELF files section by section.
-pub fn compare_binaries(x: &[u8], y: &[u8]) -> FileVerdict {
+pub(crate) fn compare_binaries(x: &[u8], y: &[u8]) -> FileVerdict {
     if let (Ok(ax), Ok(ay)) = (ArchiveFile::parse(x), ArchiveFile::parse(y)) {
         return compare_archives(&ax, x, &ay, y);
     }

@@ -63,7 +63,7 @@ struct Job {
 
 /// The build check of a command's rebase: its tree from the environment's build cache,
 /// built the first time, compiling with one job per CPU.
-pub fn for_rebase(env: &Env) -> Box<dyn CompileCheck> {
+pub(crate) fn for_rebase(env: &Env) -> Box<dyn CompileCheck> {
     Box::new(BuildCheck::new(
         Source::Builder(Builder::new(env)),
         default_jobs(),
@@ -260,7 +260,7 @@ fn module_of(command: &str) -> String {
 /// (static), `.os` (shared), `.oS` (libc_nonshared), `rtld-*.os` (ld.so's own copy of a libc
 /// file). Only top-level subdirectories: a sysdeps file is compiled in the subdirectory that
 /// uses it, under that subdirectory's name.
-pub fn objects_of(build: &Path, file: &str) -> Vec<PathBuf> {
+pub(crate) fn objects_of(build: &Path, file: &str) -> Vec<PathBuf> {
     let Some((dir, name)) = file.split_once('/') else {
         return Vec::new();
     };
@@ -285,7 +285,12 @@ pub fn objects_of(build: &Path, file: &str) -> Vec<PathBuf> {
 /// The command make runs to compile `object` from `file`, asked of the release's own
 /// makefiles: `make -n -W <file>` pretends the source changed and prints, without running
 /// anything, what it would run.
-pub fn compile_command(src: &Path, build: &Path, file: &str, object: &Path) -> Result<String> {
+pub(crate) fn compile_command(
+    src: &Path,
+    build: &Path,
+    file: &str,
+    object: &Path,
+) -> Result<String> {
     let (dir, name) = file
         .split_once('/')
         .with_context(|| format!("{file} is not in a glibc subdirectory"))?;

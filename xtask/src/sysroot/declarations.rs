@@ -34,7 +34,7 @@ use git2::Oid;
 
 /// One declaration the change inserts or deletes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Declaration {
+pub(crate) struct Declaration {
     /// Inserted by the change (else deleted).
     pub inserted: bool,
     /// The words outside any parentheses, in order: types, qualifiers, attributes, the name.
@@ -48,7 +48,7 @@ pub struct Declaration {
 
 /// The declarations `old` -> `new` inserts or deletes, or `None` when the change is anything
 /// else (a replaced line, a macro, a definition, a partial declaration).
-pub fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
+pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
     let diff = similar::TextDiff::from_lines(old, new);
     let mut declarations = Vec::new();
     for group in diff.grouped_ops(0) {
@@ -200,7 +200,7 @@ fn strip_comments(text: &str) -> Option<String> {
 
 /// What [`keeps_mtime`] decided for one header, for the build's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The header may keep its mtime; the names it declares (or no longer declares).
     Keep(Vec<String>),
     /// It must look changed to make, and why.
@@ -208,7 +208,7 @@ pub enum Verdict {
 }
 
 /// Where the words of a tree are looked up: the source store (a git repository).
-pub struct Trees<'a> {
+pub(crate) struct Trees<'a> {
     pub store: &'a Path,
     pub old: Oid,
     pub new: Oid,
@@ -248,7 +248,7 @@ impl Trees<'_> {
 
 /// Whether `header`, changed from `old` to `new` by a switch that rewrites the files
 /// `rewritten`, may keep its mtime (see the module docs for the rule).
-pub fn keeps_mtime(
+pub(crate) fn keeps_mtime(
     trees: &Trees,
     header: &str,
     old: &str,

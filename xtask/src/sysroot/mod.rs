@@ -8,16 +8,16 @@
 //! not a second build: the series' header changes only declare new names, and such a header
 //! keeps its mtime (`declarations`) so that make does not recompile what includes it.
 
-pub mod cache;
-pub mod command;
-pub mod compare;
+pub(crate) mod cache;
+pub(crate) mod command;
+pub(crate) mod compare;
 pub mod compile_check;
-pub mod declarations;
-pub mod quick;
-pub mod recipe;
-pub mod source;
-pub mod spot_check;
-pub mod workdir;
+pub(crate) mod declarations;
+pub(crate) mod quick;
+pub(crate) mod recipe;
+pub(crate) mod source;
+pub(crate) mod spot_check;
+pub(crate) mod workdir;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -43,7 +43,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn under(root: &Path) -> Layout {
+    pub(crate) fn under(root: &Path) -> Layout {
         Layout {
             builds: root.join("builds"),
             work: root.join("work"),
@@ -52,7 +52,7 @@ impl Layout {
     }
 
     /// The one work directory of a release and target, whatever the flavour.
-    pub fn work_dir(&self, release: Release, target: Target) -> WorkDir {
+    pub(crate) fn work_dir(&self, release: Release, target: Target) -> WorkDir {
         WorkDir::new(self.work.join(format!("{release}-{target}")))
     }
 }
@@ -87,7 +87,7 @@ struct Prepared {
 
 /// A flavour's build tree, up to date and compiled, locked for as long as this lives: for
 /// running glibc's own tests in it.
-pub struct BuiltTree {
+pub(crate) struct BuiltTree {
     pub work: WorkDir,
     pub recipe: Recipe,
     /// Where the build's output went; test runs may append to it.
@@ -142,7 +142,7 @@ impl Builder {
     }
 
     /// The cache key of a flavour's build, and whether that build is cached.
-    pub fn key(
+    pub(crate) fn key(
         &self,
         release: Release,
         target: Target,
@@ -156,7 +156,12 @@ impl Builder {
 
     /// The flavour's build tree, brought up to date and compiled (nothing is installed or
     /// published), with the work dir's and the machine's build locks held.
-    pub fn tree(&self, release: Release, target: Target, flavour: Flavour) -> Result<BuiltTree> {
+    pub(crate) fn tree(
+        &self,
+        release: Release,
+        target: Target,
+        flavour: Flavour,
+    ) -> Result<BuiltTree> {
         let prepared = self.prepare(release, target, flavour)?;
         let work = self.layout.work_dir(release, target);
         let work_lock = work.lock()?;
@@ -176,7 +181,7 @@ impl Builder {
 
     /// [`Builder::key`] for checks: the store is only read, and a release it lacks is an
     /// error (`store::ReleaseNotImported`), not an import.
-    pub fn key_read_only(
+    pub(crate) fn key_read_only(
         &self,
         release: Release,
         target: Target,
@@ -410,11 +415,11 @@ pub(crate) fn place_loader(sysroot: &Path, target: Target) -> Result<()> {
     )
 }
 
-pub fn default_jobs() -> usize {
+pub(crate) fn default_jobs() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
-pub fn print_list(cache: &BuildCache) -> Result<()> {
+pub(crate) fn print_list(cache: &BuildCache) -> Result<()> {
     let entries = cache.list()?;
     if entries.is_empty() {
         outln!("no cached glibc builds in {}", cache.root().display());

@@ -42,7 +42,7 @@ struct Record {
 }
 
 /// A published build to start from.
-pub struct Base {
+pub(crate) struct Base {
     record: Record,
     pub sysroot: PathBuf,
     /// The files that differ from it, for the log.
@@ -51,7 +51,7 @@ pub struct Base {
 
 /// Records the publish of `tree` as `entry`, mapping every ELF file and archive of `sysroot`
 /// to the build output with the same content. Called after a full install.
-pub fn record_full(work: &WorkDir, tree: Oid, entry: &str, sysroot: &Path) -> Result<()> {
+pub(crate) fn record_full(work: &WorkDir, tree: Oid, entry: &str, sysroot: &Path) -> Result<()> {
     let map = map_outputs(&work.build(), sysroot)?;
     write_record(
         work,
@@ -64,7 +64,7 @@ pub fn record_full(work: &WorkDir, tree: Oid, entry: &str, sysroot: &Path) -> Re
 }
 
 /// Records a quick publish: the same map as its base's.
-pub fn record_quick(work: &WorkDir, base: &Base, tree: Oid, entry: &str) -> Result<()> {
+pub(crate) fn record_quick(work: &WorkDir, base: &Base, tree: Oid, entry: &str) -> Result<()> {
     write_record(
         work,
         &Record {
@@ -82,7 +82,7 @@ fn write_record(work: &WorkDir, record: &Record) -> Result<()> {
 
 /// Forgets the last publish (a build that did not end in one leaves the tree in a state the
 /// record does not describe).
-pub fn forget(work: &WorkDir) -> Result<()> {
+pub(crate) fn forget(work: &WorkDir) -> Result<()> {
     let path = work.root().join(RECORD);
     match fs::remove_file(&path) {
         Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
@@ -94,7 +94,7 @@ pub fn forget(work: &WorkDir) -> Result<()> {
 
 /// The last published build of the work dir, when a build of `new` may start from it: see the
 /// module docs. `current` is the tree `src/` holds now (the build tree is compiled from it).
-pub fn base_for(
+pub(crate) fn base_for(
     work: &WorkDir,
     cache: &BuildCache,
     repo: &Repository,
@@ -186,7 +186,7 @@ fn depended_on_outside_elf(build: &Path, paths: &BTreeSet<String>) -> Result<boo
 /// Fills `staging` (an empty sysroot directory) with the base sysroot, hard-linked, and every
 /// mapped file whose build output differs from it copied from `build`. Returns the installed
 /// paths it replaced.
-pub fn stage(base: &Base, build: &Path, staging: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn stage(base: &Base, build: &Path, staging: &Path) -> Result<Vec<PathBuf>> {
     let status = Command::new("cp")
         .arg("-al")
         .arg(format!("{}/.", base.sysroot.display()))

@@ -11,7 +11,7 @@ use crate::util::logged;
 
 /// Bump when anything in the recipe changes the installed result without changing the other
 /// key inputs (new steps, fix-ups after install): every cached build then becomes a miss.
-pub const RECIPE_VERSION: u32 = 1;
+pub(crate) const RECIPE_VERSION: u32 = 1;
 
 /// The configure flags shared by every target. What nothing here reads is not built: nscd,
 /// the timezone tools, profiling libraries, and libmvec (the vector math library: ~5% of an
@@ -30,23 +30,23 @@ const COMMON_FLAGS: &[&str] = &[
 
 /// How glibc is built for one target, with the target's toolchain.
 #[derive(Debug, Clone, Copy)]
-pub struct Recipe {
+pub(crate) struct Recipe {
     pub toolchain: Toolchain,
 }
 
 impl Recipe {
-    pub fn for_target(target: Target) -> Recipe {
+    pub(crate) fn for_target(target: Target) -> Recipe {
         Recipe {
             toolchain: Toolchain::for_target(target),
         }
     }
 
-    pub fn target(&self) -> Target {
+    pub(crate) fn target(&self) -> Target {
         self.toolchain.target
     }
 
     /// Every host tool a build needs; glibc's configure would otherwise fail late and cryptically.
-    pub fn tools(&self) -> Vec<Tool> {
+    pub(crate) fn tools(&self) -> Vec<Tool> {
         // A cross build still compiles its helper programs with the host compiler.
         let mut tools = vec![
             tools::MAKE,
@@ -62,13 +62,13 @@ impl Recipe {
     }
 
     /// Fails before any work, naming the Debian packages to install.
-    pub fn require(&self) -> Result<()> {
+    pub(crate) fn require(&self) -> Result<()> {
         host::require(&self.tools())?;
         self.toolchain.require()
     }
 
     /// `$CC --version`'s first line: a compiler upgrade must not reuse old builds.
-    pub fn compiler_version(&self) -> Result<String> {
+    pub(crate) fn compiler_version(&self) -> Result<String> {
         let cc = self.toolchain.cc.program;
         let out = Command::new(cc)
             .arg("--version")
@@ -81,7 +81,7 @@ impl Recipe {
         Ok(text.lines().next().unwrap_or_default().trim().to_string())
     }
 
-    pub fn configure_flags(&self) -> Vec<String> {
+    pub(crate) fn configure_flags(&self) -> Vec<String> {
         let mut flags: Vec<String> = COMMON_FLAGS.iter().map(|f| f.to_string()).collect();
         if !self.target().is_native() {
             flags.push(format!("--host={}", self.target().triplet()));
@@ -93,7 +93,7 @@ impl Recipe {
     }
 
     /// What configure sees besides its flags: part of the cache key and the configure marker.
-    pub fn environment(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn environment(&self) -> Vec<(&'static str, String)> {
         vec![
             ("CC", self.toolchain.cc.program.to_string()),
             ("CXX", self.toolchain.cxx.to_string()),
@@ -119,7 +119,13 @@ impl Recipe {
         cmd
     }
 
-    pub fn configure(&self, src: &Path, build: &Path, log: &Path, label: &str) -> Result<()> {
+    pub(crate) fn configure(
+        &self,
+        src: &Path,
+        build: &Path,
+        log: &Path,
+        label: &str,
+    ) -> Result<()> {
         let mut cmd = self.command(src.join("configure"), build);
         cmd.args(self.configure_flags());
         logged::run(
@@ -130,7 +136,7 @@ impl Recipe {
         )
     }
 
-    pub fn make(&self, build: &Path, jobs: usize, log: &Path, label: &str) -> Result<()> {
+    pub(crate) fn make(&self, build: &Path, jobs: usize, log: &Path, label: &str) -> Result<()> {
         let mut cmd = self.command("make", build);
         cmd.arg(format!("-j{jobs}"));
         logged::run(&mut cmd, log, &format!("{label}: compile"), make_status)
@@ -138,7 +144,13 @@ impl Recipe {
 
     /// `make subdirs=elf`: elf's objects, the loader and the libraries made from them (see
     /// `quick`).
-    pub fn make_loader(&self, build: &Path, jobs: usize, log: &Path, label: &str) -> Result<()> {
+    pub(crate) fn make_loader(
+        &self,
+        build: &Path,
+        jobs: usize,
+        log: &Path,
+        label: &str,
+    ) -> Result<()> {
         let mut cmd = self.command("make", build);
         cmd.arg(format!("-j{jobs}")).arg("subdirs=elf");
         logged::run(
@@ -149,7 +161,7 @@ impl Recipe {
         )
     }
 
-    pub fn install(
+    pub(crate) fn install(
         &self,
         build: &Path,
         destdir: &Path,
@@ -168,7 +180,7 @@ impl Recipe {
 /// glibc tests that cannot pass in a tree made from Debian's tarballs, each with the reason:
 /// `make check` is told to expect their failure (glibc's own `test-xfail-<test>`), so they
 /// are reported as XFAIL, by name, in both trees, and never hidden.
-pub const EXPECTED_TO_FAIL: &[(&str, &str)] = &[(
+pub(crate) const EXPECTED_TO_FAIL: &[(&str, &str)] = &[(
     "tst-rtld-list-diagnostics",
     "compares ld.so --list-diagnostics with manual/dynlink.texi, which Debian's tarballs lack \
      (the build adds an empty page so that the rest of the run goes on)",
@@ -177,7 +189,7 @@ pub const EXPECTED_TO_FAIL: &[(&str, &str)] = &[(
 impl Recipe {
     /// `make -k check subdirs=SUBDIR` in a compiled build tree: glibc's own tests of one
     /// subdirectory. Failing tests are results, so the exit status is returned, not judged.
-    pub fn check(
+    pub(crate) fn check(
         &self,
         build: &Path,
         subdir: &str,
@@ -208,7 +220,7 @@ fn configure_status(line: &str) -> Option<String> {
 }
 
 /// `make[2]: Entering directory '/.../glibc/elf'` -> `elf`: which glibc subdir is building.
-pub fn make_status(line: &str) -> Option<String> {
+pub(crate) fn make_status(line: &str) -> Option<String> {
     let rest = line.strip_prefix("make")?;
     let dir = rest.split_once("Entering directory ")?.1;
     let dir = dir.trim_matches(|c| matches!(c, '\'' | '`' | '"'));

@@ -11,7 +11,7 @@ use crate::store::{worktree, SourceStore};
 use model::Release;
 
 /// A resolved build input: which tree and which series, ready to be written out.
-pub struct BuildSource {
+pub(crate) struct BuildSource {
     store: SourceStore,
     release: Release,
     commit: Oid,
@@ -23,7 +23,7 @@ pub struct BuildSource {
 impl BuildSource {
     /// The release from `store`, imported first if it lacks it (a read-only store imports
     /// nothing: a release it lacks is an error), with `series` to apply.
-    pub fn resolve_in(
+    pub(crate) fn resolve_in(
         store: SourceStore,
         release: Release,
         series: Option<Series>,
@@ -45,16 +45,16 @@ impl BuildSource {
         })
     }
 
-    pub fn series_id(&self) -> Option<String> {
+    pub(crate) fn series_id(&self) -> Option<String> {
         self.series.as_ref().map(Series::content_id)
     }
 
-    pub fn repo(&self) -> &Repository {
+    pub(crate) fn repo(&self) -> &Repository {
         self.store.repo()
     }
 
     /// The tree the build's sources must equal: the release with the series committed on top.
-    pub fn source_tree(&self) -> Result<Oid> {
+    pub(crate) fn source_tree(&self) -> Result<Oid> {
         let repo = self.store.repo();
         let mut head = self.commit;
         if let Some(series) = &self.series {
@@ -74,14 +74,14 @@ impl BuildSource {
     }
 
     /// Writes the release with the series applied into the empty directory `dest`.
-    pub fn export(&self, dest: &Path) -> Result<()> {
+    pub(crate) fn export(&self, dest: &Path) -> Result<()> {
         worktree::write_tree(self.store.repo(), self.source_tree()?, dest)
             .with_context(|| format!("cannot write the glibc {} sources", self.release))
     }
 }
 
 /// `patches/<X.Y>/`, or an error that says how to make it.
-pub fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
+pub(crate) fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
     let dir = patches_dir.join(release.version());
     if !dir.is_dir() {
         bail!(
@@ -106,7 +106,7 @@ pub fn load_series(patches_dir: &Path, release: Release) -> Result<Series> {
 /// The series a flavour builds from: none (unpatched), `patches/<X.Y>/`, or for a variant
 /// that series followed by `patches/variants/<variant>/<X.Y>/*.patch` in name order. A
 /// variant's patches are part of the series' content id, so its builds get keys of their own.
-pub fn series_for(
+pub(crate) fn series_for(
     patches_dir: &Path,
     release: Release,
     flavour: Flavour,

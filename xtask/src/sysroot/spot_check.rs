@@ -22,7 +22,7 @@ use crate::sysroot::compile_check::compile_command;
 
 /// Checks up to `sample` objects per header in `headers` (paths in the source tree).
 /// Returns the report; fails when an object differs.
-pub fn check(work: &WorkDir, headers: &[String], sample: usize) -> Result<String> {
+pub(crate) fn check(work: &WorkDir, headers: &[String], sample: usize) -> Result<String> {
     if headers.is_empty() {
         bail!(
             "no header of {} kept its mtime in the last flavour switch: nothing to check \

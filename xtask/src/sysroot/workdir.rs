@@ -42,13 +42,13 @@ const SOURCE_TREE_MARKER: &str = "src.tree";
 const KEPT_HEADERS: &str = "kept-headers";
 
 #[derive(Debug, Clone)]
-pub struct WorkDir {
+pub(crate) struct WorkDir {
     root: PathBuf,
 }
 
 /// What bringing `src/` up to date did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct SyncStats {
+pub(crate) struct SyncStats {
     pub written: usize,
     pub removed: usize,
     pub unchanged: usize,
@@ -60,25 +60,25 @@ pub struct SyncStats {
 }
 
 impl WorkDir {
-    pub fn new(root: impl Into<PathBuf>) -> WorkDir {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> WorkDir {
         WorkDir { root: root.into() }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
-    pub fn src(&self) -> PathBuf {
+    pub(crate) fn src(&self) -> PathBuf {
         self.root.join("src")
     }
 
-    pub fn build(&self) -> PathBuf {
+    pub(crate) fn build(&self) -> PathBuf {
         self.root.join("build")
     }
 
     /// Every flavour of the release and target, and every key of each (two edits of a
     /// patch), shares this directory.
-    pub fn lock(&self) -> Result<FileLock> {
+    pub(crate) fn lock(&self) -> Result<FileLock> {
         lock::acquire(
             &self.lock_path(),
             &format!("the work directory {}", self.root.display()),
@@ -97,7 +97,7 @@ impl WorkDir {
     /// an earlier tree, only the git diff between the two is written (milliseconds);
     /// otherwise `export` writes the whole tree aside and it is compared file by file.
     /// The caller holds `lock()`.
-    pub fn update_source(
+    pub(crate) fn update_source(
         &self,
         repo: &Repository,
         tree: Oid,
@@ -163,26 +163,26 @@ impl WorkDir {
     }
 
     /// The headers the last switch that kept any kept (see `KEPT_HEADERS`).
-    pub fn kept_headers(&self) -> Vec<String> {
+    pub(crate) fn kept_headers(&self) -> Vec<String> {
         fs::read_to_string(self.root.join(KEPT_HEADERS))
             .map(|text| text.lines().map(str::to_string).collect())
             .unwrap_or_default()
     }
 
     /// The tree `src/` holds, when an update completed (none while one is interrupted).
-    pub fn source_tree(&self) -> Option<Oid> {
+    pub(crate) fn source_tree(&self) -> Option<Oid> {
         let text = fs::read_to_string(self.root.join(SOURCE_TREE_MARKER)).ok()?;
         Oid::from_str(text.trim()).ok()
     }
 
     /// Whether `build/` was configured, completely, with exactly `fingerprint`.
-    pub fn is_configured(&self, fingerprint: &str) -> bool {
+    pub(crate) fn is_configured(&self, fingerprint: &str) -> bool {
         fs::read_to_string(self.build().join(CONFIGURED_MARKER))
             .is_ok_and(|text| text == fingerprint)
     }
 
     /// Empties `build/` for a fresh configure.
-    pub fn reset_build(&self) -> Result<()> {
+    pub(crate) fn reset_build(&self) -> Result<()> {
         let build = self.build();
         if build.exists() {
             fs::remove_dir_all(&build)
@@ -191,7 +191,7 @@ impl WorkDir {
         fs::create_dir_all(&build).with_context(|| format!("cannot create {}", build.display()))
     }
 
-    pub fn mark_configured(&self, fingerprint: &str) -> Result<()> {
+    pub(crate) fn mark_configured(&self, fingerprint: &str) -> Result<()> {
         let marker = self.build().join(CONFIGURED_MARKER);
         fs::write(&marker, fingerprint)
             .with_context(|| format!("cannot write {}", marker.display()))
@@ -332,7 +332,7 @@ fn kept_headers(
 /// Makes `to` a copy of `from` by moving over only what differs (content, executable bit,
 /// symlink target, kind) and deleting what `from` lacks; unchanged files keep their mtimes.
 /// `from` is consumed: its changed files are renamed into `to`.
-pub fn sync_tree(from: &Path, to: &Path) -> Result<SyncStats> {
+pub(crate) fn sync_tree(from: &Path, to: &Path) -> Result<SyncStats> {
     let mut stats = SyncStats::default();
     if !to.is_dir() {
         if to.symlink_metadata().is_ok() {

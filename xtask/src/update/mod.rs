@@ -34,7 +34,7 @@ use anyhow::{bail, Context, Result};
 use model::{Release, SUPPORTED};
 
 #[derive(clap::Args)]
-pub struct Args {
+pub(crate) struct Args {
     /// The release to bring up to date.
     #[arg(value_name = "X.Y", value_parser = cli::release())]
     pub release: Release,
@@ -72,7 +72,7 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let ws = Workspace::open(env)?;
         for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
             diagln!("{said}");
@@ -327,7 +327,7 @@ fn copy_scope(ws: &Workspace, patches_dir: &Path) -> Result<()> {
 /// The series to move onto `onto`: the nearest other release with one (by position in the
 /// supported list), the newer of two as near, since the series is developed on the newest;
 /// `onto`'s own when it is the only one.
-pub fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
+pub(crate) fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
     let at = |r: Release| SUPPORTED.iter().position(|s| *s == r).unwrap_or(0) as i64;
     let with = ws.releases_with_series();
     let nearest = with

@@ -5,7 +5,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 /// Makes the kernel send SIGKILL to the child when this process dies, however it dies.
-pub fn dies_with_us(cmd: &mut Command) -> &mut Command {
+pub(crate) fn dies_with_us(cmd: &mut Command) -> &mut Command {
     // SAFETY: getpid before the fork; in the child, only async-signal-safe calls (prctl,
     // getppid, _exit), as pre_exec requires.
     let parent = unsafe { libc::getpid() };

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use crate::util::fault;
 
 /// Writes `bytes` to `path` and flushes them to the disk before returning.
-pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut file =
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     file.write_all(bytes)
@@ -24,7 +24,7 @@ pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Puts `bytes` at `path` whole or not at all: written and flushed beside it, then renamed
 /// over it. A killed process leaves the old file (or none) and a temporary one that the
 /// next `tempfile` cleanup or a later write replaces.
-pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .with_context(|| format!("{} has no directory", path.display()))?;
@@ -40,7 +40,7 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Flushes a directory's entries (a rename or a new file in it) to the disk.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     let handle =
         std::fs::File::open(dir).with_context(|| format!("cannot open {}", dir.display()))?;
     handle
@@ -50,7 +50,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Swaps the directories `a` and `b` atomically. `Ok(false)` if the filesystem cannot (NFS,
 /// old kernels): the caller falls back to two renames.
-pub fn exchange(a: &Path, b: &Path) -> Result<bool> {
+pub(crate) fn exchange(a: &Path, b: &Path) -> Result<bool> {
     let c = |p: &Path| {
         CString::new(p.as_os_str().as_bytes())
             .with_context(|| format!("{} has a NUL byte", p.display()))
@@ -79,7 +79,7 @@ pub fn exchange(a: &Path, b: &Path) -> Result<bool> {
 /// Publishes the complete directory `staged` as `dest`, replacing what `dest` held. A crash
 /// at any point leaves `dest` either the old or the new directory; the loser of the swap
 /// (old or new) is left at `staged` or at `<parent>/.old-<name>` for [`recover_old`] to handle.
-pub fn replace_dir(staged: &Path, dest: &Path) -> Result<()> {
+pub(crate) fn replace_dir(staged: &Path, dest: &Path) -> Result<()> {
     let parent = dest.parent().context("destination has no parent")?;
     sync_dir(staged)?;
     fault::point("replace-dir:staged");
@@ -106,7 +106,7 @@ pub fn replace_dir(staged: &Path, dest: &Path) -> Result<()> {
 }
 
 /// `<parent>/.old-<name>`: where a replaced directory waits for its removal.
-pub fn old_path(dest: &Path) -> Result<std::path::PathBuf> {
+pub(crate) fn old_path(dest: &Path) -> Result<std::path::PathBuf> {
     let parent = dest.parent().context("destination has no parent")?;
     let name = dest.file_name().context("destination has no name")?;
     Ok(parent.join(format!(".old-{}", name.to_string_lossy())))
@@ -114,7 +114,7 @@ pub fn old_path(dest: &Path) -> Result<std::path::PathBuf> {
 
 /// After a crash inside [`replace_dir`]'s fallback: puts `.old-<name>` back if `dest` is
 /// missing, else removes it. Returns what it did, for the user, or `None` if there was nothing.
-pub fn recover_old(dest: &Path) -> Result<Option<String>> {
+pub(crate) fn recover_old(dest: &Path) -> Result<Option<String>> {
     let old = old_path(dest)?;
     if !old.exists() {
         return Ok(None);
@@ -137,7 +137,7 @@ pub fn recover_old(dest: &Path) -> Result<Option<String>> {
 }
 
 /// Whether `err` comes from a full disk (ENOSPC, from us, libgit2 or a tool's output).
-pub fn is_disk_full(err: &anyhow::Error) -> bool {
+pub(crate) fn is_disk_full(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause
             .downcast_ref::<std::io::Error>()
@@ -147,10 +147,10 @@ pub fn is_disk_full(err: &anyhow::Error) -> bool {
 }
 
 /// How the C library words ENOSPC, as tools and libgit2 print it.
-pub const DISK_FULL: &str = "No space left on device";
+pub(crate) const DISK_FULL: &str = "No space left on device";
 
 /// Names the directory whose disk filled, when `err` is a full disk; else returns it as is.
-pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
+pub(crate) fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
     if is_disk_full(&err) {
         err.context(format!(
             "the disk holding {} is full: free space there, or point the store (--store) or the cache ($LD_FALLBACK_CACHE) at another disk",
@@ -163,7 +163,7 @@ pub fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error {
 
 /// The entries of `dir` that `is_own` does not claim, sorted: what replacing `dir` whole would
 /// delete although no command wrote it there. None when `dir` does not exist.
-pub fn foreign_entries(dir: &Path, is_own: impl Fn(&str) -> bool) -> Result<Vec<String>> {
+pub(crate) fn foreign_entries(dir: &Path, is_own: impl Fn(&str) -> bool) -> Result<Vec<String>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -184,7 +184,7 @@ pub fn foreign_entries(dir: &Path, is_own: impl Fn(&str) -> bool) -> Result<Vec<
 
 /// Refuses to replace `dir` whole while it holds [`foreign_entries`]; `not_what` says what
 /// they are not ("not part of its series").
-pub fn refuse_foreign_entries(
+pub(crate) fn refuse_foreign_entries(
     dir: &Path,
     not_what: &str,
     is_own: impl Fn(&str) -> bool,
@@ -202,7 +202,7 @@ pub fn refuse_foreign_entries(
 }
 
 /// Removes a directory tree that nothing refers to any more (a crash halfway is harmless).
-pub fn remove_tree(dir: &Path) -> Result<()> {
+pub(crate) fn remove_tree(dir: &Path) -> Result<()> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -2,17 +2,17 @@
 //! that says a finding rather than a failure.
 
 /// Exit status: the command did what was asked and found nothing to act on.
-pub const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_OK: u8 = 0;
 /// Exit status: the command failed (bad input, I/O error, refused change, missing tool).
-pub const EXIT_FAILURE: u8 = 1;
+pub(crate) const EXIT_FAILURE: u8 = 1;
 /// Exit status: the command worked and found something the user must act on: a rebase
 /// stopped at a conflict, a series that does not apply or drifted, a release to import.
-pub const EXIT_NEEDS_ATTENTION: u8 = 2;
+pub(crate) const EXIT_NEEDS_ATTENTION: u8 = 2;
 
 /// An error that is a finding, not a failure: [`EXIT_NEEDS_ATTENTION`]. The message says
 /// what needs attention and what to do.
 #[derive(Debug)]
-pub struct NeedsAttention(pub String);
+pub(crate) struct NeedsAttention(pub String);
 
 impl std::fmt::Display for NeedsAttention {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -23,7 +23,7 @@ impl std::fmt::Display for NeedsAttention {
 impl std::error::Error for NeedsAttention {}
 
 /// The exit status for a command that ended with `err`.
-pub fn exit_status(err: &anyhow::Error) -> u8 {
+pub(crate) fn exit_status(err: &anyhow::Error) -> u8 {
     if err.chain().any(|cause| cause.is::<NeedsAttention>()) {
         EXIT_NEEDS_ATTENTION
     } else {

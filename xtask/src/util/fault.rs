@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// The environment variable naming the point to die at.
-pub const FAULT_VAR: &str = "LD_FALLBACK_FAULT";
+pub(crate) const FAULT_VAR: &str = "LD_FALLBACK_FAULT";
 /// The environment variable naming the file that records every point passed.
-pub const LOG_VAR: &str = "LD_FALLBACK_FAULT_LOG";
+pub(crate) const LOG_VAR: &str = "LD_FALLBACK_FAULT_LOG";
 
 struct Plan {
     name: String,
@@ -35,7 +35,7 @@ fn plan() -> Option<&'static Plan> {
 }
 
 /// A place where a crash must leave everything recoverable. Dies here if the hook says so.
-pub fn point(name: &str) {
+pub(crate) fn point(name: &str) {
     if let Some(log) = std::env::var_os(LOG_VAR) {
         if let Ok(mut file) = std::fs::OpenOptions::new()
             .create(true)

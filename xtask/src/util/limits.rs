@@ -12,7 +12,7 @@ use crate::util::exit::EXIT_FAILURE;
 
 /// Ignores SIGXFSZ and reports SIGXCPU (see the module docs). Children inherit the ignored
 /// SIGXFSZ: a tool that meets the limit fails with its own "File too large" instead of dying.
-pub fn survive() {
+pub(crate) fn survive() {
     // SAFETY: signal(2) with SIG_IGN, and a handler that only calls async-signal-safe
     // functions (write, _exit).
     unsafe {
@@ -38,7 +38,7 @@ const FILE_TOO_LARGE: &str = "File too large";
 
 /// `err` with what to do when a cause is the file size limit (EFBIG, from us, libgit2 or a
 /// tool's output); else `err` as it is.
-pub fn explain(err: anyhow::Error) -> anyhow::Error {
+pub(crate) fn explain(err: anyhow::Error) -> anyhow::Error {
     let too_large = err.chain().any(|cause| {
         cause
             .downcast_ref::<std::io::Error>()

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 /// Held by every glibc configure, make and make install on this machine, by this tool and by
 /// hand-run builds (`flock /run/lock/ld-fallback-glibc-build.lock ...`): two glibc builds at
 /// once would starve each other on the 2-core machines this project runs on.
-pub const MACHINE_LOCK: &str = "/run/lock/ld-fallback-glibc-build.lock";
+pub(crate) const MACHINE_LOCK: &str = "/run/lock/ld-fallback-glibc-build.lock";
 
 /// A held lock; released when dropped (or when the process dies, so a killed build never
 /// leaves a stale lock behind).
@@ -45,7 +45,7 @@ pub fn acquire(path: &Path, what: &str) -> Result<FileLock> {
 }
 
 /// Takes the lock on `path` only if nobody holds it.
-pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
+pub(crate) fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
     let file = open(path)?;
     match file.try_lock() {
         Ok(()) => Ok(Some(FileLock {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 /// How many log lines a failure prints.
-pub const TAIL_LINES: usize = 40;
+pub(crate) const TAIL_LINES: usize = 40;
 
 /// Runs `cmd`, appending its stdout and stderr to `log`.
 ///
@@ -21,7 +21,7 @@ pub const TAIL_LINES: usize = 40;
 /// time. On a terminal the line is redrawn in place; elsewhere (CI) a line is printed when the
 /// status changes, at most every 15 s, so logs stay readable. A failure prints the last
 /// [`TAIL_LINES`] lines and returns a [`Failure`].
-pub fn run(
+pub(crate) fn run(
     cmd: &mut Command,
     log: &Path,
     label: &str,
@@ -41,7 +41,6 @@ pub fn run(
         return Err(Failure {
             label: label.to_string(),
             status: ran.exit,
-            tail: ran.tail.into(),
             log: log.to_path_buf(),
             log_error: ran.log_error,
         }
@@ -50,15 +49,11 @@ pub fn run(
     Ok(())
 }
 
-/// A command that ran and failed: what [`run`] returns, so that a caller can read the tail
-/// (say, to recognise a full disk) before explaining the failure in its own words.
+/// A command that ran and failed: what [`run`] returns (its tail is printed already).
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     pub label: String,
     pub status: ExitStatus,
-    /// The last [`TAIL_LINES`] lines of output, kept in memory: the log may not be writable
-    /// (a full disk is a common reason for a command to fail).
-    pub tail: Vec<String>,
     pub log: PathBuf,
     /// Why the log on disk is incomplete, if it is.
     pub log_error: Option<String>,
@@ -78,7 +73,7 @@ impl std::error::Error for Failure {}
 
 /// Like [`run`], but a failure of the command is the caller's to judge (say, `make -k check`,
 /// whose failing tests are results, not errors).
-pub fn run_to_end(
+pub(crate) fn run_to_end(
     cmd: &mut Command,
     log: &Path,
     label: &str,
@@ -168,7 +163,7 @@ fn run_inner(
 }
 
 /// Prints the last [`TAIL_LINES`] lines of `log` to stderr, with its path.
-pub fn print_tail(log: &Path) {
+pub(crate) fn print_tail(log: &Path) {
     let mut text = String::new();
     if File::open(log)
         .and_then(|mut f| f.read_to_string(&mut text))

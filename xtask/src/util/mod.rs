@@ -5,17 +5,17 @@
 
 // First: its macros are used by the modules below (and, through lib.rs, everywhere).
 #[macro_use]
-pub mod output;
+pub(crate) mod output;
 
-pub mod child;
-pub mod clock;
-pub mod durable;
-pub mod exit;
-pub mod fault;
-pub mod limits;
+pub(crate) mod child;
+pub(crate) mod clock;
+pub(crate) mod durable;
+pub(crate) mod exit;
+pub(crate) mod fault;
+pub(crate) mod limits;
 pub mod lock;
-pub mod logged;
+pub(crate) mod logged;
 pub mod paths;
-pub mod staging;
-pub mod text;
-pub mod together;
+pub(crate) mod staging;
+pub(crate) mod text;
+pub(crate) mod together;

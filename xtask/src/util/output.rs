@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The exit status of a command whose output lost its reader: 128 + SIGPIPE, as a shell
 /// reports a writer the signal ended.
-pub const EXIT_READER_GONE: u8 = 128 + libc::SIGPIPE as u8;
+pub(crate) const EXIT_READER_GONE: u8 = 128 + libc::SIGPIPE as u8;
 
 static READER_GONE: AtomicBool = AtomicBool::new(false);
 static DIRECT: AtomicBool = AtomicBool::new(false);
@@ -22,19 +22,19 @@ static DIRECT: AtomicBool = AtomicBool::new(false);
 /// Called first by `main`: from now on output is written to the file descriptors directly,
 /// and a closed pipe is survived. Until then (the library in tests) the std macros print,
 /// so that the test harness captures what a test's library calls say.
-pub fn survive_closed_pipes() {
+pub(crate) fn survive_closed_pipes() {
     DIRECT.store(true, Ordering::Relaxed);
 }
 
 /// Whether stdout or stderr lost its reader during this run.
-pub fn reader_gone() -> bool {
+pub(crate) fn reader_gone() -> bool {
     READER_GONE.load(Ordering::Relaxed)
 }
 
 /// Writes to stdout; a broken pipe is remembered, any other failure (a full disk behind a
 /// redirection) dropped: output is a report, never a reason to abandon the work.
 #[doc(hidden)]
-pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
     if !DIRECT.load(Ordering::Relaxed) {
         print!("{args}");
         return;
@@ -45,7 +45,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 
 /// Writes to stderr, as [`write_stdout`].
 #[doc(hidden)]
-pub fn write_stderr(args: std::fmt::Arguments<'_>) {
+pub(crate) fn write_stderr(args: std::fmt::Arguments<'_>) {
     if !DIRECT.load(Ordering::Relaxed) {
         eprint!("{args}");
         return;

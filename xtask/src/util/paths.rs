@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-pub use loader_tests::host::cache_dir;
+pub(crate) use loader_tests::host::cache_dir;
 use loader_tests::host::non_empty_env;
 
 /// The root of the ld-fallback checkout this binary was built from.
-pub fn project_root() -> PathBuf {
+pub(crate) fn project_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives one level below the workspace root")
@@ -17,12 +17,12 @@ pub fn project_root() -> PathBuf {
 
 /// `patches/` of the checkout: one directory per supported release. `$LD_FALLBACK_PATCHES`
 /// names another (tests run the real binary on synthetic series that way).
-pub fn patches_dir() -> PathBuf {
+pub(crate) fn patches_dir() -> PathBuf {
     non_empty_env("LD_FALLBACK_PATCHES").unwrap_or_else(|| project_root().join("patches"))
 }
 
 /// The glibc source store: `--store`, else `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`.
-pub fn store_dir(flag: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn store_dir(flag: Option<&Path>) -> Result<PathBuf> {
     if let Some(dir) = flag {
         return Ok(dir.to_path_buf());
     }
@@ -35,9 +35,4 @@ pub fn store_dir(flag: Option<&Path>) -> Result<PathBuf> {
 /// Downloaded release tarballs, kept so that a re-import needs no network.
 pub fn downloads_dir() -> Result<PathBuf> {
     Ok(cache_dir()?.join("downloads"))
-}
-
-/// Published glibc builds (sysroots), one directory per cache key.
-pub fn builds_dir() -> Result<PathBuf> {
-    Ok(cache_dir()?.join("builds"))
 }

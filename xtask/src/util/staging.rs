@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use tempfile::TempDir;
 
 /// `<parent>/.<kind>-<pid>-XXXXXX`, after removing `.<kind>-*` dirs whose process is gone.
-pub fn tempdir_in(parent: &Path, kind: &str) -> Result<TempDir> {
+pub(crate) fn tempdir_in(parent: &Path, kind: &str) -> Result<TempDir> {
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
     for left in remove_orphans(parent, kind) {
@@ -28,7 +28,7 @@ pub fn tempdir_in(parent: &Path, kind: &str) -> Result<TempDir> {
 }
 
 /// Removes the `.<kind>-<pid>-*` directories in `parent` whose process is gone; returns them.
-pub fn remove_orphans(parent: &Path, kind: &str) -> Vec<PathBuf> {
+pub(crate) fn remove_orphans(parent: &Path, kind: &str) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let prefix = format!(".{kind}-");
     for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {

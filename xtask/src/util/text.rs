@@ -4,7 +4,7 @@
 const LISTED: usize = 10;
 
 /// Up to ten names (paths, files), then how many more.
-pub fn listed(names: &[String]) -> String {
+pub(crate) fn listed(names: &[String]) -> String {
     let mut text = names
         .iter()
         .take(LISTED)

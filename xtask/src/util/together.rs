@@ -21,7 +21,7 @@ use crate::util::{durable, fault};
 const JOURNAL: &str = ".publish-";
 
 /// One directory to replace: `staged` (complete, beside `dest`) becomes `dest`.
-pub struct Pair {
+pub(crate) struct Pair {
     pub staged: PathBuf,
     pub dest: PathBuf,
 }
@@ -38,7 +38,7 @@ struct Entry {
 
 /// Replaces every `dest` with its `staged` directory, all or none (see the module docs). The
 /// journal goes into `journal_dir`, named after `name`; the staged directories are consumed.
-pub fn replace(journal_dir: &Path, name: &str, pairs: &[Pair]) -> Result<()> {
+pub(crate) fn replace(journal_dir: &Path, name: &str, pairs: &[Pair]) -> Result<()> {
     let mut entries = Vec::new();
     for pair in pairs {
         durable::sync_dir(&pair.staged)?;
@@ -84,7 +84,7 @@ pub fn replace(journal_dir: &Path, name: &str, pairs: &[Pair]) -> Result<()> {
 /// is gone back to its old directory, and removes what the run staged. Returns a sentence
 /// per journal, for the user. Must run before the staging directories' own cleanup, which
 /// would remove an old directory the rollback needs.
-pub fn recover(dir: &Path) -> Result<Vec<String>> {
+pub(crate) fn recover(dir: &Path) -> Result<Vec<String>> {
     let mut said = Vec::new();
     let Ok(listing) = std::fs::read_dir(dir) else {
         return Ok(said);

@@ -20,18 +20,18 @@ use model::Release;
 /// that never ran, or ran in one tree only, fails the cell.
 /// 3: reports are typed figures with derived verdicts; a skipped scenario or an UNSUPPORTED
 /// series test makes the cell incomplete, a scenario declared n/a does not.
-pub const RECIPE: u32 = 3;
+pub(crate) const RECIPE: u32 = 3;
 
 /// The glibc subdirectory whose tests are compared patched vs unpatched.
 const SUITE: &str = "elf";
 
 /// Why glibc's own tests are not a step of a cell under QEMU.
-pub const NO_SUITE_UNDER_QEMU: &str =
+pub(crate) const NO_SUITE_UNDER_QEMU: &str =
     "glibc's own tests are not run under QEMU (the matrix is the check there)";
 
 /// The steps of a cell, with how long each usually takes here (2 cores), for the estimate of
 /// what is left.
-pub struct Plan {
+pub(crate) struct Plan {
     pub release: Release,
     pub target: Target,
     /// Whether each flavour's sysroot is cached already.
@@ -40,7 +40,7 @@ pub struct Plan {
 
 impl Plan {
     /// Minutes a cell is expected to take, cold parts included.
-    pub fn estimate_minutes(&self) -> f64 {
+    pub(crate) fn estimate_minutes(&self) -> f64 {
         let builds: f64 = self.cached.iter().map(|c| if *c { 0.0 } else { 7.0 }).sum();
         let suite = if self.target.is_native() {
             // The suite needs compiled trees: a cached sysroot may still need its tree built.
@@ -55,7 +55,7 @@ impl Plan {
 
 /// Runs every step of the cell. Errors of the machinery (a build that fails, a store that
 /// cannot be read) fail the step they happen in, not the whole run: the other cells go on.
-pub fn verify(run: &Run, plan: &Plan, key: String, series: String) -> CellReport {
+pub(crate) fn verify(run: &Run, plan: &Plan, key: String, series: String) -> CellReport {
     let started = Instant::now();
     let mut seconds = Seconds::default();
     let steps = run_steps(run, plan, &mut seconds);

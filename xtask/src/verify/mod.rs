@@ -8,11 +8,11 @@
 //! run goes on where it stopped and an unchanged cell is reported with the date it was
 //! verified.
 
-mod cell;
-pub mod outcome;
-pub mod render;
-pub mod support;
-mod testsuite;
+pub(crate) mod cell;
+pub(crate) mod outcome;
+pub(crate) mod render;
+pub(crate) mod support;
+pub(crate) mod testsuite;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -22,7 +22,7 @@ use clap::Subcommand;
 use model::{Cell, Flavour, Target};
 
 use cell::Plan;
-pub use outcome::{CellReport, CellState};
+pub(crate) use outcome::{CellReport, CellState};
 use outcome::{CellRun, Seconds, Step, Steps};
 use support::{Provenance, SupportDoc, WrittenBy};
 
@@ -35,7 +35,7 @@ use model::Release;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct Args {
+pub(crate) struct Args {
     #[command(subcommand)]
     pub other: Option<Other>,
     #[command(flatten)]
@@ -61,7 +61,7 @@ pub struct Args {
 }
 
 #[derive(Subcommand)]
-pub enum Other {
+pub(crate) enum Other {
     /// Merge support records written by `verify --json` (one job per cell on a CI engine)
     /// into one: the support table, or with --write-support docs/support.json and .md.
     Merge {
@@ -85,7 +85,7 @@ pub enum Other {
 }
 
 /// What every cell of one run shares.
-pub struct Run {
+pub(crate) struct Run {
     pub workspace: Workspace,
     pub builder: Builder,
     /// When this run started (UTC), and the project commit it runs from.
@@ -95,7 +95,7 @@ pub struct Run {
 }
 
 impl Args {
-    pub fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env) -> Result<()> {
         let root = paths::project_root();
         match self.other {
             Some(Other::Merge {
@@ -222,7 +222,7 @@ fn judge(reports: &[CellReport]) -> Result<()> {
 /// update-release` runs before it writes a series into `patches/`. The cache keys are the
 /// series' content, not where it lives, so a later `cargo xtask verify` of the same series
 /// is a cache hit.
-pub fn verify_release(
+pub(crate) fn verify_release(
     env: &Env,
     patches_dir: &Path,
     release: Release,
@@ -471,7 +471,7 @@ fn check_support(env: &Env, root: &Path) -> Result<()> {
 }
 
 /// Which cell and step is running, and an estimate of what is left.
-pub struct Progress {
+pub(crate) struct Progress {
     cells: usize,
     started: Instant,
     state: std::cell::RefCell<ProgressState>,

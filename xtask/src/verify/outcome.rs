@@ -16,7 +16,7 @@ use model::Release;
 /// A step's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Pass,
     Fail,
     /// Nothing failed, but something that applies to the cell could not be looked at here (a
@@ -30,7 +30,7 @@ pub enum Verdict {
 
 /// Where a cell stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CellState {
+pub(crate) enum CellState {
     /// Every step that applies ran and passed.
     Verified,
     /// A step failed (or could not run because an earlier one failed).
@@ -44,7 +44,7 @@ pub enum CellState {
 /// One step of a cell: its figures, or why it has none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Step<T> {
+pub(crate) enum Step<T> {
     Done(T),
     /// The machinery failed (a build, the store, a harness that could not start): a failure.
     Error(String),
@@ -55,7 +55,7 @@ pub enum Step<T> {
 }
 
 /// The figures of a kind of step, which decide its verdict.
-pub trait Figures {
+pub(crate) trait Figures {
     fn verdict(&self) -> Verdict;
 
     /// What could not be looked at, when the verdict is [`Verdict::Incomplete`].
@@ -66,7 +66,7 @@ pub trait Figures {
 
 impl<T: Figures> Step<T> {
     /// The one place a step's verdict comes from: its figures, or how it ended without any.
-    pub fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> Verdict {
         match self {
             Step::Done(figures) => figures.verdict(),
             Step::Error(_) => Verdict::Fail,
@@ -82,7 +82,7 @@ impl<T: Figures> Step<T> {
         }
     }
 
-    pub fn figures(&self) -> Option<&T> {
+    pub(crate) fn figures(&self) -> Option<&T> {
         match self {
             Step::Done(figures) => Some(figures),
             _ => None,
@@ -92,7 +92,7 @@ impl<T: Figures> Step<T> {
 
 /// `rebase-glibc --check`: the series applies exactly to its release.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Applies {
+pub(crate) struct Applies {
     pub patches: usize,
     /// The release the series is for (read back from a `glibc-X.Y` tag too, as records
     /// before it was a release wrote it).
@@ -113,14 +113,14 @@ impl Figures for Applies {
 
 /// Both sysroots exist (a failed build is the step's [`Step::Error`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Build {
+pub(crate) struct Build {
     pub patched: Origin,
     pub unpatched: Origin,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Origin {
+pub(crate) enum Origin {
     Built,
     Cached,
 }
@@ -133,7 +133,7 @@ impl Figures for Build {
 
 /// The resolution matrix against one loader, counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Matrix {
+pub(crate) struct Matrix {
     pub total: usize,
     pub pass: usize,
     pub fails_without_patch: usize,
@@ -147,13 +147,13 @@ pub struct Matrix {
 
 /// A scenario that did not run, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Unrun {
+pub(crate) struct Unrun {
     pub id: String,
     pub reason: String,
 }
 
 impl Matrix {
-    pub fn of(report: &MatrixReport) -> Matrix {
+    pub(crate) fn of(report: &MatrixReport) -> Matrix {
         let mut matrix = Matrix {
             total: report.scenarios.len(),
             ..Matrix::default()
@@ -221,7 +221,7 @@ impl Figures for Matrix {
 /// Row 23 of the contract: the matrix against the unpatched loader, and which scenarios
 /// differ from the patched expectation there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sensitivity {
+pub(crate) struct Sensitivity {
     pub matrix: Matrix,
     pub differing: BTreeSet<String>,
     pub needing_the_patch: BTreeSet<String>,
@@ -229,7 +229,7 @@ pub struct Sensitivity {
 
 impl Sensitivity {
     /// `None` for a report without row 23 (a filtered or patched run).
-    pub fn of(report: &MatrixReport) -> Option<Sensitivity> {
+    pub(crate) fn of(report: &MatrixReport) -> Option<Sensitivity> {
         let row = report.sensitivity.as_ref()?;
         let ids = |set: &BTreeSet<&str>| set.iter().map(|id| id.to_string()).collect();
         Some(Sensitivity {
@@ -240,7 +240,7 @@ impl Sensitivity {
     }
 
     /// Without the patch, exactly the scenarios that need it differ (and some do).
-    pub fn holds(&self) -> bool {
+    pub(crate) fn holds(&self) -> bool {
         !self.needing_the_patch.is_empty() && self.differing == self.needing_the_patch
     }
 }
@@ -261,7 +261,7 @@ impl Figures for Sensitivity {
 
 /// The series' own tests, as glibc's test machinery ran them in the patched tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SeriesTests {
+pub(crate) struct SeriesTests {
     pub tests: Vec<Named>,
 }
 
@@ -306,7 +306,7 @@ impl Figures for Diff {
 /// The steps of a cell, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum StepName {
+pub(crate) enum StepName {
     Applies,
     Build,
     Matrix,
@@ -317,7 +317,7 @@ pub enum StepName {
 
 /// Everything a cell's run found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Steps {
+pub(crate) struct Steps {
     pub applies: Step<Applies>,
     pub build: Step<Build>,
     pub matrix: Step<Matrix>,
@@ -329,7 +329,7 @@ pub struct Steps {
 
 impl Steps {
     /// A run that has not got anywhere yet.
-    pub fn not_run() -> Steps {
+    pub(crate) fn not_run() -> Steps {
         Steps {
             applies: Step::NotRun,
             build: Step::NotRun,
@@ -340,7 +340,7 @@ impl Steps {
         }
     }
 
-    pub fn verdicts(&self) -> [(StepName, Verdict); 6] {
+    pub(crate) fn verdicts(&self) -> [(StepName, Verdict); 6] {
         [
             (StepName::Applies, self.applies.verdict()),
             (StepName::Build, self.build.verdict()),
@@ -353,7 +353,7 @@ impl Steps {
 
     /// The cell's state, from the verdicts: a failure (or a step left unrun) fails it; else a
     /// step that could not look everywhere makes it incomplete; else it is verified.
-    pub fn state(&self) -> CellState {
+    pub(crate) fn state(&self) -> CellState {
         let verdicts = self.verdicts();
         if verdicts
             .iter()
@@ -373,7 +373,7 @@ impl Steps {
 
 /// Seconds spent per kind of work (cache hits cost about nothing).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Seconds {
+pub(crate) struct Seconds {
     pub build_pair: f64,
     pub elf_suite_pair: f64,
     pub matrix: f64,
@@ -382,7 +382,7 @@ pub struct Seconds {
 
 /// One run of a cell's steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellRun {
+pub(crate) struct CellRun {
     /// When the cell was verified (UTC), and from which project commit.
     pub verified_at: String,
     pub commit: String,
@@ -393,7 +393,7 @@ pub struct CellRun {
 /// Everything known about one cell (release, target).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(into = "wire::Cell", from = "wire::Cell")]
-pub struct CellReport {
+pub(crate) struct CellReport {
     pub release: Release,
     pub target: Target,
     /// The series' content id (`Series::content_id`).
@@ -428,7 +428,7 @@ impl PartialEq for CellReport {
 }
 
 impl CellReport {
-    pub fn new(release: Release, target: Target, series: String, key: String) -> CellReport {
+    pub(crate) fn new(release: Release, target: Target, series: String, key: String) -> CellReport {
         CellReport {
             release,
             target,
@@ -441,7 +441,7 @@ impl CellReport {
     }
 
     /// The cell's state, derived from its figures.
-    pub fn state(&self) -> CellState {
+    pub(crate) fn state(&self) -> CellState {
         match &self.run {
             None => CellState::NotVerified,
             Some(run) => run.steps.state(),
@@ -450,7 +450,7 @@ impl CellReport {
 
     /// Where a report read from JSON says something of itself (its state, a step's verdict)
     /// that its figures do not give: an edited record.
-    pub fn contradictions(&self) -> Vec<String> {
+    pub(crate) fn contradictions(&self) -> Vec<String> {
         let Some(claims) = &self.claims else {
             return Vec::new();
         };
@@ -498,7 +498,7 @@ mod wire {
 
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     #[serde(rename_all = "kebab-case")]
-    pub enum State {
+    pub(super) enum State {
         Verified,
         Failed,
         Incomplete,
@@ -506,14 +506,14 @@ mod wire {
     }
 
     #[derive(Debug, Clone, PartialEq, Eq)]
-    pub struct Claims {
+    pub(super) struct Claims {
         pub state: State,
         pub missing: Vec<String>,
         pub verdicts: Option<BTreeMap<StepName, Verdict>>,
     }
 
     impl Claims {
-        pub fn of(report: &CellReport) -> Claims {
+        pub(super) fn of(report: &CellReport) -> Claims {
             let (state, missing) = match report.state() {
                 CellState::Verified => (State::Verified, Vec::new()),
                 CellState::Failed => (State::Failed, Vec::new()),
@@ -532,7 +532,7 @@ mod wire {
     }
 
     #[derive(Serialize, Deserialize)]
-    pub struct Cell {
+    pub(crate) struct Cell {
         release: Release,
         target: Target,
         series: String,

@@ -15,7 +15,7 @@ use super::testsuite::{Diff, Status};
 use crate::series::mail_date;
 
 /// `2026-11-30 14:05 UTC`.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
@@ -23,7 +23,7 @@ pub fn now() -> String {
 }
 
 /// The checkout's commit, with `+changes` when the work tree differs from it.
-pub fn project_commit(root: &Path) -> String {
+pub(crate) fn project_commit(root: &Path) -> String {
     let Ok(repo) = git2::Repository::open(root) else {
         return "unknown (not a git checkout)".into();
     };
@@ -191,7 +191,7 @@ fn verdict_cell(verdict: Verdict, summary: &str) -> String {
 }
 
 /// One line per cell: its state, where it comes from, and what failed or is missing.
-pub fn line(report: &CellReport) -> String {
+pub(crate) fn line(report: &CellReport) -> String {
     let Some(run) = &report.run else {
         return format!(
             "NOT VERIFIED glibc {} {} ({})",
@@ -264,7 +264,7 @@ fn row(report: &CellReport, short: bool) -> [String; 10] {
 }
 
 /// All cells as a plain-text table, then what failed or differs, in detail.
-pub fn table(reports: &[CellReport]) -> String {
+pub(crate) fn table(reports: &[CellReport]) -> String {
     let rows: Vec<[String; 10]> = reports
         .iter()
         .map(|r| {
@@ -315,7 +315,7 @@ fn unrun_lines(out: &mut String, what: &str, loader: &str, unrun: &[Unrun]) {
 }
 
 /// Everything a reader needs about one cell beyond its row.
-pub fn details(report: &CellReport) -> String {
+pub(crate) fn details(report: &CellReport) -> String {
     let state = report.state();
     let mut out = format!(
         "glibc {} {}: {}\n",
@@ -455,7 +455,7 @@ fn written_by(by: &WrittenBy) -> String {
 
 /// docs/support.md: how it was made, the table, the series, and each cell's details; all of
 /// it from `cells` and `provenance`, what docs/support.json holds.
-pub fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String {
+pub(crate) fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Support table\n");
     let _ = writeln!(

@@ -18,16 +18,16 @@ use crate::util::durable;
 use model::{Release, SUPPORTED};
 
 /// The page, and the record it is rendered from.
-pub const PAGE: &str = "docs/support.md";
-pub const RECORD: &str = "docs/support.json";
+pub(crate) const PAGE: &str = "docs/support.md";
+pub(crate) const RECORD: &str = "docs/support.json";
 
 /// How to write both from what this machine has proven, building and running nothing.
-pub const REGENERATE: &str =
+pub(crate) const REGENERATE: &str =
     "cargo xtask verify --release all --target all --cached-only --write-support";
 
 /// What docs/support.json holds: how it was written, and every cell's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SupportDoc {
+pub(crate) struct SupportDoc {
     pub provenance: Provenance,
     /// In table order: release by release, targets as `Target::ALL` lists them.
     pub cells: Vec<CellReport>,
@@ -35,7 +35,7 @@ pub struct SupportDoc {
 
 /// When, from which commit and by which command the record was last written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Provenance {
+pub(crate) struct Provenance {
     pub written_at: String,
     pub commit: String,
     pub by: WrittenBy,
@@ -43,7 +43,7 @@ pub struct Provenance {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "kebab-case")]
-pub enum WrittenBy {
+pub(crate) enum WrittenBy {
     /// `verify --write-support`; with `--cached-only` nothing was built or run.
     Verify { cached_only: bool },
     /// `verify merge --write-support`: cells verified elsewhere (one CI job each).
@@ -53,7 +53,7 @@ pub enum WrittenBy {
 }
 
 impl Provenance {
-    pub fn now(root: &Path, by: WrittenBy) -> Provenance {
+    pub(crate) fn now(root: &Path, by: WrittenBy) -> Provenance {
         Provenance {
             written_at: render::now(),
             commit: render::project_commit(root),
@@ -61,7 +61,7 @@ impl Provenance {
         }
     }
 
-    pub fn cached_only(&self) -> bool {
+    pub(crate) fn cached_only(&self) -> bool {
         self.by == WrittenBy::Verify { cached_only: true }
     }
 }
@@ -72,14 +72,14 @@ fn table_order(cell: &CellReport) -> Cell {
 }
 
 impl SupportDoc {
-    pub fn new(provenance: Provenance, mut cells: Vec<CellReport>) -> SupportDoc {
+    pub(crate) fn new(provenance: Provenance, mut cells: Vec<CellReport>) -> SupportDoc {
         cells.sort_by_key(table_order);
         SupportDoc { provenance, cells }
     }
 
     /// This record with `cells` in place of its cells of the same (release, target), the
     /// others kept, written by `provenance`.
-    pub fn with_cells(self, provenance: Provenance, cells: Vec<CellReport>) -> SupportDoc {
+    pub(crate) fn with_cells(self, provenance: Provenance, cells: Vec<CellReport>) -> SupportDoc {
         let mut all: Vec<CellReport> = self
             .cells
             .into_iter()
@@ -93,18 +93,18 @@ impl SupportDoc {
         SupportDoc::new(provenance, all)
     }
 
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         render::markdown(&self.provenance, &self.cells)
     }
 
-    pub fn json(&self) -> Result<String> {
+    pub(crate) fn json(&self) -> Result<String> {
         let mut text =
             serde_json::to_string_pretty(self).context("cannot serialize the support record")?;
         text.push('\n');
         Ok(text)
     }
 
-    pub fn parse(text: &str, origin: &Path) -> Result<SupportDoc> {
+    pub(crate) fn parse(text: &str, origin: &Path) -> Result<SupportDoc> {
         serde_json::from_str(text).with_context(|| {
             format!(
                 "{} is not a support record (`cargo xtask verify --json` output)",
@@ -114,7 +114,7 @@ impl SupportDoc {
     }
 
     /// docs/support.json of `root`; `None` when there is none yet.
-    pub fn read(root: &Path) -> Result<Option<SupportDoc>> {
+    pub(crate) fn read(root: &Path) -> Result<Option<SupportDoc>> {
         let path = root.join(RECORD);
         match std::fs::read_to_string(&path) {
             Ok(text) => SupportDoc::parse(&text, &path).map(Some),
@@ -127,7 +127,7 @@ impl SupportDoc {
     /// places before either is moved there, so that an interrupted write leaves the old pair,
     /// or (killed between the two renames) a page that check-support reports as not the
     /// record's rendering. Returns the two paths.
-    pub fn write(&self, root: &Path) -> Result<[PathBuf; 2]> {
+    pub(crate) fn write(&self, root: &Path) -> Result<[PathBuf; 2]> {
         let paths = [root.join(RECORD), root.join(PAGE)];
         let texts = [self.json()?, self.markdown()];
         let mut staged = Vec::new();
@@ -155,13 +155,13 @@ impl SupportDoc {
 
 /// What this machine's verify cache says of a cell: its current verified report, none, or
 /// why that could not be told.
-pub type Local<'a> = &'a dyn Fn(Release, Target) -> Result<Option<CellReport>>;
+pub(crate) type Local<'a> = &'a dyn Fn(Release, Target) -> Result<Option<CellReport>>;
 
 /// Fails naming every cell of docs/support.json (under `root`) that is missing, failed,
 /// incomplete, contradicts its own figures, was produced from another series than
 /// `patches`' now, or differs from this machine's current verified report of it; and when
 /// docs/support.md is not the record rendered.
-pub fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
+pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
     // The series first: what the page must describe, whatever state the page is in.
     let mut series = Vec::new();
     for release in SUPPORTED {

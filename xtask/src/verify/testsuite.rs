@@ -23,7 +23,7 @@ use crate::sysroot::BuiltTree;
 /// A test's verdict, in glibc's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Status {
+pub(crate) enum Status {
     Pass,
     Fail,
     Unsupported,
@@ -51,7 +51,7 @@ impl Status {
     /// What fails glibc's own `make check`: FAIL and ERROR (and a test that never ran). An
     /// XPASS (a test the configuration marks as expected to fail, passing) is listed but
     /// fails nothing.
-    pub fn is_failure(self) -> bool {
+    pub(crate) fn is_failure(self) -> bool {
         matches!(self, Status::Fail | Status::Error | Status::Unresolved)
     }
 }
@@ -73,7 +73,7 @@ impl std::fmt::Display for Status {
 
 /// One test's result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TestResult {
+pub(crate) struct TestResult {
     pub status: Status,
     /// For anything but PASS: the last line the test printed, which says why.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -87,13 +87,13 @@ pub struct TestResult {
 const RESULTS_FORMAT: &str = "v4";
 
 /// Results by test name (`elf/tst-foo`).
-pub type Results = BTreeMap<String, TestResult>;
+pub(crate) type Results = BTreeMap<String, TestResult>;
 
 /// The results of `subdir`'s tests for the build with cache key `build_key`: from
 /// `<cache>/verify/suites/` when that build's were recorded, else from `run`, recorded then.
 /// The same build gives the same results (the build key covers every input), so the
 /// unpatched half of a cell's comparison is not run again when only the series changed.
-pub fn results_for(
+pub(crate) fn results_for(
     build_key: &str,
     subdir: &str,
     run: impl FnOnce() -> Result<Results>,
@@ -118,7 +118,7 @@ pub fn results_for(
 /// runs (make would not rerun a test whose output is up to date, and a stale result must
 /// never be read as this run's), and reads what the run says it ran: the top-level
 /// `tests.sum`, which covers SUBDIR's tests and the top-level ones.
-pub fn run_check(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<Results> {
+pub(crate) fn run_check(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<Results> {
     let build = tree.work.build();
     remove_results(&build.join(subdir))?;
     remove_results(&build)?;
@@ -215,7 +215,7 @@ fn remove_results(dir: &Path) -> Result<()> {
 /// test's `.out`. A missing `tests.sum` means the run stopped before its end; a subdirectory
 /// whose results are missing (`ERROR: test results for elf directory missing`) is a result
 /// named after the subdirectory.
-pub fn read_summary(build: &Path) -> Result<Results> {
+pub(crate) fn read_summary(build: &Path) -> Result<Results> {
     let path = build.join("tests.sum");
     let text = fs::read_to_string(&path).with_context(|| {
         format!(
@@ -269,7 +269,7 @@ fn last_words(out: &Path) -> String {
 
 /// What differs between the unpatched and the patched tree's results.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Diff {
+pub(crate) struct Diff {
     pub patched: Counts,
     pub unpatched: Counts,
     /// PASS (or UNSUPPORTED) without the patch, a failure with it: these fail the cell.
@@ -298,7 +298,7 @@ pub struct Diff {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Counts {
+pub(crate) struct Counts {
     pub total: usize,
     pub pass: usize,
     pub fail: usize,
@@ -307,7 +307,7 @@ pub struct Counts {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Change {
+pub(crate) struct Change {
     pub test: String,
     pub unpatched: Status,
     pub patched: Status,
@@ -316,7 +316,7 @@ pub struct Change {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Named {
+pub(crate) struct Named {
     pub test: String,
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -344,7 +344,7 @@ impl Counts {
 impl Diff {
     /// Compares the two runs; `series_tests` names the tests the series adds, the only ones
     /// that may run in the patched tree alone.
-    pub fn between(unpatched: &Results, patched: &Results, series_tests: &[String]) -> Diff {
+    pub(crate) fn between(unpatched: &Results, patched: &Results, series_tests: &[String]) -> Diff {
         let named = |test: &str, r: &TestResult| Named {
             test: test.to_string(),
             status: r.status,
@@ -407,7 +407,7 @@ impl Diff {
     }
 
     /// The patch broke nothing glibc's tests see, and both trees ran the same tests.
-    pub fn passes(&self) -> bool {
+    pub(crate) fn passes(&self) -> bool {
         self.regressions.is_empty()
             && self.only_patched.is_empty()
             && self.only_unpatched.is_empty()
@@ -415,7 +415,7 @@ impl Diff {
     }
 
     /// What fails the comparison, counted: the cell's summary.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut parts = vec![format!("{} regressions", self.regressions.len())];
         for (count, what) in [
             (self.never_ran.len(), "never ran"),
@@ -437,7 +437,7 @@ impl Diff {
     }
 
     /// Tests both trees ran.
-    pub fn compared(&self) -> usize {
+    pub(crate) fn compared(&self) -> usize {
         self.patched.total - self.only_patched.len() - self.series_own.len()
     }
 }

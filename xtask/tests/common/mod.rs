@@ -2,7 +2,7 @@
 //! stores in temp dirs (never the user's cache).
 #![allow(dead_code)]
 
-pub mod project;
+pub(crate) mod project;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -20,20 +20,20 @@ use xtask::store::SourceStore;
 /// A supported release played by a synthetic tree: the tree its import must produce instead
 /// of the pinned one (tests cannot use the real pins).
 #[derive(Debug, Clone, Copy)]
-pub struct Synthetic {
+pub(crate) struct Synthetic {
     pub release: Release,
     pub tree: Oid,
 }
 
 impl Synthetic {
     /// Imports it into `store` from `source`, verified against its own tree.
-    pub fn import(self, store: &SourceStore, source: &Source) -> anyhow::Result<Oid> {
+    pub(crate) fn import(self, store: &SourceStore, source: &Source) -> anyhow::Result<Oid> {
         store.import_expecting(self.release, self.tree, source)
     }
 }
 
 /// The release `version`, played by the tree of `dir`.
-pub fn release_of(version: &str, dir: &Path) -> Synthetic {
+pub(crate) fn release_of(version: &str, dir: &Path) -> Synthetic {
     Synthetic {
         release: Release::parse(version).unwrap(),
         tree: Snapshot::of_dir(dir, &["manual"]).unwrap().root,
@@ -41,7 +41,7 @@ pub fn release_of(version: &str, dir: &Path) -> Synthetic {
 }
 
 /// The summary of a rebase that went through; a stop fails the test with its report.
-pub fn written(outcome: Outcome) -> String {
+pub(crate) fn written(outcome: Outcome) -> String {
     match outcome {
         Outcome::Written(written) => written.render(),
         Outcome::Stopped(stop) => panic!("unexpected stop:\n{}", stop.render()),
@@ -49,7 +49,7 @@ pub fn written(outcome: Outcome) -> String {
 }
 
 /// The report of a rebase that stopped at a conflict.
-pub fn conflict(outcome: Outcome) -> String {
+pub(crate) fn conflict(outcome: Outcome) -> String {
     match outcome {
         Outcome::Stopped(stop) if stop.is_conflict() => stop.render(),
         other => panic!("expected a conflict, got:\n{}", other.render()),
@@ -57,7 +57,7 @@ pub fn conflict(outcome: Outcome) -> String {
 }
 
 /// The report of a rebase that stopped at a failed check.
-pub fn check_failed(outcome: Outcome) -> String {
+pub(crate) fn check_failed(outcome: Outcome) -> String {
     match outcome {
         Outcome::Stopped(stop) if !stop.is_conflict() => stop.render(),
         other => panic!("expected a failed check, got:\n{}", other.render()),
@@ -65,7 +65,7 @@ pub fn check_failed(outcome: Outcome) -> String {
 }
 
 /// Writes `files` below `root/glibc-<version>/` and returns that directory.
-pub fn source_dir(root: &Path, version: &str, files: &[(&str, &str)]) -> PathBuf {
+pub(crate) fn source_dir(root: &Path, version: &str, files: &[(&str, &str)]) -> PathBuf {
     let top = root.join(format!("glibc-{version}"));
     for (path, text) in files {
         let path = top.join(path);
@@ -75,12 +75,12 @@ pub fn source_dir(root: &Path, version: &str, files: &[(&str, &str)]) -> PathBuf
     top
 }
 
-pub fn make_executable(path: &Path) {
+pub(crate) fn make_executable(path: &Path) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// `tar -cJf` of `top` (named `glibc-X.Y`), as Debian ships it.
-pub fn tarball(top: &Path, dest: &Path) -> PathBuf {
+pub(crate) fn tarball(top: &Path, dest: &Path) -> PathBuf {
     let status = Command::new("tar")
         .arg("-cJf")
         .arg(dest)
@@ -94,7 +94,7 @@ pub fn tarball(top: &Path, dest: &Path) -> PathBuf {
 }
 
 /// `dl-load.c` of a pretend release: `n` numbered lines around a search function.
-pub fn dl_load(version: &str, extra_top: &str) -> String {
+pub(crate) fn dl_load(version: &str, extra_top: &str) -> String {
     let mut text = format!("/* glibc {version} */\n{extra_top}");
     for i in 0..40 {
         text.push_str(&format!("static int line{i};\n"));
@@ -107,13 +107,13 @@ pub fn dl_load(version: &str, extra_top: &str) -> String {
 }
 
 /// A fresh store in a temp dir holding the given synthetic releases.
-pub struct TestStore {
+pub(crate) struct TestStore {
     pub tmp: TempDir,
     pub store: SourceStore,
 }
 
 impl TestStore {
-    pub fn new() -> TestStore {
+    pub(crate) fn new() -> TestStore {
         let tmp = TempDir::new().unwrap();
         let store = SourceStore::open(&tmp.path().join("glibc.git"))
             .unwrap()
@@ -122,7 +122,7 @@ impl TestStore {
     }
 
     /// Imports a synthetic release from a tarball of `files`.
-    pub fn add(&self, version: &'static str, files: &[(&str, &str)]) -> (Release, Oid) {
+    pub(crate) fn add(&self, version: &'static str, files: &[(&str, &str)]) -> (Release, Oid) {
         let src = self.tmp.path().join(format!("src-{version}"));
         let top = source_dir(&src, version, files);
         let synthetic = release_of(version, &top);
@@ -136,12 +136,12 @@ impl TestStore {
         (synthetic.release, commit)
     }
 
-    pub fn repo(&self) -> &Repository {
+    pub(crate) fn repo(&self) -> &Repository {
         self.store.repo()
     }
 
     /// Commits `files` (path, new text) on `parent`, as a developer would.
-    pub fn commit(
+    pub(crate) fn commit(
         &self,
         parent: Oid,
         subject_and_body: &str,
@@ -188,7 +188,7 @@ fn replace_path<'r>(
 }
 
 /// Runs a command in `dir`, panicking with its output on failure.
-pub fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
         .args(args)
         .current_dir(dir)
@@ -206,7 +206,7 @@ pub fn run(dir: &Path, program: &str, args: &[&str]) -> String {
 /// Whether a `rebase-glibc --check` report passes every series there is, and its only
 /// findings are supported releases with no series: a synthetic project has series for some
 /// releases only (every supported release is accounted for, so the others are findings).
-pub fn passes_but_for_absent_series(report: &CheckReport) -> bool {
+pub(crate) fn passes_but_for_absent_series(report: &CheckReport) -> bool {
     report.findings.iter().all(|finding| {
         matches!(
             finding.verdict,
@@ -216,7 +216,7 @@ pub fn passes_but_for_absent_series(report: &CheckReport) -> bool {
 }
 
 /// [`passes_but_for_absent_series`], read from what the binary printed.
-pub fn output_passes_but_for_absent_series(report: &str) -> bool {
+pub(crate) fn output_passes_but_for_absent_series(report: &str) -> bool {
     report
         .lines()
         .filter(|line| !line.starts_with(' '))
@@ -228,7 +228,7 @@ pub fn output_passes_but_for_absent_series(report: &str) -> bool {
 }
 
 /// The second patch of the synthetic series: `elf/rtld.c` learns to parse the variable.
-pub fn parse_patch(t: &TestStore, parent: Oid) -> Oid {
+pub(crate) fn parse_patch(t: &TestStore, parent: Oid) -> Oid {
     t.commit(
         parent,
         "elf: Parse LD_FALLBACK_PATH\n",

@@ -14,19 +14,19 @@ use xtask::series::Series;
 
 use super::{dl_load, TestStore};
 
-pub const OLD_LINE: &str = "  return default_path ();\n";
-pub const NEW_LINES: &str =
+pub(crate) const OLD_LINE: &str = "  return default_path ();\n";
+pub(crate) const NEW_LINES: &str =
     "  if (default_path () == 0)\n    return 0;\n  return fallback_path ();\n";
 /// Files nobody patches, so that a damaged work tree has something to lose.
-pub const OTHER_FILES: usize = 30;
+pub(crate) const OTHER_FILES: usize = 30;
 
-pub struct Project {
+pub(crate) struct Project {
     pub t: TestStore,
 }
 
 /// A finished run of the binary.
 #[derive(Debug)]
-pub struct Ran {
+pub(crate) struct Ran {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -41,12 +41,12 @@ impl Ran {
         }
     }
 
-    pub fn both(&self) -> String {
+    pub(crate) fn both(&self) -> String {
         format!("{}{}", self.stdout, self.stderr)
     }
 
     /// Asserts the exit status, showing the output otherwise.
-    pub fn expect(self, code: i32) -> Ran {
+    pub(crate) fn expect(self, code: i32) -> Ran {
         assert_eq!(
             self.code,
             code,
@@ -79,15 +79,15 @@ fn borrowed(files: &[(String, String)]) -> Vec<(&str, &str)> {
 }
 
 /// NEWS of a pretend release: a section per version, as glibc's.
-pub fn news(version: &str) -> String {
+pub(crate) fn news(version: &str) -> String {
     format!("Version {version}\n\nMajor new features:\n\n* Something upstream.\n\nVersion 2.40\n\n* Older.\n")
 }
 
 /// The entry patch 1 adds to NEWS.
-pub const NEWS_ENTRY: &str = "* LD_FALLBACK_PATH.\n\n";
+pub(crate) const NEWS_ENTRY: &str = "* LD_FALLBACK_PATH.\n\n";
 
 /// `news` with the entry where patch 1 puts it.
-pub fn with_entry(news: &str) -> String {
+pub(crate) fn with_entry(news: &str) -> String {
     news.replacen(
         "\n\n* Something",
         &format!("\n\n{NEWS_ENTRY}* Something"),
@@ -96,7 +96,7 @@ pub fn with_entry(news: &str) -> String {
 }
 
 impl Project {
-    pub fn new() -> Project {
+    pub(crate) fn new() -> Project {
         let t = TestStore::new();
         let (r41, base) = t.add(
             "2.41",
@@ -144,38 +144,38 @@ impl Project {
         project
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.t.tmp.path()
     }
 
-    pub fn store(&self) -> PathBuf {
+    pub(crate) fn store(&self) -> PathBuf {
         self.root().join("glibc.git")
     }
 
-    pub fn patches(&self) -> PathBuf {
+    pub(crate) fn patches(&self) -> PathBuf {
         self.root().join("patches")
     }
 
-    pub fn cache(&self) -> PathBuf {
+    pub(crate) fn cache(&self) -> PathBuf {
         self.root().join("cache")
     }
 
     /// The work tree of the rebase onto 2.42.
-    pub fn tree(&self) -> PathBuf {
+    pub(crate) fn tree(&self) -> PathBuf {
         self.cache().join("rebase/2.42/tree")
     }
 
     /// `cargo xtask <args>` on this project, with nothing inherited that could steer it.
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         command_in(self.root(), args)
     }
 
-    pub fn run(&self, args: &[&str]) -> Ran {
+    pub(crate) fn run(&self, args: &[&str]) -> Ran {
         Ran::of(self.command(args).output().unwrap())
     }
 
     /// Like [`Project::run`], on another store.
-    pub fn run_on_store(&self, store: &Path, args: &[&str]) -> Ran {
+    pub(crate) fn run_on_store(&self, store: &Path, args: &[&str]) -> Ran {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
         cmd.arg("--store").arg(store).args(args);
         isolate(&mut cmd, self.root());
@@ -184,18 +184,18 @@ impl Project {
 
     /// `rebase-glibc --check`, asserting that every series of the project passes (see
     /// [`check_in`]).
-    pub fn check(&self) -> Ran {
+    pub(crate) fn check(&self) -> Ran {
         check_in(self.root())
     }
 
     /// The resolution of the conflict of patch `at` (0-based) in the work tree.
-    pub fn resolve(&self, at: usize) {
+    pub(crate) fn resolve(&self, at: usize) {
         resolve_in(&self.tree(), at);
     }
 }
 
 /// `cargo xtask <args>` on the project rooted at `root` (a copy of a [`Project`]'s).
-pub fn command_in(root: &Path, args: &[&str]) -> Command {
+pub(crate) fn command_in(root: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
     cmd.arg("--store").arg(root.join("glibc.git")).args(args);
     isolate(&mut cmd, root);
@@ -215,7 +215,7 @@ fn isolate(cmd: &mut Command, root: &Path) {
 
 /// `rebase-glibc --check` on the project rooted at `root`, asserting that every series it has
 /// passes: the supported releases it has no series for are the only findings (exit 2).
-pub fn check_in(root: &Path) -> Ran {
+pub(crate) fn check_in(root: &Path) -> Ran {
     let ran = run_in(root, &["rebase-glibc", "--check"]);
     assert!(
         ran.code == 2 && super::output_passes_but_for_absent_series(&ran.stdout),
@@ -225,12 +225,12 @@ pub fn check_in(root: &Path) -> Ran {
     ran
 }
 
-pub fn run_in(root: &Path, args: &[&str]) -> Ran {
+pub(crate) fn run_in(root: &Path, args: &[&str]) -> Ran {
     Ran::of(command_in(root, args).output().unwrap())
 }
 
 /// Writes the resolution of patch `at`'s conflict into the work tree `tree`.
-pub fn resolve_in(tree: &Path, at: usize) {
+pub(crate) fn resolve_in(tree: &Path, at: usize) {
     match at {
         0 => std::fs::write(
             tree.join("elf/dl-load.c"),
@@ -250,7 +250,7 @@ pub fn resolve_in(tree: &Path, at: usize) {
 }
 
 /// Where the stopped rebase onto 2.42 is (`at` of its state), if one is.
-pub fn stopped_at(root: &Path) -> Option<usize> {
+pub(crate) fn stopped_at(root: &Path) -> Option<usize> {
     let text = std::fs::read_to_string(root.join("cache/rebase/2.42/state")).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("at "))
@@ -258,7 +258,7 @@ pub fn stopped_at(root: &Path) -> Option<usize> {
 }
 
 /// Every visible file below `dir` with its content, sorted: what a user sees in `patches/`.
-pub fn visible_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn visible_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files = Vec::new();
     collect(dir, dir, &mut files);
     files.sort();
@@ -285,7 +285,7 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, Vec<u8>)>) {
 }
 
 /// Hidden entries of `dir` (leftovers of killed runs live there).
-pub fn hidden_entries(dir: &Path) -> Vec<String> {
+pub(crate) fn hidden_entries(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -299,7 +299,7 @@ pub fn hidden_entries(dir: &Path) -> Vec<String> {
 
 /// `cp -a` of a project for one case, without the sources its releases were made from
 /// (`src-*`, tarballs): file creation is what copies cost.
-pub fn copy_project(src: &Path, dest: &Path) {
+pub(crate) fn copy_project(src: &Path, dest: &Path) {
     std::fs::create_dir_all(dest).unwrap();
     let mut cmd = Command::new("cp");
     cmd.arg("-a");
@@ -314,7 +314,7 @@ pub fn copy_project(src: &Path, dest: &Path) {
 }
 
 /// Packs the store's objects into one file, so that copies of it are cheap.
-pub fn pack_store(root: &Path) {
+pub(crate) fn pack_store(root: &Path) {
     let store = root.join("glibc.git");
     super::run(&store, "git", &["repack", "-a", "-d", "-q"]);
     super::run(&store, "git", &["prune-packed"]);

@@ -87,6 +87,30 @@ fn clippy_has_nothing_to_say() {
     );
 }
 
+/// `pub` means reachable from outside the crate; everything else is `pub(crate)`, so that
+/// dead code is the compiler's to find. The workspace warns `unreachable_pub` (and the clippy
+/// run above denies warnings); every crate must take the workspace's lints.
+#[test]
+fn pub_means_reachable_in_every_crate() {
+    let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
+    let lints = manifest
+        .split("[workspace.lints.rust]")
+        .nth(1)
+        .and_then(|rest| rest.split("\n[").next())
+        .unwrap_or("");
+    assert!(
+        lints.contains("unreachable_pub = \"warn\""),
+        "Cargo.toml's [workspace.lints.rust] must warn unreachable_pub"
+    );
+    for krate in ["model", "xtask", "loader-tests"] {
+        let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("[lints]\nworkspace = true\n"),
+            "{krate}/Cargo.toml does not take the workspace's lints ([lints] workspace = true)"
+        );
+    }
+}
+
 #[test]
 fn every_module_says_what_it_is() {
     let missing: Vec<String> = sources()

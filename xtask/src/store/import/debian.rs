@@ -57,7 +57,7 @@ pub fn fetch_orig(release: Release, downloads: &Path) -> Result<PathBuf> {
 }
 
 /// `glibc_X.Y.orig.tar.xz`
-pub fn orig_name(release: Release) -> String {
+pub(crate) fn orig_name(release: Release) -> String {
     format!("glibc_{}.orig.tar.xz", release.version())
 }
 

@@ -14,7 +14,7 @@ use model::Release;
 /// Fetches tag `glibc-X.Y` from `url` into a scratch repository below `scratch_parent` and
 /// verifies its tree minus `manual/` against `expected`; the caller copies it into a store
 /// with [`copy_tree`]. Returns the scratch directory (removed on drop) and repository.
-pub fn fetch_tag(
+pub(crate) fn fetch_tag(
     scratch_parent: &Path,
     release: Release,
     url: &str,
@@ -77,7 +77,7 @@ fn git(cmd: &mut Command) -> Result<()> {
 }
 
 /// Copies `tree` and everything below it from `from` into `to` (objects `to` has are skipped).
-pub fn copy_tree(from: &Repository, to: &Repository, tree: Oid) -> Result<()> {
+pub(crate) fn copy_tree(from: &Repository, to: &Repository, tree: Oid) -> Result<()> {
     let src = from.odb()?;
     let dst = to.odb()?;
     let mut ids = vec![tree];

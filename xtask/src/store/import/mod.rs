@@ -6,15 +6,15 @@
 //! imports (and any tarball that has it) drop it too, and all sources agree on one tree id.
 
 pub mod debian;
-pub mod git;
-pub mod tarball;
+pub(crate) mod git;
+pub(crate) mod tarball;
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
 /// The directory every stored tree leaves out (see the module docs).
-pub const DROPPED_TOP_LEVEL: &str = "manual";
+pub(crate) const DROPPED_TOP_LEVEL: &str = "manual";
 
 /// Where `cargo xtask glibc import` takes a release from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub enum Source {
 
 impl Source {
     /// Parses `debian`, `tarball:<path>` or `git:<url-or-path>`.
-    pub fn parse(text: &str) -> Result<Source> {
+    pub(crate) fn parse(text: &str) -> Result<Source> {
         if text == "debian" {
             return Ok(Source::Debian);
         }

@@ -23,7 +23,7 @@ use crate::util::child;
 use loader_tests::host::{self, tools};
 
 /// A tarball's tree, hashed and packed, not yet in any store.
-pub struct Imported {
+pub(crate) struct Imported {
     pub root: Oid,
     pub files: usize,
     /// Every object of the tree, once.
@@ -34,7 +34,7 @@ pub struct Imported {
 /// top-level directory (`glibc-X.Y/`), into a tree of that directory's contents minus the
 /// top-level entries named in `drop_top_level`. No store is opened: the caller checks the tree
 /// before anything is written.
-pub fn import(tarball: &Path, drop_top_level: &[&str]) -> Result<Imported> {
+pub(crate) fn import(tarball: &Path, drop_top_level: &[&str]) -> Result<Imported> {
     if !tarball.is_file() {
         bail!("tarball {} does not exist", tarball.display());
     }
