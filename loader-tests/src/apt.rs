@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 
 /// Where the machine's deb822 sources live.
-pub const SYSTEM_SOURCES: &str = "/etc/apt/sources.list.d";
+pub(crate) const SYSTEM_SOURCES: &str = "/etc/apt/sources.list.d";
 
 /// One stanza of the machine's sources: its first URI and keyring.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +24,7 @@ pub struct Mirror {
 
 impl Mirror {
     /// The security archive has suites of its own (`bookworm-security`).
-    pub fn is_security(&self) -> bool {
+    pub(crate) fn is_security(&self) -> bool {
         self.uri.contains("security")
     }
 
@@ -43,14 +43,14 @@ impl Mirror {
 
 /// The directory of deb822 `.sources` files the mirrors are read from: `$LD_FALLBACK_APT_SOURCES`
 /// when set (a test's own mirror, say one that refuses connections), else the machine's.
-pub fn sources_dir() -> PathBuf {
+pub(crate) fn sources_dir() -> PathBuf {
     crate::host::non_empty_env("LD_FALLBACK_APT_SOURCES")
         .unwrap_or_else(|| PathBuf::from(SYSTEM_SOURCES))
 }
 
 /// Every mirror of the machine's deb822 sources (see [`sources_dir`]), in file order, without
 /// repeats.
-pub fn system_mirrors() -> Result<Vec<Mirror>> {
+pub(crate) fn system_mirrors() -> Result<Vec<Mirror>> {
     let dir = sources_dir();
     let dir = dir.as_path();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -85,7 +85,7 @@ pub fn system_mirror() -> Result<Mirror> {
 }
 
 /// The mirrors of one deb822 file: each stanza's first URI and its `Signed-By`.
-pub fn mirrors_in(text: &str) -> Vec<Mirror> {
+pub(crate) fn mirrors_in(text: &str) -> Vec<Mirror> {
     let mut mirrors = Vec::new();
     for stanza in text.split("\n\n") {
         let field = |name: &str| {

@@ -24,7 +24,7 @@ pub const UNREACHABLE: &str = "Debian archive unreachable";
 
 /// Which packages, from which suites and components.
 #[derive(Debug, Clone, Copy)]
-pub struct PackageSet {
+pub(crate) struct PackageSet {
     /// The cache directory's name (`nvidia`, `jetson-host`).
     pub name: &'static str,
     pub packages: &'static [&'static str],
@@ -40,7 +40,7 @@ pub struct PackageSet {
 
 /// A set, unpacked.
 #[derive(Debug, Clone)]
-pub struct Unpacked {
+pub(crate) struct Unpacked {
     /// `dpkg-deb -x` of every package.
     pub root: PathBuf,
     /// `package version (size bytes)` of each, as fetched.
@@ -92,7 +92,7 @@ impl PackageSet {
     /// The set for Debian architecture `arch` from `<cache>/<name>/<arch>`, fetched first if
     /// it is missing or incomplete. `required` are paths relative to the unpacked root that
     /// must exist (a package that changed its layout is a failure, not a quiet gap).
-    pub fn ensure(
+    pub(crate) fn ensure(
         &self,
         cache: &Path,
         arch: &str,

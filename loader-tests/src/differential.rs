@@ -149,7 +149,10 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
 
 /// The model's settings for a command run in a root: the program (after `ld.so` and its
 /// options, if the loader is run as a command) and the variables the loader reads.
-pub fn config_for(invocation: &Invocation, loader: LoaderUnderTest) -> Result<Config, String> {
+pub(crate) fn config_for(
+    invocation: &Invocation,
+    loader: LoaderUnderTest,
+) -> Result<Config, String> {
     let mut args = invocation.argv.iter();
     let first = args.next().ok_or("an empty command")?;
     let mut via_loader = false;
@@ -238,7 +241,7 @@ fn is_static(config: &Config) -> bool {
 }
 
 /// The `dlopen`s a traced run made, in order, from their callers.
-pub fn dlopens(searches: &[Traced], program: &str) -> Vec<Dlopen> {
+pub(crate) fn dlopens(searches: &[Traced], program: &str) -> Vec<Dlopen> {
     searches
         .iter()
         .filter(|s| s.dlopen)
@@ -251,7 +254,7 @@ pub fn dlopens(searches: &[Traced], program: &str) -> Vec<Dlopen> {
 }
 
 /// The `dlopen`s of the probe's command line (`c-fixtures/probe.c`).
-pub fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
+pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
     let mut dlopens = Vec::new();
     let mut words = argv.iter().skip(1);
     let from_program = |name: &str, new_namespace| Dlopen {
@@ -314,7 +317,7 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
 }
 
 /// The model's searches as steps.
-pub fn predicted(x: &Explanation) -> Vec<Step> {
+pub(crate) fn predicted(x: &Explanation) -> Vec<Step> {
     // The loader maps an LD_AUDIT module without a `file=` request line: only its
     // dependencies show in a trace.
     x.searches()
@@ -342,7 +345,7 @@ pub fn predicted(x: &Explanation) -> Vec<Step> {
 /// The first difference between the model's steps and the trace's, or `None`. Namespaces
 /// are compared by the order they appear in (the real loader may have used numbers for
 /// namespaces the model does not have, such as an audit module's).
-pub fn compare(predicted: &[Step], observed: &[Step]) -> Option<String> {
+pub(crate) fn compare(predicted: &[Step], observed: &[Step]) -> Option<String> {
     let renumber = |steps: &[Step]| -> Vec<Step> {
         let mut seen: HashMap<usize, usize> = HashMap::new();
         steps

@@ -29,14 +29,14 @@ const SOURCES: &[&str] = &[
 
 /// A `libcuda.so.1` build and the identity it reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Marker {
+pub(crate) struct Marker {
     pub role: &'static str,
     pub version: u32,
 }
 
 /// Every `libcuda.so.1` copy the scenarios place; `compat` loads `libnvrm_*` like the Jetson
 /// cuda_compat driver, the others do not.
-pub const MARKERS: &[Marker] = &[
+pub(crate) const MARKERS: &[Marker] = &[
     Marker {
         role: "compat",
         version: 12020,
@@ -71,13 +71,6 @@ pub const MARKERS: &[Marker] = &[
     },
 ];
 
-pub fn marker(role: &str) -> Marker {
-    *MARKERS
-        .iter()
-        .find(|m| m.role == role)
-        .unwrap_or_else(|| panic!("no libcuda marker with role {role}"))
-}
-
 /// A directory of compiled fixtures for one sysroot.
 #[derive(Debug, Clone)]
 pub struct Fixtures {
@@ -86,16 +79,16 @@ pub struct Fixtures {
 
 impl Fixtures {
     /// The `libcuda.so.1` build reporting `role`.
-    pub fn libcuda(&self, role: &str) -> PathBuf {
+    pub(crate) fn libcuda(&self, role: &str) -> PathBuf {
         self.dir.join(format!("libcuda-{role}.so.1"))
     }
 
-    pub fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 
     /// Compiles the fixtures for `sysroot` into `cache/fixtures/<key>`, unless that exists.
-    pub fn ensure(sysroot: &Sysroot, layout: &Layout, cache: &Path) -> Result<Fixtures> {
+    pub(crate) fn ensure(sysroot: &Sysroot, layout: &Layout, cache: &Path) -> Result<Fixtures> {
         ensure_set(
             FixtureSet {
                 prefix: "",

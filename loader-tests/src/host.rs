@@ -34,16 +34,16 @@ pub mod tools {
     pub const GAWK: Tool = Tool::new("gawk", "gawk");
     pub const BISON: Tool = Tool::new("bison", "bison");
     pub const PYTHON3: Tool = Tool::new("python3", "python3");
-    pub const TAR: Tool = Tool::new("tar", "tar");
+    pub(crate) const TAR: Tool = Tool::new("tar", "tar");
     pub const XZ: Tool = Tool::new("xz", "xz-utils");
     pub const GIT: Tool = Tool::new("git", "git");
     pub const APT_GET: Tool = Tool::new("apt-get", "apt");
-    pub const DPKG_DEB: Tool = Tool::new("dpkg-deb", "dpkg");
+    pub(crate) const DPKG_DEB: Tool = Tool::new("dpkg-deb", "dpkg");
     pub const BWRAP: Tool = Tool::new("bwrap", "bubblewrap");
     pub const CHROOT: Tool = Tool::new("chroot", "coreutils");
     pub const QEMU_AARCH64: Tool = Tool::new("qemu-aarch64-static", "qemu-user-static");
-    pub const QUILT: Tool = Tool::new("quilt", "quilt");
-    pub const PATCH: Tool = Tool::new("patch", "patch");
+    pub(crate) const QUILT: Tool = Tool::new("quilt", "quilt");
+    pub(crate) const PATCH: Tool = Tool::new("patch", "patch");
     /// Gives fixtures and NVIDIA's libraries the RUNPATH and DT_NEEDED entries Nix gives them.
     pub const PATCHELF: Tool = Tool::new("patchelf", "patchelf");
 
@@ -79,7 +79,7 @@ pub struct PackagedDir {
 
 /// The aarch64 Linux headers glibc and the fixtures are compiled against. The cross compiler
 /// recommends, but does not depend on, the package: `--no-install-recommends` leaves it out.
-pub const AARCH64_KERNEL_HEADERS: PackagedDir = PackagedDir {
+pub(crate) const AARCH64_KERNEL_HEADERS: PackagedDir = PackagedDir {
     path: "/usr/aarch64-linux-gnu/include",
     package: "linux-libc-dev-arm64-cross",
     what: "Linux headers for aarch64",
@@ -140,7 +140,7 @@ impl Toolchain {
 }
 
 /// The QEMU user-mode emulator that runs `target`'s programs here, if the target is not native.
-pub fn emulator(target: Target) -> Option<Tool> {
+pub(crate) fn emulator(target: Target) -> Option<Tool> {
     match target {
         _ if target.is_native() => None,
         Target::Aarch64 => Some(tools::QEMU_AARCH64),
@@ -234,7 +234,7 @@ pub fn non_empty_env(name: &str) -> Option<PathBuf> {
 }
 
 /// Whether this process runs as root (needed for the setuid secure-mode scenarios).
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {

@@ -62,7 +62,7 @@ impl Layout {
     }
 
     /// The layout of a root for `target` whose glibc has these `slibdir` and `libdir`.
-    pub fn for_target(target: Target, slibdir: &str, libdir: &str) -> Layout {
+    pub(crate) fn for_target(target: Target, slibdir: &str, libdir: &str) -> Layout {
         let triplet = target.triplet();
         Layout {
             target,

@@ -2,7 +2,7 @@
 //! hermetic root and reports which file the loader picked.
 
 pub mod apt;
-pub mod debs;
+mod debs;
 pub mod differential;
 pub mod fixtures;
 pub mod host;
@@ -14,4 +14,4 @@ pub mod replay;
 pub mod report;
 pub mod root;
 pub mod search;
-pub mod trace;
+mod trace;

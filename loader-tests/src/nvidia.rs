@@ -45,7 +45,7 @@ pub struct NvidiaLibs {
 }
 
 /// Debian's name for the target's architecture.
-pub fn debian_arch(target: Target) -> &'static str {
+pub(crate) fn debian_arch(target: Target) -> &'static str {
     match target {
         Target::X86_64 => "amd64",
         Target::Aarch64 => "arm64",
@@ -66,7 +66,7 @@ pub fn ensure_once(target: Target) -> Result<&'static NvidiaLibs, &'static Unava
 }
 
 /// The libraries for `target` from `<cache>/nvidia/<arch>`, fetched first if needed.
-pub fn ensure(target: Target, cache: &Path) -> Result<NvidiaLibs, Unavailable> {
+pub(crate) fn ensure(target: Target, cache: &Path) -> Result<NvidiaLibs, Unavailable> {
     let lib = format!("usr/lib/{}", target.triplet());
     let cudart = format!("{lib}/libcudart.so.11.0");
     let libcuda = format!("{lib}/nvidia/current/libcuda.so.1");

@@ -8,7 +8,7 @@ use anyhow::{anyhow, Context, Result};
 use crate::root::Root;
 
 /// A command to run inside a root: `root.probe("needed").env("LD_FALLBACK_PATH", t).output()`.
-pub struct Run<'r> {
+pub(crate) struct Run<'r> {
     root: &'r Root,
     argv: Vec<String>,
     env: Vec<(String, String)>,
@@ -25,35 +25,35 @@ impl<'r> Run<'r> {
         }
     }
 
-    pub fn arg(mut self, arg: &str) -> Run<'r> {
+    pub(crate) fn arg(mut self, arg: &str) -> Run<'r> {
         self.argv.push(arg.to_string());
         self
     }
 
-    pub fn args(mut self, args: &[&str]) -> Run<'r> {
+    pub(crate) fn args(mut self, args: &[&str]) -> Run<'r> {
         self.argv.extend(args.iter().map(|a| a.to_string()));
         self
     }
 
-    pub fn args_owned(mut self, args: Vec<String>) -> Run<'r> {
+    pub(crate) fn args_owned(mut self, args: Vec<String>) -> Run<'r> {
         self.argv.extend(args);
         self
     }
 
-    pub fn env(mut self, name: &str, value: &str) -> Run<'r> {
+    pub(crate) fn env(mut self, name: &str, value: &str) -> Run<'r> {
         self.env.push((name.to_string(), value.to_string()));
         self
     }
 
     /// Runs as uid 65534 through `chroot --userspec` instead of bwrap, so that a setuid-root
     /// program gets AT_SECURE (bwrap sets no_new_privs, which disables setuid).
-    pub fn secure(mut self) -> Run<'r> {
+    pub(crate) fn secure(mut self) -> Run<'r> {
         self.secure = true;
         self
     }
 
     /// Runs it and remembers it as the scenario's last invocation.
-    pub fn output(self) -> Result<Output> {
+    pub(crate) fn output(self) -> Result<Output> {
         let invocation = self.invocation()?;
         self.root.record(invocation.clone());
         invocation.run(self.placements())
@@ -85,7 +85,7 @@ impl<'r> Run<'r> {
 }
 
 /// Where [`Root::setuid_qemu`](crate::root::Root::setuid_qemu) puts QEMU inside a root.
-pub const SETUID_QEMU: &str = "/qemu-setuid";
+pub(crate) const SETUID_QEMU: &str = "/qemu-setuid";
 
 /// Everything needed to run a command again (with `LD_DEBUG=libs` to explain a miss).
 #[derive(Debug, Clone)]
@@ -102,14 +102,14 @@ pub struct Invocation {
 
 impl Invocation {
     /// The same command with `name=value` added to (or replacing it in) the environment.
-    pub fn with_env(&self, name: &str, value: &str) -> Invocation {
+    pub(crate) fn with_env(&self, name: &str, value: &str) -> Invocation {
         let mut again = self.clone();
         again.env.retain(|(n, _)| n != name);
         again.env.push((name.to_string(), value.to_string()));
         again
     }
 
-    pub fn run(&self, placed: Vec<(String, String)>) -> Result<Output> {
+    pub(crate) fn run(&self, placed: Vec<(String, String)>) -> Result<Output> {
         let mut cmd = self.command();
         let out = cmd
             .output()
@@ -191,7 +191,7 @@ impl Invocation {
 
 /// What a run printed and how it ended.
 #[derive(Debug, Clone)]
-pub struct Output {
+pub(crate) struct Output {
     pub code: Option<i32>,
     pub signal: Option<i32>,
     pub stdout: String,
@@ -202,7 +202,7 @@ pub struct Output {
 
 /// One `load ...` or `fail ...` line of the probe.
 #[derive(Debug, Clone, Default)]
-pub struct Record {
+pub(crate) struct Record {
     pub kind: String,
     pub how: String,
     pub role: String,
@@ -214,7 +214,7 @@ pub struct Record {
 }
 
 impl Output {
-    pub fn status_text(&self) -> String {
+    pub(crate) fn status_text(&self) -> String {
         match (self.code, self.signal) {
             (Some(code), _) => format!("exit {code}"),
             (None, Some(sig)) => format!("signal {sig}"),
@@ -222,11 +222,11 @@ impl Output {
         }
     }
 
-    pub fn records(&self) -> Vec<Record> {
+    pub(crate) fn records(&self) -> Vec<Record> {
         self.stdout.lines().filter_map(parse_record).collect()
     }
 
-    pub fn loads(&self) -> Vec<Record> {
+    pub(crate) fn loads(&self) -> Vec<Record> {
         self.records()
             .into_iter()
             .filter(|r| r.kind == "load")
@@ -234,7 +234,7 @@ impl Output {
     }
 
     /// Which copy won: a role (`compat`, `driver`, ...), `not found`, or what went wrong.
-    pub fn winner(&self) -> String {
+    pub(crate) fn winner(&self) -> String {
         if let Some(sig) = self.signal {
             return format!("crash (signal {sig})");
         }
@@ -264,14 +264,14 @@ impl Output {
     }
 
     /// A loaded `libcuda.so.1` named by role, checked against where the root put that role.
-    pub fn name(&self, load: &Record) -> String {
+    pub(crate) fn name(&self, load: &Record) -> String {
         self.role_at(&load.path)
             .filter(|role| *role == load.role)
             .unwrap_or_else(|| format!("{} from {}", load.role, load.path))
     }
 
     /// The role of the copy the root placed at `path`, if any.
-    pub fn role_at(&self, path: &str) -> Option<String> {
+    pub(crate) fn role_at(&self, path: &str) -> Option<String> {
         let dir = lexical_dir(path)?;
         self.placed
             .iter()
@@ -280,7 +280,7 @@ impl Output {
     }
 
     /// `tegra` when a `libnvrm_*` report (`role@path`) names a library in `tegra_dir`.
-    pub fn nvrm_place(report: &str, tegra_dir: &str) -> String {
+    pub(crate) fn nvrm_place(report: &str, tegra_dir: &str) -> String {
         match report.split_once('@') {
             Some((role, path)) if Path::new(path).parent() == Some(Path::new(tegra_dir)) => {
                 role.to_string()
@@ -291,7 +291,7 @@ impl Output {
     }
 
     /// The `env LD_FALLBACK_PATH...` record: `kept` or `removed`.
-    pub fn fallback_env(&self) -> &'static str {
+    pub(crate) fn fallback_env(&self) -> &'static str {
         if self.stdout.contains("env LD_FALLBACK_PATH unset") {
             "removed"
         } else if self.stdout.contains("env LD_FALLBACK_PATH=") {
@@ -302,7 +302,7 @@ impl Output {
     }
 
     /// What `ld.so --list` says about `libcuda.so.1`: a role, or `not found`.
-    pub fn listed(&self) -> String {
+    pub(crate) fn listed(&self) -> String {
         let Some(line) = self
             .stdout
             .lines()

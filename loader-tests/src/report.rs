@@ -27,7 +27,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Verdict::Pass => "pass".into(),
             Verdict::FailsWithoutPatch => "fails as expected without the patch".into(),
@@ -37,20 +37,20 @@ impl Verdict {
         }
     }
 
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         *self == Verdict::Mismatch
     }
 
-    pub fn is_skipped(&self) -> bool {
+    pub(crate) fn is_skipped(&self) -> bool {
         matches!(self, Verdict::Skipped(_))
     }
 
-    pub fn is_not_applicable(&self) -> bool {
+    pub(crate) fn is_not_applicable(&self) -> bool {
         matches!(self, Verdict::NotApplicable(_))
     }
 
     /// Whether the scenario ran and was judged (neither skipped nor n/a).
-    pub fn ran(&self) -> bool {
+    pub(crate) fn ran(&self) -> bool {
         !self.is_skipped() && !self.is_not_applicable()
     }
 }
@@ -160,7 +160,7 @@ impl Summary {
         }
     }
 
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         format!(
             "{} scenarios: {} pass, {} fail as expected without the patch, {} skipped, {} n/a, {} mismatch",
             self.total,
@@ -173,7 +173,7 @@ impl Summary {
     }
 }
 
-pub fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> Verdict {
+pub(crate) fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> Verdict {
     let actual = match observed {
         Observed::Skipped(reason) => return Verdict::Skipped(reason.clone()),
         Observed::NotApplicable(why) => return Verdict::NotApplicable(why.to_string()),

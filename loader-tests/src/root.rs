@@ -62,7 +62,7 @@ impl Bench {
         })
     }
 
-    pub fn scratch(&self) -> &Path {
+    pub(crate) fn scratch(&self) -> &Path {
         self.scratch.path()
     }
 
@@ -94,7 +94,7 @@ impl<'b> Ctx<'b> {
     }
 
     /// A fresh root with the sysroot's runtime, the probes and the shims in it.
-    pub fn root(&self) -> Root {
+    pub(crate) fn root(&self) -> Root {
         let path = self.bench.next_root(&self.name);
         let mut root = Root {
             path,
@@ -118,7 +118,7 @@ impl<'b> Ctx<'b> {
 
 /// A scenario's filesystem. Setup steps never fail on the spot: the first error is kept and
 /// returned by the next run, so a scenario reads as a list of steps.
-pub struct Root {
+pub(crate) struct Root {
     pub path: PathBuf,
     bench_layout: Layout,
     fixtures: Fixtures,
@@ -131,7 +131,7 @@ pub struct Root {
 
 impl Root {
     /// Puts the `libcuda.so.1` marker reporting `role` into `dir`.
-    pub fn cuda(&mut self, role: &str, dir: &str) -> &mut Root {
+    pub(crate) fn cuda(&mut self, role: &str, dir: &str) -> &mut Root {
         let from = self.fixtures.libcuda(role);
         let result = self.install(&from, &format!("{dir}/libcuda.so.1"));
         self.note(result);
@@ -140,7 +140,7 @@ impl Root {
     }
 
     /// Puts the ELFCLASS32 impostor `libcuda.so.1` into `dir`.
-    pub fn cuda32(&mut self, dir: &str) -> &mut Root {
+    pub(crate) fn cuda32(&mut self, dir: &str) -> &mut Root {
         let from = self.fixtures.file("libcuda32.so.1");
         let result = self.install(&from, &format!("{dir}/libcuda.so.1"));
         self.note(result);
@@ -149,7 +149,7 @@ impl Root {
     }
 
     /// Puts `libnvrm_mem.so` and `libnvrm_gpu.so` into `dir`.
-    pub fn nvrm(&mut self, dir: &str) -> &mut Root {
+    pub(crate) fn nvrm(&mut self, dir: &str) -> &mut Root {
         for name in ["libnvrm_mem.so", "libnvrm_gpu.so"] {
             let from = self.fixtures.file(name);
             let result = self.install(&from, &format!("{dir}/{name}"));
@@ -160,7 +160,7 @@ impl Root {
 
     /// Puts the host file `from` (say, one of NVIDIA's real libraries) at `to`, and records
     /// `role` for its directory when it is a `libcuda.so.1`, so that runs name it.
-    pub fn host_file(&mut self, from: &Path, to: &str, role: Option<&str>) -> &mut Root {
+    pub(crate) fn host_file(&mut self, from: &Path, to: &str, role: Option<&str>) -> &mut Root {
         // Packages ship `libcuda.so.1` as a relative symlink: link the file it names.
         let result = fs::canonicalize(from)
             .with_context(|| format!("cannot resolve {}", from.display()))
@@ -175,7 +175,7 @@ impl Root {
 
     /// A private copy of the host file `from` at `to`, edited with `patchelf ARGS` (a RUNPATH
     /// or DT_NEEDED entry as Nix would set it); the original is not touched.
-    pub fn patched_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
+    pub(crate) fn patched_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
         let dest = self.inside(to);
         let result = (|| -> Result<()> {
             crate::host::require(&[crate::host::tools::PATCHELF])?;
@@ -214,7 +214,7 @@ impl Root {
     }
 
     /// Puts fixture `name` at `to` (an absolute path inside the root).
-    pub fn fixture(&mut self, name: &str, to: &str) -> &mut Root {
+    pub(crate) fn fixture(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
         let result = self.install(&from, to);
         self.note(result);
@@ -222,7 +222,7 @@ impl Root {
     }
 
     /// A symlink at `link` (absolute, inside the root) pointing to `target` as given.
-    pub fn symlink(&mut self, target: &str, link: &str) -> &mut Root {
+    pub(crate) fn symlink(&mut self, target: &str, link: &str) -> &mut Root {
         let dest = self.inside(link);
         let result = fs::create_dir_all(dest.parent().unwrap())
             .and_then(|()| fresh_file(&dest))
@@ -233,7 +233,7 @@ impl Root {
     }
 
     /// A file of its own at `path` (absolute, inside the root) holding `text`.
-    pub fn write(&mut self, path: &str, text: &str) -> &mut Root {
+    pub(crate) fn write(&mut self, path: &str, text: &str) -> &mut Root {
         let dest = self.inside(path);
         let result = fs::create_dir_all(dest.parent().unwrap())
             .and_then(|()| fresh_file(&dest))
@@ -243,7 +243,7 @@ impl Root {
         self
     }
 
-    pub fn mkdir(&mut self, dir: &str) -> &mut Root {
+    pub(crate) fn mkdir(&mut self, dir: &str) -> &mut Root {
         let result = fs::create_dir_all(self.inside(dir))
             .with_context(|| format!("cannot create {dir} in the root"));
         self.note(result);
@@ -252,7 +252,7 @@ impl Root {
 
     /// Writes `/etc/ld.so.conf` listing `dirs` and runs the sysroot's own `ldconfig` inside
     /// the root, so that `/etc/ld.so.cache` is in the format of the glibc under test.
-    pub fn ldconfig(&mut self, dirs: &[&str]) -> &mut Root {
+    pub(crate) fn ldconfig(&mut self, dirs: &[&str]) -> &mut Root {
         let mut conf = dirs.join("\n");
         conf.push('\n');
         let result = fs::create_dir_all(self.inside("/etc"))
@@ -285,21 +285,21 @@ impl Root {
     }
 
     /// A probe from `/opt/probe/bin`.
-    pub fn probe(&self, name: &str) -> Run<'_> {
+    pub(crate) fn probe(&self, name: &str) -> Run<'_> {
         self.command(&format!("{}/{name}", self.bench_layout.bin))
     }
 
     /// The loader itself, run as a command (`ld.so --list`, `--fallback-path`, `--help`).
-    pub fn ld_so(&self) -> Run<'_> {
+    pub(crate) fn ld_so(&self) -> Run<'_> {
         self.command(self.bench_layout.loader())
     }
 
     /// Any program inside the root.
-    pub fn command(&self, program: &str) -> Run<'_> {
+    pub(crate) fn command(&self, program: &str) -> Run<'_> {
         Run::new(self, program)
     }
 
-    pub fn layout(&self) -> &Layout {
+    pub(crate) fn layout(&self) -> &Layout {
         &self.bench_layout
     }
 
@@ -323,7 +323,7 @@ impl Root {
     /// /lib64/ld-linux-aarch64.so.1, Debian's multiarch dir): glibc installs the aarch64
     /// loader only in /lib, outside the default dirs, and an LD_AUDIT module's namespace then
     /// cannot load libc.so.6, which has the loader in DT_NEEDED.
-    pub fn loader_in_slibdir(&mut self) -> &mut Root {
+    pub(crate) fn loader_in_slibdir(&mut self) -> &mut Root {
         let loader = self.bench_layout.loader();
         let name = Path::new(loader).file_name().unwrap().to_string_lossy();
         let link = format!("{}/{name}", self.bench_layout.slibdir);
@@ -337,7 +337,7 @@ impl Root {
 
     /// The host's `/bin/bash` and the libraries it needs besides glibc's own, so that the
     /// sysroot's `ldd` script can run (native targets only).
-    pub fn host_bash(&mut self) -> &mut Root {
+    pub(crate) fn host_bash(&mut self) -> &mut Root {
         let result = self.install_host_bash();
         self.note(result);
         self
@@ -371,7 +371,7 @@ impl Root {
     }
 
     /// A setuid-root copy of the target's QEMU, for secure-mode runs under QEMU user mode.
-    pub fn setuid_qemu(&mut self) -> &mut Root {
+    pub(crate) fn setuid_qemu(&mut self) -> &mut Root {
         let Some(qemu) = self.qemu.clone() else {
             return self;
         };
@@ -385,7 +385,7 @@ impl Root {
     }
 
     /// A setuid-root copy of probe `name` at `to`, for secure-mode runs.
-    pub fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
+    pub(crate) fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
         let dest = self.inside(to);
         let result = fs::create_dir_all(dest.parent().unwrap())
@@ -398,7 +398,7 @@ impl Root {
     }
 
     /// The host path of `path` inside the root.
-    pub fn inside(&self, path: &str) -> PathBuf {
+    pub(crate) fn inside(&self, path: &str) -> PathBuf {
         self.path.join(path.trim_start_matches('/'))
     }
 

@@ -16,7 +16,7 @@ struct Step {
 
 /// Explains every `find library=` search of the trace except for libc itself; `root` is the
 /// scenario root on the host, used to tell an absent file from one the loader rejected.
-pub fn explain(trace: &str, root: &Path) -> String {
+pub(crate) fn explain(trace: &str, root: &Path) -> String {
     let mut searches: Vec<(String, Vec<Step>)> = Vec::new();
     let mut initialised: Vec<String> = Vec::new();
     let mut source = String::new();
@@ -112,7 +112,7 @@ fn render(out: &mut String, name: &str, steps: &[Step], initialised: &[String]) 
 
 /// An `LD_DEBUG=libs` trace made comparable across runs and machines: no pids, no
 /// addresses, and no `glibc-hwcaps` subdirectories (which ones exist depends on the CPU).
-pub fn normalize_trace(trace: &str) -> String {
+pub(crate) fn normalize_trace(trace: &str) -> String {
     let mut out = String::new();
     let mut dropped = false;
     for line in trace.lines().map(strip_pid) {
@@ -161,7 +161,7 @@ fn mask_addresses(line: &str) -> String {
 /// a slash, an open, with who asked and every file it tried, in order. Needs
 /// `LD_DEBUG=libs,files` (`files` says who asked).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Traced {
+pub(crate) struct Traced {
     pub namespace: usize,
     pub name: String,
     /// The requesting object (the program as `argv[0]`), when `files` was traced.
@@ -180,7 +180,7 @@ pub struct Traced {
 }
 
 /// Every search and open of a `LD_DEBUG=libs,files` trace of one process, in order.
-pub fn searches(trace: &str) -> Vec<Traced> {
+pub(crate) fn searches(trace: &str) -> Vec<Traced> {
     let mut out: Vec<Traced> = Vec::new();
     // The last `file=NAME [ns];  needed by / dynamically loaded by X [ns]` line.
     let mut asked: Option<Traced> = None;

@@ -15,8 +15,7 @@ mod row;
 mod special;
 mod table;
 
-pub use real::RealCase;
-pub use row::{Cmd, Dir, Env, List, Look, Put, Row, Value};
+pub(crate) use row::{Cmd, Env, Look, Put, Row};
 pub use table::MATRIX;
 
 /// One scenario of the matrix.
@@ -118,7 +117,7 @@ impl Scenario {
     }
 
     /// Why the scenario does not apply on `bench`, when it is declared so.
-    pub fn not_applicable_on(&self, bench: &crate::root::Bench) -> Option<&'static str> {
+    pub(crate) fn not_applicable_on(&self, bench: &crate::root::Bench) -> Option<&'static str> {
         let declared = self.not_applicable?;
         let holds = match declared.when {
             Condition::Emulated => bench.qemu.is_some(),
@@ -155,6 +154,7 @@ pub(crate) fn seen(text: impl Into<String>) -> Result<Observed> {
 
 #[cfg(test)]
 mod tests {
+    use super::row::List;
     use super::*;
     use crate::fixtures::MARKERS;
 

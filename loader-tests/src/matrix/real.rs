@@ -15,7 +15,7 @@ use crate::root::Ctx;
 
 /// What the runtime's directory and the two driver directories hold, and what is set.
 #[derive(Debug, Clone, Copy)]
-pub struct RealCase {
+pub(crate) struct RealCase {
     /// A copy of the real `libcuda.so.1` in C (the runtime's RUNPATH), besides the one in T.
     pub copy_in_compat: bool,
     /// The variable set to T.

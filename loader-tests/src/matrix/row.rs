@@ -36,7 +36,7 @@ pub enum Dir {
 }
 
 impl Dir {
-    pub fn path(self, l: &Layout) -> String {
+    pub(crate) fn path(self, l: &Layout) -> String {
         match self {
             Dir::Compat => l.compat.clone(),
             Dir::Tegra => l.tegra.clone(),
@@ -150,7 +150,7 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn run(&self, cx: &Ctx) -> Result<Observed> {
+    pub(crate) fn run(&self, cx: &Ctx) -> Result<Observed> {
         let l = cx.layout;
         let mut root = cx.root();
         for put in self.put {
@@ -226,7 +226,7 @@ fn place(root: &mut Root, put: Put, l: &Layout) {
 }
 
 impl Value {
-    pub fn render(self, l: &Layout) -> String {
+    pub(crate) fn render(self, l: &Layout) -> String {
         match self {
             Value::Text(text) => expand(text, l),
             Value::ManyMissing(count, then) => {

@@ -31,7 +31,7 @@ const SOURCES: &[&str] = &[
 /// A library of the board's driver directory: its SONAME, its source and defines, and the
 /// other libraries of the directory it needs (DT_NEEDED), in link order. docs/jetson.md
 /// ("The closure") says which of these edges are confirmed.
-pub struct BoardLib {
+pub(crate) struct BoardLib {
     pub name: &'static str,
     source: &'static str,
     defines: &'static [&'static str],
@@ -43,7 +43,7 @@ pub struct BoardLib {
 }
 
 /// The driver directory's libraries, dependencies first.
-pub const BOARD_LIBS: &[BoardLib] = &[
+pub(crate) const BOARD_LIBS: &[BoardLib] = &[
     BoardLib {
         name: "libnvsocsys.so",
         source: "jetson-l4t.c",
@@ -125,7 +125,7 @@ pub const BOARD_LIBS: &[BoardLib] = &[
 ];
 
 /// The libraries of `l4t`'s driver directory, in the order above.
-pub fn board_libs(l4t: u32) -> impl Iterator<Item = &'static BoardLib> {
+pub(crate) fn board_libs(l4t: u32) -> impl Iterator<Item = &'static BoardLib> {
     BOARD_LIBS
         .iter()
         .filter(move |lib| lib.only_in.is_none_or(|only| only == l4t))
@@ -134,7 +134,7 @@ pub fn board_libs(l4t: u32) -> impl Iterator<Item = &'static BoardLib> {
 /// What #273389 adds to cuda_compat's DT_NEEDED: the libraries of the driver directory that
 /// `libnvrm_*` and `libnvdla_runtime` need (they are not looked up through cuda_compat's
 /// RUNPATH otherwise), dependencies first.
-pub fn nvrm_dependencies(l4t: u32) -> Vec<&'static str> {
+pub(crate) fn nvrm_dependencies(l4t: u32) -> Vec<&'static str> {
     let libs: Vec<&BoardLib> = board_libs(l4t).collect();
     libs.iter()
         .map(|lib| lib.name)
@@ -172,35 +172,35 @@ impl JetsonFixtures {
     }
 
     /// A library of an L4T release's driver directory (no RUNPATH).
-    pub fn board_lib(&self, l4t: u32, name: &str) -> PathBuf {
+    pub(crate) fn board_lib(&self, l4t: u32, name: &str) -> PathBuf {
         self.dir.join(format!("r{l4t}/{name}"))
     }
 
     /// The board's `libcuda.so.1.1` (SONAME `libcuda.so.1`, DT_NEEDED `libnvrm_*`).
-    pub fn board_cuda(&self, board: Board) -> PathBuf {
+    pub(crate) fn board_cuda(&self, board: Board) -> PathBuf {
         self.dir.join(board_dir(board)).join("libcuda.so.1.1")
     }
 
     /// cuda_compat's `libcuda.so.1`.
-    pub fn compat_cuda(&self, compat: Compat, linkage: Linkage) -> PathBuf {
+    pub(crate) fn compat_cuda(&self, compat: Compat, linkage: Linkage) -> PathBuf {
         self.dir
             .join(compat_dir(compat, linkage))
             .join("libcuda.so.1")
     }
 
     /// The `libnvidia-ptxjitcompiler.so.1` shipped with the driver of `version`.
-    pub fn jit(&self, version: u32) -> PathBuf {
+    pub(crate) fn jit(&self, version: u32) -> PathBuf {
         self.dir
             .join(format!("jit-{version}/libnvidia-ptxjitcompiler.so.1"))
     }
 
     /// `libcudart.so.12` needing a driver of at least `version`.
-    pub fn cudart(&self, version: u32) -> PathBuf {
+    pub(crate) fn cudart(&self, version: u32) -> PathBuf {
         self.dir.join(format!("cudart-{version}/libcudart.so.12"))
     }
 
     /// The app, without RUNPATH (the scene gives it Nix's).
-    pub fn saxpy(&self, app: App) -> PathBuf {
+    pub(crate) fn saxpy(&self, app: App) -> PathBuf {
         self.dir.join(format!("saxpy-{}", app.name()))
     }
 }

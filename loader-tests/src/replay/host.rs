@@ -21,7 +21,7 @@ const SET: PackageSet = PackageSet {
 };
 
 /// The files the replay places, by SONAME.
-pub const FILES: [&str; 4] = [
+pub(crate) const FILES: [&str; 4] = [
     "libnss_systemd.so.2",
     "libcap.so.2",
     "libstdc++.so.6",
@@ -67,13 +67,13 @@ impl HostLibs {
     }
 
     /// The file a host keeps as `/usr/lib/<triplet>/<name>` (one of [`FILES`]).
-    pub fn file(&self, name: &str) -> PathBuf {
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.find(name)
             .unwrap_or_else(|| panic!("{name} is not one of the host libraries"))
     }
 
     /// The directories holding [`FILES`], to link fixtures against `libstdc++.so.6`.
-    pub fn dirs(&self) -> Vec<PathBuf> {
+    pub(crate) fn dirs(&self) -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> = FILES
             .iter()
             .filter_map(|name| self.find(name))

@@ -16,13 +16,13 @@
 //! which nixpkgs deletes. No root has either file ([`scene`] checks it before every run), so
 //! the two loaders search the same places in every cell (docs/jetson.md, "The loader").
 
-pub mod fixtures;
-pub mod host;
+pub(crate) mod fixtures;
+pub(crate) mod host;
 mod outcome;
 pub mod real;
 pub mod report;
 mod scene;
-pub mod summary;
+pub(crate) mod summary;
 
 use std::collections::BTreeMap;
 
@@ -31,7 +31,7 @@ use model::{Flavour, Release, Target};
 
 pub use fixtures::JetsonFixtures;
 pub use host::HostLibs;
-pub use report::{CellReport, ReplayReport, RowReport, RunReport, WayReport};
+pub use report::{CellReport, ReplayReport, RowReport, RunReport};
 pub use scene::run_name;
 
 /// A board: its L4T release (`/etc/nv_tegra_release`) and the CUDA version of its own driver.
@@ -50,7 +50,7 @@ pub struct Compat {
 }
 
 /// JetPack 5 (L4T R35, CUDA 11.4) and JetPack 6 (L4T R36, CUDA 12.6).
-pub const BOARDS: &[Board] = &[
+pub(crate) const BOARDS: &[Board] = &[
     Board {
         l4t: 35,
         driver: 11040,
@@ -61,7 +61,7 @@ pub const BOARDS: &[Board] = &[
     },
 ];
 /// cuda_compat 12.2 for JetPack 5, cuda_compat 12.8 for JetPack 6.
-pub const COMPATS: &[Compat] = &[
+pub(crate) const COMPATS: &[Compat] = &[
     Compat {
         version: 12020,
         l4t: 35,
@@ -72,7 +72,7 @@ pub const COMPATS: &[Compat] = &[
     },
 ];
 /// The CUDA runtimes the apps are built with: each needs a driver at least this new.
-pub const RUNTIMES: [u32; 2] = [12020, 12080];
+pub(crate) const RUNTIMES: [u32; 2] = [12020, 12080];
 
 /// How cuda_compat's `libcuda.so.1` gets the board's `libnvrm_*`: DT_NEEDED is what nixpkgs'
 /// autoPatchelf reports; whether NVIDIA's also dlopens them is not known, so both are run.
@@ -86,9 +86,9 @@ pub enum Linkage {
 }
 
 impl Linkage {
-    pub const ALL: [Linkage; 2] = [Linkage::Needed, Linkage::Dlopen];
+    pub(crate) const ALL: [Linkage; 2] = [Linkage::Needed, Linkage::Dlopen];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Linkage::Needed => "needed",
             Linkage::Dlopen => "dlopen",
@@ -96,7 +96,7 @@ impl Linkage {
     }
 
     /// How a cell names the runs of this linkage when the two differ.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Linkage::Needed => "DT_NEEDED",
             Linkage::Dlopen => "dlopen",
@@ -114,16 +114,16 @@ pub enum App {
 }
 
 impl App {
-    pub const ALL: [App; 2] = [App::Cxx, App::C];
+    pub(crate) const ALL: [App; 2] = [App::Cxx, App::C];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             App::Cxx => "cxx",
             App::C => "c",
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             App::Cxx => "C++ app",
             App::C => "C app",
@@ -147,9 +147,9 @@ pub enum Origin {
 
 impl Origin {
     /// The runs of the helpers table, besides the main table's (`Last`).
-    pub const VARIANTS: [Origin; 2] = [Origin::Absent, Origin::First];
+    pub(crate) const VARIANTS: [Origin; 2] = [Origin::Absent, Origin::First];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Origin::Last => "origin-last",
             Origin::First => "origin-first",
@@ -157,7 +157,7 @@ impl Origin {
         }
     }
 
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Origin::Last => "`$ORIGIN` last (nixpkgs)",
             Origin::First => "`$ORIGIN` first",
@@ -167,7 +167,7 @@ impl Origin {
 
     /// `entries` with `$ORIGIN` where this variant puts it; `nixpkgs_at` is where nixpkgs'
     /// own RUNPATH has it.
-    pub fn runpath(self, entries: &[String], nixpkgs_at: usize) -> String {
+    pub(crate) fn runpath(self, entries: &[String], nixpkgs_at: usize) -> String {
         let mut runpath: Vec<&str> = entries.iter().map(String::as_str).collect();
         match self {
             Origin::Last => runpath.insert(nixpkgs_at.min(runpath.len()), "$ORIGIN"),
@@ -192,7 +192,7 @@ pub enum Host {
 
 impl Host {
     /// The host's driver directory, in full.
-    pub fn driver_dir(self, triplet: &str) -> String {
+    pub(crate) fn driver_dir(self, triplet: &str) -> String {
         match self {
             Host::NixOs => "/run/opengl-driver/lib".to_string(),
             Host::JetPack5 => format!("/usr/lib/{triplet}/tegra"),
@@ -223,7 +223,7 @@ pub struct Column {
 
 impl Column {
     /// The heading with the host's directories for `triplet`.
-    pub fn heading(&self, triplet: &str) -> String {
+    pub(crate) fn heading(&self, triplet: &str) -> String {
         self.heading
             .replace("{dir}", &self.host.driver_dir(triplet))
             .replace("{lib}", &format!("/usr/lib/{triplet}"))
@@ -325,7 +325,7 @@ pub enum Variable {
 }
 
 impl Variable {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Variable::LibraryPath => "LD_LIBRARY_PATH",
             Variable::FallbackPath => "LD_FALLBACK_PATH",
@@ -439,7 +439,7 @@ pub const APPROACHES: &[Approach] = &[
 impl Approach {
     /// The flavours this row runs under: its own, and the unpatched loader too when it sets
     /// LD_FALLBACK_PATH (which shows what the patch changes).
-    pub fn flavours(&self) -> Vec<Flavour> {
+    pub(crate) fn flavours(&self) -> Vec<Flavour> {
         let mut flavours = vec![self.flavour];
         if self.variable == Some(Variable::FallbackPath) {
             flavours.push(Flavour::Unpatched);
@@ -449,7 +449,7 @@ impl Approach {
 
     /// The ways this row is run in `column`: the opt-out ways in the opt-out column, else
     /// one way with nothing set besides the approach's own variable.
-    pub fn ways(&self, column: &Column) -> Vec<Option<OptOut>> {
+    pub(crate) fn ways(&self, column: &Column) -> Vec<Option<OptOut>> {
         if column.opt_out {
             self.opt_out.iter().copied().map(Some).collect()
         } else {
@@ -557,7 +557,7 @@ pub fn run_one(
 }
 
 /// `12020` as `12.2`.
-pub fn cuda_version(version: u32) -> String {
+pub(crate) fn cuda_version(version: u32) -> String {
     format!("{}.{}", version / 1000, version % 1000 / 10)
 }
 

@@ -106,7 +106,7 @@ pub enum Place {
 }
 
 impl Place {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Place::Driver => "driver dir",
             Place::Copy => "the copy's dir",
@@ -136,7 +136,7 @@ pub enum Result_ {
 }
 
 impl Result_ {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Result_::Ok => "kernel ok".into(),
             Result_::NotFound => "libcuda.so.1 not found".into(),
@@ -244,7 +244,7 @@ pub enum Expected {
 }
 
 impl Expected {
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Expected::Works { libcuda, helper } => format!(
                 "kernel ok, libcuda from {}, helper from {}",

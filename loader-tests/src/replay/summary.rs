@@ -83,7 +83,7 @@ fn from_host(report: &ReplayReport, run: &RunReport) -> Vec<String> {
 }
 
 /// The bullets, one line each, ending with a newline.
-pub fn bullets(report: &ReplayReport) -> String {
+pub(crate) fn bullets(report: &ReplayReport) -> String {
     let mut out = String::new();
     per_host(report, &mut out);
     the_patch(report, &mut out);

@@ -27,7 +27,7 @@ const ISA_LEVEL_MASK: u64 = (1 << 10) - 1;
 
 /// One entry of the table a lookup searches.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub flags: i32,
     pub name: String,
     pub path: String,
@@ -37,7 +37,7 @@ pub struct Entry {
 
 /// A parsed cache: the table the loader would search (the new one when there is one).
 #[derive(Debug, Clone, Default)]
-pub struct Cache {
+pub(crate) struct Cache {
     pub entries: Vec<Entry>,
     /// Whether entries carry hwcap data (`file_entry_new`).
     pub new_format: bool,
@@ -49,7 +49,7 @@ pub struct Cache {
 
 /// What the loader needs to know to pick among entries of one name.
 #[derive(Debug, Clone)]
-pub struct Selector<'a> {
+pub(crate) struct Selector<'a> {
     /// `_DL_CACHE_DEFAULT_ID`: the only flags an entry may have.
     pub flags: i32,
     /// Active glibc-hwcaps subdirectories, most preferred first (priority = position + 1).
@@ -62,7 +62,7 @@ pub struct Selector<'a> {
 
 /// The legacy hwcap test of 2.36's `search_cache`.
 #[derive(Debug, Clone, Copy)]
-pub struct LegacyHwcaps {
+pub(crate) struct LegacyHwcaps {
     /// `dl_hwcap & hwcap_mask`.
     pub hwcap: u64,
     /// `_DL_HWCAP_PLATFORM`: the bits that name a platform.
@@ -73,7 +73,7 @@ pub struct LegacyHwcaps {
 
 /// What a lookup found, and what it passed over on the way.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Lookup {
+pub(crate) struct Lookup {
     pub path: Option<String>,
     /// Entries of the name that were not taken, with the reason.
     pub passed: Vec<(String, String)>,
@@ -82,7 +82,7 @@ pub struct Lookup {
 impl Cache {
     /// Parses a cache file; `None` when the loader would ignore it (not a cache, corrupt,
     /// other endianness), as glibc then behaves as if there were none.
-    pub fn parse(file: &[u8]) -> Option<Cache> {
+    pub(crate) fn parse(file: &[u8]) -> Option<Cache> {
         if file.len() > NEW_HEADER && file.starts_with(NEW_MAGIC) {
             let nlibs = u32_at(file, 20)? as usize;
             if (file.len() - NEW_HEADER) / NEW_ENTRY < nlibs || !endian_ok(file[28]) {
@@ -123,7 +123,7 @@ impl Cache {
     }
 
     /// `search_cache`: the path the loader takes for `name`, if any.
-    pub fn lookup(&self, name: &str, select: &Selector) -> Lookup {
+    pub(crate) fn lookup(&self, name: &str, select: &Selector) -> Lookup {
         let mut found = Lookup::default();
         // Binary search as glibc does it, then back to the first entry of the name: ldconfig
         // sorts the table by `libcmp`, descending, glibc-hwcaps entries first within a name.
@@ -301,7 +301,7 @@ fn endian_ok(flags: u8) -> bool {
 
 /// `_dl_cache_libcmp`: runs of digits compare as numbers, so `libfoo.so.10` sorts after
 /// `libfoo.so.9`.
-pub fn libcmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn libcmp(a: &str, b: &str) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let (mut i, mut j) = (0, 0);

@@ -49,17 +49,13 @@ impl Tree {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn is_host(&self) -> bool {
         self.root == Path::new("/")
     }
 
     /// `path` (absolute, or relative to `cwd`) resolved to a host path, every symlink on the
     /// way followed inside the tree; the last component need not exist.
-    pub fn resolve(&self, path: &str, cwd: &str) -> Result<PathBuf, OpenError> {
+    pub(crate) fn resolve(&self, path: &str, cwd: &str) -> Result<PathBuf, OpenError> {
         let start = if path.starts_with('/') {
             path.to_string()
         } else {
@@ -144,7 +140,7 @@ impl Tree {
     }
 
     /// Whether `path` is a directory (`stat` and `S_ISDIR`, as `open_path` asks).
-    pub fn is_dir(&self, path: &str, cwd: &str) -> bool {
+    pub(crate) fn is_dir(&self, path: &str, cwd: &str) -> bool {
         self.resolve(path, cwd)
             .ok()
             .and_then(|host| fs::metadata(host).ok())
@@ -152,7 +148,7 @@ impl Tree {
     }
 
     /// The first `limit` bytes of an opened file (what the loader reads to verify it).
-    pub fn head(&self, opened: &Opened, limit: u64) -> anyhow::Result<Vec<u8>> {
+    pub(crate) fn head(&self, opened: &Opened, limit: u64) -> anyhow::Result<Vec<u8>> {
         let mut bytes = Vec::new();
         fs::File::open(&opened.host)
             .and_then(|file| file.take(limit).read_to_end(&mut bytes))
@@ -161,12 +157,12 @@ impl Tree {
     }
 
     /// The whole of an opened file.
-    pub fn read(&self, opened: &Opened) -> anyhow::Result<Vec<u8>> {
+    pub(crate) fn read(&self, opened: &Opened) -> anyhow::Result<Vec<u8>> {
         fs::read(&opened.host).with_context(|| format!("cannot read {}", opened.host.display()))
     }
 
     /// `realpath (path)` inside the tree, as the kernel gives `/proc/self/exe`.
-    pub fn canonical(&self, path: &str, cwd: &str) -> Option<String> {
+    pub(crate) fn canonical(&self, path: &str, cwd: &str) -> Option<String> {
         let host = if self.is_host() {
             fs::canonicalize(self.resolve(path, cwd).ok()?).ok()?
         } else {
@@ -178,7 +174,7 @@ impl Tree {
     }
 
     /// The names in directory `path` of the tree (empty when it is not one).
-    pub fn list(&self, path: &str) -> Vec<String> {
+    pub(crate) fn list(&self, path: &str) -> Vec<String> {
         let Ok(host) = self.resolve(path, "/") else {
             return Vec::new();
         };

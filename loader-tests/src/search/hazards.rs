@@ -48,7 +48,7 @@ const GLIBC_LIBRARIES: &[&str] = &[
 ];
 
 /// Whether `name` is one of glibc's own libraries.
-pub fn is_glibc_library(name: &str) -> bool {
+pub(crate) fn is_glibc_library(name: &str) -> bool {
     GLIBC_LIBRARIES.contains(&name)
         || name.starts_with("ld-linux")
         || (name.starts_with("libnss_") && name.ends_with(".so.2"))

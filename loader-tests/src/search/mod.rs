@@ -19,17 +19,17 @@ use serde::Serialize;
 
 use model::Target;
 
-pub mod cache;
-pub mod elf;
+pub(crate) mod cache;
+pub(crate) mod elf;
 pub mod fs;
-pub mod hazards;
-pub mod paths;
+pub(crate) mod hazards;
+pub(crate) mod paths;
 pub mod platform;
 pub mod render;
 mod tiers;
 mod walk;
 
-pub use hazards::Hazard;
+pub(crate) use hazards::Hazard;
 pub use platform::{Cpu, LoaderFacts, Release};
 
 /// What to explain: a program in a tree, and what the user sets.
@@ -178,11 +178,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// Whether `LD_DEBUG=libs` shows a `trying file=` line for it.
-    pub fn is_traced(&self) -> bool {
+    pub(crate) fn is_traced(&self) -> bool {
         !matches!(self, Verdict::DirMissing | Verdict::CachePassed(_))
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match self {
             Verdict::Taken => "taken".into(),
             Verdict::Absent => "absent".into(),
@@ -255,7 +255,7 @@ pub struct Load {
 impl Load {
     /// Whether the loader searched (or opened) anything for it: an already-loaded name is
     /// answered without a search and leaves no trace.
-    pub fn searched(&self) -> bool {
+    pub(crate) fn searched(&self) -> bool {
         !matches!(
             self.outcome,
             Outcome::AlreadyLoaded {
@@ -295,7 +295,7 @@ pub struct Explanation {
 
 impl Explanation {
     /// The requests the loader searched for, in order (what an `LD_DEBUG=libs` trace shows).
-    pub fn searches(&self) -> impl Iterator<Item = &Load> {
+    pub(crate) fn searches(&self) -> impl Iterator<Item = &Load> {
         self.loads.iter().filter(|l| l.searched())
     }
 }

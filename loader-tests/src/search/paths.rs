@@ -10,7 +10,7 @@ use super::platform::LoaderFacts;
 
 /// What `$ORIGIN` means for the object whose entry is expanded.
 #[derive(Debug, Clone)]
-pub struct Origin {
+pub(crate) struct Origin {
     /// `l_origin`: the object's directory, or `None` where the loader cannot tell.
     pub dir: Option<String>,
     /// The main program (secure mode checks its `$ORIGIN` paths for trust).
@@ -19,7 +19,12 @@ pub struct Origin {
 
 /// Expands the dynamic string tokens of one path element (`_dl_dst_substitute`); `None`
 /// when the element must be dropped (a token without a value, or refused in secure mode).
-pub fn expand(input: &str, origin: &Origin, facts: &LoaderFacts, secure: bool) -> Option<String> {
+pub(crate) fn expand(
+    input: &str,
+    origin: &Origin,
+    facts: &LoaderFacts,
+    secure: bool,
+) -> Option<String> {
     let bytes = input.as_bytes();
     let mut out = String::new();
     let mut i = 0;
@@ -94,12 +99,12 @@ fn is_trusted(path: &str, facts: &LoaderFacts) -> bool {
 
 /// One directory of a list, as `fillin_rpath` stores it: the name ends in `/`, except for
 /// the empty name of an empty `LD_LIBRARY_PATH` entry (the current directory).
-pub type Dir = String;
+pub(crate) type Dir = String;
 
 /// Splits `list` at any of `separators` and expands each element, as `fillin_rpath` does:
 /// elements that expand to nothing are dropped, trailing slashes become one, and a directory
 /// already in the list is not added again.
-pub fn decompose(
+pub(crate) fn decompose(
     list: &str,
     separators: &[char],
     origin: &Origin,
@@ -134,7 +139,7 @@ pub fn decompose(
 
 /// What the loader remembers about a directory and subdirectory (`r_dir_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     Unknown,
     Existing,
     Missing,
@@ -143,14 +148,14 @@ pub enum Status {
 /// The loader's directory memory (`GL(dl_all_dirs)`): one record per directory name, shared
 /// by every list, with a status per subdirectory (glibc-hwcaps ..., then the directory).
 #[derive(Debug, Default)]
-pub struct DirMemory {
+pub(crate) struct DirMemory {
     records: HashMap<Dir, Vec<Status>>,
     /// How many subdirectories each directory has (the last is the directory itself).
     ncaps: usize,
 }
 
 impl DirMemory {
-    pub fn new(ncaps: usize) -> DirMemory {
+    pub(crate) fn new(ncaps: usize) -> DirMemory {
         DirMemory {
             records: HashMap::new(),
             ncaps,
@@ -158,7 +163,7 @@ impl DirMemory {
     }
 
     /// The status of `dir` + `subdirs[cap]`.
-    pub fn status(&mut self, dir: &str, cap: usize) -> Status {
+    pub(crate) fn status(&mut self, dir: &str, cap: usize) -> Status {
         self.record(dir)[cap]
     }
 
@@ -176,7 +181,7 @@ impl DirMemory {
     }
 
     /// After a failed try in `dir` + `subdir`: it is remembered as existing or missing.
-    pub fn learn(
+    pub(crate) fn learn(
         &mut self,
         tree: &Tree,
         cwd: &str,

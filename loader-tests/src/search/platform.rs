@@ -27,13 +27,13 @@ impl Release {
 
     /// 2.36 and older search the legacy hwcap subdirectories (`tls/`, `x86_64/`, ...) and
     /// take legacy hwcap entries from ld.so.cache; 2.37 removed both.
-    pub fn has_legacy_hwcaps(self) -> bool {
+    pub(crate) fn has_legacy_hwcaps(self) -> bool {
         (self.major, self.minor) < (2, 37)
     }
 
     /// 2.36's `open_path` gives up on a directory list when a path component is not a
     /// directory (ENOTDIR); later releases go on to the next directory, as for ENOENT.
-    pub fn enotdir_ends_a_list(self) -> bool {
+    pub(crate) fn enotdir_ends_a_list(self) -> bool {
         (self.major, self.minor) < (2, 37)
     }
 }
@@ -98,7 +98,7 @@ impl Cpu {
 
     /// The glibc-hwcaps subdirectories the loader of `target` searches, most preferred
     /// first (`_dl_hwcaps_subdirs` masked by `_dl_hwcaps_subdirs_active`).
-    pub fn glibc_hwcaps(&self, target: Target) -> Vec<String> {
+    pub(crate) fn glibc_hwcaps(&self, target: Target) -> Vec<String> {
         match target {
             Target::X86_64 => [
                 ("x86-64-v4", ISA_V4),
@@ -258,7 +258,7 @@ impl LoaderFacts {
     /// The facts of a loader of `release` for `target`: `binary` is the loader file (or, for
     /// a static program, the program: its libc carries the same tables), `dynamic` whether
     /// the program is dynamically linked (static programs try no subdirectories at all).
-    pub fn new(
+    pub(crate) fn new(
         path: Option<String>,
         binary: &[u8],
         release: Release,
@@ -309,7 +309,7 @@ impl LoaderFacts {
     }
 
     /// The 2.36 test for legacy hwcap entries of ld.so.cache; `None` from 2.37 on.
-    pub fn legacy_cache_hwcaps(&self) -> Option<LegacyHwcaps> {
+    pub(crate) fn legacy_cache_hwcaps(&self) -> Option<LegacyHwcaps> {
         if !self.release.has_legacy_hwcaps() {
             return None;
         }
@@ -335,7 +335,7 @@ impl LoaderFacts {
     }
 
     /// Whether `dir` (ending in `/`) is one of the default directories.
-    pub fn is_system_dir(&self, path: &str) -> bool {
+    pub(crate) fn is_system_dir(&self, path: &str) -> bool {
         self.system_dirs
             .iter()
             .any(|d| path.starts_with(d.as_str()))
@@ -377,7 +377,7 @@ fn legacy_subdirs(cpu: &Cpu) -> Vec<String> {
 
 /// `system_dirs` as `gen-trusted-dirs.awk` writes it into `elf/dl-load.c`: absolute paths,
 /// each ending in `/`, separated by NUL bytes. The first such run of two or more is taken.
-pub fn system_dirs(binary: &[u8]) -> Option<Vec<String>> {
+pub(crate) fn system_dirs(binary: &[u8]) -> Option<Vec<String>> {
     let mut start = 0;
     while start < binary.len() {
         let mut dirs = Vec::new();
