@@ -83,8 +83,9 @@ pub(crate) struct TestResult {
 /// Bumped when the recorded results of a build change meaning, so that old records are not
 /// read: v1 kept glibc's second line, `original exit status N`, in each test's name; v2 was
 /// read from the result files on disk, and so could not see the tests that never ran; v3 took
-/// whatever tests.sum there was, a first make's included.
-const RESULTS_FORMAT: &str = "v4";
+/// whatever tests.sum there was, a first make's included; v4 could run a container test in
+/// the other flavour's test root.
+const RESULTS_FORMAT: &str = "v5";
 
 /// Results by test name (`elf/tst-foo`).
 pub(crate) type Results = BTreeMap<String, TestResult>;
@@ -114,14 +115,28 @@ pub(crate) fn results_for(
     Ok(results)
 }
 
+/// The test container's root, installed once per build tree by `make check`
+/// (`testroot.pristine/install.stamp` is never made again) and copied per container test
+/// (`testroot.root`). The flavours share one build tree, so a root left by another flavour's
+/// run would run that flavour's loader in this one's container tests.
+const TEST_ROOTS: [&str; 2] = ["testroot.pristine", "testroot.root"];
+
 /// Runs `make -k check subdirs=SUBDIR` in the tree, after removing the results of earlier
 /// runs (make would not rerun a test whose output is up to date, and a stale result must
-/// never be read as this run's), and reads what the run says it ran: the top-level
-/// `tests.sum`, which covers SUBDIR's tests and the top-level ones.
+/// never be read as this run's) and the test container's root (see `TEST_ROOTS`), and reads
+/// what the run says it ran: the top-level `tests.sum`, which covers SUBDIR's tests and the
+/// top-level ones.
 pub(crate) fn run_check(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<Results> {
     let build = tree.work.build();
     remove_results(&build.join(subdir))?;
     remove_results(&build)?;
+    for root in TEST_ROOTS {
+        let path = build.join(root);
+        if path.exists() {
+            fs::remove_dir_all(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+        }
+    }
     tree.recipe
         .check(&build, subdir, jobs, &tree.log, &tree.label)?;
     let finished = read_summary(&build).and_then(|results| {
