@@ -14,12 +14,12 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use crate::rebase::records::Resolutions;
-use crate::series::Workspace;
 use crate::series::{
     first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,
 };
+use crate::series::{variant, Workspace};
 use crate::store::ReleaseNotImported;
-use model::{Release, SUPPORTED};
+use model::{Flavour, Release, SUPPORTED};
 
 /// What `--check` found: one finding per series directory (or stray entry) of `patches/` and
 /// per directory of `patches/resolutions/`, in the order the check met them.
@@ -76,6 +76,19 @@ pub enum Verdict {
     },
     /// A defect of recorded resolutions.
     RecordsDefect { why: String },
+    /// A variant (`patches/variants/<name>/<X.Y>/`) that applies on top of the release's
+    /// series.
+    VariantApplies {
+        variant: &'static str,
+        release: Release,
+    },
+    /// A variant (`patches/variants/<name>/<X.Y>/`) that no longer applies on top of the
+    /// release's series: the build of its flavour would fail.
+    VariantDefect {
+        variant: &'static str,
+        release: Release,
+        why: String,
+    },
     /// The check could not read (or write, `wrote`) what it needs: says nothing about the
     /// series or records.
     Error {
@@ -97,7 +110,10 @@ impl Verdict {
     fn needs_attention(&self) -> bool {
         !matches!(
             self,
-            Verdict::Applies { .. } | Verdict::Records { .. } | Verdict::Error { .. }
+            Verdict::Applies { .. }
+                | Verdict::Records { .. }
+                | Verdict::VariantApplies { .. }
+                | Verdict::Error { .. }
         )
     }
 }
@@ -199,6 +215,21 @@ fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
             )
         }
         Verdict::RecordsDefect { why } => writeln!(text, "FAILED  {dir}: {why}"),
+        Verdict::VariantApplies { variant, release } => writeln!(
+            text,
+            "ok      {dir}: the {variant} variant applies on top of patches/{release}"
+        ),
+        Verdict::VariantDefect {
+            variant,
+            release,
+            why,
+        } => writeln!(
+            text,
+            "FAILED  {dir}: the {variant} variant does not apply on top of patches/{release}: {why}\n        \
+             regenerate it: `git am` the series onto {tag}, then the variant with `git am -3`, and \
+             `git format-patch --signature=ld-fallback` it back (patches/variants/README.md)",
+            tag = release.tag()
+        ),
         Verdict::Error { why, about, wrote } => {
             let about = match about {
                 Subject::Series => "the series",
@@ -264,10 +295,52 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
                 wrote: true,
             },
         };
+        let applies = matches!(verdict, Verdict::Applies { .. });
         report.push(&dir, verdict);
+        if applies {
+            check_variants(ws, release, &mut report);
+        }
     }
     check_resolutions(ws, &mut report);
     Ok(report)
+}
+
+/// Each variant of the release's series (which applies) applies on top of it, so that
+/// building the variant's flavour cannot be the first to find out.
+fn check_variants(ws: &Workspace, release: Release, report: &mut CheckReport) {
+    for flavour in Flavour::VARIANTS {
+        let Some(variant) = flavour.variant() else {
+            continue;
+        };
+        let dir = variant::dir(&ws.patches_dir, variant, release);
+        if !dir.exists() {
+            continue;
+        }
+        let applied = ws.load_series(release).and_then(|mut series| {
+            variant::append(&mut series, &ws.patches_dir, variant, release)
+                .map_err(|e| crate::series::defect(format!("{e:#}")))?;
+            ws.commit_series(&series)
+        });
+        match applied {
+            Ok(_) => report.push(&dir, Verdict::VariantApplies { variant, release }),
+            Err(e) if is_defect(&e) => report.push(
+                &dir,
+                Verdict::VariantDefect {
+                    variant,
+                    release,
+                    why: format!("{e:#}"),
+                },
+            ),
+            Err(e) => report.push(
+                &dir,
+                Verdict::Error {
+                    why: format!("{e:#}"),
+                    about: Subject::Series,
+                    wrote: true,
+                },
+            ),
+        }
+    }
 }
 
 /// `patches/resolutions/<X.Y>/`: each directory a supported release, each file a recorded

@@ -14,6 +14,7 @@ pub(crate) mod mail_date;
 pub(crate) mod markers;
 pub(crate) mod scope;
 pub mod status;
+pub(crate) mod variant;
 pub(crate) mod workspace;
 
 pub use mail::PatchMail;

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 use model::Flavour;
 
-use crate::series::{Patch, Series};
+use crate::series::Series;
 use crate::store::{worktree, SourceStore};
 use model::Release;
 
@@ -118,40 +118,6 @@ pub(crate) fn series_for(
     let Some(variant) = flavour.variant() else {
         return Ok(Some(series));
     };
-    let dir = patches_dir
-        .join("variants")
-        .join(variant)
-        .join(release.version());
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .with_context(|| {
-            format!(
-                "the {variant} variant has no patches for glibc {release} ({} is not readable)",
-                dir.display()
-            )
-        })?
-        .map(|entry| {
-            entry
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .with_context(|| format!("cannot read {}", dir.display()))
-        })
-        .collect::<Result<_>>()?;
-    names.retain(|name| name.ends_with(".patch"));
-    names.sort();
-    if names.is_empty() {
-        bail!("{} holds no .patch file", dir.display());
-    }
-    series
-        .series_text
-        .push_str(&format!("# variant: {variant}\n"));
-    for name in names {
-        let path = dir.join(&name);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        series.series_text.push_str(&format!(
-            "variants/{variant}/{}/{name}\n",
-            release.version()
-        ));
-        series.patches.push(Patch { name, text });
-    }
+    crate::series::variant::append(&mut series, patches_dir, variant, release)?;
     Ok(Some(series))
 }

@@ -219,6 +219,66 @@ fn the_recorded_resolutions_take_every_release_through_unattended() {
     assert!(replayed > 0, "no recorded resolution was checked");
 }
 
+/// A variant (patches/variants/) rides on its release's series: `--check` says whether it
+/// still applies on top, so that a change of the series that breaks it (the final series of
+/// issue 22 did) fails there, not first in the build of the variant's flavour.
+#[test]
+fn rebase_check_says_whether_each_variant_applies_on_its_series() {
+    use xtask::rebase::series_check::Verdict;
+    let project = Workspace::open(&env()).unwrap();
+    let tmp = TempDir::new().unwrap();
+    let ws = Workspace {
+        store: SourceStore::open(project.store.dir()).unwrap(),
+        patches_dir: tmp.path().join("patches"),
+        rebase_dir: tmp.path().join("rebase"),
+    };
+    copy_dir(&project.patches_dir, &ws.patches_dir);
+    let variant_verdicts = |ws: &Workspace| -> Vec<Verdict> {
+        let report = rebase::check(ws).unwrap();
+        report
+            .findings
+            .into_iter()
+            .map(|f| f.verdict)
+            .filter(|v| {
+                matches!(
+                    v,
+                    Verdict::VariantApplies { .. } | Verdict::VariantDefect { .. }
+                )
+            })
+            .collect()
+    };
+    let committed = variant_verdicts(&ws);
+    assert!(!committed.is_empty(), "no variant was checked");
+    assert!(
+        committed
+            .iter()
+            .all(|v| matches!(v, Verdict::VariantApplies { .. })),
+        "{committed:?}"
+    );
+
+    // The variant as it was made against the series before issue 22: its dl-load.c blob is
+    // not the one the series leaves.
+    let dir = ws.patches_dir.join("variants/fallback-first/2.44");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at = text.find("\nindex ").expect("the variant changes a file") + "\nindex ".len();
+    let stale = format!("{}c6463f2995a0{}", &text[..at], &text[at + 12..]);
+    std::fs::write(&file, stale).unwrap();
+    let report = rebase::check(&ws).unwrap();
+    assert!(!report.ok(), "{}", report.render());
+    let rendered = report.render();
+    assert!(
+        rendered.contains("the fallback-first variant does not apply on top of patches/2.44")
+            && rendered.contains("but the patch was made against c6463f2995a0"),
+        "{rendered}"
+    );
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
