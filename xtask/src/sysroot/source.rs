@@ -59,11 +59,20 @@ impl BuildSource {
         let mut head = self.commit;
         if let Some(series) = &self.series {
             let commits = series.commit_on(repo, self.commit).with_context(|| {
-                format!(
-                    "the patch series does not apply to glibc {}; fix it with \
-                     `cargo xtask rebase-glibc --onto {}`",
-                    self.release, self.release
-                )
+                match series.series_text.contains("# variant: ") {
+                    // The series itself passed rebase-glibc --check, or its own build would
+                    // have said so: what does not apply is most likely the variant on top.
+                    true => format!(
+                        "the patch series with its variant does not apply to glibc {}; \
+                         `cargo xtask rebase-glibc --check` says which part, and how to fix it",
+                        self.release
+                    ),
+                    false => format!(
+                        "the patch series does not apply to glibc {}; fix it with \
+                         `cargo xtask rebase-glibc --onto {}`",
+                        self.release, self.release
+                    ),
+                }
             })?;
             head = commits.last().copied().unwrap_or(head);
         }
