@@ -235,7 +235,11 @@ fn stale_provenance(block: &str, release: Release, current: &[String; 2]) -> Opt
     };
     let word_after = |marker: &str| {
         let rest = &line[line.find(marker)? + marker.len()..];
-        let end = rest.find([',', ')', ' ']).unwrap_or(rest.len());
+        // An id (or `none`) ends at the first character that cannot be part of one: `,`, `)`
+        // or `;` (before the host libraries' versions), whatever follows.
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len());
         Some(&rest[..end])
     };
     let recorded = [
@@ -308,6 +312,19 @@ mod tests {
         assert_eq!(
             stale_provenance(
                 &self::block(&dirty),
+                release,
+                &ids("56c2e68776b1", "64e80d3727ed")
+            ),
+            None
+        );
+        // Since issue 23 the line also names the host's Debian libraries after a `;`.
+        let with_hosts = LINE.replace(
+            "64e80d3727ed).",
+            "64e80d3727ed; host libraries: Debian 12 libgcc-s1 12.2.0-14+deb12u1).",
+        );
+        assert_eq!(
+            stale_provenance(
+                &self::block(&with_hosts),
                 release,
                 &ids("56c2e68776b1", "64e80d3727ed")
             ),
