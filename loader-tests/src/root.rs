@@ -47,8 +47,15 @@ impl Bench {
             .with_context(|| format!("cannot create {}", scratch_parent.display()))?;
         // LD_FALLBACK_KEEP_ROOTS=1 keeps the roots for a look with bwrap after the run.
         let keep = std::env::var_os("LD_FALLBACK_KEEP_ROOTS").is_some_and(|v| v == "1");
+        sweep_scratch_of_dead_runs(&scratch_parent);
+        // The process id in the name lets a later run tell a scratch directory whose run is
+        // gone (kept ones are named apart, and left for the user).
+        let prefix = match keep {
+            true => format!("kept-{}-", std::process::id()),
+            false => format!("{SCRATCH_PREFIX}{}-", std::process::id()),
+        };
         let scratch = tempfile::Builder::new()
-            .prefix("matrix-")
+            .prefix(&prefix)
             .disable_cleanup(keep)
             .tempdir_in(&scratch_parent)
             .context("cannot create a scratch directory for scenario roots")?;
@@ -71,6 +78,40 @@ impl Bench {
             .roots
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.scratch().join(format!("{name}-{n}"))
+    }
+}
+
+const SCRATCH_PREFIX: &str = "matrix-";
+
+/// Removes the scratch directories under `parent` whose run has ended. A bench normally
+/// removes its own when dropped, but one a test binary holds for its whole life (a static)
+/// never is, and a killed run leaves its roots too: without this they pile up under
+/// `<cache>/roots/`. A directory names its process (`matrix-<pid>-...`); one from before
+/// that naming is removed once a day old. Best effort: what cannot be removed stays.
+fn sweep_scratch_of_dead_runs(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(SCRATCH_PREFIX)) else {
+            continue;
+        };
+        let ended = match rest
+            .split_once('-')
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        {
+            Some(pid) => !Path::new("/proc").join(pid.to_string()).exists(),
+            None => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() > 24 * 3600),
+        };
+        if ended {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -510,5 +551,37 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
                 .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sweep_removes_only_scratch_of_ended_runs() {
+        let parent = tempfile::tempdir().unwrap();
+        // Above any pid_max Linux allows (2^22), so no process has it.
+        let ended = format!("{SCRATCH_PREFIX}4999999-abcdef");
+        let live = format!("{SCRATCH_PREFIX}{}-abcdef", std::process::id());
+        let kept = "kept-4999999-abcdef";
+        let fresh_old_style = format!("{SCRATCH_PREFIX}Ab3xYz");
+        for name in [&ended, &live, kept, &fresh_old_style, "something-else"] {
+            fs::create_dir_all(parent.path().join(name).join("a-root")).unwrap();
+        }
+        sweep_scratch_of_dead_runs(parent.path());
+        let mut left: Vec<String> = fs::read_dir(parent.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let mut want = vec![
+            live,
+            kept.to_string(),
+            fresh_old_style,
+            "something-else".into(),
+        ];
+        want.sort();
+        assert_eq!(left, want);
     }
 }
