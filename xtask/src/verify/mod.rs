@@ -344,46 +344,10 @@ fn cell_key(series: &str, builds: &[String]) -> Result<String> {
     )
 }
 
-/// The sources that decide how a cell is judged: the harness, the fixtures, this module.
+/// The digest of the sources that decide how a cell is judged (the harness, the fixtures,
+/// this module, the resolution stage), as this binary was built from them (see build.rs).
 fn harness_digest() -> Result<String> {
-    let root = paths::project_root();
-    let mut files = Vec::new();
-    for dir in [
-        "loader-tests/src",
-        "c-fixtures",
-        "xtask/src/verify",
-        "xtask/src/resolution",
-    ] {
-        collect_files(&root.join(dir), &mut files)?;
-    }
-    files.sort();
-    let mut text = Vec::new();
-    for file in files {
-        let bytes =
-            std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
-        let rel = file.strip_prefix(&root).unwrap_or(&file);
-        text.extend_from_slice(format!("{}\0{}\0", rel.display(), bytes.len()).as_bytes());
-        text.extend_from_slice(&bytes);
-    }
-    Ok(git2::Oid::hash_object(git2::ObjectType::Blob, &text)
-        .context("cannot hash the harness sources")?
-        .to_string())
-}
-
-fn collect_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
-    let entries =
-        std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for entry in entries {
-        let path = entry
-            .with_context(|| format!("cannot read {}", dir.display()))?
-            .path();
-        if path.is_dir() {
-            collect_files(&path, files)?;
-        } else {
-            files.push(path);
-        }
-    }
-    Ok(())
+    Ok(include_str!(concat!(env!("OUT_DIR"), "/harness_digest")).to_string())
 }
 
 /// A cell whose inputs could not even be resolved: a failed report, not a failed run.
