@@ -172,8 +172,8 @@ impl PackageSet {
             .join("\n");
         if sources.is_empty() {
             return Err(Unavailable::Unreachable(format!(
-                "no Debian mirror in {}/*.sources",
-                apt::sources_dir().display()
+                "no Debian mirror in {}",
+                apt::sources_described()
             )));
         }
         let apt = PrivateApt::new(&base.join(format!("apt-{arch}")), &sources, Some(arch))

@@ -1,6 +1,6 @@
 //! Debian's `glibc_X.Y.orig.tar.xz`, fetched through apt without touching the system's apt
 //! configuration: a private apt (`loader_tests::apt`) with one `deb-src` entry. The mirror is
-//! the machine's own, read from `/etc/apt/sources.list.d/*.sources` at run time.
+//! the machine's own, read from apt's source lists at run time (`loader_tests::apt`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
