@@ -172,14 +172,7 @@ fn the_news_entry_lands_where_every_committed_series_has_it() {
 #[test]
 fn the_recorded_resolutions_take_every_release_through_unattended() {
     use xtask::rebase::records::Resolutions;
-    let project = Workspace::open(&env()).unwrap();
-    let tmp = TempDir::new().unwrap();
-    let ws = Workspace {
-        store: SourceStore::open(project.store.dir()).unwrap(),
-        patches_dir: tmp.path().join("patches"),
-        rebase_dir: tmp.path().join("rebase"),
-    };
-    copy_dir(&project.patches_dir, &ws.patches_dir);
+    let (project, ws, _tmp) = project_copy();
     let mut replayed = 0;
     for onto in project.releases_with_series() {
         let records = project.patches_dir.join("resolutions").join(onto.version());
@@ -225,14 +218,7 @@ fn the_recorded_resolutions_take_every_release_through_unattended() {
 #[test]
 fn rebase_check_says_whether_each_variant_applies_on_its_series() {
     use xtask::rebase::series_check::Verdict;
-    let project = Workspace::open(&env()).unwrap();
-    let tmp = TempDir::new().unwrap();
-    let ws = Workspace {
-        store: SourceStore::open(project.store.dir()).unwrap(),
-        patches_dir: tmp.path().join("patches"),
-        rebase_dir: tmp.path().join("rebase"),
-    };
-    copy_dir(&project.patches_dir, &ws.patches_dir);
+    let (_, ws, _tmp) = project_copy();
     let variant_verdicts = |ws: &Workspace| -> Vec<Verdict> {
         let report = rebase::check(ws).unwrap();
         report
@@ -277,6 +263,20 @@ fn rebase_check_says_whether_each_variant_applies_on_its_series() {
             && rendered.contains("but the patch was made against c6463f2995a0"),
         "{rendered}"
     );
+}
+
+/// The project's workspace, and one on the same store with a copy of its patches/ in a temp
+/// dir (kept as long as the returned TempDir), for tests that change or rewrite the series.
+fn project_copy() -> (Workspace, Workspace, TempDir) {
+    let project = Workspace::open(&env()).unwrap();
+    let tmp = TempDir::new().unwrap();
+    let ws = Workspace {
+        store: SourceStore::open(project.store.dir()).unwrap(),
+        patches_dir: tmp.path().join("patches"),
+        rebase_dir: tmp.path().join("rebase"),
+    };
+    copy_dir(&project.patches_dir, &ws.patches_dir);
+    (project, ws, tmp)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
