@@ -41,6 +41,7 @@ impl Bench {
                 crate::host::find_program(tool.program)
             }
         };
+        sandbox_works()?;
         // Next to the sysroot so that hard links work (same filesystem).
         let scratch_parent = cache.join("roots");
         fs::create_dir_all(&scratch_parent)
@@ -82,6 +83,36 @@ impl Bench {
 }
 
 const SCRATCH_PREFIX: &str = "matrix-";
+
+/// Every scenario runs in a bubblewrap sandbox: where bwrap cannot make one (no user
+/// namespaces, or `/` not a mount point, as in a plain chroot), say so once, instead of every
+/// scenario failing with bwrap's words as its outcome.
+fn sandbox_works() -> Result<()> {
+    crate::host::require(&[crate::host::tools::BWRAP])?;
+    let out = std::process::Command::new("bwrap")
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "true",
+        ])
+        .output()
+        .context("cannot run bwrap")?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(anyhow!(
+        "bubblewrap cannot make a sandbox on this machine, and every scenario runs in one: \
+         `bwrap --ro-bind / / --proc /proc --dev /dev true` {}: {} (it needs user or mount \
+         namespaces, and `/` must be a mount point: in a chroot, bind-mount the root onto itself)",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    ))
+}
 
 /// Removes the scratch directories under `parent` whose run has ended. A bench normally
 /// removes its own when dropped, but one a test binary holds for its whole life (a static)
