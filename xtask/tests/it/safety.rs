@@ -476,16 +476,7 @@ fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
     );
 
     // The same series written by hand: --check and a rebase refuse it too.
-    bad_series.write(&p.patches().join("2.41")).unwrap();
-    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
-    assert!(
-        ran.stdout.contains("FAILED") && ran.stdout.contains("deletes 12 file(s)"),
-        "{ran:?}"
-    );
-    let ran = p
-        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
-        .expect(1);
-    assert!(ran.stderr.contains("deletes 12 file(s)"), "{ran:?}");
+    check_and_rebase_refuse(&p, &bad_series, "deletes 12 file(s)");
 }
 
 /// `patches import --release 2.41 --replace` of `series`' patches, written as mails outside
@@ -848,16 +839,7 @@ fn a_series_carrying_a_marker_is_refused_everywhere() {
         "{ran:?}"
     );
 
-    bad.write(&p.patches().join("2.41")).unwrap();
-    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
-    assert!(
-        ran.stdout.contains("FAILED") && ran.stdout.contains("adds conflict markers"),
-        "{ran:?}"
-    );
-    let ran = p
-        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
-        .expect(1);
-    assert!(ran.stderr.contains("adds conflict markers"), "{ran:?}");
+    check_and_rebase_refuse(&p, &bad, "adds conflict markers");
     assert!(!p.patches().join("2.42").exists());
 }
 
@@ -964,16 +946,7 @@ fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
                 .unwrap();
         let ran = import_replacing(&p, &bad).expect(1);
         assert!(ran.stderr.contains(what), "{what}: {ran:?}");
-        bad.write(&p.patches().join("2.41")).unwrap();
-        let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
-        assert!(
-            ran.stdout.contains("FAILED") && ran.stdout.contains(what),
-            "{what}: {ran:?}"
-        );
-        let ran = p
-            .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
-            .expect(1);
-        assert!(ran.stderr.contains(what), "{what}: {ran:?}");
+        check_and_rebase_refuse(&p, &bad, what);
         series.write(&p.patches().join("2.41")).unwrap();
     }
 }
@@ -1264,4 +1237,19 @@ fn recovery_leaves_a_series_alone_while_its_writer_works() {
     let ran = p.run(&["patches", "status"]);
     assert!(ran.stderr.contains("restored"), "{ran:?}");
     assert_eq!(visible_files(&dir), before);
+}
+
+/// `series` written by hand into patches/2.41: `--check` calls it FAILED for `why`, and a
+/// rebase from it refuses it for the same reason.
+fn check_and_rebase_refuse(p: &Project, series: &xtask::series::Series, why: &str) {
+    series.write(&p.patches().join("2.41")).unwrap();
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(
+        ran.stdout.contains("FAILED") && ran.stdout.contains(why),
+        "{why}: {ran:?}"
+    );
+    let ran = p
+        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(1);
+    assert!(ran.stderr.contains(why), "{why}: {ran:?}");
 }
