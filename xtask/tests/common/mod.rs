@@ -121,6 +121,27 @@ impl TestStore {
         TestStore { tmp, store }
     }
 
+    /// A workspace on this store whose patches/ (in the temp dir) holds `commits` on `release`
+    /// as a series, and a scope file of `scope`.
+    pub(crate) fn workspace_with_series(
+        &self,
+        release: Release,
+        commits: &[Oid],
+        scope: &str,
+    ) -> xtask::series::Workspace {
+        let ws = xtask::series::Workspace {
+            store: SourceStore::open(self.store.dir()).unwrap(),
+            patches_dir: self.tmp.path().join("patches"),
+            rebase_dir: self.tmp.path().join("rebase"),
+        };
+        xtask::series::Series::from_commits(self.repo(), release, commits)
+            .unwrap()
+            .write(&ws.series_dir(release))
+            .unwrap();
+        std::fs::write(ws.patches_dir.join("scope"), scope).unwrap();
+        ws
+    }
+
     /// Imports a synthetic release from a tarball of `files`.
     pub(crate) fn add(&self, version: &'static str, files: &[(&str, &str)]) -> (Release, Oid) {
         let src = self.tmp.path().join(format!("src-{version}"));

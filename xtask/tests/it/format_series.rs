@@ -5,8 +5,7 @@
 
 use crate::common::*;
 use xtask::format::{format, Author, Request};
-use xtask::series::{Series, Workspace};
-use xtask::store::SourceStore;
+use xtask::series::Workspace;
 
 const NEWS: &str = "GNU C Library NEWS\n\nVersion 2.41\n\nMajor new features:\n\n* Something.\n";
 const ENTRY: &str = "* LD_FALLBACK_PATH is searched last.\n\n";
@@ -46,16 +45,7 @@ fn fixture(dl_change: &str) -> Fixture {
         1_764_000_000,
     );
     let c2 = parse_patch(&t, c1);
-    let ws = Workspace {
-        store: SourceStore::open(t.store.dir()).unwrap(),
-        patches_dir: t.tmp.path().join("patches"),
-        rebase_dir: t.tmp.path().join("rebase"),
-    };
-    Series::from_commits(t.repo(), release, &[c1, c2])
-        .unwrap()
-        .write(&ws.series_dir(release))
-        .unwrap();
-    std::fs::write(ws.patches_dir.join("scope"), "NEWS\nelf/**\n").unwrap();
+    let ws = t.workspace_with_series(release, &[c1, c2], "NEWS\nelf/**\n");
     Fixture { t, ws }
 }
 

@@ -11,7 +11,6 @@ use xtask::merge::news;
 use xtask::rebase::patch_checks::Checks;
 use xtask::rebase::{self, Options};
 use xtask::series::{Series, Workspace};
-use xtask::store::SourceStore;
 use xtask::sysroot::compile_check::{self, BuildCheck};
 
 const OLD_LINE: &str = "  return default_path ();\n";
@@ -100,16 +99,7 @@ fn fixture() -> Fixture {
         1_764_000_000,
     );
     let c2 = parse_patch(&t, c1);
-    let ws = Workspace {
-        store: SourceStore::open(t.store.dir()).unwrap(),
-        patches_dir: t.tmp.path().join("patches"),
-        rebase_dir: t.tmp.path().join("rebase"),
-    };
-    Series::from_commits(t.repo(), r41, &[c1, c2])
-        .unwrap()
-        .write(&ws.series_dir(r41))
-        .unwrap();
-    std::fs::write(ws.patches_dir.join("scope"), "NEWS\nelf/**\n").unwrap();
+    let ws = t.workspace_with_series(r41, &[c1, c2], "NEWS\nelf/**\n");
     Fixture { t, ws }
 }
 
@@ -427,16 +417,7 @@ fn the_build_check_stops_at_the_patch_that_no_longer_compiles() {
         1_764_000_000,
     );
     let c2 = parse_patch(&t, c1);
-    let ws = Workspace {
-        store: SourceStore::open(t.store.dir()).unwrap(),
-        patches_dir: t.tmp.path().join("patches"),
-        rebase_dir: t.tmp.path().join("rebase"),
-    };
-    Series::from_commits(t.repo(), r41, &[c1, c2])
-        .unwrap()
-        .write(&ws.series_dir(r41))
-        .unwrap();
-    std::fs::write(ws.patches_dir.join("scope"), "elf/**\n").unwrap();
+    let ws = t.workspace_with_series(r41, &[c1, c2], "elf/**\n");
     let compiled = compiled_tree(&t.tmp.path().join("compiled"), &dl42);
     let options = |ws: &Workspace| Options {
         checks: Checks {
