@@ -10,14 +10,62 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "jetson.h"
 
 #ifndef CUDA_VERSION
 #error "build with -DCUDA_VERSION=N"
 #endif
-#if !defined BOARD && !defined COMPAT
-#error "build with -DBOARD or -DCOMPAT"
+#if !defined BOARD && !defined COMPAT && !defined STUB
+#error "build with -DBOARD, -DCOMPAT or -DSTUB"
 #endif
+
+#ifdef STUB
+/* cuda_cudart's lib/stubs/libcuda.so: links, and answers CUDA_ERROR_STUB_LIBRARY.  */
+int
+cuDriverGetVersion (int *version)
+{
+  (void) version;
+  return CUDA_ERROR_STUB_LIBRARY;
+}
+
+int
+cuInit (unsigned int flags)
+{
+  (void) flags;
+  return CUDA_ERROR_STUB_LIBRARY;
+}
+
+int
+cuGetErrorString (int error, const char **text)
+{
+  (void) error;
+  *text = "stub";
+  return 0;
+}
+
+int
+cuModuleLoadData (void **module, const void *image)
+{
+  (void) module;
+  (void) image;
+  return CUDA_ERROR_STUB_LIBRARY;
+}
+
+int
+jetson_jit_version (void)
+{
+  return 0;
+}
+
+int
+jetson_load_helper (const char *soname, char *msg, size_t size)
+{
+  snprintf (msg, size, "stub %s", soname);
+  return -1;
+}
+#else
 
 static char error_text[512] = "no error";
 static int jit_version;
@@ -41,6 +89,16 @@ jetson_jit_version (void)
 {
   return jit_version;
 }
+
+#ifdef COMPAT
+/* Not NVIDIA's: tells the runtime this is cuda_compat's driver (its version may equal the
+   board's).  */
+int
+jetson_is_compat (void)
+{
+  return 1;
+}
+#endif
 
 typedef int (*open_fn) (char *, size_t);
 
@@ -84,6 +142,21 @@ cuInit (unsigned int flags)
                 "mismatch version=%d accepts=%d kernel=%d", CUDA_VERSION, ACCEPTS_L4T, kernel);
       return CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
     }
+  /* Forward compatibility only: a board driver as new as this one is refused.  */
+  int board = 0;
+  f = fopen ("/etc/jetson-replay-board", "r");
+  if (f != NULL)
+    {
+      if (fscanf (f, "driver=%d", &board) != 1)
+        board = 0;
+      fclose (f);
+    }
+  if (board >= CUDA_VERSION)
+    {
+      snprintf (error_text, sizeof error_text,
+                "not-newer version=%d board=%d", CUDA_VERSION, board);
+      return CUDA_ERROR_SYSTEM_DRIVER_MISMATCH;
+    }
 #endif
 #ifdef NVRM_DLOPEN
   static const char *const libraries[][2] = {
@@ -110,9 +183,41 @@ cuInit (unsigned int flags)
 }
 
 int
+jetson_load_helper (const char *soname, char *msg, size_t size)
+{
+  void *helper = dlopen (soname, RTLD_NOW);
+  /* No tail call: dlopen must see this library as its caller (its RUNPATH counts).  */
+  __asm__ volatile ("" ::: "memory");
+  if (helper == NULL)
+    {
+      snprintf (msg, size, "%s", dlerror ());
+      return -1;
+    }
+  int (*version) (void) = (int (*) (void)) dlsym (helper, "nvptxjit_version");
+  if (version == NULL)
+    {
+      snprintf (msg, size, "%s lacks nvptxjit_version", soname);
+      return -1;
+    }
+  return version ();
+}
+
+int
 cuModuleLoadData (void **module, const void *image)
 {
-  (void) image;
+  /* SASS for the device needs no JIT: the helper is not loaded.  */
+  if (strncmp ((const char *) image, "sass", 4) == 0)
+    {
+      jit_version = 0;
+      *module = error_text;
+      return 0;
+    }
+  const char *disabled = getenv ("CUDA_DISABLE_PTX_JIT");
+  if (disabled != NULL && strcmp (disabled, "1") == 0)
+    {
+      snprintf (error_text, sizeof error_text, "jit-disabled CUDA_DISABLE_PTX_JIT=1");
+      return CUDA_ERROR_JIT_COMPILATION_DISABLED;
+    }
   void *jit = dlopen ("libnvidia-ptxjitcompiler.so.1", RTLD_NOW);
   /* No tail call: dlopen must see this library as its caller (its RUNPATH counts).  */
   __asm__ volatile ("" ::: "memory");
@@ -131,3 +236,4 @@ cuModuleLoadData (void **module, const void *image)
   *module = jit;
   return 0;
 }
+#endif /* !STUB */

@@ -16,13 +16,20 @@
      libnvidia-ptxjitcompiler.so.1 (jetson-ptxjit.c)    the driver's PTX JIT helper, one per
                                                driver version, beside its libcuda.so.1
    cuda_compat:
-     libcuda.so.1 (compat) (jetson-libcuda.c -DCOMPAT) accepts one L4T release (else
+     libcuda.so.1 (compat) (jetson-libcuda.c -DCOMPAT) accepts one L4T release and only a board
+                                               driver older than itself (else
                                                CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 803) and needs
                                                libnvrm_gpu/mem and libnvdla_runtime by DT_NEEDED
                                                (as nixpkgs links it) or, -DNVRM_DLOPEN, by dlopen
                                                in cuInit
-   Every libcuda.so.1 dlopens libnvidia-ptxjitcompiler.so.1 by bare name when a module is
-   loaded (CUDA_ERROR_JIT_COMPILER_NOT_FOUND, 221, when none is found).
+   Every libcuda.so.1 dlopens libnvidia-ptxjitcompiler.so.1 by bare name when a PTX module is
+   loaded (CUDA_ERROR_JIT_COMPILER_NOT_FOUND, 221, when none is found; not for SASS; with
+   CUDA_DISABLE_PTX_JIT=1 it refuses, 223), and its other helpers (libnvidia-nvvm.so.4,
+   libcudadebugger.so.1) by bare name when asked.  The stub (-DSTUB, cuda_cudart's
+   lib/stubs/libcuda.so) answers CUDA_ERROR_STUB_LIBRARY (34) to everything.
+   The board's driver version reaches the compat stand-in through /etc/jetson-replay-board
+   ("driver=12060"): how the real one learns it is not known; that it refuses a driver as
+   new as itself is the 803 rule of docs/jetson.md.
      libcudart.so.12       (jetson-cudart.c)  dlopens libcuda.so.1 from inside itself, refuses a
                                                driver older than RUNTIME_VERSION, initialises
                                                it and loads a PTX module
@@ -56,8 +63,11 @@ int cuDriverGetVersion (int *version);
 int cuInit (unsigned int flags);
 int cuGetErrorString (int error, const char **text);
 int cuModuleLoadData (void **module, const void *image);
-/* Not NVIDIA's: the version of the JIT helper the last module load used.  */
+/* Not NVIDIA's: the version of the JIT helper the last module load used (0: none needed).  */
 int jetson_jit_version (void);
+/* Not NVIDIA's: dlopens the driver helper SONAME by bare name, as the driver does, and
+   returns the version of the driver it was shipped with (-1: not found, why in MSG).  */
+int jetson_load_helper (const char *soname, char *msg, size_t size);
 
 /* libcudart.so.12: 0 when CUDA is usable, else a cudaError_t and "kind detail" in MSG.  */
 int cudart_init (char *msg, size_t size);
@@ -70,5 +80,7 @@ void _ZdlPv (void *pointer);
 #define CUDA_ERROR_JIT_COMPILER_NOT_FOUND 221
 #define CUDA_ERROR_UNKNOWN 999
 #define CUDA_ERROR_INSUFFICIENT_DRIVER 35
+#define CUDA_ERROR_STUB_LIBRARY 34
+#define CUDA_ERROR_JIT_COMPILATION_DISABLED 223
 
 #endif

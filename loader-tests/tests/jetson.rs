@@ -1,5 +1,5 @@
 //! The Jetson replay (`cargo xtask jetson-replay`) as tests: its table as a snapshot, docs/
-//! jetson.md's table and summary the same as this run's, and the cells that need the patch
+//! jetson.md's tables and lead table the same as this run's, and the cells that need the patch
 //! failing without it. The replay is about aarch64 boards: it runs under QEMU with the
 //! sysroots named by `$LD_FALLBACK_SYSROOT_AARCH64`, `..._UNPATCHED` and `..._FALLBACK_FIRST`
 //! (`cargo xtask ci` sets them) and Debian's arm64 host libraries (fetched once); without the
@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_tests::host::{cache_dir, in_ci};
-use loader_tests::replay::Origin;
 use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures, ReplayReport};
+use loader_tests::replay::{Kernel, Origin};
 use loader_tests::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
@@ -21,9 +21,11 @@ const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::F
 
 /// The cells where LD_FALLBACK_PATH is what makes CUDA work: (approach, column).
 const NEED_THE_PATCH: &[(u8, &str)] = &[
+    (7, "nixos-jp6-wheel"),
     (7, "jetpack5"),
     (7, "jetpack6"),
     (7, "jetpack5-nss"),
+    (8, "nixos-jp6-wheel"),
     (8, "jetpack5"),
     (8, "jetpack6"),
     (8, "jetpack5-nss"),
@@ -160,7 +162,11 @@ fn need_the_patch(report: &ReplayReport) -> Result<(), String> {
             let main = |flavour: Flavour| -> Vec<_> {
                 cell.runs
                     .iter()
-                    .filter(|r| r.key.flavour == flavour && r.key.origin == Origin::Last)
+                    .filter(|r| {
+                        r.key.flavour == flavour
+                            && r.key.origin == Origin::Last
+                            && r.key.kernel == Kernel::Ptx
+                    })
                     .collect()
             };
             let (with, without) = (main(row.flavour), main(Flavour::Unpatched));

@@ -15,7 +15,7 @@ use crate::layout::Layout;
 use model::Sysroot;
 
 /// Bump when the recipe below changes in a way the sources hash cannot see.
-const RECIPE: &str = "jetson-v2";
+const RECIPE: &str = "jetson-v3";
 
 const SOURCES: &[&str] = &[
     "jetson.h",
@@ -188,10 +188,14 @@ impl JetsonFixtures {
             .join("libcuda.so.1")
     }
 
-    /// The `libnvidia-ptxjitcompiler.so.1` shipped with the driver of `version`.
-    pub(crate) fn jit(&self, version: u32) -> PathBuf {
-        self.dir
-            .join(format!("jit-{version}/libnvidia-ptxjitcompiler.so.1"))
+    /// The helper `soname` (one of [`HELPERS`]) shipped with the driver of `version`.
+    pub(crate) fn helper(&self, version: u32, soname: &str) -> PathBuf {
+        self.dir.join(format!("jit-{version}/{soname}"))
+    }
+
+    /// cuda_cudart's `lib/stubs/libcuda.so` (SONAME `libcuda.so.1`).
+    pub(crate) fn stub_cuda(&self) -> PathBuf {
+        self.dir.join("stubs/libcuda.so")
     }
 
     /// `libcudart.so.12` needing a driver of at least `version`.
@@ -204,6 +208,16 @@ impl JetsonFixtures {
         self.dir.join(format!("saxpy-{}", app.name()))
     }
 }
+
+/// The helpers a driver dlopens by bare name: the PTX JIT compiler when a PTX module is
+/// loaded, NVVM for an LTO link, the debugger library under a debugger. Each driver
+/// directory and cuda_compat ship all three (jetpack-nixos `pkgs/containers/r35-l4t.json`,
+/// `r36-l4t.json`; NVIDIA's CUDA Compatibility guide lists them in the compat package).
+pub(crate) const HELPERS: [&str; 3] = [
+    "libnvidia-ptxjitcompiler.so.1",
+    "libnvidia-nvvm.so.4",
+    "libcudadebugger.so.1",
+];
 
 fn board_dir(board: Board) -> String {
     format!("board-{}-r{}", board.driver, board.l4t)
@@ -310,15 +324,26 @@ fn build_all(c: &Compiler, host: &HostLibs) -> Result<()> {
     }
     let mut drivers: Vec<u32> = BOARDS.iter().map(|b| b.driver).collect();
     drivers.extend(COMPATS.iter().map(|c| c.version));
+    drivers.sort();
+    drivers.dedup();
     for version in drivers {
-        c.shared(
-            &format!("jit-{version}/libnvidia-ptxjitcompiler.so.1"),
-            "jetson-ptxjit.c",
-            "libnvidia-ptxjitcompiler.so.1",
-            &[format!("-DJIT_VERSION={version}")],
-            &[],
-        )?;
+        for soname in HELPERS {
+            c.shared(
+                &format!("jit-{version}/{soname}"),
+                "jetson-ptxjit.c",
+                soname,
+                &[format!("-DJIT_VERSION={version}")],
+                &[],
+            )?;
+        }
     }
+    c.shared(
+        "stubs/libcuda.so",
+        "jetson-libcuda.c",
+        "libcuda.so.1",
+        &["-DSTUB".into(), "-DCUDA_VERSION=0".into()],
+        &[],
+    )?;
     for version in RUNTIMES {
         c.shared(
             &format!("cudart-{version}/libcudart.so.12"),
@@ -328,6 +353,7 @@ fn build_all(c: &Compiler, host: &HostLibs) -> Result<()> {
             &[],
         )?;
     }
+    // The app links the oldest runtime; each root places the one its column needs.
     let cudart = path(&format!("cudart-{}/libcudart.so.12", RUNTIMES[0]));
     c.compile(
         "saxpy-c",

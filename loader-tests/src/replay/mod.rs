@@ -21,6 +21,7 @@ pub(crate) mod host;
 mod outcome;
 pub mod real;
 pub mod report;
+pub mod rules;
 mod scene;
 pub(crate) mod summary;
 
@@ -49,7 +50,8 @@ pub struct Compat {
     pub l4t: u32,
 }
 
-/// JetPack 5 (L4T R35, CUDA 11.4) and JetPack 6 (L4T R36, CUDA 12.6).
+/// JetPack 5 (L4T R35.6.4, CUDA 11.4) and JetPack 6 (L4T R36.5.0, CUDA 12.6): jetpack-nixos
+/// `overlay.nix` (`l4tMajorMinorPatchVersion`, `cudaMajorMinorPatchVersion`).
 pub(crate) const BOARDS: &[Board] = &[
     Board {
         l4t: 35,
@@ -60,11 +62,21 @@ pub(crate) const BOARDS: &[Board] = &[
         driver: 12060,
     },
 ];
-/// cuda_compat 12.2 for JetPack 5, cuda_compat 12.8 for JetPack 6.
+/// cuda_compat 12.2 for JetPack 5 (only an older nixpkgs has it: today's carries CUDA 12.6 and
+/// newer, and jetpack-nixos sets none for CUDA 11.4); for JetPack 6 12.4 (older than the
+/// board's 12.6, an older nixpkgs), 12.6 (the same) and 12.8 (newer).
 pub(crate) const COMPATS: &[Compat] = &[
     Compat {
         version: 12020,
         l4t: 35,
+    },
+    Compat {
+        version: 12040,
+        l4t: 36,
+    },
+    Compat {
+        version: 12060,
+        l4t: 36,
     },
     Compat {
         version: 12080,
@@ -72,7 +84,15 @@ pub(crate) const COMPATS: &[Compat] = &[
     },
 ];
 /// The CUDA runtimes the apps are built with: each needs a driver at least this new.
-pub(crate) const RUNTIMES: [u32; 2] = [12020, 12080];
+pub(crate) const RUNTIMES: [u32; 4] = [12020, 12040, 12060, 12080];
+
+/// The L4T release a board or a store path is named after (jetpack-nixos `overlay.nix`).
+pub(crate) fn l4t_release(l4t: u32) -> &'static str {
+    match l4t {
+        35 => "35.6.4",
+        _ => "36.5.0",
+    }
+}
 
 /// How cuda_compat's `libcuda.so.1` gets the board's `libnvrm_*`: DT_NEEDED is what nixpkgs'
 /// autoPatchelf reports; whether NVIDIA's also dlopens them is not known, so both are run.
@@ -186,7 +206,8 @@ pub enum Host {
     NixOs,
     /// Nix on a JetPack 5 (Ubuntu) host: `/usr/lib/<triplet>/tegra`, no `/run/opengl-driver`.
     JetPack5,
-    /// Nix on a JetPack 6 host: `/usr/lib/<triplet>/nvidia`.
+    /// Nix on a JetPack 6 host: `/usr/lib/<triplet>/nvidia` (and `tegra/`, which still holds
+    /// `libcudadebugger.so.1`).
     JetPack6,
 }
 
@@ -201,6 +222,45 @@ impl Host {
     }
 }
 
+/// The program a column runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Program {
+    /// Built by nixpkgs: its CUDA libraries have the RUNPATHs the approach gives them.
+    Nix,
+    /// Not built by nixpkgs (a pip wheel, a conda package, a downloaded binary run through
+    /// nix-ld or a patched interpreter): its own `libcudart.so.12` beside it, RUNPATH
+    /// `$ORIGIN` only, so no approach that changes nixpkgs' packages reaches it.
+    Wheel,
+}
+
+/// Which detail table a column is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Group {
+    /// NixOS boards.
+    NixOs,
+    /// The version gate: one JetPack 6 board, cuda_compat older, the same, newer.
+    Gate,
+    /// Nix on JetPack hosts.
+    JetPack,
+    /// What a user sets for one run, and the host's multiarch directory in the list.
+    Special,
+}
+
+impl Group {
+    pub(crate) const ALL: [Group; 4] = [Group::NixOs, Group::Gate, Group::JetPack, Group::Special];
+
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Group::NixOs => "NixOS boards",
+            Group::Gate => "The version gate: a NixOS JetPack 6 board (driver 12.6) and cuda_compat older, the same, newer",
+            Group::JetPack => "Nix on JetPack hosts (Ubuntu)",
+            Group::Special => "Opting out for one run; the host's multiarch directory in the list",
+        }
+    }
+}
+
 /// A column: a host with a board, the app's cuda_compat and runtime, and what the user does.
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
@@ -208,9 +268,13 @@ pub struct Column {
     /// The column's heading in the tables; `{dir}` stands for the host's driver directory and
     /// `{lib}` for its multiarch directory, both in full.
     pub heading: &'static str,
+    /// The host kind as the lead table names it.
+    pub short: &'static str,
+    pub group: Group,
     pub host: Host,
     pub board: Board,
     pub compat: Compat,
+    pub program: Program,
     /// The app's runtime needs a driver at least this new.
     pub app_needs: u32,
     /// The user opts out of cuda_compat for this one run, the ways the approach allows.
@@ -230,66 +294,110 @@ impl Column {
     }
 }
 
+const COLUMN: Column = Column {
+    id: "",
+    heading: "",
+    short: "",
+    group: Group::NixOs,
+    host: Host::NixOs,
+    board: BOARDS[0],
+    compat: COMPATS[0],
+    program: Program::Nix,
+    app_needs: 12020,
+    opt_out: false,
+    nss: false,
+};
+
 pub const COLUMNS: &[Column] = &[
     Column {
         id: "nixos-jp5",
         heading: "NixOS, JetPack 5 board (`{dir}`, driver 11.4 < compat 12.2)",
-        host: Host::NixOs,
-        board: BOARDS[0],
-        compat: COMPATS[0],
-        app_needs: 12020,
-        opt_out: false,
-        nss: false,
+        short: "NixOS, JetPack 5 board, cuda_compat 12.2 (an older nixpkgs)",
+        ..COLUMN
     },
     Column {
         id: "nixos-jp6-newer",
-        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6 > the app's compat 12.2)",
-        host: Host::NixOs,
+        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6 > the app's compat 12.2 for R35)",
+        short: "NixOS, JetPack 6 board, an app whose cuda_compat is for R35",
         board: BOARDS[1],
-        compat: COMPATS[0],
-        app_needs: 12020,
-        opt_out: false,
-        nss: false,
+        ..COLUMN
+    },
+    Column {
+        id: "nixos-jp6-wheel",
+        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6): a program nixpkgs did not build (its own libcudart 12.6, RUNPATH `$ORIGIN` only)",
+        short: "NixOS, JetPack 6 board, a program nixpkgs did not build (wheel, conda, download)",
+        board: BOARDS[1],
+        compat: COMPATS[3],
+        program: Program::Wheel,
+        app_needs: 12060,
+        ..COLUMN
+    },
+    Column {
+        id: "gate-older",
+        heading: "compat 12.4 (older than the driver)",
+        short: "NixOS, JetPack 6 board, cuda_compat 12.4 (older than the driver)",
+        group: Group::Gate,
+        board: BOARDS[1],
+        compat: COMPATS[1],
+        app_needs: 12040,
+        ..COLUMN
+    },
+    Column {
+        id: "gate-same",
+        heading: "compat 12.6 (the driver's version)",
+        short: "NixOS, JetPack 6 board, cuda_compat 12.6 (the driver's version)",
+        group: Group::Gate,
+        board: BOARDS[1],
+        compat: COMPATS[2],
+        app_needs: 12060,
+        ..COLUMN
+    },
+    Column {
+        id: "gate-newer",
+        heading: "compat 12.8 (newer than the driver)",
+        short: "NixOS, JetPack 6 board, cuda_compat 12.8 (newer than the driver)",
+        group: Group::Gate,
+        board: BOARDS[1],
+        compat: COMPATS[3],
+        app_needs: 12080,
+        ..COLUMN
     },
     Column {
         id: "jetpack5",
         heading: "Nix on JetPack 5 (`{dir}`, driver 11.4, compat 12.2)",
+        short: "Nix on a JetPack 5 host (Ubuntu), cuda_compat 12.2",
+        group: Group::JetPack,
         host: Host::JetPack5,
-        board: BOARDS[0],
-        compat: COMPATS[0],
-        app_needs: 12020,
-        opt_out: false,
-        nss: false,
+        ..COLUMN
     },
     Column {
         id: "jetpack6",
         heading: "Nix on JetPack 6 (`{dir}`, driver 12.6, compat 12.8)",
+        short: "Nix on a JetPack 6 host (Ubuntu), cuda_compat 12.8",
+        group: Group::JetPack,
         host: Host::JetPack6,
         board: BOARDS[1],
-        compat: COMPATS[1],
+        compat: COMPATS[3],
         app_needs: 12080,
-        opt_out: false,
-        nss: false,
+        ..COLUMN
     },
     Column {
         id: "opt-out",
-        heading: "Opting out for one run (NixOS, JetPack 6 board, compat 12.2): what the user sets",
-        host: Host::NixOs,
+        heading: "Opting out for one run (NixOS, JetPack 6 board, compat 12.2 for R35): what the user sets",
+        short: "",
+        group: Group::Special,
         board: BOARDS[1],
-        compat: COMPATS[0],
-        app_needs: 12020,
         opt_out: true,
-        nss: false,
+        ..COLUMN
     },
     Column {
         id: "jetpack5-nss",
         heading: "Nix on JetPack 5, the variable also lists `{lib}`; a user lookup through NSS (`passwd: files systemd`)",
+        short: "",
+        group: Group::Special,
         host: Host::JetPack5,
-        board: BOARDS[0],
-        compat: COMPATS[0],
-        app_needs: 12020,
-        opt_out: false,
         nss: true,
+        ..COLUMN
     },
 ];
 
@@ -301,6 +409,9 @@ pub enum CudartRunpath {
     CompatFirst,
     /// `/run/opengl-driver/lib:$ORIGIN` (autoAddDriverRunpath alone).
     DriverOnly,
+    /// `<cuda_cudart>/lib/stubs:/run/opengl-driver/lib:$ORIGIN`: the stubs directory left in
+    /// the RUNPATH, which nixpkgs' removeStubsFromRunpathHook exists to prevent.
+    StubsFirst,
 }
 
 /// What cuda_compat's `libcuda.so.1` RUNPATH holds besides `$ORIGIN` (placed by [`Origin`]).
@@ -311,8 +422,9 @@ pub enum CompatRunpath {
     /// The JetPack 5 driver directory appended (#273389), plus the driver-directory libraries
     /// `libnvrm_*` need as extra DT_NEEDED entries.
     AppendTegra,
-    /// The l4t-core store path first (jetpack-nixos: `buildInputs += l4t-core`).
-    L4tCoreFirst,
+    /// jetpack-nixos: l4t-core in buildInputs, so autoPatchelf's RUNPATH is `<l4t-core>/lib`
+    /// then `$ORIGIN`, and autoAddDriverRunpath prepends `/run/opengl-driver/lib`.
+    L4tCoreAfterDriver,
 }
 
 /// The variable an approach sets to the driver directory.
@@ -331,6 +443,20 @@ impl Variable {
             Variable::FallbackPath => "LD_FALLBACK_PATH",
         }
     }
+}
+
+/// Something that runs before the app's CUDA runtime picks a driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    None,
+    /// numtide/nix-gl-host: copies the host's driver files that match its patterns into a
+    /// cache directory and points `LD_LIBRARY_PATH` at it (a non-NixOS host only).
+    NixGlHost,
+    /// A runtime probe as Julia's CUDA_Driver_jll does it: load the system driver by bare
+    /// name, keep it when it is at least cuda_compat's version, else unload it, load
+    /// cuda_compat's by absolute path (and its JIT helper by absolute path), `cuInit`, and
+    /// fall back to the system driver when that fails.
+    Probe,
 }
 
 /// A way a user tries to opt out of cuda_compat for one run.
@@ -353,6 +479,8 @@ pub enum OptOut {
 pub struct Approach {
     pub number: u8,
     pub title: &'static str,
+    /// What the user (or the system) sets, for the lead table; `{dir}` is the driver directory.
+    pub user_sets: &'static str,
     /// The loader it runs under (patched, or the fallback-first variant).
     pub flavour: Flavour,
     pub cudart_runpath: CudartRunpath,
@@ -364,6 +492,7 @@ pub struct Approach {
     pub impure_binding: bool,
     /// Set to the host's driver directory for every run.
     pub variable: Option<Variable>,
+    pub launcher: Launcher,
     /// The ways a user tries to opt out for one run, each run in the opt-out column.
     pub opt_out: &'static [OptOut],
 }
@@ -371,12 +500,14 @@ pub struct Approach {
 const APPROACH: Approach = Approach {
     number: 0,
     title: "",
+    user_sets: "nothing (nixpkgs' packaging)",
     flavour: Flavour::Patched,
     cudart_runpath: CudartRunpath::CompatFirst,
     cudart_needs_compat: false,
     compat_runpath: CompatRunpath::Driver,
     impure_binding: false,
     variable: None,
+    launcher: Launcher::None,
     opt_out: &[OptOut::LibraryPathAtDriver],
 };
 
@@ -388,7 +519,8 @@ pub const APPROACHES: &[Approach] = &[
     },
     Approach {
         number: 2,
-        title: "`LD_LIBRARY_PATH` at the driver dir (jetpack-nixos before #164; nix-gl-host)",
+        title: "`LD_LIBRARY_PATH` at the driver dir (jetpack-nixos before #164)",
+        user_sets: "`LD_LIBRARY_PATH={dir}`",
         variable: Some(Variable::LibraryPath),
         opt_out: &[OptOut::Nothing],
         ..APPROACH
@@ -396,6 +528,7 @@ pub const APPROACHES: &[Approach] = &[
     Approach {
         number: 3,
         title: "Impure binding: the system puts cuda_compat's libcuda.so.1 into `/run/opengl-driver/lib`",
+        user_sets: "nothing (the NixOS system's choice)",
         cudart_runpath: CudartRunpath::DriverOnly,
         impure_binding: true,
         opt_out: &[OptOut::LibraryPathAtL4tCuda],
@@ -417,20 +550,48 @@ pub const APPROACHES: &[Approach] = &[
     },
     Approach {
         number: 6,
-        title: "cuda_compat linked against the l4t-core store path (jetpack-nixos today)",
-        compat_runpath: CompatRunpath::L4tCoreFirst,
+        title: "cuda_compat built with l4t-core in buildInputs (jetpack-nixos today: RUNPATH `/run/opengl-driver/lib:<l4t-core>/lib:$ORIGIN`)",
+        compat_runpath: CompatRunpath::L4tCoreAfterDriver,
         ..APPROACH
     },
     Approach {
         number: 7,
         title: "`LD_FALLBACK_PATH` at the driver dir (this patch: searched last)",
+        user_sets: "`LD_FALLBACK_PATH={dir}`",
         variable: Some(Variable::FallbackPath),
         ..APPROACH
     },
     Approach {
         number: 8,
-        title: "`LD_FALLBACK_PATH` searched before ld.so.cache and the default dirs (the #248547 placement; variant loader)",
+        title: "`LD_FALLBACK_PATH` searched after RUNPATH, before ld.so.cache and the default dirs (variant loader; #248547 searched it after the cache, which a Nix glibc does not read)",
+        user_sets: "`LD_FALLBACK_PATH={dir}` (variant loader)",
         flavour: Flavour::FallbackFirst,
+        variable: Some(Variable::FallbackPath),
+        ..APPROACH
+    },
+    Approach {
+        number: 9,
+        title: "nix-gl-host: the host's driver files copied into a cache dir, `LD_LIBRARY_PATH` at it (numtide/nix-gl-host; non-NixOS hosts)",
+        user_sets: "runs the app through `nixglhost`",
+        cudart_runpath: CudartRunpath::DriverOnly,
+        launcher: Launcher::NixGlHost,
+        opt_out: &[OptOut::Nothing],
+        ..APPROACH
+    },
+    Approach {
+        number: 10,
+        title: "A runtime probe (as Julia's CUDA_Driver_jll): the system driver unless cuda_compat is newer and its cuInit succeeds; cuda_compat and its JIT helper loaded by absolute path",
+        user_sets: "nothing (the app's runtime decides)",
+        cudart_runpath: CudartRunpath::DriverOnly,
+        launcher: Launcher::Probe,
+        opt_out: &[OptOut::Nothing],
+        ..APPROACH
+    },
+    Approach {
+        number: 11,
+        title: "A stub libcuda.so.1 first: cuda_cudart's `lib/stubs` left in the runtime's RUNPATH (what removeStubsFromRunpathHook prevents), with approach 7's variable",
+        user_sets: "`LD_FALLBACK_PATH={dir}`",
+        cudart_runpath: CudartRunpath::StubsFirst,
         variable: Some(Variable::FallbackPath),
         ..APPROACH
     },
@@ -456,10 +617,65 @@ impl Approach {
             vec![None]
         }
     }
+
+    /// Why this row has no runs in `column`, if it has none.
+    pub fn not_applicable(&self, column: &Column) -> Option<&'static str> {
+        match self.launcher {
+            Launcher::NixGlHost if column.host == Host::NixOs => {
+                Some("n/a: nix-gl-host is for non-NixOS hosts")
+            }
+            Launcher::Probe if column.program == Program::Wheel => {
+                Some("n/a: the probe is in nixpkgs' runtime")
+            }
+            _ => None,
+        }
+    }
 }
 
-/// One run of a cell: the loader, the way (opt-out column), the linkage, the app, and where
-/// `$ORIGIN` is in cuda_compat's RUNPATH.
+/// What the app's kernels are, and what the user sets about JIT compiling them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kernel {
+    /// PTX only: loading the module JIT-compiles it (the driver dlopens its JIT helper).
+    Ptx,
+    /// SASS for the board's GPU: no JIT, the helper is never loaded.
+    Sass,
+    /// PTX with `CUDA_DISABLE_PTX_JIT=1`: the driver refuses to compile it.
+    PtxJitDisabled,
+    /// PTX, and the app also asks the driver for its other bare-name helpers
+    /// (`libnvidia-nvvm.so.4` for an LTO link, `libcudadebugger.so.1` under a debugger).
+    PtxOtherHelpers,
+}
+
+impl Kernel {
+    /// The runs of the helpers table besides PTX.
+    pub(crate) const VARIANTS: [Kernel; 3] = [
+        Kernel::Sass,
+        Kernel::PtxJitDisabled,
+        Kernel::PtxOtherHelpers,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kernel::Ptx => "ptx",
+            Kernel::Sass => "sass",
+            Kernel::PtxJitDisabled => "ptx-nojit",
+            Kernel::PtxOtherHelpers => "ptx-helpers",
+        }
+    }
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Kernel::Ptx => "PTX app",
+            Kernel::Sass => "SASS-only app",
+            Kernel::PtxJitDisabled => "PTX app, `CUDA_DISABLE_PTX_JIT=1`",
+            Kernel::PtxOtherHelpers => "other helpers",
+        }
+    }
+}
+
+/// One run of a cell: the loader, the way (opt-out column), the linkage, the app, where
+/// `$ORIGIN` is in cuda_compat's RUNPATH, and the app's kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct RunKey {
     pub flavour: Flavour,
@@ -467,13 +683,18 @@ pub struct RunKey {
     pub linkage: Linkage,
     pub app: App,
     pub origin: Origin,
+    pub kernel: Kernel,
 }
 
 impl RunKey {
     /// Every run of a cell: for each flavour and way, both linkages and both apps with
-    /// nixpkgs' RUNPATH (the main table); then, under the row's own loader, the other
-    /// `$ORIGIN` placements for the C++ app and DT_NEEDED (the helpers table).
+    /// nixpkgs' RUNPATH and a PTX app (the main table); then, under the row's own loader, the
+    /// other `$ORIGIN` placements and the other kernels for the C++ app and DT_NEEDED (the
+    /// helpers table). None where the row does not apply to the column.
     pub fn all(approach: &Approach, column: &Column) -> Vec<RunKey> {
+        if approach.not_applicable(column).is_some() {
+            return Vec::new();
+        }
         let ways = approach.ways(column);
         let mut keys = Vec::new();
         for flavour in approach.flavours() {
@@ -486,19 +707,25 @@ impl RunKey {
                             linkage,
                             app,
                             origin: Origin::Last,
+                            kernel: Kernel::Ptx,
                         });
                     }
                 }
             }
         }
+        let helper = |origin, kernel| RunKey {
+            flavour: approach.flavour,
+            way: ways[0],
+            linkage: Linkage::Needed,
+            app: App::Cxx,
+            origin,
+            kernel,
+        };
         for origin in Origin::VARIANTS {
-            keys.push(RunKey {
-                flavour: approach.flavour,
-                way: ways[0],
-                linkage: Linkage::Needed,
-                app: App::Cxx,
-                origin,
-            });
+            keys.push(helper(origin, Kernel::Ptx));
+        }
+        for kernel in Kernel::VARIANTS {
+            keys.push(helper(Origin::Last, kernel));
         }
         keys
     }
@@ -578,9 +805,14 @@ mod tests {
             assert!(BOARDS.contains(&column.board), "{}", column.id);
             assert!(COMPATS.contains(&column.compat), "{}", column.id);
             assert!(RUNTIMES.contains(&column.app_needs), "{}", column.id);
-            // Which libcuda.so.1 ran is told by its version: they must differ.
-            assert_ne!(column.board.driver, column.compat.version, "{}", column.id);
         }
+        // The gate's columns: one board, cuda_compat older, the same, newer.
+        let gate: Vec<(u32, u32)> = COLUMNS
+            .iter()
+            .filter(|c| c.group == Group::Gate)
+            .map(|c| (c.board.driver, c.compat.version))
+            .collect();
+        assert_eq!(gate, [(12060, 12040), (12060, 12060), (12060, 12080)]);
     }
 
     #[test]
@@ -635,12 +867,23 @@ mod tests {
     fn every_cell_runs_both_linkages_and_apps_and_the_helper_variants() {
         let seven = &APPROACHES[6];
         let keys = RunKey::all(seven, &COLUMNS[2]);
-        // Patched and unpatched, two linkages, two apps; two helper variants.
-        assert_eq!(keys.len(), 2 * 2 * 2 + 2);
+        // Patched and unpatched, two linkages, two apps; two $ORIGIN and three kernel variants.
+        assert_eq!(keys.len(), 2 * 2 * 2 + 2 + 3);
         assert!(keys
             .iter()
             .filter(|k| k.origin != Origin::Last)
             .all(|k| k.flavour == Flavour::Patched));
+        // nix-gl-host is not for NixOS: no runs there.
+        let gl_host = APPROACHES
+            .iter()
+            .find(|a| a.launcher == Launcher::NixGlHost)
+            .unwrap();
+        assert!(RunKey::all(gl_host, &COLUMNS[0]).is_empty());
+        assert!(!RunKey::all(
+            gl_host,
+            COLUMNS.iter().find(|c| c.id == "jetpack5").unwrap()
+        )
+        .is_empty());
         let four = &APPROACHES[3];
         let opt_out = COLUMNS.iter().find(|c| c.opt_out).unwrap();
         let keys = RunKey::all(four, opt_out);

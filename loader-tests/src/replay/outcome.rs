@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use super::rules::{Basis, Rule};
 use super::scene::Paths;
 use super::{cuda_version, Column, Host};
 use crate::layout::Layout;
@@ -81,6 +82,8 @@ pub(super) struct Seen {
     pub jit: Option<String>,
     /// Every object mapped besides the program, by path.
     pub loaded: Vec<String>,
+    /// How far the outcome rests on the modelled rules.
+    pub basis: Basis,
 }
 
 pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
@@ -109,32 +112,45 @@ pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
         .lines()
         .find_map(|l| l.strip_prefix("saxpy cuda rc="));
     let mut jit = None;
+    let mut basis = Basis::Replayed;
     let (mut text, works) = match cuda_line {
         None => (start_failure(out), false),
         Some(line) => {
             let (rc, report) = line.split_once(' ').unwrap_or((line, ""));
             let driver = field(report, "driver=").and_then(|v| v.parse::<u32>().ok());
-            let is_compat = driver == Some(column.compat.version);
+            let is_compat = field(report, "compat=") == Some("1");
+            let ran = |version: u32| {
+                let role = if is_compat { "compat" } else { "driver" };
+                format!("{role} {}", cuda_version(version))
+            };
             if rc == "0" {
                 let version = driver.unwrap_or(0);
                 let jit_version = field(report, "jit=").and_then(|v| v.parse::<u32>().ok());
                 // Where the helper came from: "own", or another driver's and from where.
                 let source = match jit_version {
+                    Some(0) => {
+                        basis = basis.max(Rule::SassNoJit.basis());
+                        "none needed".to_string()
+                    }
                     Some(j) if j == version => "own".to_string(),
-                    Some(j) => format!(
-                        "of {} from {} (mismatch)",
-                        who(j),
-                        find("libnvidia-ptxjitcompiler")
-                            .map(|p| places.of(&p))
-                            .unwrap_or_else(|| "nowhere".into())
-                    ),
+                    Some(j) => {
+                        basis = basis.max(Rule::JitOfAnotherDriver.basis());
+                        format!(
+                            "of {} from {} (mismatch)",
+                            who(j),
+                            find("libnvidia-ptxjitcompiler")
+                                .map(|p| places.of(&p))
+                                .unwrap_or_else(|| "nowhere".into())
+                        )
+                    }
                     None => "none".to_string(),
                 };
                 let helper = match source.as_str() {
                     "own" | "none" => format!("{source} JIT helper"),
+                    "none needed" => "no JIT helper loaded".to_string(),
                     _ => format!("JIT helper {source}"),
                 };
-                let mut text = format!("runs: {}", who(version));
+                let mut text = format!("runs: {}", ran(version));
                 if is_compat {
                     let nvrm = find("libnvrm_gpu").map(|p| places.of(&p));
                     text.push_str(&format!(
@@ -144,18 +160,37 @@ pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
                     jit = Some(source);
                 }
                 text.push_str(&format!(", {helper}"));
+                let others = other_helpers(report, version, &loaded, places, &who);
+                if let Some((others, mismatch)) = others {
+                    if mismatch {
+                        basis = basis.max(Rule::JitOfAnotherDriver.basis());
+                    }
+                    text.push_str(&format!("; {others}"));
+                }
                 let copies = loaded
                     .iter()
                     .filter(|p| file_name(p).starts_with("libcuda.so"))
                     .count();
                 if copies > 1 {
+                    basis = basis.max(Rule::TwoDrivers.basis());
                     text.push_str(&format!(" ({copies} libcuda.so.1 mapped)"));
                 }
-                (text, true)
+                let works = !matches!(basis, Basis::Unknown(_));
+                if !works {
+                    text = format!("unknown: {}", text.trim_start_matches("runs: "));
+                }
+                (text, works)
             } else {
-                let text = failure(report, driver.map(who));
+                let text = failure(report, driver.map(ran));
+                if let Some(rule) = failure_rule(report, column) {
+                    basis = basis.max(rule.basis());
+                }
                 if is_compat && report.starts_with("module ") {
-                    jit = Some("none found (221)".into());
+                    jit = Some(if report.contains("jit-disabled") {
+                        "refused: PTX JIT disabled (223)".into()
+                    } else {
+                        "none found (221)".into()
+                    });
                 }
                 (text, false)
             }
@@ -189,7 +224,58 @@ pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
         works,
         jit,
         loaded,
+        basis,
     }
+}
+
+/// The rule a failure rests on, if any.
+fn failure_rule(report: &str, column: &Column) -> Option<Rule> {
+    if report.contains("jit-disabled") {
+        return Some(Rule::PtxJitDisabled);
+    }
+    if report.contains("not-newer") {
+        return Some(if column.compat.version == column.board.driver {
+            Rule::CompatSame
+        } else {
+            Rule::CompatOlder
+        });
+    }
+    report.contains("mismatch").then_some(Rule::CompatOtherL4t)
+}
+
+/// The other helpers a run asked for (`helper=<soname>:<version>`): whose each was and from
+/// where, and whether one was another driver's.
+fn other_helpers(
+    report: &str,
+    version: u32,
+    loaded: &[String],
+    places: &Places,
+    who: &dyn Fn(u32) -> String,
+) -> Option<(String, bool)> {
+    let mut parts = Vec::new();
+    let mut mismatch = false;
+    for word in report.split_whitespace() {
+        let Some(helper) = word.strip_prefix("helper=") else {
+            continue;
+        };
+        let (soname, v) = helper.rsplit_once(':').unwrap_or((helper, "-1"));
+        let short = soname.split(".so").next().unwrap_or(soname);
+        let text = match v.parse::<i64>() {
+            Ok(v) if v == i64::from(version) => "own".to_string(),
+            Ok(v) if v > 0 => {
+                mismatch = true;
+                let from = loaded
+                    .iter()
+                    .find(|p| file_name(p) == soname)
+                    .map(|p| places.of(p))
+                    .unwrap_or_else(|| "nowhere".into());
+                format!("of {} from {from} (mismatch)", who(v as u32))
+            }
+            _ => "not found".to_string(),
+        };
+        parts.push(format!("{short} {text}"));
+    }
+    (!parts.is_empty()).then(|| (parts.join(", "), mismatch))
 }
 
 /// The program did not get as far as CUDA: the loader's own error, or a crash.
@@ -216,6 +302,14 @@ fn failure(report: &str, who: Option<String>) -> String {
             None => format!("fails: no driver ({detail})"),
         },
         "too-old" => format!("fails: {who} too old"),
+        "stub" => "fails: a stub libcuda.so.1 (34)".to_string(),
+        "init" if detail.contains("not-newer") => {
+            let board = field(detail, "board=")
+                .and_then(|v| v.parse::<u32>().ok())
+                .map(cuda_version)
+                .unwrap_or_else(|| "?".into());
+            format!("fails: {who} refuses driver {board} (803)")
+        }
         "init" if detail.contains("mismatch") => {
             let kernel = field(detail, "kernel=").unwrap_or("?");
             format!("fails: {who} refuses R{kernel} (803)")
@@ -232,6 +326,7 @@ fn failure(report: &str, who: Option<String>) -> String {
             Some(name) => format!("fails: {name} not found"),
             None => format!("fails: cuInit: {detail}"),
         },
+        "module" if detail.contains("jit-disabled") => "fails: PTX JIT disabled (223)".to_string(),
         "module" => match missing_library(detail) {
             Some(name) => format!("fails: {name} not found (221)"),
             None => format!("fails: module load: {detail}"),
@@ -324,12 +419,14 @@ mod tests {
             "saxpy loaded path={compat}/libcuda.so.1\n\
              saxpy loaded path=/usr/lib/aarch64-linux-gnu/tegra/libnvrm_gpu.so\n\
              saxpy loaded path=/usr/lib/aarch64-linux-gnu/tegra/libnvidia-ptxjitcompiler.so.1\n\
-             saxpy cuda rc=0 ok driver=12020 jit=11040\n",
+             saxpy cuda rc=0 ok driver=12020 compat=1 jit=11040\n",
         );
-        assert!(seen.works);
+        // Nothing supports that 12.2 runs a kernel with 11.4's helper: not counted as working.
+        assert!(!seen.works);
+        assert_eq!(seen.basis, Basis::Unknown(Rule::JitOfAnotherDriver));
         assert_eq!(
             seen.text,
-            "runs: compat 12.2 + libnvrm from /usr/lib/aarch64-linux-gnu/tegra, JIT helper of \
+            "unknown: compat 12.2 + libnvrm from /usr/lib/aarch64-linux-gnu/tegra, JIT helper of \
              driver 11.4 from /usr/lib/aarch64-linux-gnu/tegra (mismatch)"
         );
         assert_eq!(
@@ -349,7 +446,7 @@ mod tests {
              saxpy loaded path=/usr/lib/aarch64-linux-gnu/libnss_systemd.so.2\n\
              saxpy loaded path=/usr/lib/aarch64-linux-gnu/libcap.so.2\n\
              saxpy nss nobody=found\n\
-             saxpy cuda rc=0 ok driver=12020 jit=12020\n",
+             saxpy cuda rc=0 ok driver=12020 compat=1 jit=12020\n",
         );
         assert_eq!(
             seen.text,
@@ -357,5 +454,56 @@ mod tests {
              NSS lookup found; from the host: libnss_systemd.so.2, libcap.so.2"
         );
         assert_eq!(seen.jit.as_deref(), Some("own"));
+        assert_eq!(seen.basis, Basis::Replayed);
+    }
+
+    #[test]
+    fn a_compat_driver_of_the_boards_version_is_told_apart_and_its_refusal_is_unknown() {
+        let same = COLUMNS.iter().find(|c| c.id == "gate-same").unwrap();
+        let seen = seen(
+            same,
+            "saxpy loaded path={compat}/libcuda.so.1\n\
+             saxpy cuda rc=803 init driver=12060 compat=1 code=803 not-newer version=12060 board=12060\n",
+        );
+        assert_eq!(seen.text, "fails: compat 12.6 refuses driver 12.6 (803)");
+        assert_eq!(seen.basis, Basis::Unknown(Rule::CompatSame));
+        let older = COLUMNS.iter().find(|c| c.id == "gate-older").unwrap();
+        let seen = self::seen(
+            older,
+            "saxpy cuda rc=803 init driver=12040 compat=1 code=803 not-newer version=12040 board=12060\n",
+        );
+        assert_eq!(seen.text, "fails: compat 12.4 refuses driver 12.6 (803)");
+        assert_eq!(seen.basis, Basis::Expected(Rule::CompatOlder));
+    }
+
+    #[test]
+    fn two_drivers_in_one_process_are_not_counted_as_working() {
+        let opt_out = COLUMNS.iter().find(|c| c.opt_out).unwrap();
+        let seen = seen(
+            opt_out,
+            "saxpy loaded path=/run/opengl-driver/lib/libcuda.so.1\n\
+             saxpy loaded path={compat}/libcuda.so.1\n\
+             saxpy cuda rc=0 ok driver=12060 compat=0 jit=12060\n",
+        );
+        assert!(!seen.works);
+        assert_eq!(
+            seen.text,
+            "unknown: driver 12.6, own JIT helper (2 libcuda.so.1 mapped)"
+        );
+    }
+
+    #[test]
+    fn a_stub_and_a_disabled_jit_read_as_their_codes() {
+        assert_eq!(
+            failure("stub code=34", None),
+            "fails: a stub libcuda.so.1 (34)"
+        );
+        assert_eq!(
+            failure(
+                "module driver=12080 compat=1 code=223 jit-disabled CUDA_DISABLE_PTX_JIT=1",
+                Some("compat 12.8".into())
+            ),
+            "fails: PTX JIT disabled (223)"
+        );
     }
 }

@@ -343,7 +343,7 @@ pub struct Row {
 /// The table the check prints (and a user commits with the date and the driver version).
 pub fn render(header: &str, rows: &[Row]) -> String {
     let mut out = format!(
-        "{header}\n\n| setup | loader | result | libcuda.so.1 | JIT helper | as expected (issue 23) |\n|---|---|---|---|---|---|\n"
+        "{header}\n\n| setup | loader | observed | libcuda.so.1 from | JIT helper from | as expected (issue 23) |\n|---|---|---|---|---|---|\n"
     );
     for row in rows {
         let verdict = if row.expected == Expected::Unknown {
@@ -362,6 +362,10 @@ pub fn render(header: &str, rows: &[Row]) -> String {
             row.seen.helper.name(),
         ));
     }
+    out.push_str(
+        "\nThese are observed runs: send this table, with /etc/nv_tegra_release on a Jetson, as \
+         docs/jetson.md (\"The real-driver check\") says.\n",
+    );
     out
 }
 

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use super::fixtures::{board_libs, nvrm_dependencies};
+use super::fixtures::{board_libs, nvrm_dependencies, HELPERS};
 use super::outcome::{self, Places};
 use super::{
-    App, Approach, Column, CompatRunpath, CudartRunpath, Host, HostLibs, JetsonFixtures, OptOut,
-    Origin, RunKey, RunReport,
+    l4t_release, App, Approach, Column, CompatRunpath, CudartRunpath, Host, HostLibs,
+    JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program, RunKey, RunReport,
 };
 use crate::root::{Bench, Ctx, Root};
 
@@ -45,25 +45,37 @@ pub(super) struct Paths {
     pub system_l4t_cuda: String,
     /// gcc's `lib` output: `libstdc++.so.6` and `libgcc_s.so.1` of every Nix closure here.
     pub gcc_lib: String,
+    /// cuda_cudart's `lib/stubs` (approach 11).
+    pub stubs_dir: String,
+    /// nix-gl-host's cache directories: the CUDA files and their dependencies (approach 9).
+    pub gl_host_cuda: String,
+    pub gl_host_lib: String,
+    /// A program nixpkgs did not build, with its own runtime beside it.
+    pub wheel_dir: String,
 }
 
 impl Paths {
     pub(super) fn new(column: &Column, triplet: &str) -> Paths {
-        let l4t = |l4t: u32| match l4t {
-            35 => "35.6.0",
-            _ => "36.4.3",
+        let l4t = l4t_release;
+        let cudart = store(&format!(
+            "cuda_cudart-{}",
+            super::cuda_version(column.app_needs)
+        ));
+        let gl_host = "/home/user/.cache/nix-gl-host/0123456789abcdef";
+        let wheel_dir = "/home/user/venv/lib/python3.12/site-packages/app".to_string();
+        let app = match column.program {
+            Program::Nix => format!("{}/bin/saxpy", store("saxpy-1.0")),
+            Program::Wheel => format!("{wheel_dir}/saxpy"),
         };
         Paths {
             driver_dir: column.host.driver_dir(triplet),
             host_lib: format!("/usr/lib/{triplet}"),
-            app: format!("{}/bin/saxpy", store("saxpy-1.0")),
-            cudart_dir: format!(
-                "{}/lib",
-                store(&format!(
-                    "cuda_cudart-{}",
-                    super::cuda_version(column.app_needs)
-                ))
-            ),
+            app,
+            cudart_dir: format!("{cudart}/lib"),
+            stubs_dir: format!("{cudart}/lib/stubs"),
+            gl_host_cuda: format!("{gl_host}/cuda"),
+            gl_host_lib: format!("{gl_host}/lib"),
+            wheel_dir,
             compat_dir: format!(
                 "{}/compat",
                 store(&format!(
@@ -88,16 +100,19 @@ impl Paths {
     }
 }
 
-const JIT: &str = "libnvidia-ptxjitcompiler.so.1";
-
 /// The name of a run's root, unique within the bench.
 pub fn run_name(approach: &Approach, column: &Column, key: RunKey) -> String {
     let way = match key.way {
         None => String::new(),
         Some(way) => format!("-{}", way_name(way)),
     };
+    // PTX runs keep the names they had before the kernel was a dimension.
+    let kernel = match key.kernel {
+        Kernel::Ptx => String::new(),
+        other => format!("-{}", other.name()),
+    };
     format!(
-        "jetson-{}-{}{way}-{}-{}-{}-{}",
+        "jetson-{}-{}{way}-{}-{}-{}{kernel}-{}",
         approach.number,
         column.id,
         key.linkage.name(),
@@ -148,9 +163,15 @@ pub(super) fn run(
         &paths,
         uses_compat_system_wide,
     );
-    app(&mut root, fixtures, approach, column, &paths, key, slibdir);
+    match column.program {
+        Program::Nix => app(&mut root, fixtures, approach, column, &paths, key, slibdir),
+        Program::Wheel => wheel(&mut root, fixtures, column, &paths, key, slibdir),
+    }
+    if approach.launcher == Launcher::NixGlHost {
+        gl_host(&mut root, fixtures, column, &paths);
+    }
 
-    let (env, action) = environment(approach, column, &paths, key.way);
+    let (env, action) = environment(approach, column, &paths, key);
     let mut run = root.command(&paths.app);
     for (name, value) in &env {
         run = run.env(name, value);
@@ -168,6 +189,7 @@ pub(super) fn run(
                 outcome: seen.text,
                 works: seen.works,
                 jit: seen.jit,
+                basis: seen.basis,
                 command,
                 loaded: seen.loaded,
                 invocation,
@@ -187,9 +209,33 @@ fn environment(
     approach: &Approach,
     column: &Column,
     paths: &Paths,
-    way: Option<OptOut>,
+    key: RunKey,
 ) -> (Vec<(String, String)>, Option<String>) {
+    let way = key.way;
     let mut env: Vec<(String, String)> = Vec::new();
+    match approach.launcher {
+        Launcher::None => {}
+        Launcher::NixGlHost => env.push((
+            "LD_LIBRARY_PATH".into(),
+            format!("{}:{}", paths.gl_host_cuda, paths.gl_host_lib),
+        )),
+        Launcher::Probe => {
+            env.push((
+                "SAXPY_PROBE_COMPAT".into(),
+                format!("{}/libcuda.so.1", paths.compat_dir),
+            ));
+            env.push((
+                "SAXPY_PROBE_VERSION".into(),
+                column.compat.version.to_string(),
+            ));
+        }
+    }
+    match key.kernel {
+        Kernel::Ptx => {}
+        Kernel::Sass => env.push(("SAXPY_KERNEL".into(), "sass".into())),
+        Kernel::PtxJitDisabled => env.push(("CUDA_DISABLE_PTX_JIT".into(), "1".into())),
+        Kernel::PtxOtherHelpers => env.push(("SAXPY_HELPERS".into(), "1".into())),
+    }
     if let Some(variable) = approach.variable {
         let mut value = paths.driver_dir.clone();
         if column.nss {
@@ -273,9 +319,17 @@ fn board(
     compat_in_driver_dir: bool,
 ) {
     let l4t = column.board.l4t;
+    let revision = l4t_release(l4t).split_once('.').map_or("0.0", |(_, r)| r);
     root.write(
         "/etc/nv_tegra_release",
-        &format!("# R{l4t} (release), REVISION: 0.0, GCID: 0, BOARD: generic, EABI: aarch64\n"),
+        &format!(
+            "# R{l4t} (release), REVISION: {revision}, GCID: 0, BOARD: generic, EABI: aarch64\n"
+        ),
+    )
+    // The stand-in's channel for the running driver's version (jetson.h).
+    .write(
+        "/etc/jetson-replay-board",
+        &format!("driver={}\n", column.board.driver),
     )
     // Ubuntu's (and JetPack's) configuration; `nobody` is left out of /etc/passwd, so that a
     // lookup of it reaches the systemd module, as any user /etc/passwd does not list does.
@@ -285,7 +339,13 @@ fn board(
     )
     .write("/etc/passwd", "root:x:0:0:root:/root:/bin/sh\n")
     .write("/etc/group", "root:x:0:\n");
-    let board_jit = fixtures.jit(column.board.driver);
+    let driver_version = column.board.driver;
+    // R35's container list has no libcudadebugger.so.1; R36's has it in tegra/.
+    let board_helpers: Vec<&str> = HELPERS
+        .iter()
+        .copied()
+        .filter(|h| l4t >= 36 || *h != "libcudadebugger.so.1")
+        .collect();
     match column.host {
         Host::NixOs => {
             // l4t-core and l4t-cuda as autoPatchelf leaves them (each library's RUNPATH names
@@ -306,8 +366,14 @@ fn board(
                 &format!("{cuda}/libcuda.so.1.1"),
                 &["--set-rpath", &format!("{cuda}:{core}")],
             )
-            .symlink("libcuda.so.1.1", &format!("{cuda}/libcuda.so.1"))
-            .host_file(&board_jit, &format!("{cuda}/{JIT}"), None);
+            .symlink("libcuda.so.1.1", &format!("{cuda}/libcuda.so.1"));
+            for helper in &board_helpers {
+                root.host_file(
+                    &fixtures.helper(driver_version, helper),
+                    &format!("{cuda}/{helper}"),
+                    None,
+                );
+            }
             let driver = &paths.driver_dir;
             for lib in board_libs(l4t) {
                 root.symlink(
@@ -318,8 +384,10 @@ fn board(
             root.symlink(
                 &format!("{cuda}/libcuda.so.1.1"),
                 &format!("{driver}/libcuda.so.1.1"),
-            )
-            .symlink(&format!("{cuda}/{JIT}"), &format!("{driver}/{JIT}"));
+            );
+            for helper in &board_helpers {
+                root.symlink(&format!("{cuda}/{helper}"), &format!("{driver}/{helper}"));
+            }
             let libcuda = if compat_in_driver_dir {
                 // Approach 3: the system's choice, for every program.
                 format!("{}/libcuda.so.1", paths.compat_dir)
@@ -344,8 +412,20 @@ fn board(
                 &format!("{driver}/libcuda.so.1.1"),
                 None,
             )
-            .symlink("libcuda.so.1.1", &format!("{driver}/libcuda.so.1"))
-            .host_file(&board_jit, &format!("{driver}/{JIT}"), None);
+            .symlink("libcuda.so.1.1", &format!("{driver}/libcuda.so.1"));
+            for helper in &board_helpers {
+                // R36 keeps the debugger library in tegra/, the directory R35 used for all.
+                let dir = if *helper == "libcudadebugger.so.1" {
+                    format!("{}/tegra", paths.host_lib)
+                } else {
+                    driver.clone()
+                };
+                root.host_file(
+                    &fixtures.helper(driver_version, helper),
+                    &format!("{dir}/{helper}"),
+                    None,
+                );
+            }
             // The host's own libraries, built against the host's glibc.
             for name in super::host::FILES {
                 root.host_file(
@@ -385,7 +465,17 @@ fn app(
             format!("{}:/run/opengl-driver/lib:$ORIGIN", paths.compat_dir)
         }
         CudartRunpath::DriverOnly => "/run/opengl-driver/lib:$ORIGIN".to_string(),
+        CudartRunpath::StubsFirst => {
+            format!("{}:/run/opengl-driver/lib:$ORIGIN", paths.stubs_dir)
+        }
     };
+    if approach.cudart_runpath == CudartRunpath::StubsFirst {
+        root.host_file(
+            &fixtures.stub_cuda(),
+            &format!("{}/libcuda.so.1", paths.stubs_dir),
+            None,
+        );
+    }
     let mut cudart_edit = vec!["--set-rpath", cudart_runpath.as_str()];
     if approach.cudart_needs_compat {
         cudart_edit.extend(["--add-needed", compat_libcuda.as_str()]);
@@ -408,14 +498,16 @@ fn app(
         &fixtures.compat_cuda(column.compat, key.linkage),
         &compat_libcuda,
         &compat_edit,
-    )
-    // cuda_compat ships its JIT helper beside its libcuda.so.1.
-    .host_file(
-        &fixtures.jit(column.compat.version),
-        &format!("{}/{JIT}", paths.compat_dir),
-        None,
     );
-    if approach.compat_runpath == CompatRunpath::L4tCoreFirst {
+    // cuda_compat ships its helpers beside its libcuda.so.1.
+    for helper in HELPERS {
+        root.host_file(
+            &fixtures.helper(column.compat.version, helper),
+            &format!("{}/{helper}", paths.compat_dir),
+            None,
+        );
+    }
+    if approach.compat_runpath == CompatRunpath::L4tCoreAfterDriver {
         let core = &paths.app_l4t_core;
         let core_runpath = format!("{core}:{}", paths.gcc_lib);
         for lib in board_libs(column.compat.l4t) {
@@ -435,9 +527,68 @@ fn compat_runpath(runpath: CompatRunpath, origin: Origin, paths: &Paths) -> Stri
         CompatRunpath::Driver => (vec![driver], 1),
         // #273389 appends JetPack 5's directory, whatever the host, after what nixpkgs gave.
         CompatRunpath::AppendTegra => (vec![driver, format!("{}/tegra", paths.host_lib)], 1),
-        CompatRunpath::L4tCoreFirst => (vec![paths.app_l4t_core.clone(), driver], 2),
+        // autoPatchelf: the found dependencies' directory, then `$ORIGIN` (appendRunpaths);
+        // autoAddDriverRunpath prepends the driver directory after it.
+        CompatRunpath::L4tCoreAfterDriver => (vec![driver, paths.app_l4t_core.clone()], 2),
     };
     origin.runpath(&entries, nixpkgs_at)
+}
+
+/// A program nixpkgs did not build: saxpy with its own runtime in a directory of its own
+/// (RUNPATH `$ORIGIN`, as a pip wheel's `nvidia/cuda_runtime/lib` has), the C++ one with
+/// gcc's `lib` as nix-ld's environment would give it. No cuda_compat: no approach that
+/// changes nixpkgs' packages reaches it.
+fn wheel(
+    root: &mut Root,
+    fixtures: &JetsonFixtures,
+    column: &Column,
+    paths: &Paths,
+    key: RunKey,
+    glibc_lib: &str,
+) {
+    let app_runpath = match key.app {
+        App::Cxx => format!("$ORIGIN:{}:{glibc_lib}", paths.gcc_lib),
+        App::C => format!("$ORIGIN:{glibc_lib}"),
+    };
+    root.patched_copy(
+        &fixtures.saxpy(key.app),
+        &paths.app,
+        &["--set-rpath", &app_runpath],
+    )
+    .patched_copy(
+        &fixtures.cudart(column.app_needs),
+        &format!("{}/libcudart.so.12", paths.wheel_dir),
+        &["--set-rpath", "$ORIGIN"],
+    );
+}
+
+/// nix-gl-host's cache: the host's files that match its patterns (`CUDA_DSO_PATTERNS`:
+/// `libcudadebugger`, `libcuda`; among the generic ones `libnvidia-ptxjitcompiler`,
+/// `libnvidia-nvvm`, `libnvtegrahv`), copied from the driver directory; no `libnvrm_*`.
+fn gl_host(root: &mut Root, fixtures: &JetsonFixtures, column: &Column, paths: &Paths) {
+    let l4t = column.board.l4t;
+    root.host_file(
+        &fixtures.board_cuda(column.board),
+        &format!("{}/libcuda.so.1", paths.gl_host_cuda),
+        None,
+    );
+    for helper in HELPERS {
+        if l4t < 36 && helper == "libcudadebugger.so.1" {
+            continue;
+        }
+        root.host_file(
+            &fixtures.helper(column.board.driver, helper),
+            &format!("{}/{helper}", paths.gl_host_lib),
+            None,
+        );
+    }
+    if board_libs(l4t).any(|lib| lib.name == "libnvtegrahv.so") {
+        root.host_file(
+            &fixtures.board_lib(l4t, "libnvtegrahv.so"),
+            &format!("{}/libnvtegrahv.so", paths.gl_host_lib),
+            None,
+        );
+    }
 }
 
 #[cfg(test)]
@@ -486,9 +637,14 @@ mod tests {
             compat_runpath(CompatRunpath::AppendTegra, Origin::Last, &paths),
             "/run/opengl-driver/lib:$ORIGIN:/usr/lib/aarch64-linux-gnu/tegra"
         );
+        // jetpack-nixos: autoPatchelf's `<l4t-core>/lib:$ORIGIN`, the driver dir prepended.
         assert_eq!(
-            compat_runpath(CompatRunpath::L4tCoreFirst, Origin::Absent, &paths),
-            format!("{}:/run/opengl-driver/lib", paths.app_l4t_core)
+            compat_runpath(CompatRunpath::L4tCoreAfterDriver, Origin::Last, &paths),
+            format!("/run/opengl-driver/lib:{}:$ORIGIN", paths.app_l4t_core)
+        );
+        assert_eq!(
+            compat_runpath(CompatRunpath::L4tCoreAfterDriver, Origin::Absent, &paths),
+            format!("/run/opengl-driver/lib:{}", paths.app_l4t_core)
         );
     }
 }

@@ -35,7 +35,8 @@ pub(crate) struct Args {
     /// x86_64 as for every command, runs the same roots natively, for a quick look.
     #[command(flatten)]
     pub target: OneTarget,
-    /// Print the generated blocks of docs/jetson.md (table, summary) instead of the table.
+    /// Print the generated blocks of docs/jetson.md (the tables, the lead table) instead of the
+    /// terminal table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
     /// Print JSON instead of the table.
@@ -44,11 +45,12 @@ pub(crate) struct Args {
     /// Show each run's command and the libraries it mapped (the winning paths).
     #[arg(long)]
     pub why: bool,
-    /// Fail when docs/jetson.md's table or summary differs from this run's, or its provenance
+    /// Fail when docs/jetson.md's tables or lead table differ from this run's, or its provenance
     /// line names a series other than patches/ holds now.
     #[arg(long, conflicts_with = "write_doc")]
     pub check: bool,
-    /// Replace the generated blocks of docs/jetson.md (table and summary) with this run's.
+    /// Replace the generated blocks of docs/jetson.md (the tables and the lead table) with this
+    /// run's.
     #[arg(long)]
     pub write_doc: bool,
     /// Run the setups against this machine's real NVIDIA driver (a GPU host or a Jetson
@@ -149,7 +151,7 @@ impl Args {
         if self.write_doc {
             doc::write(&doc, &report)?;
             diagln!(
-                "jetson-replay: wrote the table and the summary into {}",
+                "jetson-replay: wrote the tables and the lead table into {}",
                 doc.display()
             );
         } else if self.check {

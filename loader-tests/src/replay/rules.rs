@@ -1,0 +1,137 @@
+//! What the replay's stand-ins do that no loader decides, each rule with its source, and how
+//! far a run rests on one: a run whose outcome the loader alone decides (which file each
+//! lookup took, or that none was found) is *replayed*; one whose outcome also rests on a rule
+//! that a source states but nobody has run on a Jetson is *expected*; one that rests on a rule
+//! no source supports is *unknown*. docs/jetson.md renders [`RULES`] as its rules table, so a
+//! rule and its source are stated once.
+
+use serde::Serialize;
+
+/// A modelled rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// cuda_compat refuses a board of another L4T release.
+    CompatOtherL4t,
+    /// cuda_compat refuses a board driver newer than itself.
+    CompatOlder,
+    /// cuda_compat refuses a board driver of its own version.
+    CompatSame,
+    /// A driver runs a PTX kernel with another driver's JIT helper.
+    JitOfAnotherDriver,
+    /// A process with two `libcuda.so.1` mapped works.
+    TwoDrivers,
+    /// A SASS-only app never loads the JIT helper.
+    SassNoJit,
+    /// `CUDA_DISABLE_PTX_JIT=1` makes the driver refuse PTX.
+    PtxJitDisabled,
+}
+
+/// How far a run (or a cell) rests on the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "basis", content = "rule", rename_all = "kebab-case")]
+pub enum Basis {
+    Replayed,
+    Expected(Rule),
+    Unknown(Rule),
+}
+
+impl Basis {
+    /// The mark a table shows.
+    pub fn mark(self) -> String {
+        match self {
+            Basis::Replayed => "R".to_string(),
+            Basis::Expected(rule) => format!("E {}", rule.id()),
+            Basis::Unknown(rule) => format!("? {}", rule.id()),
+        }
+    }
+}
+
+pub const RULES: [Rule; 7] = [
+    Rule::CompatOtherL4t,
+    Rule::CompatOlder,
+    Rule::CompatSame,
+    Rule::JitOfAnotherDriver,
+    Rule::TwoDrivers,
+    Rule::SassNoJit,
+    Rule::PtxJitDisabled,
+];
+
+impl Rule {
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::CompatOtherL4t => "803-l4t",
+            Rule::CompatOlder => "803-older",
+            Rule::CompatSame => "803-same",
+            Rule::JitOfAnotherDriver => "jit-mismatch",
+            Rule::TwoDrivers => "two-drivers",
+            Rule::SassNoJit => "sass",
+            Rule::PtxJitDisabled => "no-jit",
+        }
+    }
+
+    /// Whether the runs resting on it are expected (a source states it) or unknown.
+    pub fn basis(self) -> Basis {
+        match self {
+            Rule::CompatOtherL4t | Rule::CompatOlder | Rule::SassNoJit | Rule::PtxJitDisabled => {
+                Basis::Expected(self)
+            }
+            Rule::CompatSame | Rule::JitOfAnotherDriver | Rule::TwoDrivers => Basis::Unknown(self),
+        }
+    }
+
+    /// What the stand-ins do.
+    pub fn statement(self) -> &'static str {
+        match self {
+            Rule::CompatOtherL4t => "cuda_compat's `libcuda.so.1` made for one L4T release stops in `cuInit` with `CUDA_ERROR_SYSTEM_DRIVER_MISMATCH` (803) on a board of another release",
+            Rule::CompatOlder => "cuda_compat's `libcuda.so.1` stops in `cuInit` with 803 when the board's driver is newer than it",
+            Rule::CompatSame => "cuda_compat's `libcuda.so.1` stops in `cuInit` with 803 when the board's driver is of its own version (the stand-in refuses it; the real one may run)",
+            Rule::JitOfAnotherDriver => "a driver that loaded another driver's `libnvidia-ptxjitcompiler.so.1` (a bare-name dlopen that its RUNPATH sent elsewhere): the cell says which helper it got and counts the run as not known to work",
+            Rule::TwoDrivers => "a process with two `libcuda.so.1` mapped (the board's by `LD_PRELOAD`, cuda_compat's by an absolute DT_NEEDED): the cell says so and counts the run as not known to work",
+            Rule::SassNoJit => "loading a module that has SASS for the device loads no JIT helper",
+            Rule::PtxJitDisabled => "with `CUDA_DISABLE_PTX_JIT=1` loading a PTX-only module fails with `CUDA_ERROR_JIT_COMPILATION_DISABLED` (223)",
+        }
+    }
+
+    /// Its source, or why none supports it.
+    pub fn source(self) -> &'static str {
+        match self {
+            Rule::CompatOtherL4t => "NVIDIA's CUDA Compatibility guide, \"Forward Compatibility\": a `cuda-compat-<major>-<minor>` package \"is generated from the NVIDIA driver\" of one release, and Jetson boards are among the systems it applies to. **Not confirmed** on a board: nobody has run an R35 cuda_compat on R36",
+            Rule::CompatOlder => "issue 23's measurement on x86_64: the host's cuda-compat 580.95.05, older than the running 580.159.04 driver, failed `cuInit` with 803 under both loaders; the forward-compatibility guide describes compat only for a driver older than it; NVIDIA's container toolkit writes its `00-compat` ld.so.conf.d entry only when compat is newer than the host driver. **Not confirmed** on a Jetson",
+            Rule::CompatSame => "none: no source says what a compat driver does on a driver of its own version (JetPack 6 ships `cuda-compat-12-6` for its CUDA 12.6 driver: jetpack-nixos `sourceinfo/r36.5-debs.json`)",
+            Rule::JitOfAnotherDriver => "issue 23 measured only two close x86_64 drivers (580.95 helper, 580.159 driver: kernel ok); for 11.4's helper under a 12.x driver nothing supports \"runs\", and `CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (222, \"PTX was generated by a compiler newer than what is supported by the CUDA driver and PTX JIT compiler\") is the likely outcome: not confirmed",
+            Rule::TwoDrivers => "Julia's CUDA_Driver_jll refuses it (Yggdrasil `C/CUDA/CUDA_Driver/init.jl`: \"we can't consider a forward compatible library because that would risk having multiple copies of libcuda.so loaded (also see NVIDIA bug #3418723)\"): not confirmed either way",
+            Rule::SassNoJit => "NVIDIA's runtime API reference: the JIT helper \"is used for PTX compilation\" (`cudaErrorJitCompilerNotFound`); SASS needs none",
+            Rule::PtxJitDisabled => "NVIDIA's runtime API reference, `cudaErrorJitCompilationDisabled` (223): \"This indicates that the JIT compilation was disabled\"; the variable is NVIDIA's `CUDA_DISABLE_PTX_JIT` (CUDA programming guide, environment variables: not fetched here)",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_is_as_weak_as_its_weakest_run() {
+        let runs = [
+            Basis::Replayed,
+            Rule::CompatOtherL4t.basis(),
+            Rule::JitOfAnotherDriver.basis(),
+        ];
+        assert_eq!(
+            runs.iter().max().copied(),
+            Some(Basis::Unknown(Rule::JitOfAnotherDriver))
+        );
+        assert_eq!(Basis::Replayed.mark(), "R");
+        assert_eq!(Rule::CompatOlder.basis().mark(), "E 803-older");
+        assert_eq!(Rule::CompatSame.basis().mark(), "? 803-same");
+    }
+
+    #[test]
+    fn every_rule_is_listed_once_with_a_distinct_id() {
+        let mut ids: Vec<&str> = RULES.iter().map(|r| r.id()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), RULES.len());
+    }
+}
