@@ -376,8 +376,8 @@ pub(crate) fn format_patch_tagged(
         .message()
         .with_context(|| format!("commit {id}: message is not UTF-8"))?;
     let (subject, body) = split_message(message);
-    if !subject.is_ascii() || !name.is_ascii() {
-        bail!("commit {id}: subject and author name must be ASCII (no RFC 2047 encoding here)");
+    if !subject.is_ascii() {
+        bail!("commit {id}: the subject must be ASCII (a subject is not RFC 2047-encoded here)");
     }
     if body.lines().any(|l| l == "---") {
         bail!("commit {id}: a `---` line in the message would end it early for git am");
@@ -394,8 +394,10 @@ pub(crate) fn format_patch_tagged(
     )?;
     let stat = diffstat::render(&file_stats(&diff)?, 72);
     let mut text = format!(
-        "From {id} Mon Sep 17 00:00:00 2001\nFrom: {name} <{email}>\nDate: {}\nSubject: [{tag}] {subject}\n\n{body}---\n{}\n",
+        "From {id} Mon Sep 17 00:00:00 2001\nFrom: {} <{email}>\nDate: {}\nSubject: [{tag}] {subject}\n{}\n{body}---\n{}\n",
+        header_name(name),
         mail_date::format(author.when()),
+        content_headers(message),
         stat
     );
     for idx in 0..diff.deltas().len() {
@@ -414,6 +416,61 @@ pub(crate) fn format_patch_tagged(
     }
     text.push_str(TRAILER);
     Ok(text)
+}
+
+/// A name as `git format-patch` writes it in `From:` (after the six characters `From: `):
+/// as it is when it is plain ASCII; in double quotes when it holds one of RFC 822's special
+/// characters; RFC 2047-encoded (`=?UTF-8?q?...?=`, a space as `=20`) when it holds a
+/// character outside ASCII or `=?`, in encoded words folded so that no line passes 76
+/// characters, a character never split.
+pub(crate) fn header_name(name: &str) -> String {
+    const PREFIX: usize = "From: ".len();
+    const OPEN: &str = "=?UTF-8?q?";
+    const MAX_LINE: usize = 76;
+    if !name.is_ascii() || name.contains("=?") {
+        let mut out = String::from(OPEN);
+        let mut line = PREFIX + OPEN.len();
+        for c in name.chars() {
+            // RFC 2047, section 5 (3): in a phrase, only letters, digits and `!*+-/` stand
+            // for themselves.
+            let plain = c.is_ascii_alphanumeric() || "!*+-/".contains(c);
+            let encoded = if plain {
+                c.to_string()
+            } else {
+                let mut bytes = [0; 4];
+                c.encode_utf8(&mut bytes)
+                    .bytes()
+                    .map(|b| format!("={b:02X}"))
+                    .collect()
+            };
+            if line + encoded.len() + 2 > MAX_LINE {
+                out.push_str("?=\n ");
+                out.push_str(OPEN);
+                line = 1 + OPEN.len();
+            }
+            line += encoded.len();
+            out.push_str(&encoded);
+        }
+        out.push_str("?=");
+        out
+    } else if name.contains([
+        '(', ')', '<', '>', '[', ']', ':', ';', '@', ',', '.', '"', '\\',
+    ]) {
+        let escaped = name.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("\"{escaped}\"")
+    } else {
+        name.to_string()
+    }
+}
+
+/// The headers `git format-patch` adds after `Subject:` when the message (subject or body)
+/// is not ASCII: it is sent as UTF-8, unencoded.
+pub(crate) fn content_headers(message: &str) -> &'static str {
+    if message.is_ascii() {
+        ""
+    } else {
+        "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n"
+    }
 }
 
 /// `(subject, body)` as format-patch shows them; the body is empty or ends in `\n`.
@@ -454,6 +511,25 @@ mod tests {
             "elf-Add-LD_FALLBACK_PATH-searched-last"
         );
         assert_eq!(slug("..x.."), "x");
+    }
+
+    /// Each form `git format-patch` (2.47) wrote for these names.
+    #[test]
+    fn names_take_the_form_git_gives_them_in_from() {
+        assert_eq!(header_name("Ada Lovelace"), "Ada Lovelace");
+        assert_eq!(header_name("J. Random Hacker"), "\"J. Random Hacker\"");
+        assert_eq!(
+            header_name("A. \"Q\" Person (x)"),
+            "\"A. \\\"Q\\\" Person (x)\""
+        );
+        assert_eq!(
+            header_name("José Müller"),
+            "=?UTF-8?q?Jos=C3=A9=20M=C3=BCller?="
+        );
+        assert_eq!(
+            header_name("Ángel Ñúñez-Özdemir de la Peña y Castañeda Ü"),
+            "=?UTF-8?q?=C3=81ngel=20=C3=91=C3=BA=C3=B1ez-=C3=96zdemir=20de=20la?=\n =?UTF-8?q?=20Pe=C3=B1a=20y=20Casta=C3=B1eda=20=C3=9C?="
+        );
     }
 
     #[test]
