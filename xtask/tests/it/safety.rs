@@ -981,7 +981,7 @@ fn a_rebase_refuses_a_source_series_that_check_does_not_pass() {
             "--release",
             "2.41",
             "--author",
-            "A B <a@example.org>",
+            "A B <a@gnu.org>",
         ],
     ] {
         let ran = p.run(args).expect(1);
