@@ -1,13 +1,13 @@
 //! `cargo xtask explain PROGRAM`: which file a program would map for every library, with
 //! `LD_FALLBACK_PATH` (or without the patch), without running it or the patched loader: the
-//! search model of `loader_tests::search`, printed for a reader or as JSON.
+//! search model of `loader_harness::search`, printed for a reader or as JSON.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use loader_tests::search::fs::{OpenError, Tree};
-use loader_tests::search::{self, Config, Cpu, Dlopen, PathList};
+use loader_model::fs::{OpenError, Tree};
+use loader_model::{Config, Cpu, Dlopen, PathList};
 use model::Target;
 
 use crate::cli::{self};
@@ -80,7 +80,7 @@ impl Args {
                     }
                 )
             })?;
-        let detected = search::release_in(&self.root, &self.program, &self.cwd);
+        let detected = loader_model::release_in(&self.root, &self.program, &self.cwd);
         let (release, release_note) = match (&self.release, detected) {
             (Some(r), _) => (parse(r), None),
             (None, Some(found)) if SUPPORTED.iter().any(|r| parse(r) == found) => (found, None),
@@ -95,7 +95,7 @@ impl Args {
         };
         let target = match (
             self.target,
-            search::target_of(&self.root, &self.program, &self.cwd),
+            loader_model::target_of(&self.root, &self.program, &self.cwd),
         ) {
             (Some(asked), Some(built)) if asked != built => {
                 bail!("{} is a {built} program, not {asked}", self.program)
@@ -137,8 +137,8 @@ impl Args {
             via_loader: false,
             cpu: Cpu::detect(target),
         };
-        let mut explanation =
-            search::explain(&config).with_context(|| format!("cannot explain {}", self.program))?;
+        let mut explanation = loader_model::explain(&config)
+            .with_context(|| format!("cannot explain {}", self.program))?;
         explanation.notes.extend(release_note);
         let text = if self.json {
             let mut json = serde_json::to_string_pretty(&explanation)
@@ -146,7 +146,7 @@ impl Args {
             json.push('\n');
             json
         } else {
-            search::render::text(&explanation)
+            loader_model::render::text(&explanation)
         };
         // A reader that stops early (`| head`) is no error (see `util::output`).
         out!("{text}");
@@ -159,7 +159,7 @@ impl Args {
         let missing = explanation.loads.iter().any(|l| {
             matches!(
                 l.outcome,
-                search::Outcome::NotFound | search::Outcome::Failed { .. }
+                loader_model::Outcome::NotFound | loader_model::Outcome::Failed { .. }
             )
         });
         if missing || !explanation.starts {
@@ -174,6 +174,6 @@ impl Args {
 }
 
 /// The model's release from the shared vocabulary's.
-fn parse(release: &Release) -> search::Release {
-    search::Release::parse(release.version()).expect("supported releases are X.Y")
+fn parse(release: &Release) -> loader_model::Release {
+    loader_model::Release::parse(release.version()).expect("supported releases are X.Y")
 }

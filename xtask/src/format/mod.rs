@@ -1,11 +1,14 @@
-//! `cargo xtask format-series`: the series as a patch set to mail to libc-alpha.
+//! `cargo xtask format-series`: the series as a patch set to mail to libc-alpha
+//! (docs/upstream.md says how to send it).
 //!
-//! What changes from `patches/<X.Y>/`: the author is a real person (the series' placeholder
-//! cannot be sent), every message ends in the author's `Signed-off-by` (glibc takes DCO
-//! contributions), the subjects carry `[PATCH vN m/n]`, the NEWS entry moves into a section
-//! of its own for the development version (a contribution targets the next release, not a
-//! released one), and a cover letter says why, how it was tested, and, from v2 on, what
-//! changed since the previous version (a range diff).
+//! What changes from `patches/<X.Y>/`: the author is a real person someone can reply to
+//! (author.rs), every message ends in the author's `Signed-off-by` (glibc takes DCO
+//! contributions), the files the series adds carry the DCO copyright line, the subjects carry
+//! `[PATCH vN m/n]`, the NEWS entry moves into a section of its own for the development
+//! version (a contribution targets the next release, not a released one), the manual's
+//! change follows as a patch of its own (manual.rs), and a cover letter (cover.rs) says
+//! what and why, how it was tested (testing.rs, from docs/support.json), and, from v2 on,
+//! what changed since the previous version. Where the mails go is outdir.rs's.
 
 use std::path::{Path, PathBuf};
 
@@ -36,13 +39,15 @@ pub(crate) struct Args {
     /// The version of the patch set: 1 for the first mail, 2 after the first review, ...
     #[arg(long, default_value_t = 1, value_parser = cli::at_least_one::<u32>)]
     pub version: u32,
-    /// Write a cover letter (`0000-cover-letter.patch`) too.
+    /// Write a cover letter (`0000-cover-letter.patch`) too; its testing statement is made
+    /// from docs/support.json.
     #[arg(long)]
     pub cover_letter: bool,
     /// Who sends it, `Name <email>` [default: git's user.name and user.email].
     #[arg(long, value_name = "NAME <EMAIL>")]
     pub author: Option<String>,
-    /// For v2 and later: the directory of the previous version's patches, for the range diff.
+    /// For v2 and later: the directory of the previous version's patches, for the cover
+    /// letter's "Changes since" list and range diff.
     #[arg(long, value_name = "DIR")]
     pub previous: Option<PathBuf>,
     /// Where to write the patches [default: target/format-series/v<N>/].

@@ -14,31 +14,36 @@ use crate::verify::{CellReport, CellState};
 /// The lines a mail is filled to.
 pub(crate) const WIDTH: usize = 72;
 
-/// The statement, as paragraphs filled to [`WIDTH`], each ending in a blank line.
+/// The statement: a sentence, a list of one item per target and one for the resolution
+/// tests, and the cells that are not verified; filled to [`WIDTH`], ending in a blank line.
 pub(crate) fn statement(doc: &SupportDoc) -> String {
     let verified: Vec<&CellReport> = doc
         .cells
         .iter()
         .filter(|cell| cell.state() == CellState::Verified)
         .collect();
-    let mut paragraphs = Vec::new();
+    let mut out = String::new();
     if verified.is_empty() {
-        paragraphs.push("Not tested: no release and target is verified in the project's support record (docs/support.json).".to_string());
+        out.push_str(&fill("Not tested: no release and target is verified in the project's support record (docs/support.json).", WIDTH));
     } else {
         let releases: BTreeSet<Release> = verified.iter().map(|cell| cell.release).collect();
-        let releases: Vec<Release> = releases.into_iter().collect();
-        paragraphs.push(format!(
-            "Tested on glibc {}, with the series rebased onto each release:",
-            in_words(&releases.iter().map(|r| r.version()).collect::<Vec<_>>())
+        let releases: Vec<&str> = releases.iter().map(|r| r.version()).collect();
+        let onto = match releases.len() {
+            1 => "the series applied to that release",
+            _ => "the series rebased onto each release",
+        };
+        out.push_str(&fill(
+            &format!("Tested on glibc {}, with {onto}:", in_words(&releases)),
+            WIDTH,
         ));
-        let targets = Target::ALL
+        let targets: Vec<Tested> = Target::ALL
             .iter()
-            .filter_map(|&target| Tested::of(target, &verified));
-        let targets: Vec<Tested> = targets.collect();
+            .filter_map(|&target| Tested::of(target, &verified))
+            .collect();
         for tested in &targets {
-            paragraphs.push(tested.suite_line());
+            out.push_str(&fill(&tested.suite_line(), WIDTH));
         }
-        paragraphs.push(matrix_line(&targets));
+        out.push_str(&fill(&matrix_line(&targets), WIDTH));
     }
     let unverified: Vec<String> = doc
         .cells
@@ -54,12 +59,14 @@ pub(crate) fn statement(doc: &SupportDoc) -> String {
         })
         .collect();
     if !unverified.is_empty() {
-        paragraphs.push(format!("Not verified: {}.", unverified.join(", ")));
+        out.push('\n');
+        out.push_str(&fill(
+            &format!("Not verified: {}.", unverified.join(", ")),
+            WIDTH,
+        ));
     }
-    paragraphs
-        .iter()
-        .map(|p| format!("{}\n", fill(p, WIDTH)))
-        .collect()
+    out.push('\n');
+    out
 }
 
 /// What the verified cells of one target show.
@@ -128,21 +135,19 @@ impl Tested {
     fn suite_line(&self) -> String {
         let triplet = self.target.triplet();
         if self.suite.is_empty() {
-            let how = if self.emulated {
-                "cross-compiled and run under QEMU user mode: glibc's testsuite was not run there, only the resolution tests below"
-            } else {
-                "glibc's testsuite was not run; the resolution tests below ran"
+            return match self.emulated {
+                true => format!("- {triplet}: cross-compiled, run under QEMU user mode; glibc's testsuite was not run there, only the resolution tests."),
+                false => format!("- {triplet}: glibc's testsuite was not run, only the resolution tests."),
             };
-            return format!("- {triplet}: {how}.");
         }
         let compared = range(self.suite.values().map(|s| s.0));
         let new_failures: usize = self.suite.values().map(|s| s.1).sum();
         let added = range(self.suite.values().map(|s| s.2));
         let all_pass = self.suite.values().all(|s| s.2 == s.3);
         let mut line = format!(
-            "- {triplet}: {}\"make check subdirs=elf\" in a build with and a build without the series, compared test by test: {} ({compared} tests compared per release); the {added} tests the series adds {}.",
+            "- {triplet}: {}make check subdirs=elf with and without the series, compared test by test: {} ({compared} tests per release); the {added} tests the series adds {}.",
             if self.emulated {
-                "cross-compiled, every program of the target run under QEMU user mode through binfmt_misc: "
+                "cross-compiled, every program run under QEMU user mode through binfmt_misc: "
             } else {
                 ""
             },
@@ -151,13 +156,13 @@ impl Tested {
                 1 => "1 new failure".to_string(),
                 n => format!("{n} new failures"),
             },
-            if all_pass { "pass on every release" } else { "do not all pass" }
+            if all_pass { "pass" } else { "do not all pass" }
         );
 
         if !self.failing_in_both.is_empty() {
             let names: Vec<&str> = self.failing_in_both.iter().map(String::as_str).collect();
             line.push_str(&format!(
-                "  Failing with and without the series (this machine): {}.",
+                "  Failing with and without the series on the test machine: {}.",
                 names.join(", ")
             ));
         }
@@ -175,23 +180,25 @@ fn matrix_line(targets: &[Tested]) -> String {
         let values = tested.matrix.values();
         total.extend(values.clone().map(|m| m.0));
         let pass = range(values.clone().map(|m| m.1));
-        let na = range(values.clone().map(|m| m.2));
-        let place = if tested.emulated {
-            format!("{triplet}, under QEMU user mode")
+        if values.clone().all(|m| m.2 == 0) {
+            with.push(format!("all {pass} pass on {triplet}"));
         } else {
-            triplet.to_string()
-        };
-        if tested.matrix.values().all(|m| m.2 == 0) {
-            with.push(format!("all {pass} pass on {place}"));
-        } else {
-            with.push(format!("{pass} pass on {place}, where {na} do not apply"));
+            let where_ = if tested.emulated {
+                " under QEMU user mode"
+            } else {
+                ""
+            };
+            with.push(format!(
+                "{pass} on {triplet} ({} do not apply{where_})",
+                range(values.clone().map(|m| m.2))
+            ));
         }
         without.push(format!("{} on {triplet}", range(values.map(|m| m.3))));
     }
     format!(
-        "- Resolution tests, a harness outside glibc's testsuite: {} scenarios, each a program run in a root whose ld.so.cache and default directories are those of the glibc under test, covering each step of the search order for DT_NEEDED, dlopen, dlmopen and dlopen from a static program, secure mode, -z nodefaultlib and --inhibit-cache.  With the series {}; without it the scenarios that depend on it fail ({}) and the others pass.",
+        "- Resolution tests outside glibc's testsuite ({} scenarios: each step of the search order for DT_NEEDED, dlopen, dlmopen and static dlopen, secure mode, -z nodefaultlib, --inhibit-cache): with the series {}; without it the scenarios that depend on it fail ({}) and the others pass.",
         in_words(&total.iter().map(|n| n.to_string()).collect::<Vec<_>>()),
-        with.join("; "),
+        with.join(", "),
         without.join(", ")
     )
 }
@@ -283,27 +290,19 @@ mod tests {
             "\
 Tested on glibc 2.43 and 2.44, with the series rebased onto each
 release:
-
-- x86_64-linux-gnu: \"make check subdirs=elf\" in a build with and a build
-  without the series, compared test by test: no new failures (484 tests
-  compared per release); the 2 tests the series adds pass on every
-  release.
-
-- aarch64-linux-gnu: cross-compiled, every program of the target run
-  under QEMU user mode through binfmt_misc: \"make check subdirs=elf\" in
-  a build with and a build without the series, compared test by test: no
-  new failures (484 tests compared per release); the 2 tests the series
-  adds pass on every release.
-
-- Resolution tests, a harness outside glibc's testsuite: 63 scenarios,
-  each a program run in a root whose ld.so.cache and default directories
-  are those of the glibc under test, covering each step of the search
-  order for DT_NEEDED, dlopen, dlmopen and dlopen from a static program,
-  secure mode, -z nodefaultlib and --inhibit-cache.  With the series all
-  63 pass on x86_64-linux-gnu; 61 pass on aarch64-linux-gnu, under QEMU
-  user mode, where 2 do not apply; without it the scenarios that depend
-  on it fail (36 on x86_64-linux-gnu, 35 on aarch64-linux-gnu) and the
-  others pass.
+- x86_64-linux-gnu: make check subdirs=elf with and without the series,
+  compared test by test: no new failures (484 tests per release); the 2
+  tests the series adds pass.
+- aarch64-linux-gnu: cross-compiled, every program run under QEMU user
+  mode through binfmt_misc: make check subdirs=elf with and without the
+  series, compared test by test: no new failures (484 tests per
+  release); the 2 tests the series adds pass.
+- Resolution tests outside glibc's testsuite (63 scenarios: each step of
+  the search order for DT_NEEDED, dlopen, dlmopen and static dlopen,
+  secure mode, -z nodefaultlib, --inhibit-cache): with the series all 63
+  pass on x86_64-linux-gnu, 61 on aarch64-linux-gnu (2 do not apply
+  under QEMU user mode); without it the scenarios that depend on it fail
+  (36 on x86_64-linux-gnu, 35 on aarch64-linux-gnu) and the others pass.
 
 "
         );
@@ -330,20 +329,15 @@ release:
         assert_eq!(
             text,
             "\
-Tested on glibc 2.43, with the series rebased onto each release:
-
-- x86_64-linux-gnu: \"make check subdirs=elf\" in a build with and a build
-  without the series, compared test by test: no new failures (484 tests
-  compared per release); the 2 tests the series adds pass on every
-  release.
-
-- Resolution tests, a harness outside glibc's testsuite: 63 scenarios,
-  each a program run in a root whose ld.so.cache and default directories
-  are those of the glibc under test, covering each step of the search
-  order for DT_NEEDED, dlopen, dlmopen and dlopen from a static program,
-  secure mode, -z nodefaultlib and --inhibit-cache.  With the series all
-  63 pass on x86_64-linux-gnu; without it the scenarios that depend on
-  it fail (36 on x86_64-linux-gnu) and the others pass.
+Tested on glibc 2.43, with the series applied to that release:
+- x86_64-linux-gnu: make check subdirs=elf with and without the series,
+  compared test by test: no new failures (484 tests per release); the 2
+  tests the series adds pass.
+- Resolution tests outside glibc's testsuite (63 scenarios: each step of
+  the search order for DT_NEEDED, dlopen, dlmopen and static dlopen,
+  secure mode, -z nodefaultlib, --inhibit-cache): with the series all 63
+  pass on x86_64-linux-gnu; without it the scenarios that depend on it
+  fail (36 on x86_64-linux-gnu) and the others pass.
 
 Not verified: 2.44 x86_64-linux-gnu (failed), 2.44 aarch64-linux-gnu
 (not verified).

@@ -33,7 +33,7 @@ fn run(cmd: &mut Command, fix: &str) {
 /// The Rust sources of both crates: `src/` and `tests/`.
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for krate in ["model", "xtask", "loader-tests"] {
+    for krate in ["model", "loader-model", "loader-harness", "xtask"] {
         for dir in ["src", "tests"] {
             collect(&workspace().join(krate).join(dir), &mut files);
         }
@@ -102,7 +102,7 @@ fn pub_means_reachable_in_every_crate() {
         lints.contains("unreachable_pub = \"warn\""),
         "Cargo.toml's [workspace.lints.rust] must warn unreachable_pub"
     );
-    for krate in ["model", "xtask", "loader-tests"] {
+    for krate in ["model", "loader-model", "loader-harness", "xtask"] {
         let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
         assert!(
             manifest.contains("[lints]\nworkspace = true\n"),
@@ -350,7 +350,7 @@ fn statement_from(lines: &[&str], i: usize) -> String {
 #[test]
 fn every_dependency_is_used() {
     let mut unused = Vec::new();
-    for krate in ["model", "xtask", "loader-tests"] {
+    for krate in ["model", "loader-model", "loader-harness", "xtask"] {
         let dir = workspace().join(krate);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         for (section, code_dirs) in [
