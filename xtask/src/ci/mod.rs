@@ -114,7 +114,7 @@ impl Args {
         tests.wants_sysroots = true;
         steps.push(tests);
         // The default release's cells: the matrix patched and unpatched on each target, and
-        // glibc's own elf tests patched vs unpatched natively.
+        // glibc's own elf tests patched vs unpatched on each (aarch64's under QEMU).
         let target = match targets {
             [one] => one.name(),
             _ => "all",
