@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Relative to the workspace root.
 const HARNESS_DIRS: [&str; 4] = [
-    "loader-tests/src",
+    "loader-harness/src",
     "c-fixtures",
     "xtask/src/verify",
     "xtask/src/resolution",

@@ -1,7 +1,7 @@
 //! `ld-fallback-explain`: which file a program would map for every library, under the
 //! patched loader with `LD_FALLBACK_PATH` (or the release as it is), without running the
 //! program or any loader. It reads the program's ELF files and the tree they live in, and
-//! walks the search model of `loader_tests::search`, which is proven against the real loaders
+//! walks the search model of `loader_model`, which is proven against the real loaders
 //! (docs/explain.md).
 //!
 //! The crate is the stand-alone form users install (`cargo install --path explain`);
@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use loader_tests::search::fs::{OpenError, Tree};
-use loader_tests::search::{self, Config, Cpu, Dlopen, PathList};
+use loader_model::fs::{OpenError, Tree};
+use loader_model::{Config, Cpu, Dlopen, PathList};
 use model::{Release, Target, SUPPORTED};
 
 /// The command line.
@@ -104,7 +104,7 @@ impl Args {
                     }
                 )
             })?;
-        let detected = search::release_in(&self.root, &self.program, &self.cwd);
+        let detected = loader_model::release_in(&self.root, &self.program, &self.cwd);
         let (release, release_note) = match (&self.release, detected) {
             (Some(r), _) => (parse(r), None),
             (None, Some(found)) if SUPPORTED.iter().any(|r| parse(r) == found) => (found, None),
@@ -119,7 +119,7 @@ impl Args {
         };
         let target = match (
             self.target,
-            search::target_of(&self.root, &self.program, &self.cwd),
+            loader_model::target_of(&self.root, &self.program, &self.cwd),
         ) {
             (Some(asked), Some(built)) if asked != built => {
                 bail!("{} is a {built} program, not {asked}", self.program)
@@ -161,8 +161,8 @@ impl Args {
             via_loader: false,
             cpu: Cpu::detect(target),
         };
-        let mut explanation =
-            search::explain(&config).with_context(|| format!("cannot explain {}", self.program))?;
+        let mut explanation = loader_model::explain(&config)
+            .with_context(|| format!("cannot explain {}", self.program))?;
         explanation.notes.extend(release_note);
         let text = if self.json {
             let mut json = serde_json::to_string_pretty(&explanation)
@@ -170,12 +170,12 @@ impl Args {
             json.push('\n');
             json
         } else {
-            search::render::text(&explanation)
+            loader_model::render::text(&explanation)
         };
         let missing = explanation.loads.iter().any(|l| {
             matches!(
                 l.outcome,
-                search::Outcome::NotFound | search::Outcome::Failed { .. }
+                loader_model::Outcome::NotFound | loader_model::Outcome::Failed { .. }
             )
         });
         Ok(Explained {
@@ -186,6 +186,6 @@ impl Args {
 }
 
 /// The model's release from the shared vocabulary's.
-fn parse(release: &Release) -> search::Release {
-    search::Release::parse(release.version()).expect("supported releases are X.Y")
+fn parse(release: &Release) -> loader_model::Release {
+    loader_model::Release::parse(release.version()).expect("supported releases are X.Y")
 }

@@ -12,13 +12,13 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_tests::differential::{self, LoaderUnderTest};
-use loader_tests::host::{cache_dir, in_ci};
-use loader_tests::replay::{
+use loader_harness::differential::{self, LoaderUnderTest};
+use loader_harness::host::{cache_dir, in_ci};
+use loader_harness::replay::{
     self, App, HostLibs, JetsonFixtures, Linkage, Origin, RunKey, APPROACHES, COLUMNS,
 };
-use loader_tests::root::Bench;
-use loader_tests::search::Release;
+use loader_harness::root::Bench;
+use loader_model::Release;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const TARGET: Target = Target::Aarch64;

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::replay::report::{self, Block};
-use loader_tests::replay::ReplayReport;
+use loader_harness::replay::report::{self, Block};
+use loader_harness::replay::ReplayReport;
 
 use crate::util::paths;
 use model::Target;

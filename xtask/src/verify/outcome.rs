@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use loader_tests::report::{self, MatrixReport};
+use loader_harness::report::{self, MatrixReport};
 use model::Target;
 use serde::{Deserialize, Serialize};
 
@@ -609,8 +609,8 @@ mod tests {
     /// The loader's report, as the matrix gives it, becomes figures: n/a and skips apart.
     #[test]
     fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
-        use loader_tests::matrix::find;
-        use loader_tests::report::{self, Outcome};
+        use loader_harness::matrix::find;
+        use loader_harness::report::{self, Outcome};
         use model::Flavour;
         let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
             let scenario = find(id).unwrap();

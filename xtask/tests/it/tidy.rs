@@ -33,7 +33,13 @@ fn run(cmd: &mut Command, fix: &str) {
 /// The Rust sources of both crates: `src/` and `tests/`.
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for krate in ["model", "xtask", "loader-tests", "explain"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         for dir in ["src", "tests"] {
             collect(&workspace().join(krate).join(dir), &mut files);
         }
@@ -102,7 +108,13 @@ fn pub_means_reachable_in_every_crate() {
         lints.contains("unreachable_pub = \"warn\""),
         "Cargo.toml's [workspace.lints.rust] must warn unreachable_pub"
     );
-    for krate in ["model", "xtask", "loader-tests", "explain"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
         assert!(
             manifest.contains("[lints]\nworkspace = true\n"),
@@ -351,7 +363,13 @@ fn statement_from(lines: &[&str], i: usize) -> String {
 #[test]
 fn every_dependency_is_used() {
     let mut unused = Vec::new();
-    for krate in ["model", "xtask", "loader-tests", "explain"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         let dir = workspace().join(krate);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         for (section, code_dirs) in [
@@ -505,7 +523,7 @@ fn durations_are_found_where_pages_quote_them() {
 fn docs_quote_durations_from_one_page() {
     let mut pages = vec![
         workspace().join("README.md"),
-        workspace().join("loader-tests/README.md"),
+        workspace().join("loader-harness/README.md"),
         workspace().join("patches/variants/README.md"),
     ];
     for entry in std::fs::read_dir(workspace().join("docs"))

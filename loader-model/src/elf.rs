@@ -11,7 +11,7 @@ use model::Target;
 
 /// What `open_verify` makes of a file's first bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verified {
+pub enum Verified {
     /// An ELF object this loader can map.
     Usable,
     /// ELFCLASS32 for a 64-bit loader: skipped, the search goes on.
@@ -26,7 +26,7 @@ pub(crate) enum Verified {
 const EHDR64: usize = 64;
 
 /// `open_verify`'s checks, in its order, for a 64-bit little-endian loader of `target`.
-pub(crate) fn verify(head: &[u8], target: Target) -> Verified {
+pub fn verify(head: &[u8], target: Target) -> Verified {
     if head.len() < EHDR64 {
         return Verified::Fatal("file too short");
     }
@@ -89,7 +89,7 @@ pub(crate) fn machine(target: Target) -> elf::Machine {
 
 /// The dynamic section of an object, as far as the search needs it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Dynamic {
+pub struct Dynamic {
     /// PT_INTERP: the loader a program asks for.
     pub interpreter: Option<String>,
     /// Whether it has a PT_DYNAMIC segment at all (a static program has none).
@@ -105,7 +105,7 @@ pub(crate) struct Dynamic {
 }
 
 /// Reads the dynamic entries of an ELF file of either class.
-pub(crate) fn dynamic(data: &[u8]) -> Result<Dynamic, String> {
+pub fn dynamic(data: &[u8]) -> Result<Dynamic, String> {
     match object::FileKind::parse(data) {
         Ok(object::FileKind::Elf64) => read::<elf::FileHeader64<Endianness>>(data),
         Ok(object::FileKind::Elf32) => read::<elf::FileHeader32<Endianness>>(data),

@@ -10,10 +10,10 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_tests::host::{cache_dir, in_ci};
-use loader_tests::replay::Origin;
-use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures, ReplayReport};
-use loader_tests::root::Bench;
+use loader_harness::host::{cache_dir, in_ci};
+use loader_harness::replay::Origin;
+use loader_harness::replay::{self, report, Benches, HostLibs, JetsonFixtures, ReplayReport};
+use loader_harness::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const TARGET: Target = Target::Aarch64;

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use loader_tests::matrix::{Contract, Unpatched, MATRIX};
+use loader_harness::matrix::{Contract, Unpatched, MATRIX};
 
 const BEGIN: &str = "<!-- scenarios: begin";
 const END: &str = "<!-- scenarios: end -->";

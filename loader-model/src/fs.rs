@@ -148,7 +148,7 @@ impl Tree {
     }
 
     /// The first `limit` bytes of an opened file (what the loader reads to verify it).
-    pub(crate) fn head(&self, opened: &Opened, limit: u64) -> anyhow::Result<Vec<u8>> {
+    pub fn head(&self, opened: &Opened, limit: u64) -> anyhow::Result<Vec<u8>> {
         let mut bytes = Vec::new();
         fs::File::open(&opened.host)
             .and_then(|file| file.take(limit).read_to_end(&mut bytes))
@@ -157,7 +157,7 @@ impl Tree {
     }
 
     /// The whole of an opened file.
-    pub(crate) fn read(&self, opened: &Opened) -> anyhow::Result<Vec<u8>> {
+    pub fn read(&self, opened: &Opened) -> anyhow::Result<Vec<u8>> {
         fs::read(&opened.host).with_context(|| format!("cannot read {}", opened.host.display()))
     }
 

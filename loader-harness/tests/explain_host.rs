@@ -2,7 +2,7 @@
 //! here), which needs no built sysroot: real programs and the c-fixtures compiled with the
 //! host's gcc, in a scratch directory, each run traced (`LD_DEBUG=libs,files`) under bwrap
 //! with `/` as its root; the model must name the same searches, the same files tried and
-//! the same files taken (`loader_tests::differential`). The cases cover what the scenario
+//! the same files taken (`loader_harness::differential`). The cases cover what the scenario
 //! roots do not: the distribution's real ld.so.cache and multiarch default dirs, glibc-hwcaps
 //! subdirectories that exist, the legacy hwcap subdirectories of 2.36, python's extension
 //! modules dlopened by path. The same cases (python's aside) run for aarch64 under QEMU user
@@ -17,10 +17,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_tests::differential::{self, LoaderUnderTest, Mode};
-use loader_tests::host::{find_program, in_ci, require_dirs, tools, AARCH64_CROSS_LIBC};
-use loader_tests::probe::Invocation;
-use loader_tests::search::Release;
+use loader_harness::differential::{self, LoaderUnderTest, Mode};
+use loader_harness::host::{find_program, in_ci, require_dirs, tools, AARCH64_CROSS_LIBC};
+use loader_harness::probe::Invocation;
+use loader_model::Release;
 use model::Target;
 
 /// Debian's aarch64 cross libc: its loader and libraries.
@@ -82,7 +82,7 @@ fn why_not_here(target: Target) -> Option<String> {
     };
     let release = fs::read(&binary)
         .ok()
-        .and_then(|b| loader_tests::search::platform::release_of(&b));
+        .and_then(|b| loader_model::platform::release_of(&b));
     match release {
         Some(r) if known(r) => None,
         Some(r) => Some(format!("its glibc {r} is not a release the model knows")),
@@ -328,11 +328,11 @@ const CONTRACT: &[ContractCheck] = &[
 
 /// The patched model on one contract row.
 fn contract(check: &ContractCheck) -> Result<(), String> {
-    use loader_tests::search::{self, Config, Cpu, Dlopen, PathList};
+    use loader_model::{Config, Cpu, Dlopen, PathList};
     let place = fixtures(Target::X86_64)?;
     let d = place.dir.as_str();
     let expand = |s: &str| s.replace("{D}", d);
-    let release = search::release_in(Path::new("/"), "/bin/true", "/").ok_or("no release")?;
+    let release = loader_model::release_in(Path::new("/"), "/bin/true", "/").ok_or("no release")?;
     let config = Config {
         root: PathBuf::from("/"),
         program: expand(check.program),
@@ -364,7 +364,7 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
         via_loader: false,
         cpu: Cpu::detect(Target::X86_64),
     };
-    let x = search::explain(&config).map_err(|e| format!("{e:#}"))?;
+    let x = loader_model::explain(&config).map_err(|e| format!("{e:#}"))?;
     let got = x
         .loads
         .iter()
@@ -378,7 +378,7 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
         Err(format!(
             "{}: the model takes {got:?}, the contract says {want:?}\n{}",
             check.library,
-            search::render::text(&x)
+            loader_model::render::text(&x)
         ))
     }
 }
@@ -403,7 +403,7 @@ fn run(target: Target, case: &Case) -> Result<(), String> {
         secure: false,
         placed: Vec::new(),
     };
-    let release = loader_tests::search::release_in(&place.root, loader(target), "/")
+    let release = loader_model::release_in(&place.root, loader(target), "/")
         .ok_or("the loader says no release")?;
     let checked = differential::check(
         &invocation,
@@ -477,7 +477,7 @@ fn build(target: Target) -> anyhow::Result<Place> {
         }
     };
     let d = inside.as_path();
-    let src = loader_tests::fixtures::sources_dir();
+    let src = loader_harness::fixtures::sources_dir();
     let include = format!("-I{}", src.display());
     let cc = match target {
         Target::X86_64 => tools::GCC.program,

@@ -204,7 +204,7 @@ impl DirMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::platform::{Cpu, Release};
+    use crate::platform::{Cpu, Release};
     use model::Target;
 
     fn facts() -> LoaderFacts {

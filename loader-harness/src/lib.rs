@@ -13,5 +13,4 @@ pub mod probe;
 pub mod replay;
 pub mod report;
 pub mod root;
-pub mod search;
 mod trace;

@@ -20,7 +20,7 @@ use serde::Serialize;
 use model::Target;
 
 pub(crate) mod cache;
-pub(crate) mod elf;
+pub mod elf;
 pub mod fs;
 pub(crate) mod hazards;
 pub(crate) mod paths;
@@ -178,7 +178,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// Whether `LD_DEBUG=libs` shows a `trying file=` line for it.
-    pub(crate) fn is_traced(&self) -> bool {
+    pub fn is_traced(&self) -> bool {
         !matches!(self, Verdict::DirMissing | Verdict::CachePassed(_))
     }
 
@@ -255,7 +255,7 @@ pub struct Load {
 impl Load {
     /// Whether the loader searched (or opened) anything for it: an already-loaded name is
     /// answered without a search and leaves no trace.
-    pub(crate) fn searched(&self) -> bool {
+    pub fn searched(&self) -> bool {
         !matches!(
             self.outcome,
             Outcome::AlreadyLoaded {
@@ -295,7 +295,7 @@ pub struct Explanation {
 
 impl Explanation {
     /// The requests the loader searched for, in order (what an `LD_DEBUG=libs` trace shows).
-    pub(crate) fn searches(&self) -> impl Iterator<Item = &Load> {
+    pub fn searches(&self) -> impl Iterator<Item = &Load> {
         self.loads.iter().filter(|l| l.searched())
     }
 }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::probe::Invocation;
-use crate::search::{self, Config, Cpu, Dlopen, Explanation, How, PathList, Release, Verdict};
 use crate::trace::{self, Traced};
+use loader_model::{Config, Cpu, Dlopen, Explanation, How, PathList, Release, Verdict};
 use model::Target;
 
 /// One search as both sides tell it.
@@ -106,7 +106,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             tried: Vec::new(),
             ended_with: seen.map(|load| load.path),
         }];
-        match search::explain(&config) {
+        match loader_model::explain(&config) {
             Ok(x) => {
                 let last = x.loads.iter().rev().find(|l| l.name == "libcuda.so.1");
                 checked.predicted = vec![Step {
@@ -136,7 +136,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
     let searches = trace::searches(&out.stderr);
     config.dlopens = dlopens(&searches, &config.program);
     checked.observed = observed(&searches, &config);
-    match search::explain(&config) {
+    match loader_model::explain(&config) {
         Ok(x) => checked.predicted = predicted(&x),
         Err(err) => {
             checked.difference = Some(format!("the model fails: {err:#}"));
@@ -232,11 +232,11 @@ pub(crate) fn config_for(
 }
 
 fn is_static(config: &Config) -> bool {
-    let tree = search::fs::Tree::new(&config.root);
+    let tree = loader_model::fs::Tree::new(&config.root);
     tree.open(&config.program, &config.cwd)
         .ok()
         .and_then(|file| tree.read(&file).ok())
-        .and_then(|bytes| search::elf::dynamic(&bytes).ok())
+        .and_then(|bytes| loader_model::elf::dynamic(&bytes).ok())
         .is_some_and(|d| d.interpreter.is_none())
 }
 
@@ -286,7 +286,7 @@ pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
 /// when that one is a file the loader maps (a new map, or a loadable ELF file it found
 /// again).
 fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
-    let tree = search::fs::Tree::new(&config.root);
+    let tree = loader_model::fs::Tree::new(&config.root);
     searches
         .iter()
         .map(|s| {
@@ -297,7 +297,8 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
                     .filter(|f| !f.is_dir)
                     .and_then(|f| tree.head(&f, 64).ok())
                     .is_some_and(|head| {
-                        search::elf::verify(&head, config.target) == search::elf::Verified::Usable
+                        loader_model::elf::verify(&head, config.target)
+                            == loader_model::elf::Verified::Usable
                     })
             };
             // Without a new map, a loadable last try still ended the search (the file was
