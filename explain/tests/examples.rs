@@ -10,10 +10,12 @@
 //! never builds glibc): without it the test is ignored, and under CI it fails.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_harness::differential::{self, LoaderUnderTest};
 use loader_harness::host::{cache_dir, in_ci};
+use loader_harness::probe::Invocation;
 use loader_harness::replay::{
     self, App, HostLibs, JetsonFixtures, Linkage, Origin, RunKey, APPROACHES, COLUMNS,
 };
@@ -146,15 +148,13 @@ fn examples() -> Result<(), String> {
         command.push_str(&format!(" \\\n    --dlopen {d}"));
     }
 
-    let (_, trace) = invocation.output_with("LD_DEBUG", "libs").map_err(e)?;
+    let (_, trace) = run_in_root(&invocation, &[("LD_DEBUG", "libs")])?;
     let search = search_of(&trace, "libnvrm_gpu.so")?;
 
     let mut help_run = invocation.clone();
     help_run.argv = vec![TARGET.loader_path().to_string(), "--help".to_string()];
-    help_run.env = vec![("LD_FALLBACK_PATH".to_string(), fallback.clone())];
-    let (help, _) = help_run
-        .output_with("LD_FALLBACK_PATH", &fallback)
-        .map_err(e)?;
+    help_run.env = Vec::new();
+    let (help, _) = run_in_root(&help_run, &[("LD_FALLBACK_PATH", &fallback)])?;
     if !help.contains("--fallback-path") {
         return Err(format!(
             "the patched loader's --help has no --fallback-path:\n{help}"
@@ -206,6 +206,55 @@ fn examples() -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Runs `invocation` again in its root as the harness does (bubblewrap with the root as `/`,
+/// QEMU for aarch64), with `extra` added to its environment: what it printed on stdout and
+/// stderr. (Done here rather than by the harness: a new harness function would change the
+/// digest that keys every verified cell.)
+fn run_in_root(
+    invocation: &Invocation,
+    extra: &[(&str, &str)],
+) -> Result<(String, String), String> {
+    const PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
+    let mut cmd = Command::new("bwrap");
+    cmd.env_clear()
+        .env("PATH", PATH)
+        .arg("--bind")
+        .arg(&invocation.root)
+        .arg("/")
+        .args([
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--chdir",
+            &invocation.cwd,
+        ])
+        .args(["--clearenv", "--setenv", "PATH", PATH]);
+    let mut env: Vec<(&str, &str)> = invocation
+        .env
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .filter(|(n, _)| !extra.iter().any(|(e, _)| e == n))
+        .collect();
+    env.extend_from_slice(extra);
+    for (name, value) in env {
+        cmd.args(["--setenv", name, value]);
+    }
+    if let Some(qemu) = &invocation.qemu {
+        cmd.arg("--ro-bind").arg(qemu).arg("/qemu");
+    }
+    cmd.arg("--");
+    if invocation.qemu.is_some() {
+        cmd.arg("/qemu");
+    }
+    cmd.args(&invocation.argv);
+    let out = cmd.output().map_err(|e| format!("cannot run bwrap: {e}"))?;
+    Ok((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }
 
 fn workspace() -> PathBuf {

@@ -45,13 +45,6 @@ impl Invocation {
         })
     }
 
-    /// Runs the command again with `name=value` added to its environment: what it printed
-    /// on stdout and on stderr (the docs' examples: an `LD_DEBUG=libs` trace).
-    pub fn output_with(&self, name: &str, value: &str) -> Result<(String, String)> {
-        let out = self.with_env(name, value).run(Vec::new())?;
-        Ok((out.stdout, out.stderr))
-    }
-
     /// How the command line reads, for reports: `LD_FALLBACK_PATH=... /opt/probe/bin/needed needed`.
     pub fn display(&self) -> String {
         let mut words: Vec<String> = self
