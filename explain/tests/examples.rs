@@ -161,19 +161,29 @@ fn examples() -> Result<(), String> {
         ));
     }
 
+    let excerpt = excerpt_of(
+        &text.text,
+        &["libcuda.so.1 (dlopen", "libnvrm_gpu.so (dlopen"],
+    )?;
+    let json_load = json_load_of(&json.text, "libnvrm_gpu.so")?;
     let blocks = [
         Block {
             page: "README.md",
             name: "explain-example",
+            text: format!("```text\n{command}\n{excerpt}```\n"),
+        },
+        Block {
+            page: "docs/explain.md",
+            name: "explain-example-full",
             text: format!("```text\n{command}\n{}```\n", text.text),
         },
         Block {
             page: "docs/explain.md",
             name: "explain-json-example",
             text: format!(
-                "`--json` of the README's example (`{command_line}`):\n\n```json\n{}```\n",
-                json.text,
-                command_line = command.replace(" \\\n    ", " ").trim_start_matches("$ ")
+                "With `--json`, the same answer as data; its fields are {}, and the search for \
+                 `libnvrm_gpu.so` is this element of `loads`:\n\n```json\n{json_load}\n```\n",
+                json_fields(&json.text)?
             ),
         },
         Block {
@@ -255,6 +265,60 @@ fn run_in_root(
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     ))
+}
+
+/// The explanation's header, the entries of the loads named by `starts` (a line at the left
+/// margin and the indented lines under it), and its closing lines, with `...` for what is
+/// left out.
+fn excerpt_of(text: &str, starts: &[&str]) -> Result<String, String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let header_end = lines
+        .iter()
+        .position(|l| l.is_empty())
+        .ok_or("the explanation has no header")?;
+    let mut out: Vec<&str> = lines[..=header_end].to_vec();
+    for start in starts {
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(start))
+            .ok_or_else(|| format!("the explanation has no load `{start}`"))?;
+        out.push("...");
+        out.push(lines[at]);
+        out.extend(lines[at + 1..].iter().take_while(|l| l.starts_with(' ')));
+    }
+    out.push("...");
+    let tail = lines
+        .iter()
+        .rposition(|l| l.is_empty())
+        .ok_or("the explanation has no closing lines")?;
+    out.extend(&lines[tail..]);
+    Ok(out.join("\n") + "\n")
+}
+
+/// The `loads` element of the JSON explanation that searched `name`, pretty-printed.
+fn json_load_of(json: &str, name: &str) -> Result<String, String> {
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let load = value["loads"]
+        .as_array()
+        .and_then(|loads| loads.iter().find(|l| l["name"] == name))
+        .ok_or_else(|| format!("the JSON explanation has no load of {name}"))?;
+    serde_json::to_string_pretty(load).map_err(|e| e.to_string())
+}
+
+/// The top-level fields of the JSON explanation, as `a`, `b` and `c`.
+fn json_fields(json: &str) -> Result<String, String> {
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let fields: Vec<String> = value
+        .as_object()
+        .ok_or("the JSON explanation is not an object")?
+        .keys()
+        .map(|k| format!("`{k}`"))
+        .collect();
+    Ok(match fields.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    })
 }
 
 fn workspace() -> PathBuf {
