@@ -2,6 +2,7 @@
 //! `LD_FALLBACK_PATH` (or without the patch), without running it or the patched loader: the
 //! search model of `loader_harness::search`, printed for a reader or as JSON.
 
+use std::io::Read;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use model::Target;
 
 use crate::cli::{self};
 use crate::util::exit::NeedsAttention;
-use model::{Release, SUPPORTED};
+use model::{printable, Release, SUPPORTED};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -65,19 +66,29 @@ pub(crate) struct Args {
 impl Args {
     pub(crate) fn run(self) -> Result<()> {
         let started = Instant::now();
-        Tree::new(&self.root)
+        let program = printable(&self.program);
+        let opened = Tree::new(&self.root)
             .open(&self.program, &self.cwd)
             .map_err(|why| {
                 anyhow::anyhow!(
-                    "cannot open {} in {}: {}",
-                    self.program,
-                    self.root.display(),
+                    "cannot open {program} in {}: {}",
+                    printable(&self.root.display().to_string()),
                     match why {
                         OpenError::Absent => "no such file",
                         OpenError::NotDirectory => "a path component is not a directory",
                         OpenError::Loop => "too many symlinks",
                         OpenError::Denied => "permission denied",
                     }
+                )
+            })?;
+        // A file that cannot be read is said as such, with the system's reason, before its
+        // content is judged: "not an ELF program" would blame bytes nobody looked at.
+        std::fs::File::open(&opened.host)
+            .and_then(|mut file| file.read(&mut [0u8; 1]))
+            .with_context(|| {
+                format!(
+                    "cannot read {program} in {}",
+                    printable(&self.root.display().to_string())
                 )
             })?;
         let detected = loader_model::release_in(&self.root, &self.program, &self.cwd);
@@ -98,14 +109,13 @@ impl Args {
             loader_model::target_of(&self.root, &self.program, &self.cwd),
         ) {
             (Some(asked), Some(built)) if asked != built => {
-                bail!("{} is a {built} program, not {asked}", self.program)
+                bail!("{program} is a {built} program, not {asked}")
             }
             (Some(asked), _) => asked,
             (None, Some(built)) => built,
             (None, None) => bail!(
-                "{} is not an x86_64 or aarch64 ELF program in {}",
-                self.program,
-                self.root.display()
+                "{program} is not an x86_64 or aarch64 ELF program in {}",
+                printable(&self.root.display().to_string())
             ),
         };
         let mut dlopens: Vec<Dlopen> = self.dlopen.iter().map(|d| Dlopen::parse(d)).collect();
@@ -137,8 +147,8 @@ impl Args {
             via_loader: false,
             cpu: Cpu::detect(target),
         };
-        let mut explanation = loader_model::explain(&config)
-            .with_context(|| format!("cannot explain {}", self.program))?;
+        let mut explanation =
+            loader_model::explain(&config).with_context(|| format!("cannot explain {program}"))?;
         explanation.notes.extend(release_note);
         let text = if self.json {
             let mut json = serde_json::to_string_pretty(&explanation)
@@ -162,10 +172,21 @@ impl Args {
                 loader_model::Outcome::NotFound | loader_model::Outcome::Failed { .. }
             )
         });
+        // A request that names a caller no object is: the answer leaves it out, so it is not
+        // the answer that was asked for.
+        if let Some(first) = explanation.not_followed.first() {
+            bail!(
+                "{} not followed ({}): --dlopen CALLER:NAME names its caller by a loaded library's path, soname or file name",
+                match explanation.not_followed.len() {
+                    1 => "a --dlopen was".to_string(),
+                    n => format!("{n} --dlopen requests were"),
+                },
+                printable(first)
+            );
+        }
         if missing || !explanation.starts {
             return Err(NeedsAttention(format!(
-                "{} would not find every library (see `not found` above)",
-                self.program
+                "{program} would not find every library (see `not found` above)"
             ))
             .into());
         }
