@@ -49,7 +49,7 @@ impl Scope {
             // named as what they are).
             if super::is_defect(&e) && std::fs::symlink_metadata(&path).is_err() {
                 e.context(format!(
-                    "the series declare no scope: write {} (one path glob per line; README.md, \"Safety\", says more)",
+                    "the series declare no scope: write {} (one path glob per line; docs/maintaining.md, \"Safety\", says more)",
                     path.display()
                 ))
             } else {
