@@ -182,7 +182,7 @@ fn nix_stack_job() -> String {
       image: debian:bookworm
     steps:
       - name: Tools the checkout and the toolchain need
-        run: apt-get update -qq && apt-get install -y -qq --no-install-recommends curl ca-certificates git build-essential patch
+        run: apt-get update -qq && apt-get install -y -qq --no-install-recommends curl ca-certificates git build-essential patch xz-utils
       - uses: actions/checkout@v4
       - uses: dtolnay/rust-toolchain@stable
 "#,
