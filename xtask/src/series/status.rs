@@ -147,7 +147,6 @@ fn why_no_series(ws: &Workspace) -> String {
     match std::fs::metadata(&ws.patches_dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => format!("{dir} does not exist"),
         Err(e) => format!("cannot look at {dir}: {e}"),
-        Ok(meta) if !meta.is_dir() => format!("{dir} is not a directory"),
         Ok(_) => format!("{dir} holds no series"),
     }
 }
@@ -188,6 +187,14 @@ pub struct StatusReport {
 
 /// The rows of `cargo xtask patches status`.
 pub fn status(ws: &Workspace, releases: &[Release]) -> Result<StatusReport> {
+    // A file where patches/ should be is bad input (exit status 1, as `--check` ends), not
+    // a finding about series: say what it is before any row would.
+    if std::fs::metadata(&ws.patches_dir).is_ok_and(|meta| !meta.is_dir()) {
+        anyhow::bail!(
+            "{} is not a directory: `$LD_FALLBACK_PATCHES` (or the checkout's patches/) names the directory of the series",
+            ws.patches_dir.display()
+        );
+    }
     Ok(StatusReport {
         rows: states(ws, releases)?,
         patches_dir: ws.patches_dir.clone(),

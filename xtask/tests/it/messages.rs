@@ -103,7 +103,8 @@ fn table_of(state: &str, detail: &str) -> String {
 }
 
 /// `patches status` with no series at all says what `patches/` is, and needs attention, as
-/// `rebase-glibc --check` does (it said "nothing in ..." and exited 0).
+/// `rebase-glibc --check` does (it said "nothing in ..." and exited 0); a file in its place
+/// fails the command, as it fails `--check`.
 #[test]
 fn status_without_a_series_says_what_patches_is_and_exits_2() {
     let p = Project::new();
@@ -113,15 +114,14 @@ fn status_without_a_series_says_what_patches_is_and_exits_2() {
         ran.stdout,
         table_of("no series", &format!("{} does not exist", gone.display()))
     );
+    // A file there is bad input, as `--check` says too (exit status 1), before any row.
     let file = p.root().join("a-file");
     std::fs::write(&file, "").unwrap();
-    let ran = status_with_patches(&p, &file).expect(2);
+    let ran = status_with_patches(&p, &file).expect(1);
+    assert_eq!(ran.stdout, "");
     assert_eq!(
-        ran.stdout,
-        table_of(
-            "no series",
-            &format!("{} is not a directory", file.display())
-        )
+        ran.stderr,
+        format!("error: {} is not a directory: `$LD_FALLBACK_PATCHES` (or the checkout's patches/) names the directory of the series\n", file.display())
     );
     let empty = p.root().join("empty");
     std::fs::create_dir(&empty).unwrap();
