@@ -33,7 +33,13 @@ fn run(cmd: &mut Command, fix: &str) {
 /// The Rust sources of both crates: `src/` and `tests/`.
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for krate in ["model", "loader-model", "loader-harness", "xtask"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         for dir in ["src", "tests"] {
             collect(&workspace().join(krate).join(dir), &mut files);
         }
@@ -102,7 +108,13 @@ fn pub_means_reachable_in_every_crate() {
         lints.contains("unreachable_pub = \"warn\""),
         "Cargo.toml's [workspace.lints.rust] must warn unreachable_pub"
     );
-    for krate in ["model", "loader-model", "loader-harness", "xtask"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
         assert!(
             manifest.contains("[lints]\nworkspace = true\n"),
@@ -191,13 +203,15 @@ fn output_survives_a_closed_pipe() {
 }
 
 /// The workspace's crates, bottom first: the vocabulary, the model of the loader's search,
-/// the harness that runs real loaders (and holds the model against them), `cargo xtask`.
+/// the harness that runs real loaders (and holds the model against them), the stand-alone
+/// `ld-fallback-explain` (its examples test runs the harness), `cargo xtask`.
 /// A crate may name only crates below it (its own tests may name it too), so that the light
 /// crates stay light and no crate reaches up.
 const CRATES: &[(&str, &str)] = &[
     ("model", "model"),
     ("loader-model", "loader_model"),
     ("loader-harness", "loader_harness"),
+    ("explain", "ld_fallback_explain"),
     ("xtask", "xtask"),
 ];
 
@@ -212,6 +226,7 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["merge"],
     &["series"],
+    &["nixpkgs"],
     &["rebase"],
     &["sysroot"],
     &["resolution"],
@@ -423,7 +438,7 @@ fn crate_violations(
     own_tests: bool,
 ) -> Vec<String> {
     let level = |name: &str| CRATES.iter().position(|(_, n)| *n == name).unwrap();
-    let own = level(&krate.replace('-', "_"));
+    let own = CRATES.iter().position(|(dir, _)| *dir == krate).unwrap();
     let mut wrong = Vec::new();
     for (rel, text) in files {
         for named in crates_named(text) {
@@ -517,7 +532,13 @@ fn statement_from(lines: &[&str], i: usize) -> String {
 #[test]
 fn every_dependency_is_used() {
     let mut unused = Vec::new();
-    for krate in ["model", "loader-model", "loader-harness", "xtask"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         let dir = workspace().join(krate);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         for (section, code_dirs) in [
@@ -559,4 +580,182 @@ fn dependencies(manifest: &str, section: &str) -> Vec<String> {
                 .then(|| l.split(['.', ' ', '=']).next().unwrap().to_string())
         })
         .collect()
+}
+
+/// Where a page quotes a duration (`6:49`, `27.4 min`, `50-80 ms`), outside the blocks a
+/// command generates (`<!-- NAME: begin ... -->` to `<!-- NAME: end -->`), if anywhere.
+fn quoted_durations(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut generated = false;
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("<!-- ") && trimmed.contains(": begin") {
+            generated = true;
+            continue;
+        }
+        if trimmed.starts_with("<!-- ") && trimmed.contains(": end -->") {
+            generated = false;
+            continue;
+        }
+        if generated {
+            continue;
+        }
+        found.extend(durations_in(line).into_iter().map(|d| (n + 1, d)));
+    }
+    found
+}
+
+/// The durations of one line: a number or range (`0.6-2.5`) followed by `ms`, `s`, `min` or
+/// `h` as a word, or a clock figure (`6:49`).
+fn durations_in(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_number = chars[i].is_ascii_digit()
+            && (i == 0 || !(is_word(chars[i - 1]) || matches!(chars[i - 1], '.' | ':' | '-')));
+        if !starts_number {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < chars.len() && (chars[j].is_ascii_digit() || matches!(chars[j], '.' | '-')) {
+            j += 1;
+        }
+        // A clock figure: one or two digits, a colon, two digits, then no word.
+        if j < chars.len()
+            && chars[j] == ':'
+            && j - i <= 2
+            && chars[i..j].iter().all(char::is_ascii_digit)
+        {
+            let k = j + 1;
+            if k + 2 <= chars.len()
+                && chars[k..k + 2].iter().all(char::is_ascii_digit)
+                && chars.get(k + 2).is_none_or(|&c| !is_word(c) && c != ':')
+            {
+                found.push(chars[i..k + 2].iter().collect());
+                i = k + 2;
+                continue;
+            }
+        }
+        let number_end = j;
+        let mut k = j;
+        if chars.get(k) == Some(&' ') {
+            k += 1;
+        }
+        let unit_start = k;
+        while k < chars.len() && chars[k].is_ascii_alphabetic() {
+            k += 1;
+        }
+        let unit: String = chars[unit_start..k].iter().collect();
+        if matches!(unit.as_str(), "ms" | "s" | "min" | "h")
+            && chars.get(k).is_none_or(|&c| !is_word(c))
+        {
+            found.push(chars[i..k].iter().collect());
+        }
+        i = number_end.max(i + 1);
+    }
+    found
+}
+
+#[test]
+fn durations_are_found_where_pages_quote_them() {
+    assert_eq!(
+        durations_in(
+            "the cold build 6:49, then 0:36; a cell 15-19 min, 2 h 45 min, 50-80 ms, 5.0 s"
+        ),
+        [
+            "6:49",
+            "0:36",
+            "15-19 min",
+            "2 h",
+            "45 min",
+            "50-80 ms",
+            "5.0 s"
+        ]
+    );
+    assert_eq!(
+        durations_in(
+            "glibc 2.42-67, x86_64 scenarios, 63 scenarios, 1:2.66-4, 04:45:00, 3 seconds"
+        ),
+        Vec::<String>::new()
+    );
+    let page = "a 9 min build\n<!-- x: begin (generated) -->\n6:49\n<!-- x: end -->\n";
+    assert_eq!(quoted_durations(page), [(1, "9 min".to_string())]);
+}
+
+/// Every figure of time has one source: docs/measurements.md, or a block a command
+/// generates. Another page links to the measurement instead of quoting it, so that two pages
+/// cannot disagree about one figure.
+#[test]
+fn docs_quote_durations_from_one_page() {
+    let mut pages = vec![
+        workspace().join("README.md"),
+        workspace().join("loader-harness/README.md"),
+        workspace().join("patches/variants/README.md"),
+    ];
+    for entry in std::fs::read_dir(workspace().join("docs"))
+        .unwrap()
+        .flatten()
+    {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // measurements.md is the one source; support.md is rendered from support.json.
+        if path.extension().is_some_and(|e| e == "md")
+            && name != "measurements.md"
+            && name != "support.md"
+        {
+            pages.push(path);
+        }
+    }
+    pages.sort();
+    let mut quoted = Vec::new();
+    for page in pages {
+        let Ok(text) = std::fs::read_to_string(&page) else {
+            continue;
+        };
+        for (line, figure) in quoted_durations(&text) {
+            quoted.push(format!("{}:{line}: {figure}", relative(&page)));
+        }
+    }
+    assert!(
+        quoted.is_empty(),
+        "durations quoted outside docs/measurements.md (move the figure there and link to it):\n  {}",
+        quoted.join("\n  ")
+    );
+}
+
+/// `ld-fallback-explain` is what users install on their own machine (a Jetson): it builds
+/// without the maintainer tooling, so none of xtask's heavy dependencies may reach it.
+#[test]
+fn explain_installs_without_the_maintainer_tooling() {
+    let out = cargo()
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "ld-fallback-explain",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let mut crates: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    crates.sort();
+    crates.dedup();
+    let heavy: Vec<&&str> = crates
+        .iter()
+        .filter(|c| ["xtask", "git2", "libgit2-sys", "flate2", "tar", "similar"].contains(c))
+        .collect();
+    assert!(heavy.is_empty(), "the explain crate pulls in {heavy:?}");
+    assert!(crates.len() <= 40, "{} crates: {crates:?}", crates.len());
 }
