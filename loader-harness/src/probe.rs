@@ -3,88 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 
-use crate::root::Root;
-
-/// A command to run inside a root: `root.probe("needed").env("LD_FALLBACK_PATH", t).output()`.
-pub(crate) struct Run<'r> {
-    root: &'r Root,
-    argv: Vec<String>,
-    env: Vec<(String, String)>,
-    secure: bool,
-}
-
-impl<'r> Run<'r> {
-    pub(crate) fn new(root: &'r Root, program: &str) -> Run<'r> {
-        Run {
-            root,
-            argv: vec![program.to_string()],
-            env: Vec::new(),
-            secure: false,
-        }
-    }
-
-    pub(crate) fn arg(mut self, arg: &str) -> Run<'r> {
-        self.argv.push(arg.to_string());
-        self
-    }
-
-    pub(crate) fn args(mut self, args: &[&str]) -> Run<'r> {
-        self.argv.extend(args.iter().map(|a| a.to_string()));
-        self
-    }
-
-    pub(crate) fn args_owned(mut self, args: Vec<String>) -> Run<'r> {
-        self.argv.extend(args);
-        self
-    }
-
-    pub(crate) fn env(mut self, name: &str, value: &str) -> Run<'r> {
-        self.env.push((name.to_string(), value.to_string()));
-        self
-    }
-
-    /// Runs as uid 65534 through `chroot --userspec` instead of bwrap, so that a setuid-root
-    /// program gets AT_SECURE (bwrap sets no_new_privs, which disables setuid).
-    pub(crate) fn secure(mut self) -> Run<'r> {
-        self.secure = true;
-        self
-    }
-
-    /// Runs it and remembers it as the scenario's last invocation.
-    pub(crate) fn output(self) -> Result<Output> {
-        let invocation = self.invocation()?;
-        self.root.record(invocation.clone());
-        invocation.run(self.placements())
-    }
-
-    /// Runs a setup step (not remembered for explanations).
-    pub(crate) fn output_quiet(self) -> Result<Output> {
-        self.invocation()?.run(self.placements())
-    }
-
-    fn placements(&self) -> Vec<(String, String)> {
-        self.root.placed().to_vec()
-    }
-
-    fn invocation(&self) -> Result<Invocation> {
-        if let Some(err) = self.root.setup_error() {
-            return Err(anyhow!("scenario root setup failed: {err}"));
-        }
-        Ok(Invocation {
-            root: self.root.path.clone(),
-            cwd: self.root.layout().cwd.clone(),
-            qemu: self.root.qemu().map(Path::to_path_buf),
-            argv: self.argv.clone(),
-            env: self.env.clone(),
-            secure: self.secure,
-            placed: self.placements(),
-        })
-    }
-}
-
-/// Where [`Root::setuid_qemu`](crate::root::Root::setuid_qemu) puts QEMU inside a root.
+/// Where `Root::setuid_qemu` puts QEMU inside a root.
 pub(crate) const SETUID_QEMU: &str = "/qemu-setuid";
 
 /// Everything needed to run a command again (with `LD_DEBUG=libs` to explain a miss).

@@ -274,5 +274,5 @@ fn glob(m: &Model, pattern: &str) -> Vec<String> {
 
 /// The directory part of a path.
 fn dir_of(path: &str) -> Option<String> {
-    super::walk::lexical_dir(path)
+    super::paths::lexical_dir(path)
 }

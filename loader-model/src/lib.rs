@@ -371,7 +371,24 @@ pub fn explain(config: &Config) -> Result<Explanation> {
         config.patched,
         config.cpu.clone(),
     );
-    walk::run(config, tree, facts, dynamic, opened)
+    let (m, starts) = walk::run(config, tree, facts, dynamic, opened);
+    // Found in the walk's end state, after the walk: hazards read the model, the walk never
+    // reads them.
+    let hazards = hazards::find(&m);
+    Ok(Explanation {
+        program: config.program.clone(),
+        library_path: m
+            .library_path
+            .as_ref()
+            .map(|l| l.0.clone())
+            .unwrap_or_default(),
+        fallback_path: m.fallback.as_ref().map(|l| l.0.clone()).unwrap_or_default(),
+        notes: m.notes,
+        loads: m.loads,
+        starts,
+        hazards,
+        loader: m.facts,
+    })
 }
 
 #[cfg(test)]

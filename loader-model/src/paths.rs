@@ -220,6 +220,17 @@ impl DirMemory {
     }
 }
 
+/// The directory part of an absolute path, as `_dl_new_object` computes `l_origin`: the
+/// text before the last `/` (`/` itself for a file in `/`), `.` and `..` kept as written.
+pub(super) fn lexical_dir(path: &str) -> Option<String> {
+    let cut = path.rfind('/')?;
+    Some(if cut == 0 {
+        "/".to_string()
+    } else {
+        path[..cut].to_string()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,11 +10,8 @@ use anyhow::Result;
 use super::cache::Cache;
 use super::elf::{self, Dynamic};
 use super::fs::{Opened, Tree};
-use super::paths::{self, Dir, DirMemory, Origin};
-use super::{
-    hazards, Candidate, Config, Dlopen, Explanation, How, Load, LoaderFacts, Match, Outcome, Rule,
-    TierNote,
-};
+use super::paths::{self, lexical_dir, Dir, DirMemory, Origin};
+use super::{Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote};
 
 /// A directory list of an object (`l_rpath_dirs`, `l_runpath_dirs`): not decomposed yet,
 /// decomposed, or given up (none, empty, or none of its directories exists).
@@ -88,13 +85,14 @@ pub(super) struct Model<'c> {
 /// Why a walk stopped: the load that failed is the last one recorded.
 pub(super) struct Stopped;
 
-pub(super) fn run(
-    config: &Config,
+/// Walks the program's loads; says whether the program starts (every DT_NEEDED found).
+pub(super) fn run<'c>(
+    config: &'c Config,
     tree: Tree,
     facts: LoaderFacts,
     dynamic: Dynamic,
     opened: Opened,
-) -> Result<Explanation> {
+) -> (Model<'c>, bool) {
     let mut m = Model {
         config,
         tree,
@@ -131,21 +129,7 @@ pub(super) fn run(
             "the dlopens were not followed: the program does not start".into()
         });
     }
-    let hazards = hazards::find(&m);
-    Ok(Explanation {
-        program: config.program.clone(),
-        library_path: m
-            .library_path
-            .as_ref()
-            .map(|l| l.0.clone())
-            .unwrap_or_default(),
-        fallback_path: m.fallback.as_ref().map(|l| l.0.clone()).unwrap_or_default(),
-        notes: m.notes,
-        loads: m.loads,
-        starts,
-        hazards,
-        loader: m.facts,
-    })
+    (m, starts)
 }
 
 impl Model<'_> {
@@ -622,15 +606,4 @@ fn absolute(path: &str, cwd: &str) -> String {
     } else {
         format!("{}/{path}", cwd.trim_end_matches('/'))
     }
-}
-
-/// The directory part of an absolute path, as `_dl_new_object` computes `l_origin`: the
-/// text before the last `/` (`/` itself for a file in `/`), `.` and `..` kept as written.
-pub(super) fn lexical_dir(path: &str) -> Option<String> {
-    let cut = path.rfind('/')?;
-    Some(if cut == 0 {
-        "/".to_string()
-    } else {
-        path[..cut].to_string()
-    })
 }

@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::cli::Global;
+use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output};
-use crate::{bench, ci, explain, format, jetson, rebase, resolution, series, store, sysroot};
+use crate::{bench, ci, explain, format, jetson, nixpkgs, rebase, resolution, series, store};
 use crate::{update, verify};
 
 /// The command line of `cargo xtask`.
@@ -38,6 +39,8 @@ pub(crate) enum Command {
     Patches(series::command::Command),
     /// Format a series as a patch set to mail upstream (libc-alpha).
     FormatSeries(format::Args),
+    /// Apply the series on top of nixpkgs' own glibc patches, as a Nix user would (docs/nix.md).
+    NixStack(nixpkgs::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
     /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
@@ -105,6 +108,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Glibc(cmd) => cmd.run(&env()?),
         Command::Patches(cmd) => cmd.run(&env()?),
         Command::FormatSeries(args) => args.run(&env()?),
+        Command::NixStack(args) => args.run(&env()?),
         Command::RebaseGlibc(args) => {
             let env = env()?;
             args.run(&env, sysroot::compile_check::for_rebase(&env))
@@ -115,7 +119,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Verify(args) => args.run(&env()?),
         Command::JetsonReplay(args) => args.run(&env()?),
         // Reads only the tree it is given: no store, series or cache.
-        Command::Explain(args) => args.run(),
+        Command::Explain(args) => explain::run(&args),
         Command::Bench(bench) => bench.run(&env()?),
         Command::Ci(args) => args.run(&env()?),
     }

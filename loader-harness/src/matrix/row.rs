@@ -9,7 +9,8 @@ use anyhow::{bail, Result};
 
 use super::{seen, Observed};
 use crate::layout::Layout;
-use crate::probe::{Output, Run};
+use crate::probe::Output;
+use crate::root::Run;
 use crate::root::{Ctx, Root};
 
 /// A directory of a scenario root, by its role in the contract.

@@ -19,6 +19,7 @@
 pub(crate) mod fixtures;
 pub(crate) mod host;
 mod outcome;
+mod paths;
 pub mod real;
 pub mod report;
 mod scene;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::scene::Paths;
+use super::paths::Paths;
 use super::{cuda_version, Column, Host};
 use crate::layout::Layout;
 use crate::probe::Output;

@@ -472,16 +472,6 @@ impl ReplayReport {
             out.push('\n');
         }
     }
-
-    /// The summary block of docs/jetson.md, markers included.
-    pub fn render_summary(&self) -> String {
-        format!(
-            "{}\n{}{}\n",
-            SUMMARY.begin,
-            super::summary::bullets(self),
-            SUMMARY.end
-        )
-    }
 }
 
 /// A generated block of a page, or `None` when it has none.

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::report::{CellReport, ReplayReport, RunReport};
+use super::report::{CellReport, ReplayReport, RunReport, SUMMARY};
 use super::{Origin, APPROACHES, COLUMNS};
 use model::Flavour;
 
@@ -80,6 +80,13 @@ fn from_host(report: &ReplayReport, run: &RunReport) -> Vec<String> {
         .filter_map(|p| Path::new(p).file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .collect()
+}
+
+impl ReplayReport {
+    /// The summary block of docs/jetson.md, markers included.
+    pub fn render_summary(&self) -> String {
+        format!("{}\n{}{}\n", SUMMARY.begin, bullets(self), SUMMARY.end)
+    }
 }
 
 /// The bullets, one line each, ending with a newline.

@@ -81,6 +81,9 @@ impl Args {
             Step::xtask(&["verify", "check-support"])?,
             // The check reads the store only; the builds after it need the releases anyway.
             Step::xtask(&["rebase-glibc", "--check", "--import-missing"])?,
+            // The series on nixpkgs' own glibc patches (docs/nix.md): SKIPPED without
+            // nixpkgs checkouts ($LD_FALLBACK_NIXPKGS), except under CI.
+            Step::xtask(&["nix-stack", "--release", "all", "--target", "all"])?,
         ];
         for target in targets {
             steps.push(Step::xtask(&[

@@ -47,7 +47,7 @@ impl Scope {
         let text = super::read_text(&path).map_err(|e| {
             if super::is_defect(&e) {
                 e.context(format!(
-                    "the series declare no scope: write {} (one path glob per line; README.md, \"Safety\", says more)",
+                    "the series declare no scope: write {} (one path glob per line; docs/maintaining.md, \"Safety\", says more)",
                     path.display()
                 ))
             } else {

@@ -197,6 +197,17 @@ impl Recipe {
         log: &Path,
         label: &str,
     ) -> Result<std::process::ExitStatus> {
+        logged::run_to_end(
+            &mut self.check_command(build, subdir, jobs),
+            log,
+            &format!("{label}: make check subdirs={subdir}"),
+            make_status,
+        )
+    }
+
+    /// The `make -k check subdirs=SUBDIR` command of [`Recipe::check`], for a caller that
+    /// runs it its own way (a foreign target's, in a sandbox where QEMU runs its programs).
+    pub(crate) fn check_command(&self, build: &Path, subdir: &str, jobs: usize) -> Command {
         let mut cmd = self.command("make", build);
         cmd.arg(format!("-j{jobs}"))
             .args(["-k", "check"])
@@ -204,12 +215,7 @@ impl Recipe {
         for (test, _) in EXPECTED_TO_FAIL {
             cmd.arg(format!("test-xfail-{test}=yes"));
         }
-        logged::run_to_end(
-            &mut cmd,
-            log,
-            &format!("{label}: make check subdirs={subdir}"),
-            make_status,
-        )
+        cmd
     }
 }
 

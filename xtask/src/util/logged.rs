@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ pub(crate) fn run(
     label: &str,
     status: impl FnMut(&str) -> Option<String>,
 ) -> Result<()> {
-    let ran = run_inner(cmd, log, label, status)?;
+    let ran = run_inner(cmd, log, label, status, None)?;
     if !ran.exit.success() {
         diagln!(
             "---- last {} lines of {} ----",
@@ -79,8 +79,25 @@ pub(crate) fn run_to_end(
     label: &str,
     status: impl FnMut(&str) -> Option<String>,
 ) -> Result<ExitStatus> {
-    Ok(run_inner(cmd, log, label, status)?.exit)
+    Ok(run_inner(cmd, log, label, status, None)?.exit)
 }
+
+/// Like [`run_to_end`], for a command that waits on its stdin (a pipe) until `start` has
+/// done what it needs done from outside first (say, a user namespace's id maps written by
+/// its parent). When `start` fails, the command is killed and its error returned.
+pub(crate) fn run_to_end_started(
+    cmd: &mut Command,
+    log: &Path,
+    label: &str,
+    status: impl FnMut(&str) -> Option<String>,
+    start: Start,
+) -> Result<ExitStatus> {
+    Ok(run_inner(cmd, log, label, status, Some(start))?.exit)
+}
+
+/// What a started command's caller does between its spawn and its run (see
+/// [`run_to_end_started`]).
+pub(crate) type Start<'a> = &'a mut dyn FnMut(&mut Child) -> Result<()>;
 
 struct Ran {
     exit: ExitStatus,
@@ -95,6 +112,7 @@ fn run_inner(
     log: &Path,
     label: &str,
     mut status: impl FnMut(&str) -> Option<String>,
+    start: Option<Start>,
 ) -> Result<Ran> {
     let mut log_file = OpenOptions::new()
         .create(true)
@@ -103,8 +121,13 @@ fn run_inner(
         .with_context(|| format!("cannot open log {}", log.display()))?;
     writeln!(log_file, "$ {cmd:?}").with_context(|| format!("cannot write {}", log.display()))?;
 
+    let stdin = if start.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -124,6 +147,16 @@ fn run_inner(
             return Err(e).context("cannot start a thread to read a command's output");
         }
     };
+    if let Some(start) = start {
+        if let Err(err) = start(&mut child) {
+            let _ = child.kill();
+            let _ = child.wait();
+            for reader in readers {
+                let _ = reader.join();
+            }
+            return Err(err);
+        }
+    }
 
     let mut tail = VecDeque::with_capacity(TAIL_LINES);
     let mut log_error = None;

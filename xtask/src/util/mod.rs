@@ -16,6 +16,9 @@ pub(crate) mod limits;
 pub mod lock;
 pub(crate) mod logged;
 pub mod paths;
+// build.rs runs it (the digest is the binary's own); here for its tests.
+#[cfg(test)]
+mod source_digest;
 pub(crate) mod staging;
 pub(crate) mod text;
 pub(crate) mod together;
