@@ -7,13 +7,14 @@
 //! The crate is the stand-alone form users install (`cargo install --path explain`);
 //! `cargo xtask explain` runs the same [`Args`].
 
+use std::io::Read;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use loader_model::fs::{OpenError, Tree};
 use loader_model::{Config, Cpu, Dlopen, PathList};
-use model::{Release, Target, SUPPORTED};
+use model::{printable, Release, Target, SUPPORTED};
 
 /// The command line.
 #[derive(clap::Args, Debug, Clone)]
@@ -71,6 +72,25 @@ pub struct Explained {
     pub text: String,
     /// Every library found and the program would start.
     pub complete: bool,
+    /// Requests that could not be followed (a dlopen from a caller that is not loaded):
+    /// the answer leaves them out, so it is not the one asked for.
+    pub not_followed: Vec<String>,
+}
+
+impl Explained {
+    /// Why the request itself was wrong, when a `--dlopen` named a caller nothing loaded:
+    /// a failure (exit status 1), said after the explanation.
+    pub fn request_error(&self) -> Option<String> {
+        let first = self.not_followed.first()?;
+        Some(format!(
+            "{} not followed ({}): --dlopen CALLER:NAME names its caller by a loaded library's path, soname or file name",
+            match self.not_followed.len() {
+                1 => "a --dlopen was".to_string(),
+                n => format!("{n} --dlopen requests were"),
+            },
+            printable(first)
+        ))
+    }
 }
 
 /// `X.Y` of a supported release.
@@ -89,13 +109,15 @@ impl Args {
     /// The explanation of the program, or why there is none (it cannot be opened, or it is
     /// not an x86_64 or aarch64 ELF program).
     pub fn explain(&self) -> Result<Explained> {
-        Tree::new(&self.root)
+        // Values from outside are quoted with their control characters escaped.
+        let program = printable(&self.program);
+        let root = self.root.display().to_string();
+        let root = printable(&root);
+        let opened = Tree::new(&self.root)
             .open(&self.program, &self.cwd)
             .map_err(|why| {
                 anyhow::anyhow!(
-                    "cannot open {} in {}: {}",
-                    self.program,
-                    self.root.display(),
+                    "cannot open {program} in {root}: {}",
                     match why {
                         OpenError::Absent => "no such file",
                         OpenError::NotDirectory => "a path component is not a directory",
@@ -104,6 +126,11 @@ impl Args {
                     }
                 )
             })?;
+        // A file that cannot be read is said as such, with the system's reason, before its
+        // content is judged: "not an ELF program" would blame bytes nobody looked at.
+        std::fs::File::open(&opened.host)
+            .and_then(|mut file| file.read(&mut [0u8; 1]))
+            .with_context(|| format!("cannot read {program} in {root}"))?;
         let detected = loader_model::release_in(&self.root, &self.program, &self.cwd);
         let (release, release_note) = match (&self.release, detected) {
             (Some(r), _) => (parse(r), None),
@@ -122,15 +149,11 @@ impl Args {
             loader_model::target_of(&self.root, &self.program, &self.cwd),
         ) {
             (Some(asked), Some(built)) if asked != built => {
-                bail!("{} is a {built} program, not {asked}", self.program)
+                bail!("{program} is a {built} program, not {asked}")
             }
             (Some(asked), _) => asked,
             (None, Some(built)) => built,
-            (None, None) => bail!(
-                "{} is not an x86_64 or aarch64 ELF program in {}",
-                self.program,
-                self.root.display()
-            ),
+            (None, None) => bail!("{program} is not an x86_64 or aarch64 ELF program in {root}"),
         };
         let mut dlopens: Vec<Dlopen> = self.dlopen.iter().map(|d| Dlopen::parse(d)).collect();
         dlopens.extend(self.dlmopen.iter().map(|name| Dlopen {
@@ -161,8 +184,8 @@ impl Args {
             via_loader: false,
             cpu: Cpu::detect(target),
         };
-        let mut explanation = loader_model::explain(&config)
-            .with_context(|| format!("cannot explain {}", self.program))?;
+        let mut explanation =
+            loader_model::explain(&config).with_context(|| format!("cannot explain {program}"))?;
         explanation.notes.extend(release_note);
         let text = if self.json {
             let mut json = serde_json::to_string_pretty(&explanation)
@@ -181,6 +204,7 @@ impl Args {
         Ok(Explained {
             text,
             complete: !missing && explanation.starts,
+            not_followed: explanation.not_followed,
         })
     }
 }

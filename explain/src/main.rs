@@ -1,6 +1,7 @@
 //! `ld-fallback-explain PROGRAM`: the stand-alone command (see the library's documentation).
 //! Exit status: 0 when every library is found, 2 when one is not (or the program would not
-//! start), 1 on errors; 141 when the reader of the output left early.
+//! start), 1 on errors (a `--dlopen` from a caller nothing loaded included); 141 when the
+//! reader of the output left early.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -21,7 +22,8 @@ fn main() -> ExitCode {
     let explained = match cli.args.explain() {
         Ok(explained) => explained,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            // Values in the message are escaped already; the causes' too.
+            eprintln!("error: {}", model::printable_lines(&format!("{err:#}")));
             return ExitCode::from(1);
         }
     };
@@ -38,10 +40,14 @@ fn main() -> ExitCode {
         eprintln!("error: cannot write the explanation: {err}");
         return ExitCode::from(1);
     }
+    if let Some(why) = explained.request_error() {
+        eprintln!("error: {why}");
+        return ExitCode::from(1);
+    }
     if !explained.complete {
         eprintln!(
             "{} would not find every library (see `not found` above)",
-            cli.args.program
+            model::printable(&cli.args.program)
         );
         return ExitCode::from(2);
     }

@@ -182,13 +182,19 @@ impl PackageSet {
         let mut update = apt.command();
         update.args(["-q", "update"]);
         let out = run_logged(&mut update, &log).map_err(failed)?;
-        if !out.status.success() || unreachable(&out.text) {
-            return Err(Unavailable::Unreachable(format!(
+        // apt-get update exits 0 with an index it could not fetch (an `Err:` line).
+        if !out.status.success() || out.text.lines().any(|l| l.starts_with("Err:")) {
+            let why = format!(
                 "apt-get update of the {} {arch} index failed: {} (log: {})",
                 self.components,
                 first_error(&out.text),
                 log.display()
-            )));
+            );
+            return Err(if unreachable(&out.text) {
+                Unavailable::Unreachable(why)
+            } else {
+                Unavailable::Failed(anyhow!(why))
+            });
         }
         let staging = tempfile::Builder::new()
             .prefix(&format!(".staging-{arch}-"))
@@ -314,11 +320,14 @@ fn run_logged(cmd: &mut Command, log: &Path) -> Result<Logged> {
 
 /// Whether apt's output says a server could not be reached (as opposed to, say, a package
 /// missing from a reachable index, which is a failure).
+/// Whether apt's output says the archive could not be reached at all (no name, no route, no
+/// answer). An answer that is an error (a suite or package the archive does not have: `404
+/// Not Found`, a bad signature) is a failure: the archive was there, and what was asked of it
+/// is wrong.
 fn unreachable(text: &str) -> bool {
     text.lines().any(|l| {
-        l.starts_with("Err:")
-            || l.starts_with("W: Failed to fetch")
-            || l.contains("Temporary failure resolving")
+        l.contains("Temporary failure resolving")
+            || l.contains("Connection refused")
             || l.contains("Could not resolve")
             || l.contains("Could not connect")
             || l.contains("Connection timed out")
@@ -356,7 +365,14 @@ mod tests {
         assert!(unreachable(
             "Err:1 http://mirror.example.invalid/debian bookworm InRelease\n  Temporary failure resolving 'mirror.example.invalid'\n"
         ));
+        assert!(unreachable(
+            "Err:1 http://127.0.0.1:9/debian bookworm InRelease\n  Could not connect to 127.0.0.1:9 (127.0.0.1). - connect (111: Connection refused)\n"
+        ));
         assert!(!unreachable("E: Unable to locate package libcuda1\n"));
+        // The archive answered: the suite asked for is not there.
+        assert!(!unreachable(
+            "Err:2 http://mirror.example.invalid/debian bookwormx Release\n  404  Not Found [IP: 192.0.2.1 80]\nE: The repository 'http://mirror.example.invalid/debian bookwormx Release' does not have a Release file.\n"
+        ));
     }
 
     #[test]

@@ -286,6 +286,9 @@ pub struct Explanation {
     pub fallback_path: Vec<String>,
     /// What the model was told or assumed that a reader should know.
     pub notes: Vec<String>,
+    /// Requests it was asked to follow and could not (a dlopen from a caller that is not
+    /// loaded): what they would load is unknown, so the answer is not whole.
+    pub not_followed: Vec<String>,
     /// Every request, in the loader's order.
     pub loads: Vec<Load>,
     /// Whether the program would start: every DT_NEEDED entry found.
@@ -384,6 +387,7 @@ pub fn explain(config: &Config) -> Result<Explanation> {
             .unwrap_or_default(),
         fallback_path: m.fallback.as_ref().map(|l| l.0.clone()).unwrap_or_default(),
         notes: m.notes,
+        not_followed: m.not_followed,
         loads: m.loads,
         starts,
         hazards,

@@ -1,8 +1,15 @@
 //! The model's answer for a reader: the loader it models, then every library in the order
 //! the loader takes them (the file and the rule that chose it, then each place passed over
 //! and why, as libtree tells "why this path"), what is not found, the hazards and notes.
+//!
+//! Every value from outside (the program's name, paths, environment lists, names read from
+//! ELF files, notes quoting them) is printed through `model::printable`: a newline or an
+//! escape sequence in a fallback entry shows as `\n` or `\u{1b}`, never as a broken line or
+//! a recoloured terminal.
 
 use std::fmt::Write;
+
+use model::printable as p;
 
 use super::{Candidate, Explanation, How, Load, Match, Outcome, Verdict};
 
@@ -14,26 +21,26 @@ pub fn text(x: &Explanation) -> String {
     let _ = writeln!(
         out,
         "{}: glibc {} {} loader, {flavour}{}",
-        x.program,
+        p(&x.program),
         l.release,
         l.target,
         match &l.path {
-            Some(path) => format!(" ({path})"),
+            Some(path) => format!(" ({})", p(path)),
             None => " (a static program: its own libc searches)".into(),
         }
     );
-    let dirs: Vec<&str> = l.system_dirs.iter().map(|d| d.as_str()).collect();
+    let dirs: Vec<_> = l.system_dirs.iter().map(|d| p(d)).collect();
     let _ = writeln!(
         out,
         "  default dirs: {} ({})",
         dirs.join(" "),
         l.system_dirs_source
     );
-    let subdirs: Vec<&str> = l
+    let subdirs: Vec<_> = l
         .subdirs
         .iter()
         .filter(|s| !s.is_empty())
-        .map(|s| s.trim_end_matches('/'))
+        .map(|s| p(s.trim_end_matches('/')))
         .collect();
     if !subdirs.is_empty() {
         let _ = writeln!(
@@ -44,35 +51,49 @@ pub fn text(x: &Explanation) -> String {
         );
     }
     if !x.library_path.is_empty() {
-        let _ = writeln!(out, "  LD_LIBRARY_PATH: {}", x.library_path.join(" "));
+        let _ = writeln!(out, "  LD_LIBRARY_PATH: {}", joined(&x.library_path, " "));
     }
     if !x.fallback_path.is_empty() {
-        let _ = writeln!(out, "  fallback: {}", x.fallback_path.join(" "));
+        let _ = writeln!(out, "  fallback: {}", joined(&x.fallback_path, " "));
     }
     for note in &x.notes {
-        let _ = writeln!(out, "  note: {note}");
+        let _ = writeln!(out, "  note: {}", p(note));
     }
     out.push('\n');
     let width = x
         .loads
         .iter()
-        .flat_map(|load| load.candidates.iter().map(|c| c.rule.to_string().len()))
+        .flat_map(|load| load.candidates.iter().map(|c| p(&c.rule.to_string()).len()))
         .max()
         .unwrap_or(0);
     for load in &x.loads {
         load_text(&mut out, load, &x.loader.subdirs, width);
     }
-    let missing: Vec<&str> = x
+    let missing: Vec<String> = x
         .loads
         .iter()
         .filter(|l| matches!(l.outcome, Outcome::NotFound | Outcome::Failed { .. }))
-        .map(|l| l.name.as_str())
+        .map(|l| l.name.clone())
         .collect();
     out.push('\n');
-    if missing.is_empty() {
-        let _ = writeln!(out, "every library is found");
-    } else {
-        let _ = writeln!(out, "not found: {}", missing.join(", "));
+    for request in &x.not_followed {
+        let _ = writeln!(out, "not followed: {}", p(request));
+    }
+    match (missing.is_empty(), x.not_followed.is_empty()) {
+        (true, true) => {
+            let _ = writeln!(out, "every library is found");
+        }
+        // What an unfollowed request would load is unknown: no claim about every library.
+        (true, false) => {
+            let _ = writeln!(
+                out,
+                "every library of the requests followed is found; {} not followed",
+                count(x.not_followed.len(), "request")
+            );
+        }
+        (false, _) => {
+            let _ = writeln!(out, "not found: {}", joined(&missing, ", "));
+        }
     }
     let _ = writeln!(
         out,
@@ -84,44 +105,54 @@ pub fn text(x: &Explanation) -> String {
         }
     );
     for hazard in &x.hazards {
-        let _ = writeln!(out, "hazard: {}", hazard.text);
+        let _ = writeln!(out, "hazard: {}", p(&hazard.text));
     }
     out
 }
 
+/// `values`, each printable, joined by `sep`.
+fn joined(values: &[String], sep: &str) -> String {
+    values.iter().map(|v| p(v)).collect::<Vec<_>>().join(sep)
+}
+
+/// `1 request`, `2 requests`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
 fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
+    let by = p(&load.requested_by);
     let how = match load.how {
-        How::Needed => format!("needed by {}", load.requested_by),
-        How::Dlopen => format!("dlopen from {}", load.requested_by),
+        How::Needed => format!("needed by {by}"),
+        How::Dlopen => format!("dlopen from {by}"),
         How::Audit => "LD_AUDIT module".to_string(),
-        How::Dlmopen => format!(
-            "dlmopen (namespace {}) from {}",
-            load.namespace, load.requested_by
-        ),
+        How::Dlmopen => format!("dlmopen (namespace {}) from {by}", load.namespace),
     };
+    let name = p(&load.name);
     match &load.outcome {
         Outcome::AlreadyLoaded { path, by } => {
             let text = match by {
                 Match::Name => "by name",
                 Match::SameFile => "the search found the same file",
             };
-            let _ = writeln!(
-                out,
-                "{} ({how}): already loaded, {path} ({text})",
-                load.name
-            );
+            let _ = writeln!(out, "{name} ({how}): already loaded, {} ({text})", p(path));
             if *by == Match::Name {
                 return;
             }
         }
         Outcome::Mapped { path, rule } => {
-            let _ = writeln!(out, "{} ({how})\n  -> {path}  [{rule}]", load.name);
+            let _ = writeln!(
+                out,
+                "{name} ({how})\n  -> {}  [{}]",
+                p(path),
+                p(&rule.to_string())
+            );
         }
         Outcome::NotFound => {
-            let _ = writeln!(out, "{} ({how})\n  -> NOT FOUND", load.name);
+            let _ = writeln!(out, "{name} ({how})\n  -> NOT FOUND");
         }
         Outcome::Failed { error } => {
-            let _ = writeln!(out, "{} ({how})\n  -> FAILS: {error}", load.name);
+            let _ = writeln!(out, "{name} ({how})\n  -> FAILS: {}", p(error));
         }
     }
     // Notes and candidates in the loader's order of tiers.
@@ -134,7 +165,14 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
             .iter()
             .position(|(r, _, _)| *r > rank(&note.tier))
             .unwrap_or(lines.len());
-        lines.insert(at, (rank(&note.tier), note.tier.clone(), note.note.clone()));
+        lines.insert(
+            at,
+            (
+                rank(&note.tier),
+                p(&note.tier).into_owned(),
+                p(&note.note).into_owned(),
+            ),
+        );
     }
     for (_, tier, text) in lines {
         let _ = writeln!(out, "     {tier:width$}  {text}");
@@ -180,7 +218,7 @@ fn grouped(candidates: &[Candidate], name: &str, subdirs: &[String]) -> Vec<(Str
             folded += 1;
             continue;
         }
-        let mut text = format!("{}  {}", c.path, c.verdict.text());
+        let mut text = format!("{}  {}", p(&c.path), p(&c.verdict.text()));
         if folded > 0 {
             text.push_str(&format!(
                 " (and {folded} hwcaps subdirector{} without it)",
@@ -188,7 +226,7 @@ fn grouped(candidates: &[Candidate], name: &str, subdirs: &[String]) -> Vec<(Str
             ));
             folded = 0;
         }
-        lines.push((c.rule.to_string(), text));
+        lines.push((p(&c.rule.to_string()).into_owned(), text));
     }
     lines
 }

@@ -77,6 +77,8 @@ pub(super) struct Model<'c> {
     pub cache: Option<Result<Cache, String>>,
     pub loads: Vec<Load>,
     pub notes: Vec<String>,
+    /// Requests asked for that the walk could not follow (see `Explanation::not_followed`).
+    pub not_followed: Vec<String>,
     /// Loading an LD_AUDIT module and its dependencies (`__RTLD_AUDIT`): the program's
     /// RUNPATH is tried too.
     pub auditing: bool,
@@ -106,6 +108,7 @@ pub(super) fn run<'c>(
         cache: None,
         loads: Vec::new(),
         notes: Vec::new(),
+        not_followed: Vec::new(),
         auditing: false,
     };
     m.add_program(dynamic, &opened);
@@ -351,8 +354,8 @@ impl Model<'_> {
     fn dlopen(&mut self, request: &Dlopen) {
         let Some(caller) = self.find_caller(request.from.as_deref()) else {
             let from = request.from.clone().unwrap_or_default();
-            self.notes.push(format!(
-                "dlopen {} from {from}: not followed, {from} is not loaded",
+            self.not_followed.push(format!(
+                "dlopen {} from {from}: {from} is not loaded (name a loaded library by path, soname or file name)",
                 request.name
             ));
             return;

@@ -20,6 +20,7 @@ use crate::{update, verify};
     name = "cargo xtask",
     bin_name = "cargo xtask",
     about = "Keep the LD_FALLBACK_PATH glibc patch series applying, building and resolving",
+    after_help = EXIT_STATUS_HELP,
     arg_required_else_help = true
 )]
 pub struct Cli {
@@ -28,6 +29,17 @@ pub struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
 }
+
+/// The exit-status rule, the same for every command (README.md, "Exit codes").
+const EXIT_STATUS_HELP: &str = "\
+Exit status, the same for every command, status and check commands included:
+  0    done, and nothing needs attention
+  2    something needs attention: a check or a status found what to act on (a series that
+       does not apply, drifted, lacks its release or needs a rebase; a stale page or
+       workflow; a library not found), or a rebase stopped for a human
+  1    the command failed: bad input or usage, an I/O error (a write to a full disk
+       included), a refused change, a missing tool
+  141  done, but the reader of the output left early (`... | head`)";
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
@@ -76,17 +88,21 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(usage) => {
             let printed = usage.print();
-            // Usage errors are failures (1), not findings: clap's own code 2 is ours.
-            return ExitCode::from(if usage.use_stderr() {
-                EXIT_FAILURE
-            } else if printed.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
-                output::EXIT_READER_GONE
-            } else {
-                EXIT_OK
+            // Usage errors are failures (1), not findings: clap's own code 2 is ours. Help
+            // that could not be written (`--help > /dev/full`) is a failure too; only a
+            // reader that left ends quietly.
+            return ExitCode::from(match printed {
+                _ if usage.use_stderr() => EXIT_FAILURE,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => output::EXIT_READER_GONE,
+                Err(e) => {
+                    diagln!("error: cannot write the help: {e}");
+                    EXIT_FAILURE
+                }
+                Ok(()) => EXIT_OK,
             });
         }
     };
-    let status = match run(cli) {
+    let mut status = match run(cli) {
         Ok(()) => EXIT_OK,
         Err(err) => {
             let err = limits::explain(err);
@@ -94,6 +110,12 @@ pub fn main() -> ExitCode {
             exit::exit_status(&err)
         }
     };
+    // A report cut short by a full disk (or the file size limit) behind a redirection is a
+    // failure, whatever the work found: only a reader that left may end quietly.
+    if let Some(err) = output::write_failure() {
+        diagln!("error: {:#}", limits::explain(err));
+        status = EXIT_FAILURE;
+    }
     // Output nobody read is not a failure of the work, but a pipeline should still see that
     // its writer outlived its reader, as it would from any tool that SIGPIPE ended.
     if status == EXIT_OK && output::reader_gone() {

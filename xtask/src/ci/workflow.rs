@@ -15,7 +15,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use model::Target;
 
 use model::{Release, SUPPORTED};
@@ -218,10 +218,12 @@ pub(crate) fn write_or_check(root: &Path, check: bool) -> Result<()> {
     if check {
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current != wanted {
-            bail!(
+            // A finding (exit status 2), like every check's.
+            return Err(crate::util::exit::NeedsAttention(format!(
                 "{} is stale (the supported releases changed?): regenerate it with `cargo xtask ci --workflow`",
                 path.display()
-            );
+            ))
+            .into());
         }
         outln!("{PATH} is up to date");
         return Ok(());

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use crate::util::exit::NeedsAttention;
 
@@ -22,10 +22,14 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             started.elapsed().as_secs_f64() * 1000.0
         );
     }
+    // A request that names a caller nothing loaded is a failure of the request (1).
+    if let Some(why) = explained.request_error() {
+        bail!("{why}");
+    }
     if !explained.complete {
         return Err(NeedsAttention(format!(
             "{} would not find every library (see `not found` above)",
-            args.program
+            model::printable(&args.program)
         ))
         .into());
     }

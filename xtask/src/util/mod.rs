@@ -10,6 +10,7 @@ pub(crate) mod output;
 pub(crate) mod child;
 pub(crate) mod clock;
 pub(crate) mod durable;
+pub(crate) mod estimate;
 pub(crate) mod exit;
 pub(crate) mod fault;
 pub(crate) mod limits;

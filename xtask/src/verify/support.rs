@@ -343,11 +343,13 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         );
     }
     if !problems.is_empty() {
-        bail!(
+        // A finding (exit status 2), like every check's.
+        return Err(crate::util::exit::NeedsAttention(format!(
             "{} does not stand:\n  {}\nverify what failed or is incomplete, then write both files again: {REGENERATE}",
             page_path.display(),
             problems.join("\n  ")
-        );
+        ))
+        .into());
     }
     outln!("{PAGE} and {RECORD} describe the series in patches/ as they are");
     Ok(())
