@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_harness::differential::{self, Checked, LoaderUnderTest, Mode};
@@ -128,12 +128,15 @@ type Results = BTreeMap<String, Row>;
 
 /// The results of one (target, flavour), computed once per test binary.
 fn results(target: Target, flavour: Flavour) -> Result<&'static Results, String> {
-    static CELLS: [[OnceLock<Result<Results, String>>; 2]; 2] = [
-        [OnceLock::new(), OnceLock::new()],
-        [OnceLock::new(), OnceLock::new()],
-    ];
-    CELLS[target as usize][flavour as usize]
-        .get_or_init(|| compute(target, flavour))
+    // Keyed by name: a variant (fallback-first) is a key like the series' two flavours.
+    type Cells = BTreeMap<(Target, Flavour), &'static OnceLock<Result<Results, String>>>;
+    static CELLS: Mutex<Cells> = Mutex::new(BTreeMap::new());
+    let cell: &'static OnceLock<_> = *CELLS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry((target, flavour))
+        .or_insert_with(|| Box::leak(Box::default()));
+    cell.get_or_init(|| compute(target, flavour))
         .as_ref()
         .map_err(Clone::clone)
 }
