@@ -300,6 +300,29 @@ const CONTRACT: &[ContractCheck] = &[
         cwd: "{D}/app/lib",
         ..CHECK
     },
+    // A relative entry names a directory with a copy, below the working directory; the
+    // absolute entry after it shows that the list itself is searched.
+    ContractCheck {
+        name: "16-a-relative-entry-is-ignored",
+        fallback: Some("driver:{D}/app/lib"),
+        cwd: "{D}",
+        expect: Some("{D}/app/lib/libcuda.so.1"),
+        ..CHECK
+    },
+    ContractCheck {
+        name: "16-dot-is-ignored",
+        fallback: Some(".:{D}/app/lib"),
+        cwd: "{D}/driver",
+        expect: Some("{D}/app/lib/libcuda.so.1"),
+        ..CHECK
+    },
+    ContractCheck {
+        name: "16-relative-after-expansion-is-ignored",
+        fallback: Some("$LIB:{D}/app/lib"),
+        cwd: "{D}",
+        expect: Some("{D}/app/lib/libcuda.so.1"),
+        ..CHECK
+    },
     ContractCheck {
         name: "17-origin-expands-against-the-program",
         fallback: Some("$ORIGIN/app/../driver"),
