@@ -17,7 +17,7 @@ use loader_harness::differential::{self, LoaderUnderTest};
 use loader_harness::host::{cache_dir, in_ci};
 use loader_harness::probe::Invocation;
 use loader_harness::replay::{
-    self, App, HostLibs, JetsonFixtures, Linkage, Origin, RunKey, APPROACHES, COLUMNS,
+    self, App, HostLibs, JetsonFixtures, Kernel, Linkage, Origin, RunKey, APPROACHES, COLUMNS,
 };
 use loader_harness::root::Bench;
 use loader_model::Release;
@@ -76,6 +76,7 @@ fn examples() -> Result<(), String> {
         linkage: Linkage::Dlopen,
         app: App::Cxx,
         origin: Origin::Last,
+        kernel: Kernel::Ptx,
     };
     let run = replay::run_one(&bench, &fixtures, &host, approach, column, key);
     if !run.works {
