@@ -10,8 +10,9 @@
 //!
 //! So a changed header keeps its old mtime, and make leaves the objects that include it alone,
 //! when the change is proven to be of that kind:
-//! 1. the lines it inserts or deletes (none replaced) are whole declarations, with no
-//!    preprocessor line, brace or initializer among them ([`parse`]);
+//! 1. the lines it inserts or deletes are whole declarations, with no preprocessor line,
+//!    brace or initializer among them, and the lines it replaces differ only in their
+//!    comments ([`parse`]);
 //! 2. each declares exactly one name that the tree without the declaration never mentions,
 //!    every other word outside its parentheses (types, attributes) being known there; for a
 //!    function, that name is the one before the parameter list;
@@ -65,7 +66,10 @@ pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
         let (text, was_inserted) = match (inserted.is_empty(), deleted.is_empty()) {
             (false, true) => (inserted, true),
             (true, false) => (deleted, false),
-            // A replaced line: what it changes is anybody's guess.
+            // Replaced lines that differ only in their comments (0001 rewords the comment
+            // of LA_SER_LIBPATH in elf/link.h) declare nothing.
+            _ if same_code(&deleted, &inserted) => continue,
+            // Any other replaced line: what it changes is anybody's guess.
             _ => return None,
         };
         declarations.extend(parse_block(&text, was_inserted)?);
@@ -169,6 +173,17 @@ fn parse_declaration(statement: &str, inserted: bool) -> Option<Declaration> {
         function,
         text: statement.split_whitespace().collect::<Vec<_>>().join(" "),
     })
+}
+
+/// Whether two runs of whole lines are the same code once their comments are removed and
+/// their blanks are folded: a comment cannot change what the compiler makes of them. A run
+/// that starts or ends inside a comment is not seen as one (its comment does not open or
+/// close in it), so it compares as code and is not the same.
+fn same_code(old: &str, new: &str) -> bool {
+    let code = |text: &str| {
+        strip_comments(text).map(|code| code.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    matches!((code(old), code(new)), (Some(old), Some(new)) if old == new)
 }
 
 /// `text` without C comments; `None` when a comment does not end in it.
@@ -398,6 +413,29 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             assert_eq!(parse(base, new), None, "{what}");
         }
         assert_eq!(parse(base, base), Some(vec![]), "no change");
+        // A comment reworded: nothing declared, nothing else changed.
+        let la_ser = "    LA_SER_ORIG = 0x01,\t\t/* Original name.  */\n    LA_SER_LIBPATH = 0x02,\t/* Directory from LD_LIBRARY_PATH.  */\n";
+        let reworded = la_ser.replace(
+            "Directory from LD_LIBRARY_PATH.",
+            "LD_LIBRARY_PATH or\n\t\t\t\t   LD_FALLBACK_PATH.",
+        );
+        assert_eq!(parse(la_ser, &reworded), Some(vec![]), "a reworded comment");
+        let inside = "/* first\n   second */\n";
+        for (what, old, new) in [
+            ("a value beside the comment", la_ser, la_ser.replace("0x02", "0x03")),
+            (
+                "code moved into the comment",
+                la_ser,
+                la_ser.replace("0x02,\t/*", "/* 0x02,"),
+            ),
+            (
+                "a line inside a comment",
+                inside,
+                inside.replace("second", "other"),
+            ),
+        ] {
+            assert_eq!(parse(old, &new), None, "{what}");
+        }
         let commented = "extern int a;\n/* b; */ extern int b; // c;\n";
         assert_eq!(
             parse(base, commented).unwrap()[0].outer_words,
