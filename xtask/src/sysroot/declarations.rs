@@ -53,8 +53,16 @@ pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
     let diff = similar::TextDiff::from_lines(old, new);
     let mut declarations = Vec::new();
     for group in diff.grouped_ops(0) {
+        // Only changes at file scope: a line inserted into a struct changes its layout, one
+        // inserted into an inline function its code, whatever names they mention.
+        let first = group.first()?;
+        if !at_file_scope(old, first.old_range().start)
+            || !at_file_scope(new, first.new_range().start)
+        {
+            return None;
+        }
         let (mut inserted, mut deleted) = (String::new(), String::new());
-        for op in group {
+        for op in &group {
             for change in diff.iter_changes(&op) {
                 match change.tag() {
                     similar::ChangeTag::Insert => inserted.push_str(change.value()),
@@ -173,6 +181,32 @@ fn parse_declaration(statement: &str, inserted: bool) -> Option<Declaration> {
         function,
         text: statement.split_whitespace().collect::<Vec<_>>().join(" "),
     })
+}
+
+/// Whether line `line` (0-based) of `text` starts outside every brace: the lines before it,
+/// comments removed, open as many braces as they close. A prefix that ends inside a comment,
+/// or a brace inside a string or character literal, counts as not at file scope.
+fn at_file_scope(text: &str, line: usize) -> bool {
+    let prefix: String = text.split_inclusive('\n').take(line).collect();
+    let Some(code) = strip_comments(&prefix) else {
+        return false;
+    };
+    if code.contains(['"', '\'']) && code.contains(['{', '}']) {
+        // Braces and quotes together: not worth telling apart here.
+        return false;
+    }
+    let mut depth = 0i64;
+    for c in code.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
 }
 
 /// Whether two runs of whole lines are the same code once their comments are removed and
@@ -420,6 +454,17 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             "LD_LIBRARY_PATH or\n\t\t\t\t   LD_FALLBACK_PATH.",
         );
         assert_eq!(parse(la_ser, &reworded), Some(vec![]), "a reworded comment");
+        // Lines inside braces are never declarations of the file: a member changes the
+        // struct's layout, a statement the inline function's code (dl-main.h's
+        // call_init_paths gains a call of _dl_init_fallback_paths).
+        let state = "struct s\n{\n  const char *a;\n};\n";
+        let with_member = state.replace("a;\n", "a;\n  const char *fallback_path;\n");
+        assert_eq!(parse(state, &with_member), None, "a struct member");
+        let helper = "static inline void\nf (void)\n{\n  g (1);\n}\n";
+        let with_call = helper.replace("  g (1);\n", "  g (1);\n  h (2);\n");
+        assert_eq!(parse(helper, &with_call), None, "a statement of an inline function");
+        let after = format!("{helper}extern int b;\n");
+        assert_eq!(parse(helper, &after).unwrap().len(), 1, "after the function");
         let inside = "/* first\n   second */\n";
         for (what, old, new) in [
             ("a value beside the comment", la_ser, la_ser.replace("0x02", "0x03")),
