@@ -1,7 +1,7 @@
 //! The project's vocabulary, shared by `cargo xtask` and the scenario harness: the supported
 //! glibc releases ([`Release`], a handle into the pinned table), the targets ([`Target`]),
 //! the flavours of a build ([`Flavour`]), a cell (one release on one target, [`Cell`]) and an
-//! installed glibc ([`Sysroot`]).
+//! installed glibc ([`Sysroot`]); and how text from outside is printed ([`printable`]).
 //!
 //! A release or a target is a value of these types everywhere past the command line: text
 //! is parsed once, where it comes in (an option, a report read back, a sysroot's
@@ -12,9 +12,11 @@ mod flavour;
 mod release;
 mod sysroot;
 mod target;
+mod text;
 
 pub use cell::Cell;
 pub use flavour::Flavour;
 pub use release::{listed, supported_list, Release, UnsupportedRelease, SUPPORTED};
 pub use sysroot::{sysroot_env_var, Sysroot};
 pub use target::Target;
+pub use text::{printable, printable_lines};

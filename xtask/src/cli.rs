@@ -143,6 +143,8 @@ impl Selection {
 const NEWEST: &str = "newest";
 /// The target every command defaults to: the build machine's, where nothing is emulated.
 const DEFAULT_TARGET: &str = "x86_64";
+/// [`DEFAULT_TARGET`] as a value, for a command whose default depends on other options.
+pub(crate) const DEFAULT_TARGET_VALUE: Target = Target::X86_64;
 const DEFAULT_FLAVOUR: &str = "patched";
 
 /// One release, for commands that name exactly one (`X.Y`) and have no default.

@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::cli::Global;
+use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output};
-use crate::{bench, ci, explain, format, jetson, rebase, resolution, series, store, sysroot};
+use crate::{bench, ci, explain, format, jetson, nixpkgs, rebase, resolution, series, store};
 use crate::{update, verify};
 
 /// The command line of `cargo xtask`.
@@ -19,6 +20,7 @@ use crate::{update, verify};
     name = "cargo xtask",
     bin_name = "cargo xtask",
     about = "Keep the LD_FALLBACK_PATH glibc patch series applying, building and resolving",
+    after_help = EXIT_STATUS_HELP,
     arg_required_else_help = true
 )]
 pub struct Cli {
@@ -27,6 +29,17 @@ pub struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
 }
+
+/// The exit-status rule, the same for every command (README.md, "Exit codes").
+const EXIT_STATUS_HELP: &str = "\
+Exit status, the same for every command, status and check commands included:
+  0    done, and nothing needs attention
+  2    something needs attention: a check or a status found what to act on (a series that
+       does not apply, drifted, lacks its release or needs a rebase; a stale page or
+       workflow; a library not found), or a rebase stopped for a human
+  1    the command failed: bad input or usage, an I/O error (a write to a full disk
+       included), a refused change, a missing tool
+  141  done, but the reader of the output left early (`... | head`)";
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
@@ -38,6 +51,8 @@ pub(crate) enum Command {
     Patches(series::command::Command),
     /// Format a series as a patch set to mail upstream (libc-alpha).
     FormatSeries(format::Args),
+    /// Apply the series on top of nixpkgs' own glibc patches, as a Nix user would (docs/nix.md).
+    NixStack(nixpkgs::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
     /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
@@ -73,17 +88,21 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(usage) => {
             let printed = usage.print();
-            // Usage errors are failures (1), not findings: clap's own code 2 is ours.
-            return ExitCode::from(if usage.use_stderr() {
-                EXIT_FAILURE
-            } else if printed.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
-                output::EXIT_READER_GONE
-            } else {
-                EXIT_OK
+            // Usage errors are failures (1), not findings: clap's own code 2 is ours. Help
+            // that could not be written (`--help > /dev/full`) is a failure too; only a
+            // reader that left ends quietly.
+            return ExitCode::from(match printed {
+                _ if usage.use_stderr() => EXIT_FAILURE,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => output::EXIT_READER_GONE,
+                Err(e) => {
+                    diagln!("error: cannot write the help: {e}");
+                    EXIT_FAILURE
+                }
+                Ok(()) => EXIT_OK,
             });
         }
     };
-    let status = match run(cli) {
+    let mut status = match run(cli) {
         Ok(()) => EXIT_OK,
         Err(err) => {
             let err = limits::explain(err);
@@ -91,6 +110,12 @@ pub fn main() -> ExitCode {
             exit::exit_status(&err)
         }
     };
+    // A report cut short by a full disk (or the file size limit) behind a redirection is a
+    // failure, whatever the work found: only a reader that left may end quietly.
+    if let Some(err) = output::write_failure() {
+        diagln!("error: {:#}", limits::explain(err));
+        status = EXIT_FAILURE;
+    }
     // Output nobody read is not a failure of the work, but a pipeline should still see that
     // its writer outlived its reader, as it would from any tool that SIGPIPE ended.
     if status == EXIT_OK && output::reader_gone() {
@@ -105,6 +130,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Glibc(cmd) => cmd.run(&env()?),
         Command::Patches(cmd) => cmd.run(&env()?),
         Command::FormatSeries(args) => args.run(&env()?),
+        Command::NixStack(args) => args.run(&env()?),
         Command::RebaseGlibc(args) => {
             let env = env()?;
             args.run(&env, sysroot::compile_check::for_rebase(&env))
@@ -115,7 +141,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Verify(args) => args.run(&env()?),
         Command::JetsonReplay(args) => args.run(&env()?),
         // Reads only the tree it is given: no store, series or cache.
-        Command::Explain(args) => args.run(),
+        Command::Explain(args) => explain::run(&args),
         Command::Bench(bench) => bench.run(&env()?),
         Command::Ci(args) => args.run(&env()?),
     }

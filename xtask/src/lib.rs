@@ -23,6 +23,7 @@ pub mod cli;
 
 pub mod ci;
 pub mod merge;
+mod nixpkgs;
 pub mod rebase;
 mod resolution;
 pub mod series;

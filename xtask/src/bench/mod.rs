@@ -5,6 +5,7 @@ pub(crate) mod build;
 pub mod rebase;
 pub(crate) mod resolution;
 pub(crate) mod store;
+pub(crate) mod suite;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -21,6 +22,8 @@ pub(crate) enum Bench {
     Build(build::BenchArgs),
     /// Time the resolution matrix once builds are cached.
     Resolution(resolution::Args),
+    /// Time glibc's elf suite in the x86_64 tree (natively) and the aarch64 tree (under QEMU).
+    Suite(suite::Args),
 }
 
 impl Bench {
@@ -30,6 +33,7 @@ impl Bench {
             Bench::Rebase => rebase::run(env),
             Bench::Build(args) => args.run(env),
             Bench::Resolution(args) => args.run(env),
+            Bench::Suite(args) => args.run(env),
         }
     }
 }

@@ -13,6 +13,7 @@ use model::{sysroot_env_var, Flavour, Target};
 
 use crate::cli::Env;
 use crate::sysroot::Builder;
+use crate::util::output;
 use model::Release;
 
 #[derive(clap::Args)]
@@ -81,6 +82,9 @@ impl Args {
             Step::xtask(&["verify", "check-support"])?,
             // The check reads the store only; the builds after it need the releases anyway.
             Step::xtask(&["rebase-glibc", "--check", "--import-missing"])?,
+            // The series on nixpkgs' own glibc patches (docs/nix.md): SKIPPED without
+            // nixpkgs checkouts ($LD_FALLBACK_NIXPKGS), except under CI.
+            Step::xtask(&["nix-stack", "--release", "all", "--target", "all"])?,
         ];
         for target in targets {
             steps.push(Step::xtask(&[
@@ -130,40 +134,28 @@ impl Args {
             ])?);
         }
 
-        let mut failed = Vec::new();
-        let total = steps.len();
-        let mut ran = 0;
-        for (i, mut step) in steps.into_iter().enumerate() {
-            ran += 1;
-            diagln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
-            // The store reaches the child processes the way they read it when not given.
-            step.command.env("LD_FALLBACK_STORE", &env.store);
-            if step.wants_sysroots {
-                for (var, path) in built_sysroots(targets, env) {
-                    diagln!("{var}={path}");
-                    step.command.env(var, path);
+        let ran = run_steps(
+            steps,
+            |step| {
+                // The store reaches the child processes the way they read it when not given.
+                step.command.env("LD_FALLBACK_STORE", &env.store);
+                if step.wants_sysroots {
+                    for (var, path) in built_sysroots(targets, env) {
+                        diagln!("{var}={path}");
+                        step.command.env(var, path);
+                    }
                 }
-            }
-            let started = Instant::now();
-            let status = step
-                .command
-                .status()
-                .with_context(|| format!("cannot run {}", step.shown))?;
-            let secs = started.elapsed().as_secs_f64();
-            let verdict = if status.success() { "ok" } else { "FAILED" };
-            diagln!("==== {verdict} in {secs:.1} s: {}", step.shown);
-            if !status.success() {
-                failed.push(step.shown);
-                if step.gates_the_rest {
-                    diagln!("==== not running the remaining steps: they need this build");
-                    break;
-                }
-            }
-        }
-        let not_run = total - ran;
+            },
+            output::reader_left,
+        )?;
+        let Ran::Ended { total, failed } = ran else {
+            // `main` ends the run with the status of a writer whose reader left.
+            return Ok(());
+        };
+        let not_run = total.steps - total.ran;
         outln!(
             "ci: {} passed, {} failed, {not_run} not run",
-            ran - failed.len(),
+            total.ran - failed.len(),
             failed.len()
         );
         if !failed.is_empty() || not_run > 0 {
@@ -174,6 +166,60 @@ impl Args {
         }
         Ok(())
     }
+}
+
+/// How a run of the steps ended.
+enum Ran {
+    /// Every step ran, or a failed build stopped the rest: the failed steps, by name.
+    Ended { total: Counted, failed: Vec<String> },
+    /// The reader of the output left (`cargo xtask ci | head`): nothing more was run or said.
+    ReaderGone,
+}
+
+struct Counted {
+    steps: usize,
+    ran: usize,
+}
+
+/// Runs `steps` in order, each made ready by `prepare` first. After each step, `reader_left`
+/// says whether the reader of the output is gone: a step that met the closed pipe failed
+/// for that reason alone, and every step after it would write into it too, so the run ends
+/// there, quietly, as every command ends when its reader leaves.
+fn run_steps(
+    steps: Vec<Step>,
+    prepare: impl Fn(&mut Step),
+    reader_left: impl Fn() -> bool,
+) -> Result<Ran> {
+    let mut failed = Vec::new();
+    let total = steps.len();
+    let mut ran = 0;
+    for (i, mut step) in steps.into_iter().enumerate() {
+        ran += 1;
+        diagln!("\n==== ci step {}/{total}: {}", i + 1, step.shown);
+        prepare(&mut step);
+        let started = Instant::now();
+        let status = step
+            .command
+            .status()
+            .with_context(|| format!("cannot run {}", step.shown))?;
+        if reader_left() {
+            return Ok(Ran::ReaderGone);
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let verdict = if status.success() { "ok" } else { "FAILED" };
+        diagln!("==== {verdict} in {secs:.1} s: {}", step.shown);
+        if !status.success() {
+            failed.push(step.shown);
+            if step.gates_the_rest {
+                diagln!("==== not running the remaining steps: they need this build");
+                break;
+            }
+        }
+    }
+    Ok(Ran::Ended {
+        total: Counted { steps: total, ran },
+        failed,
+    })
 }
 
 /// `$LD_FALLBACK_SYSROOT*` for every sysroot of `targets` that is built (the build steps made
@@ -195,4 +241,51 @@ fn built_sysroots(targets: &[Target], env: &Env) -> Vec<(String, String)> {
         }
     }
     vars
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `sh -c SCRIPT` as a step.
+    fn step(script: &str) -> Step {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        Step {
+            shown: script.to_string(),
+            command,
+            wants_sysroots: false,
+            gates_the_rest: false,
+        }
+    }
+
+    /// `cargo xtask ci | head`: the first step writes into a pipe whose reader is gone (and
+    /// dies of it); the run ends there, and the steps after it never start.
+    #[test]
+    fn a_reader_that_left_ends_the_run_after_the_step_that_met_it() {
+        use std::os::fd::AsRawFd;
+        let tmp = tempfile::TempDir::new().unwrap();
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let fd = writer.as_raw_fd();
+        let mut first = step("yes");
+        first.command.stdout(writer.try_clone().unwrap());
+        let later = tmp.path().join("later");
+        let steps = vec![first, step(&format!("touch {}", later.display()))];
+        let ran = run_steps(steps, |_| {}, || output::reader_left_on(&[fd])).unwrap();
+        assert!(matches!(ran, Ran::ReaderGone));
+        assert!(!later.exists(), "a step ran after the reader left");
+        drop(writer);
+    }
+
+    /// With the reader there, a failed step is a failure, and the others still run.
+    #[test]
+    fn a_failed_step_is_counted_and_the_rest_run() {
+        let steps = vec![step("exit 3"), step("true")];
+        let Ran::Ended { total, failed } = run_steps(steps, |_| {}, || false).unwrap() else {
+            panic!("the reader did not leave");
+        };
+        assert_eq!((total.steps, total.ran), (2, 2));
+        assert_eq!(failed, ["exit 3"]);
+    }
 }

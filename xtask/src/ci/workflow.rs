@@ -15,10 +15,12 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use model::Target;
 
 use model::{Release, SUPPORTED};
+
+use crate::nixpkgs::{GLIBC_DIR, PINS};
 
 /// Where the workflow lives in the checkout.
 pub(crate) const PATH: &str = ".github/workflows/verify.yml";
@@ -97,6 +99,11 @@ jobs:
       - name: The Jetson replay, and docs/jetson.md up to date with it
         if: ${{{{ !cancelled() && matrix.release == '{jetson_release}' && matrix.target == '{jetson_target}' }}}}
         run: cargo xtask jetson-replay --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --check
+      - name: The docs' example outputs, from a real run of the same loader
+        if: ${{{{ !cancelled() && matrix.release == '{jetson_release}' && matrix.target == '{jetson_target}' }}}}
+        run: |
+          sysroot=$(cargo xtask build-glibc --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --print-sysroot)
+          LD_FALLBACK_SYSROOT_AARCH64="$sysroot" cargo test -p ld-fallback-explain --test examples
       - uses: actions/upload-artifact@v4
         if: always()
         with:
@@ -138,6 +145,69 @@ jobs:
         releases = releases.join(", "),
         targets = targets.join(", "),
     );
+    out.push_str(&nix_stack_job());
+    out.push_str(EXPLAIN_ON_ARM64);
+    out
+}
+
+/// `ld-fallback-explain` installed on its own, as users install it, natively on an arm64
+/// runner (the machine a Jetson user has), and run on a program of that machine.
+const EXPLAIN_ON_ARM64: &str = r#"
+  explain-arm64:
+    name: ld-fallback-explain installs and runs on arm64
+    runs-on: ubuntu-24.04-arm
+    timeout-minutes: 30
+    steps:
+      - uses: actions/checkout@v4
+      - uses: dtolnay/rust-toolchain@stable
+      - name: Install it on its own
+        run: cargo install --locked --path explain --root "$RUNNER_TEMP/explain"
+      - name: Explain a program of this machine
+        run: |
+          "$RUNNER_TEMP/explain/bin/ld-fallback-explain" /usr/bin/ls --fallback-path /usr/lib/aarch64-linux-gnu/nvidia
+          "$RUNNER_TEMP/explain/bin/ld-fallback-explain" /usr/bin/ls --json > explain.json
+"#;
+
+/// The job that applies the series on top of nixpkgs' glibc patches (`cargo xtask
+/// nix-stack`): nixpkgs checked out at each pinned commit (only its glibc directory), into
+/// `nixpkgs/<commit>/`, where the command reads them.
+fn nix_stack_job() -> String {
+    let mut out = String::from(
+        r#"
+  nix-stack:
+    name: the series on nixpkgs' glibc patches
+    runs-on: ubuntu-latest
+    timeout-minutes: 30
+    container:
+      image: debian:bookworm
+    steps:
+      - name: Tools the checkout and the toolchain need
+        run: apt-get update -qq && apt-get install -y -qq --no-install-recommends curl ca-certificates git build-essential patch xz-utils
+      - uses: actions/checkout@v4
+      - uses: dtolnay/rust-toolchain@stable
+"#,
+    );
+    for pin in PINS {
+        let _ = write!(
+            out,
+            r#"      - name: nixpkgs {short} (glibc {release})
+        uses: actions/checkout@v4
+        with:
+          repository: NixOS/nixpkgs
+          ref: {commit}
+          path: nixpkgs/{commit}
+          sparse-checkout: {GLIBC_DIR}
+"#,
+            short = &pin.commit[..12],
+            release = pin.release,
+            commit = pin.commit,
+        );
+    }
+    out.push_str(
+        r#"      - name: Apply the series on top of each stack
+        run: cargo xtask nix-stack --release all --target all --nixpkgs nixpkgs
+"#,
+    );
     out
 }
 
@@ -148,10 +218,12 @@ pub(crate) fn write_or_check(root: &Path, check: bool) -> Result<()> {
     if check {
         let current = std::fs::read_to_string(&path).unwrap_or_default();
         if current != wanted {
-            bail!(
+            // A finding (exit status 2), like every check's.
+            return Err(crate::util::exit::NeedsAttention(format!(
                 "{} is stale (the supported releases changed?): regenerate it with `cargo xtask ci --workflow`",
                 path.display()
-            );
+            ))
+            .into());
         }
         outln!("{PATH} is up to date");
         return Ok(());

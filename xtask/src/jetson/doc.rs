@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use loader_tests::replay::report::{self, Block};
-use loader_tests::replay::ReplayReport;
+use loader_harness::replay::report::{self, Block};
+use loader_harness::replay::ReplayReport;
 
+use crate::util::exit::NeedsAttention;
 use crate::util::paths;
 use model::Target;
 
@@ -50,10 +51,12 @@ pub(crate) fn check(doc: &Path, report: &ReplayReport) -> Result<()> {
     if diffs.is_empty() {
         return Ok(());
     }
-    bail!(
+    // A finding (exit status 2), like every check's.
+    Err(NeedsAttention(format!(
         "{} is out of date with the replay:\n{diffs}\nupdate it with `cargo xtask jetson-replay --target {TARGET} --write-doc`",
         doc.display()
-    )
+    ))
+    .into())
 }
 
 /// Replaces the page's generated blocks with this report's.

@@ -1,11 +1,11 @@
 //! `cargo xtask jetson-replay`: every proposed way of using cuda_compat on Jetson, on every kind
-//! of host, each cell a real run under the built loader (`loader_tests::replay`), as a table
+//! of host, each cell a real run under the built loader (`loader_harness::replay`), as a table
 //! for the terminal, as JSON, or as the generated block of docs/jetson.md.
 //!
 //! The rows run under the patched loader, row 8 under the fallback-first variant, and the rows
 //! that set LD_FALLBACK_PATH under the unpatched loader too; the three sysroots are taken from
 //! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first. The
-//! real host libraries come from Debian's archive once ([`loader_tests::replay::HostLibs`]).
+//! real host libraries come from Debian's archive once ([`loader_harness::replay::HostLibs`]).
 //!
 //! `--real-driver` runs the same setups against this machine's real NVIDIA driver instead
 //! ([`driver_check`]).
@@ -17,12 +17,13 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use loader_tests::host::{self, tools};
-use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures};
-use loader_tests::root::Bench;
+use loader_harness::host::{self, tools};
+use loader_harness::replay::{self, report, Benches, HostLibs, JetsonFixtures};
+use loader_harness::root::Bench;
 use model::{Flavour, Target};
 
-use crate::cli::{Env, OneRelease, OneTarget};
+use crate::cli::{self, Env, OneRelease};
+use crate::util::exit::NeedsAttention;
 use crate::util::paths;
 use model::Release;
 
@@ -30,11 +31,11 @@ use model::Release;
 pub(crate) struct Args {
     #[command(flatten)]
     pub release: OneRelease,
-    /// The replay is about Jetson boards, which are aarch64 (run under QEMU user mode), and so
-    /// is docs/jetson.md: `--check` and `--write-doc` take `--target aarch64`. The default,
-    /// x86_64 as for every command, runs the same roots natively, for a quick look.
-    #[command(flatten)]
-    pub target: OneTarget,
+    /// Target: `x86_64` (native) or `aarch64` (under QEMU user mode) [default: with
+    /// `--check` or `--write-doc`, the page's: aarch64, Jetson boards'; else x86_64, as for
+    /// every command, which runs the same roots natively, for a quick look].
+    #[arg(long, value_parser = cli::target())]
+    pub target: Option<Target>,
     /// Print the generated blocks of docs/jetson.md (table, summary) instead of the table.
     #[arg(long, conflicts_with = "json")]
     pub markdown: bool,
@@ -64,11 +65,17 @@ const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::F
 impl Args {
     pub(crate) fn run(self, env: &Env) -> Result<()> {
         let release = self.release.release;
-        let target = self.target.target;
+        let for_page = self.check || self.write_doc;
+        // The page holds one target's replay: checking or writing it means that target.
+        let target = match self.target {
+            Some(asked) => asked,
+            None if for_page => doc::TARGET,
+            None => cli::DEFAULT_TARGET_VALUE,
+        };
         if self.real_driver {
             return driver_check::run(env, release);
         }
-        if (self.check || self.write_doc) && target != doc::TARGET {
+        if for_page && target != doc::TARGET {
             bail!(
                 "docs/jetson.md is the {} replay (Jetson boards are {}), not {target}'s: run with --target {}",
                 doc::TARGET,
@@ -215,11 +222,13 @@ fn check_provenance(doc: &std::path::Path, release: Release) -> Result<()> {
     let block = report::generated_block(&page, report::TABLE).unwrap_or_default();
     match stale_provenance(block, release, &series_ids(release)) {
         None => Ok(()),
-        Some(why) => bail!(
+        // A finding (exit status 2), like every check's.
+        Some(why) => Err(NeedsAttention(format!(
             "{} is stale: {why}; regenerate it with `cargo xtask jetson-replay --release {release} --target {} --write-doc`",
             doc.display(),
             doc::TARGET
-        ),
+        ))
+        .into()),
     }
 }
 

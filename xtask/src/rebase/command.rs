@@ -44,7 +44,8 @@ pub(crate) struct Args {
     #[arg(long, conflicts_with = "check")]
     pub abort: bool,
     /// Verify that every series applies exactly to its release, stays inside patches/scope,
-    /// and re-exports byte for byte. Reads the store only.
+    /// and re-exports byte for byte. Reads the store only; exits 0 when every series
+    /// passes, 2 when one needs attention, 1 when something could not be read.
     #[arg(long)]
     pub check: bool,
     /// With --check: import the releases the store lacks (from Debian) instead of reporting

@@ -23,7 +23,7 @@ use git2::{Delta, FileMode, Oid, Repository};
 
 use crate::merge::file_mode;
 use crate::series::markers::has_markers;
-use crate::store::snapshot::Snapshot;
+use crate::store::snapshot::{NotStorable, Snapshot};
 use crate::util::exit::NeedsAttention;
 use crate::util::text::listed;
 
@@ -54,13 +54,37 @@ pub(crate) fn take(
 ) -> Result<Taken> {
     let tree_dir = stopped.tree_dir;
     if !tree_dir.is_dir() {
-        bail!(
+        // Not ready either (exit status 2): a human has to choose what to do.
+        return Err(NeedsAttention(format!(
             "the work tree {} is gone; drop the rebase with --abort and start it again",
             tree_dir.display()
-        );
+        ))
+        .into());
     }
-    let snapshot = Snapshot::of_dir(tree_dir, &[])
-        .with_context(|| format!("cannot read the work tree {}", tree_dir.display()))?;
+    let snapshot = match Snapshot::of_dir(tree_dir, &[]) {
+        Ok(snapshot) => snapshot,
+        // A FIFO or a socket left in the tree is the tree not being ready, like a stray
+        // file (exit status 2), not a failure to read it.
+        Err(err) => match err.downcast::<NotStorable>() {
+            Ok(special) => {
+                return Err(not_ready(
+                    tree_dir,
+                    &[format!(
+                        "{special}. Remove {} (a series holds regular files)",
+                        if special.entries.len() == 1 {
+                            "it"
+                        } else {
+                            "them"
+                        }
+                    )],
+                ))
+            }
+            Err(err) => {
+                return Err(err)
+                    .with_context(|| format!("cannot read the work tree {}", tree_dir.display()))
+            }
+        },
+    };
     snapshot
         .write(
             &repo
@@ -218,12 +242,7 @@ pub(crate) fn take(
         ));
     }
     if !problems.is_empty() {
-        return Err(NeedsAttention(format!(
-            "the work tree {} is not ready to continue:\n  - {}\nthen run `cargo xtask rebase-glibc --continue` again (the rebase state is unchanged)",
-            tree_dir.display(),
-            problems.join("\n  - ")
-        ))
-        .into());
+        return Err(not_ready(tree_dir, &problems));
     }
 
     let mut notes = Vec::new();
@@ -259,6 +278,16 @@ pub(crate) fn take(
         ));
     }
     Ok(Taken { tree, notes })
+}
+
+/// The finding that the work tree is not ready, with what to mend (exit status 2).
+fn not_ready(tree_dir: &Path, problems: &[String]) -> anyhow::Error {
+    NeedsAttention(format!(
+        "the work tree {} is not ready to continue:\n  - {}\nthen run `cargo xtask rebase-glibc --continue` again (the rebase state is unchanged)",
+        tree_dir.display(),
+        problems.join("\n  - ")
+    ))
+    .into()
 }
 
 /// The paths `patch` touches (old and new names), and those it deletes.

@@ -167,7 +167,7 @@ impl Checker {
                 .env(ENV_TREE, &tree);
             child::dies_with_us(&mut cmd);
             let label = format!("exec `{command}` after {}", patch.name);
-            let status = logged::run_to_end(&mut cmd, &log, &label, |_| None)?;
+            let status = logged::run_to_end(&mut cmd, &log, &label, |_| None, None)?;
             if !status.success() {
                 return Ok(Outcome::Failed(format!(
                     "exec `{command}` failed ({status}) after {}:\n{}  (it ran in a scratch copy of the work tree named below; full log: {})",

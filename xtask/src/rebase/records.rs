@@ -220,7 +220,7 @@ impl Resolutions {
         names.sort();
         let mut list = Vec::new();
         for (patch, path) in names {
-            let text = crate::series::read_text(&path)?;
+            let text = crate::series::read_own_text(&path)?;
             list.extend(parse(&patch, &text, &path)?);
         }
         Ok(Resolutions { list })

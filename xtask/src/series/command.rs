@@ -13,7 +13,8 @@ use model::SUPPORTED;
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// One row per supported release: applies cleanly, needs rebase, or conflicts. Reads
-    /// the store only; exits 2 when a row does not apply or its release is not imported.
+    /// the store only; exits 0 when every row applies cleanly, 2 when one needs attention
+    /// (no series, a rebase, a conflict, not imported), 1 when a status cannot be found out.
     Status {
         /// Import the releases the store lacks (from Debian) instead of reporting them.
         #[arg(long)]

@@ -54,8 +54,16 @@ impl PatchMail {
         if !lines.next().is_some_and(|l| l.starts_with("From ")) {
             bail!("the first line is not `From <commit> Mon Sep 17 00:00:00 2001`");
         }
-        let (mut from, mut date, mut subject) = (None, None, None);
+        // A header folded over several lines (git folds a long encoded name) is one header.
+        let mut unfolded: Vec<String> = Vec::new();
         for line in lines {
+            match unfolded.last_mut() {
+                Some(last) if line.starts_with([' ', '\t']) => last.push_str(line),
+                _ => unfolded.push(line.to_string()),
+            }
+        }
+        let (mut from, mut date, mut subject) = (None, None, None);
+        for line in &unfolded {
             if let Some(v) = line.strip_prefix("From: ") {
                 from = Some(v);
             } else if let Some(v) = line.strip_prefix("Date: ") {
@@ -67,8 +75,9 @@ impl PatchMail {
         let from = from.context("no From: header")?;
         let (author_name, author_email) = from
             .strip_suffix('>')
-            .and_then(|f| f.split_once(" <"))
+            .and_then(|f| f.rsplit_once(" <"))
             .context("From: is not `Name <email>`")?;
+        let author_name = read_header_name(author_name)?;
         let time = mail_date::parse(date.context("no Date: header")?)?;
         let subject = subject.context("no Subject: header")?;
         let subject = match subject.strip_prefix("[PATCH") {
@@ -376,8 +385,8 @@ pub(crate) fn format_patch_tagged(
         .message()
         .with_context(|| format!("commit {id}: message is not UTF-8"))?;
     let (subject, body) = split_message(message);
-    if !subject.is_ascii() || !name.is_ascii() {
-        bail!("commit {id}: subject and author name must be ASCII (no RFC 2047 encoding here)");
+    if !subject.is_ascii() {
+        bail!("commit {id}: the subject must be ASCII (a subject is not RFC 2047-encoded here)");
     }
     if body.lines().any(|l| l == "---") {
         bail!("commit {id}: a `---` line in the message would end it early for git am");
@@ -394,8 +403,10 @@ pub(crate) fn format_patch_tagged(
     )?;
     let stat = diffstat::render(&file_stats(&diff)?, 72);
     let mut text = format!(
-        "From {id} Mon Sep 17 00:00:00 2001\nFrom: {name} <{email}>\nDate: {}\nSubject: [{tag}] {subject}\n\n{body}---\n{}\n",
+        "From {id} Mon Sep 17 00:00:00 2001\nFrom: {} <{email}>\nDate: {}\nSubject: [{tag}] {subject}\n{}\n{body}---\n{}\n",
+        header_name(name),
         mail_date::format(author.when()),
+        content_headers(message),
         stat
     );
     for idx in 0..diff.deltas().len() {
@@ -414,6 +425,136 @@ pub(crate) fn format_patch_tagged(
     }
     text.push_str(TRAILER);
     Ok(text)
+}
+
+/// A name as `git format-patch` writes it in `From:` (after the six characters `From: `):
+/// as it is when it is plain ASCII; in double quotes when it holds one of RFC 822's special
+/// characters; RFC 2047-encoded (`=?UTF-8?q?...?=`, a space as `=20`) when it holds a
+/// character outside ASCII or `=?`, in encoded words folded so that no line passes 76
+/// characters, a character never split.
+pub(crate) fn header_name(name: &str) -> String {
+    const PREFIX: usize = "From: ".len();
+    const OPEN: &str = "=?UTF-8?q?";
+    const MAX_LINE: usize = 76;
+    if !name.is_ascii() || name.contains("=?") {
+        let mut out = String::from(OPEN);
+        let mut line = PREFIX + OPEN.len();
+        for c in name.chars() {
+            // RFC 2047, section 5 (3): in a phrase, only letters, digits and `!*+-/` stand
+            // for themselves.
+            let plain = c.is_ascii_alphanumeric() || "!*+-/".contains(c);
+            let encoded = if plain {
+                c.to_string()
+            } else {
+                let mut bytes = [0; 4];
+                c.encode_utf8(&mut bytes)
+                    .bytes()
+                    .map(|b| format!("={b:02X}"))
+                    .collect()
+            };
+            if line + encoded.len() + 2 > MAX_LINE {
+                out.push_str("?=\n ");
+                out.push_str(OPEN);
+                line = 1 + OPEN.len();
+            }
+            line += encoded.len();
+            out.push_str(&encoded);
+        }
+        out.push_str("?=");
+        out
+    } else if name.contains([
+        '(', ')', '<', '>', '[', ']', ':', ';', '@', ',', '.', '"', '\\',
+    ]) {
+        let escaped = name.replace('\\', "\\\\").replace('"', "\\\"");
+        format!("\"{escaped}\"")
+    } else {
+        name.to_string()
+    }
+}
+
+/// A `From:` name as a mail has it, back to the name: [`header_name`] undone (RFC 2047
+/// encoded words in UTF-8, `Q` encoding, the blanks between two of them dropped; a quoted
+/// string unquoted).
+fn read_header_name(text: &str) -> Result<String> {
+    if let Some(quoted) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        let mut name = String::new();
+        let mut chars = quoted.chars();
+        while let Some(c) = chars.next() {
+            name.push(if c == '\\' {
+                chars.next().unwrap_or(c)
+            } else {
+                c
+            });
+        }
+        return Ok(name);
+    }
+    if !text.contains("=?") {
+        return Ok(text.to_string());
+    }
+    let mut bytes = Vec::new();
+    let mut pending_blank = String::new();
+    let mut after_word = false;
+    for token in text.split_inclusive([' ', '\t']) {
+        let word = token.trim_end_matches([' ', '\t']);
+        let blank = &token[word.len()..];
+        match word.strip_prefix("=?").and_then(|w| w.strip_suffix("?=")) {
+            Some(encoded) => {
+                let mut parts = encoded.splitn(3, '?');
+                let (charset, encoding, data) = (
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                    parts.next().unwrap_or(""),
+                );
+                if !charset.eq_ignore_ascii_case("utf-8") || !encoding.eq_ignore_ascii_case("q") {
+                    bail!("From: has an encoded word in {charset}/{encoding}; only UTF-8 in Q encoding (as git format-patch writes it) is read");
+                }
+                // RFC 2047, 6.2: the blanks between two encoded words are not part of the name.
+                if !after_word {
+                    bytes.extend_from_slice(pending_blank.as_bytes());
+                }
+                let data = data.as_bytes();
+                let mut i = 0;
+                while i < data.len() {
+                    match data[i] {
+                        b'=' => {
+                            let hex = std::str::from_utf8(data.get(i + 1..i + 3).unwrap_or(b""))
+                                .ok()
+                                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                                .context("From: has a malformed `=XX` in an encoded word")?;
+                            bytes.push(hex);
+                            i += 3;
+                        }
+                        b'_' => {
+                            bytes.push(b' ');
+                            i += 1;
+                        }
+                        b => {
+                            bytes.push(b);
+                            i += 1;
+                        }
+                    }
+                }
+                after_word = true;
+            }
+            None => {
+                bytes.extend_from_slice(pending_blank.as_bytes());
+                bytes.extend_from_slice(word.as_bytes());
+                after_word = false;
+            }
+        }
+        pending_blank = blank.to_string();
+    }
+    String::from_utf8(bytes).context("From: decodes to a name that is not UTF-8")
+}
+
+/// The headers `git format-patch` adds after `Subject:` when the message (subject or body)
+/// is not ASCII: it is sent as UTF-8, unencoded.
+pub(crate) fn content_headers(message: &str) -> &'static str {
+    if message.is_ascii() {
+        ""
+    } else {
+        "MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n"
+    }
 }
 
 /// `(subject, body)` as format-patch shows them; the body is empty or ends in `\n`.
@@ -454,6 +595,79 @@ mod tests {
             "elf-Add-LD_FALLBACK_PATH-searched-last"
         );
         assert_eq!(slug("..x.."), "x");
+    }
+
+    /// Each form `git format-patch` (2.47) wrote for these names.
+    #[test]
+    fn names_take_the_form_git_gives_them_in_from() {
+        assert_eq!(header_name("Ada Lovelace"), "Ada Lovelace");
+        assert_eq!(header_name("J. Random Hacker"), "\"J. Random Hacker\"");
+        assert_eq!(
+            header_name("A. \"Q\" Person (x)"),
+            "\"A. \\\"Q\\\" Person (x)\""
+        );
+        assert_eq!(
+            header_name("José Müller"),
+            "=?UTF-8?q?Jos=C3=A9=20M=C3=BCller?="
+        );
+        assert_eq!(
+            header_name("Ángel Ñúñez-Özdemir de la Peña y Castañeda Ü"),
+            "=?UTF-8?q?=C3=81ngel=20=C3=91=C3=BA=C3=B1ez-=C3=96zdemir=20de=20la?=\n =?UTF-8?q?=20Pe=C3=B1a=20y=20Casta=C3=B1eda=20=C3=9C?="
+        );
+    }
+
+    /// What `format_patch` writes, `parse` reads back: the author of a mail is the author of
+    /// the commit it came from, whatever the name.
+    #[test]
+    fn a_mail_s_author_reads_back_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path()).unwrap();
+        let tree = {
+            let mut builder = repo.treebuilder(None).unwrap();
+            builder
+                .insert("a", repo.blob(b"a\n").unwrap(), 0o100644)
+                .unwrap();
+            builder.write().unwrap()
+        };
+        let empty = repo.treebuilder(None).unwrap().write().unwrap();
+        for name in [
+            "Ada Lovelace",
+            "José Müller",
+            "Ángel Ñúñez-Özdemir de la Peña y Castañeda Ü",
+            "J. Random Hacker",
+            "A. \"Q\" Person (x)",
+            "a=?b",
+        ] {
+            let sig = Signature::new(name, "a@gnu.org", &Time::new(1_764_000_000, 0)).unwrap();
+            let base = repo
+                .commit(
+                    None,
+                    &sig,
+                    &sig,
+                    "base\n",
+                    &repo.find_tree(empty).unwrap(),
+                    &[],
+                )
+                .unwrap();
+            let base = repo.find_commit(base).unwrap();
+            let id = repo
+                .commit(
+                    None,
+                    &sig,
+                    &sig,
+                    &format!("s: add a\n\nSigned-off-by: {name} <a@gnu.org>\n"),
+                    &repo.find_tree(tree).unwrap(),
+                    &[&base],
+                )
+                .unwrap();
+            let text = format_patch(&repo, &repo.find_commit(id).unwrap(), 1, 1).unwrap();
+            let mail = PatchMail::parse(&text).unwrap();
+            assert_eq!(
+                (mail.author_name.as_str(), mail.author_email.as_str()),
+                (name, "a@gnu.org"),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -39,6 +39,34 @@ pub(crate) fn utc_minutes(seconds_since_epoch: i64) -> String {
     )
 }
 
+/// The seconds since the epoch of a [`utc_minutes`] text.
+pub(crate) fn parse_utc_minutes(text: &str) -> Result<i64> {
+    let bad = || format!("`{text}` is not a time like `2026-11-30 14:05 UTC`");
+    let Some((date, time)) = text
+        .strip_suffix(" UTC")
+        .and_then(|rest| rest.split_once(' '))
+    else {
+        bail!(bad())
+    };
+    let numbers = |text: &str, sep: char| -> Option<Vec<i64>> {
+        text.split(sep).map(|n| n.parse().ok()).collect()
+    };
+    let (Some([y, m, d]), Some([h, min])) = (
+        numbers(date, '-').and_then(|v| <[i64; 3]>::try_from(v).ok()),
+        numbers(time, ':').and_then(|v| <[i64; 2]>::try_from(v).ok()),
+    ) else {
+        bail!(bad())
+    };
+    if !(1..=12).contains(&m)
+        || !(1..=31).contains(&d)
+        || !(0..24).contains(&h)
+        || !(0..60).contains(&min)
+    {
+        bail!(bad())
+    }
+    Ok(days_from_civil(y, m, d) * 86400 + h * 3600 + min * 60)
+}
+
 pub(crate) fn parse(text: &str) -> Result<Time> {
     let bad = || format!("Date: `{text}` is not like `Mon, 17 Sep 2001 00:00:00 +0000`");
     let words: Vec<&str> = text.split_whitespace().collect();
@@ -105,6 +133,18 @@ mod tests {
     fn report_dates_are_utc_minutes() {
         assert_eq!(utc_minutes(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc_minutes(1_796_045_045), "2026-11-30 13:24 UTC");
+        assert_eq!(
+            parse_utc_minutes("2026-11-30 13:24 UTC").unwrap(),
+            1_796_045_045 - 5
+        );
+        for bad in [
+            "2026-11-30 13:24",
+            "2026-13-30 13:24 UTC",
+            "yesterday UTC",
+            "",
+        ] {
+            assert!(parse_utc_minutes(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

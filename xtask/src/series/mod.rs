@@ -66,6 +66,26 @@ pub(crate) fn is_defect(err: &anyhow::Error) -> bool {
 
 /// Reads a series or patch file as UTF-8 text. A file that is not there is a defect of the
 /// series that lists it; a byte that is not UTF-8 is named with its line.
+/// A file of `patches/` (a series file, a patch, the scope, a recorded resolution), as every
+/// command reads it: a regular file where it is, never a symlink. What a link points at is
+/// not in the repository (or not where a reviewer reads it), so a series holding one is
+/// refused by every command alike, naming the link, before anything reads through it.
+pub(crate) fn read_own_text(path: &Path) -> Result<String> {
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            return Err(defect(format!(
+                "{} is a symlink (to {target}): the files of patches/ are regular files, so that what is checked, built and mailed is what the repository holds; copy the file over the link",
+                path.display()
+            )));
+        }
+    }
+    read_text(path)
+}
+
+/// A UTF-8 text file (a patch a user names, too: `patches import` follows links there).
 pub(crate) fn read_text(path: &Path) -> Result<String> {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
@@ -222,7 +242,7 @@ impl Series {
     /// Reads `dir/series` and the patches it lists.
     pub fn load(dir: &Path) -> Result<Series> {
         let path = dir.join(SERIES_FILE);
-        let series_text = read_text(&path)?;
+        let series_text = read_own_text(&path)?;
         let mut base = None;
         let mut patches = Vec::new();
         for line in series_text.lines() {
@@ -259,8 +279,8 @@ impl Series {
                 )));
             }
             let patch = dir.join(name);
-            let text =
-                read_text(&patch).with_context(|| format!("{} lists {name}", path.display()))?;
+            let text = read_own_text(&patch)
+                .with_context(|| format!("{} lists {name}", path.display()))?;
             patches.push(Patch {
                 name: name.to_string(),
                 text,

@@ -44,10 +44,12 @@ impl Scope {
     /// could change anything.
     pub(crate) fn load(patches_dir: &Path) -> Result<Scope> {
         let path = patches_dir.join(SCOPE_FILE);
-        let text = super::read_text(&path).map_err(|e| {
-            if super::is_defect(&e) {
+        let text = super::read_own_text(&path).map_err(|e| {
+            // Only a scope that is not there declares nothing (a symlink or bad bytes are
+            // named as what they are).
+            if super::is_defect(&e) && std::fs::symlink_metadata(&path).is_err() {
                 e.context(format!(
-                    "the series declare no scope: write {} (one path glob per line; README.md, \"Safety\", says more)",
+                    "the series declare no scope: write {} (one path glob per line; docs/maintaining.md, \"Safety\", says more)",
                     path.display()
                 ))
             } else {

@@ -49,23 +49,27 @@ pub enum State {
     NeedsRebase { from: Release, dropped: usize },
     /// No series of its own; the newest one conflicts in these files.
     Conflicts { from: Release, files: Vec<String> },
-    /// No series anywhere.
-    NoSeries,
-    /// A release the answer needs is not in the store, which the command may not import to.
-    NotImported { why: String },
+    /// No series anywhere: `why` says what `patches/` is (gone, not a directory, empty).
+    NoSeries { why: String },
+    /// A release the answer needs (`missing`: the row's own, or the base of the newest
+    /// series tried on it) is not in the store, which the command may not import to.
+    NotImported { missing: Release, why: String },
     /// The status could not be found out: a failure to read or write, not a finding.
     Error { why: String },
 }
 
 impl State {
-    /// A row the user has to act on: exit status 2.
+    /// A row the user has to act on: exit status 2. Only a series of its own that applies
+    /// needs nothing; a release without one needs a rebase at least, whatever the newest
+    /// series would make of it.
     pub(crate) fn needs_attention(&self) -> bool {
-        matches!(self, State::DoesNotApply { .. } | State::NotImported { .. })
+        !matches!(self, State::AppliesCleanly { .. } | State::Error { .. })
     }
 
     fn of_error(base: Base, e: &anyhow::Error) -> State {
-        if e.downcast_ref::<ReleaseNotImported>().is_some() {
+        if let Some(absent) = e.downcast_ref::<ReleaseNotImported>() {
             State::NotImported {
+                missing: absent.release,
                 why: format!("{e:#}"),
             }
         } else if is_defect(e) {
@@ -127,11 +131,24 @@ pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, Stat
                 Err(e) => State::of_error(Base::Newest, &e),
             }
         } else {
-            State::NoSeries
+            State::NoSeries {
+                why: why_no_series(ws),
+            }
         };
         rows.push((release, state));
     }
     Ok(rows)
+}
+
+/// What `patches/` is when it holds no series: a directory that is gone, a file, or an empty
+/// directory are three different mistakes (a wrong `$LD_FALLBACK_PATCHES`, say).
+fn why_no_series(ws: &Workspace) -> String {
+    let dir = ws.patches_dir.display();
+    match std::fs::metadata(&ws.patches_dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => format!("{dir} does not exist"),
+        Err(e) => format!("cannot look at {dir}: {e}"),
+        Ok(_) => format!("{dir} holds no series"),
+    }
 }
 
 enum Merged {
@@ -170,6 +187,14 @@ pub struct StatusReport {
 
 /// The rows of `cargo xtask patches status`.
 pub fn status(ws: &Workspace, releases: &[Release]) -> Result<StatusReport> {
+    // A file where patches/ should be is bad input (exit status 1, as `--check` ends), not
+    // a finding about series: say what it is before any row would.
+    if std::fs::metadata(&ws.patches_dir).is_ok_and(|meta| !meta.is_dir()) {
+        anyhow::bail!(
+            "{} is not a directory: `$LD_FALLBACK_PATCHES` (or the checkout's patches/) names the directory of the series",
+            ws.patches_dir.display()
+        );
+    }
     Ok(StatusReport {
         rows: states(ws, releases)?,
         patches_dir: ws.patches_dir.clone(),
@@ -196,7 +221,7 @@ impl StatusReport {
             "release", "state", "series base / details"
         );
         for (release, state) in &self.rows {
-            let (name, detail) = row(*release, state, &self.patches_dir);
+            let (name, detail) = row(*release, state);
             let _ = writeln!(out, "{:<8} {:<16} {detail}", release.version(), name);
         }
         out
@@ -204,7 +229,7 @@ impl StatusReport {
 }
 
 /// A row's state in a word, and what it says.
-fn row(release: Release, state: &State, patches_dir: &std::path::Path) -> (&'static str, String) {
+fn row(release: Release, state: &State) -> (&'static str, String) {
     match state {
             State::AppliesCleanly { base } => ("applies cleanly", base.to_string()),
             State::DoesNotApply { base, why } => ("does not apply", format!("{base}: {why}")),
@@ -219,10 +244,15 @@ fn row(release: Release, state: &State, patches_dir: &std::path::Path) -> (&'sta
                 "conflicts",
                 format!("no series; patches/{from} conflicts in {}: cargo xtask rebase-glibc --onto {release}", files.join(", ")),
             ),
-            State::NoSeries => ("no series", format!("nothing in {}", patches_dir.display())),
-            State::NotImported { why } => (
+            State::NoSeries { why } => ("no series", why.clone()),
+            State::NotImported { missing, why } if *missing == release => (
                 "not imported",
                 format!("{why}, or run `cargo xtask patches status --import-missing`"),
+            ),
+            // The row's release is there; the series tried on it is what cannot be read.
+            State::NotImported { missing, why } => (
+                "no series",
+                format!("no series of its own, and patches/{missing} cannot be tried on it: {why}, or run `cargo xtask patches status --import-missing`"),
             ),
             State::Error { why } => ("error", why.clone()),
     }

@@ -48,8 +48,8 @@ pub(crate) fn append(
         .push_str(&format!("# variant: {variant}\n"));
     for name in names {
         let path = dir.join(&name);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        // The rule of every file of patches/: a regular file, never a symlink.
+        let text = super::read_own_text(&path)?;
         series.series_text.push_str(&format!(
             "variants/{variant}/{}/{name}\n",
             release.version()

@@ -16,6 +16,51 @@ pub struct Snapshot {
     blobs: Vec<(Oid, BlobSource)>,
     trees: Vec<(Oid, Vec<u8>)>,
     pub files: usize,
+    /// Entries met that git cannot store: the walk goes on, to name them all.
+    not_storable: Vec<(PathBuf, &'static str)>,
+}
+
+/// Entries of a directory git cannot store (a FIFO, a socket, a device): [`Snapshot::of_dir`]
+/// names every one of them, with its kind, so that a caller can tell a tree that holds them
+/// (something its user has to clear away) from one it could not read.
+#[derive(Debug)]
+pub struct NotStorable {
+    /// Each entry's path and what it is ("a FIFO").
+    pub entries: Vec<(PathBuf, &'static str)>,
+}
+
+impl std::fmt::Display for NotStorable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let named: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(path, kind)| format!("{} ({kind})", path.display()))
+            .collect();
+        write!(
+            f,
+            "neither a file, a directory nor a symlink, so git cannot hold {}: {}",
+            if named.len() == 1 { "it" } else { "them" },
+            crate::util::text::listed(&named)
+        )
+    }
+}
+
+impl std::error::Error for NotStorable {}
+
+/// What a directory entry that is neither a file, a directory nor a symlink is, in words.
+fn kind_of_special(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else {
+        "a special file"
+    }
 }
 
 enum BlobSource {
@@ -26,15 +71,24 @@ enum BlobSource {
 impl Snapshot {
     /// Hashes every file below `dir`, as `git add -A -f && git write-tree` would: ignore files
     /// are not honoured, the executable bit gives 100755, symlinks give 120000, empty
-    /// directories vanish. `drop_top_level` names top-level entries to leave out.
+    /// directories vanish. `drop_top_level` names top-level entries to leave out. Entries git
+    /// cannot store fail it with [`NotStorable`], which names them all.
     pub fn of_dir(dir: &Path, drop_top_level: &[&str]) -> Result<Snapshot> {
         let mut snapshot = Snapshot {
             root: Oid::zero(),
             blobs: Vec::new(),
             trees: Vec::new(),
             files: 0,
+            not_storable: Vec::new(),
         };
-        match snapshot.add_dir(dir, drop_top_level)? {
+        let root = snapshot.add_dir(dir, drop_top_level)?;
+        if !snapshot.not_storable.is_empty() {
+            return Err(NotStorable {
+                entries: std::mem::take(&mut snapshot.not_storable),
+            }
+            .into());
+        }
+        match root {
             Some(root) => snapshot.root = root,
             None => bail!("{} holds no files", dir.display()),
         }
@@ -84,10 +138,8 @@ impl Snapshot {
                     oid,
                 )
             } else {
-                bail!(
-                    "{} is neither a file, a directory nor a symlink",
-                    path.display()
-                )
+                self.not_storable.push((path, kind_of_special(kind)));
+                continue;
             };
             entries.push(TreeEntry {
                 name: name.as_bytes().to_vec(),

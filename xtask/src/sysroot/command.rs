@@ -74,9 +74,13 @@ impl Args {
             }
             return Ok(());
         }
-        // Fail before hours of `--release all` builds, not in the middle of them.
+        // Fail before hours of `--release all` builds, not in the middle of them: a series
+        // that is missing, or that `rebase-glibc --check` would refuse.
         for (cell, flavour) in self.selection.iter() {
             source::series_for(&builder.patches_dir, cell.release, flavour)?;
+            if !self.print_key {
+                builder.guard_series(cell.release, flavour)?;
+            }
         }
         for (Cell { release, target }, flavour) in self.selection.iter() {
             if self.print_key {

@@ -129,6 +129,7 @@ impl Builder {
         if let Some(entry) = cached() {
             return Ok(outcome(entry, false, Duration::ZERO));
         }
+        self.guard_series(release, flavour)?;
         let key_lock = cache.lock(&name)?;
         // Whoever held the lock may just have built it.
         if let Some(entry) = cached() {
@@ -139,6 +140,23 @@ impl Builder {
         let (entry, machine_wait) = self.build(&cache, &prepared, &work)?;
         let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
         Ok(outcome(entry, true, lock_wait))
+    }
+
+    /// Refuses to build a flavour from a series `rebase-glibc --check` does not pass (one
+    /// that drifted from what its commits export, left its scope, carries a marker): the
+    /// guard a rebase and `format-series` run, before every build. A cache hit needs no
+    /// guard: its key is the series' content, which the build that made it passed.
+    pub(crate) fn guard_series(&self, release: Release, flavour: Flavour) -> Result<()> {
+        if flavour == Flavour::Unpatched {
+            return Ok(());
+        }
+        let ws = crate::series::Workspace {
+            store: SourceStore::open(&self.store)?,
+            patches_dir: self.patches_dir.clone(),
+            // Never used by the check; where the environment keeps rebases.
+            rebase_dir: self.layout.work.with_file_name("rebase"),
+        };
+        crate::rebase::series_check::passing_series(&ws, release).map(drop)
     }
 
     /// The cache key of a flavour's build, and whether that build is cached.
@@ -163,6 +181,7 @@ impl Builder {
         flavour: Flavour,
     ) -> Result<BuiltTree> {
         let prepared = self.prepare(release, target, flavour)?;
+        self.guard_series(release, flavour)?;
         let work = self.layout.work_dir(release, target);
         let work_lock = work.lock()?;
         let name = prepared.inputs.entry_name();

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use loader_tests::host::{self, tools, Tool, Toolchain};
+use loader_harness::host::{self, tools, Tool, Toolchain};
 use model::Target;
 
 use crate::util::logged;
@@ -128,18 +128,25 @@ impl Recipe {
     ) -> Result<()> {
         let mut cmd = self.command(src.join("configure"), build);
         cmd.args(self.configure_flags());
-        logged::run(
+        logged::run_timed(
             &mut cmd,
             log,
             &format!("{label}: configure"),
             configure_status,
+            Some(&timeline(build, "configure")),
         )
     }
 
     pub(crate) fn make(&self, build: &Path, jobs: usize, log: &Path, label: &str) -> Result<()> {
         let mut cmd = self.command("make", build);
         cmd.arg(format!("-j{jobs}"));
-        logged::run(&mut cmd, log, &format!("{label}: compile"), make_status)
+        logged::run_timed(
+            &mut cmd,
+            log,
+            &format!("{label}: compile"),
+            make_status,
+            Some(&timeline(build, "compile")),
+        )
     }
 
     /// `make subdirs=elf`: elf's objects, the loader and the libraries made from them (see
@@ -153,11 +160,12 @@ impl Recipe {
     ) -> Result<()> {
         let mut cmd = self.command("make", build);
         cmd.arg(format!("-j{jobs}")).arg("subdirs=elf");
-        logged::run(
+        logged::run_timed(
             &mut cmd,
             log,
             &format!("{label}: compile (make subdirs=elf)"),
             make_status,
+            Some(&timeline(build, "compile-elf")),
         )
     }
 
@@ -173,7 +181,13 @@ impl Recipe {
         cmd.arg(format!("-j{jobs}"))
             .arg("install")
             .arg(format!("DESTDIR={}", destdir.display()));
-        logged::run(&mut cmd, log, &format!("{label}: install"), make_status)
+        logged::run_timed(
+            &mut cmd,
+            log,
+            &format!("{label}: install"),
+            make_status,
+            Some(&timeline(build, "install")),
+        )
     }
 }
 
@@ -197,6 +211,18 @@ impl Recipe {
         log: &Path,
         label: &str,
     ) -> Result<std::process::ExitStatus> {
+        logged::run_to_end(
+            &mut self.check_command(build, subdir, jobs),
+            log,
+            &format!("{label}: make check subdirs={subdir}"),
+            make_status,
+            Some(&timeline(build, &format!("check-{subdir}"))),
+        )
+    }
+
+    /// The `make -k check subdirs=SUBDIR` command of [`Recipe::check`], for a caller that
+    /// runs it its own way (a foreign target's, in a sandbox where QEMU runs its programs).
+    pub(crate) fn check_command(&self, build: &Path, subdir: &str, jobs: usize) -> Command {
         let mut cmd = self.command("make", build);
         cmd.arg(format!("-j{jobs}"))
             .args(["-k", "check"])
@@ -204,13 +230,18 @@ impl Recipe {
         for (test, _) in EXPECTED_TO_FAIL {
             cmd.arg(format!("test-xfail-{test}=yes"));
         }
-        logged::run_to_end(
-            &mut cmd,
-            log,
-            &format!("{label}: make check subdirs={subdir}"),
-            make_status,
-        )
+        cmd
     }
+}
+
+/// Where the times of the last successful `step` in the build tree `build` are recorded: in
+/// its work directory (one per release and target, whatever the flavour), beside `build/`,
+/// which a reconfigure deletes.
+fn timeline(build: &Path, step: &str) -> std::path::PathBuf {
+    build
+        .parent()
+        .unwrap_or(build)
+        .join(format!("timeline-{step}"))
 }
 
 fn configure_status(line: &str) -> Option<String> {

@@ -61,11 +61,13 @@ pub(crate) fn check(work: &WorkDir, headers: &[String], sample: usize) -> Result
         }
     }
     if !failures.is_empty() {
-        bail!(
+        // A finding (exit status 2), like every check's.
+        return Err(crate::util::exit::NeedsAttention(format!(
             "{report}objects that a kept header changed after all (the kept-header rule is wrong \
              for them): {}",
             failures.join("; ")
-        );
+        ))
+        .into());
     }
     Ok(report)
 }

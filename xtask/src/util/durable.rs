@@ -173,8 +173,11 @@ pub(crate) fn foreign_entries(dir: &Path, is_own: impl Fn(&str) -> bool) -> Resu
     for entry in entries {
         let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-        if !(is_file && is_own(&name)) {
+        let kind = entry.file_type().ok();
+        if kind.is_some_and(|t| t.is_symlink()) {
+            // Named as what it is: a link listed by the series is still not the series' own.
+            foreign.push(format!("{name} (a symlink)"));
+        } else if !(kind.is_some_and(|t| t.is_file()) && is_own(&name)) {
             foreign.push(name);
         }
     }
@@ -244,6 +247,15 @@ mod tests {
             format!("{:#}", explain_full_disk(other, Path::new("/x"))),
             "permission denied"
         );
+    }
+
+    #[test]
+    fn a_symlink_is_foreign_and_named_as_one() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        std::fs::write(tmp.path().join("series"), "").unwrap();
+        std::os::unix::fs::symlink("/elsewhere", tmp.path().join("0001-a.patch")).unwrap();
+        let foreign = foreign_entries(tmp.path(), |name| name != "stray").unwrap();
+        assert_eq!(foreign, ["0001-a.patch (a symlink)"]);
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! Long-running commands (imports, glibc builds, QEMU runs): full output goes to a log file on
 //! disk, the terminal gets one progress line, and a failure prints the log's tail and its path.
+//! A command run with a timeline ([`run_timed`]) also shows how far it is and the time left,
+//! from the last successful run of the same step ([`crate::util::estimate`]).
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+
+use crate::util::estimate::{Timeline, Tracker};
 
 /// How many log lines a failure prints.
 pub(crate) const TAIL_LINES: usize = 40;
@@ -27,7 +31,19 @@ pub(crate) fn run(
     label: &str,
     status: impl FnMut(&str) -> Option<String>,
 ) -> Result<()> {
-    let ran = run_inner(cmd, log, label, status)?;
+    run_timed(cmd, log, label, status, None)
+}
+
+/// [`run`], estimating from the timeline in `timeline` (the last successful run's), and
+/// recording this run's there when it succeeds.
+pub(crate) fn run_timed(
+    cmd: &mut Command,
+    log: &Path,
+    label: &str,
+    status: impl FnMut(&str) -> Option<String>,
+    timeline: Option<&Path>,
+) -> Result<()> {
+    let ran = run_inner(cmd, log, label, status, timeline, None)?;
     if !ran.exit.success() {
         diagln!(
             "---- last {} lines of {} ----",
@@ -78,9 +94,27 @@ pub(crate) fn run_to_end(
     log: &Path,
     label: &str,
     status: impl FnMut(&str) -> Option<String>,
+    timeline: Option<&Path>,
 ) -> Result<ExitStatus> {
-    Ok(run_inner(cmd, log, label, status)?.exit)
+    Ok(run_inner(cmd, log, label, status, timeline, None)?.exit)
 }
+
+/// Like [`run_to_end`], for a command that waits on its stdin (a pipe) until `start` has
+/// done what it needs done from outside first (say, a user namespace's id maps written by
+/// its parent). When `start` fails, the command is killed and its error returned.
+pub(crate) fn run_to_end_started(
+    cmd: &mut Command,
+    log: &Path,
+    label: &str,
+    status: impl FnMut(&str) -> Option<String>,
+    start: Start,
+) -> Result<ExitStatus> {
+    Ok(run_inner(cmd, log, label, status, None, Some(start))?.exit)
+}
+
+/// What a started command's caller does between its spawn and its run (see
+/// [`run_to_end_started`]).
+pub(crate) type Start<'a> = &'a mut dyn FnMut(&mut Child) -> Result<()>;
 
 struct Ran {
     exit: ExitStatus,
@@ -95,6 +129,8 @@ fn run_inner(
     log: &Path,
     label: &str,
     mut status: impl FnMut(&str) -> Option<String>,
+    timeline: Option<&Path>,
+    start: Option<Start>,
 ) -> Result<Ran> {
     let mut log_file = OpenOptions::new()
         .create(true)
@@ -103,8 +139,13 @@ fn run_inner(
         .with_context(|| format!("cannot open log {}", log.display()))?;
     writeln!(log_file, "$ {cmd:?}").with_context(|| format!("cannot write {}", log.display()))?;
 
+    let stdin = if start.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
     let mut child = cmd
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -124,10 +165,20 @@ fn run_inner(
             return Err(e).context("cannot start a thread to read a command's output");
         }
     };
+    if let Some(start) = start {
+        if let Err(err) = start(&mut child) {
+            let _ = child.kill();
+            let _ = child.wait();
+            for reader in readers {
+                let _ = reader.join();
+            }
+            return Err(err);
+        }
+    }
 
     let mut tail = VecDeque::with_capacity(TAIL_LINES);
     let mut log_error = None;
-    let mut progress = Progress::new(label);
+    let mut progress = Progress::new(label, timeline.map(Timeline::read).map(Tracker::new));
     loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(line) => {
@@ -137,7 +188,7 @@ fn run_inner(
                     }
                 }
                 if let Some(now) = status(&line) {
-                    progress.status = now;
+                    progress.set_status(now);
                 }
                 if tail.len() == TAIL_LINES {
                     tail.pop_front();
@@ -153,8 +204,22 @@ fn run_inner(
         let _ = reader.join();
     }
     let exit = child.wait().context("cannot wait for child")?;
-    log_file.flush().ok();
+    if let Err(e) = log_file.flush() {
+        log_error.get_or_insert(format!("cannot write it: {e}"));
+    }
     progress.finish(exit.success());
+    if let Some(log_error) = log_error.as_ref().filter(|_| exit.success()) {
+        // A failure says it with its error; a success must not leave a cut log unsaid.
+        diagln!("note: the log {} is incomplete: {log_error}", log.display());
+    }
+    if let (Some(path), Some(tracker)) = (timeline, progress.tracker.take()) {
+        if exit.success() {
+            let elapsed = progress.started.elapsed().as_secs_f64();
+            if let Err(err) = tracker.finished(elapsed).write(path) {
+                diagln!("note: the next run will show no estimate: {err:#}");
+            }
+        }
+    }
     Ok(Ran {
         exit,
         tail,
@@ -209,10 +274,14 @@ struct Progress<'a> {
     started: Instant,
     tty: bool,
     last_shown: Option<(Instant, String)>,
+    /// Where this run is on the last one's timeline, for a timed run.
+    tracker: Option<Tracker>,
+    /// The command ended: the line says done or FAILED, and no estimate.
+    ended: bool,
 }
 
 impl<'a> Progress<'a> {
-    fn new(label: &'a str) -> Self {
+    fn new(label: &'a str, tracker: Option<Tracker>) -> Self {
         let tty = std::io::stderr().is_terminal();
         let progress = Progress {
             label,
@@ -220,6 +289,8 @@ impl<'a> Progress<'a> {
             started: Instant::now(),
             tty,
             last_shown: None,
+            tracker,
+            ended: false,
         };
         if !tty {
             diagln!("{label}: started");
@@ -227,10 +298,25 @@ impl<'a> Progress<'a> {
         progress
     }
 
+    fn set_status(&mut self, status: String) {
+        if let Some(tracker) = &mut self.tracker {
+            tracker.status(&status, self.started.elapsed().as_secs_f64());
+        }
+        self.status = status;
+    }
+
     fn line(&self) -> String {
-        let secs = self.started.elapsed().as_secs();
+        let elapsed = self.started.elapsed();
+        let secs = elapsed.as_secs();
+        let estimate = self
+            .tracker
+            .as_ref()
+            .and_then(|t| t.estimate(elapsed.as_secs_f64()))
+            .filter(|_| !self.ended)
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
         format!(
-            "{} [{}:{:02}] {}",
+            "{} [{}:{:02}] {}{estimate}",
             self.label,
             secs / 60,
             secs % 60,
@@ -251,9 +337,11 @@ impl<'a> Progress<'a> {
             return;
         }
         if self.tty {
-            let mut line = self.line();
-            line.truncate(100);
-            diag!("\r\x1b[2K{line}");
+            // By characters: a byte count could cut one in two (a panic in `truncate`).
+            let line: String = self.line().chars().take(100).collect();
+            // The line itself is escaped; only the redraw codes reach the terminal.
+            let line = model::printable(&line);
+            crate::util::output::write_stderr_verbatim(&format!("\r\x1b[2K{line}"));
         } else if self.last_shown.is_some() || force {
             diagln!("{}", self.line());
         }
@@ -262,6 +350,7 @@ impl<'a> Progress<'a> {
 
     fn finish(&mut self, ok: bool) {
         self.status = if ok { "done".into() } else { "FAILED".into() };
+        self.ended = true;
         if self.tty {
             self.show(true);
             diagln!();

@@ -10,12 +10,16 @@ pub(crate) mod output;
 pub(crate) mod child;
 pub(crate) mod clock;
 pub(crate) mod durable;
+pub(crate) mod estimate;
 pub(crate) mod exit;
 pub(crate) mod fault;
 pub(crate) mod limits;
 pub mod lock;
 pub(crate) mod logged;
 pub mod paths;
+// build.rs runs it (the digest is the binary's own); here for its tests.
+#[cfg(test)]
+mod source_digest;
 pub(crate) mod staging;
 pub(crate) mod text;
 pub(crate) mod together;

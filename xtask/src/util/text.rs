@@ -3,12 +3,13 @@
 /// How many names a list shows before counting the rest.
 const LISTED: usize = 10;
 
-/// Up to ten names (paths, files), then how many more.
+/// Up to ten names (paths, files), then how many more. A name is printed as
+/// `model::printable` shows it: a newline in a file name cannot split the list.
 pub(crate) fn listed(names: &[String]) -> String {
     let mut text = names
         .iter()
         .take(LISTED)
-        .cloned()
+        .map(|name| model::printable(name).into_owned())
         .collect::<Vec<_>>()
         .join(", ");
     if names.len() > LISTED {
@@ -29,5 +30,6 @@ mod tests {
             listed(&names),
             "f0, f1, f2, f3, f4, f5, f6, f7, f8, f9 and 2 more"
         );
+        assert_eq!(listed(&["a\nb".to_string()]), "a\\nb");
     }
 }

@@ -6,13 +6,15 @@ use std::time::Instant;
 use anyhow::Context;
 use model::{Flavour, Target};
 
+use super::emulated::Sandbox;
 use super::outcome::{
-    Applies, Build, CellReport, CellRun, Matrix, Origin, Seconds, Sensitivity, SeriesTests, Step,
-    Steps,
+    Applies, Build, CellReport, CellRun, Machine, Matrix, Origin, Seconds, Sensitivity,
+    SeriesTests, Step, Steps,
 };
-use super::testsuite::{self, Diff, Named};
+use super::testsuite::{self, Diff, Named, Status};
 use super::Run;
 use crate::rebase;
+use crate::series::Series;
 use model::Release;
 
 /// Bump when what a cell checks changes: every cached cell is then verified again.
@@ -20,14 +22,12 @@ use model::Release;
 /// that never ran, or ran in one tree only, fails the cell.
 /// 3: reports are typed figures with derived verdicts; a skipped scenario or an UNSUPPORTED
 /// series test makes the cell incomplete, a scenario declared n/a does not.
-pub(crate) const RECIPE: u32 = 3;
+/// 4: glibc's elf suite runs on aarch64 too (under QEMU, through a private binfmt_misc), and
+/// the record keeps what describes the machine apart from what proves the patch.
+pub(crate) const RECIPE: u32 = 4;
 
 /// The glibc subdirectory whose tests are compared patched vs unpatched.
 const SUITE: &str = "elf";
-
-/// Why glibc's own tests are not a step of a cell under QEMU.
-pub(crate) const NO_SUITE_UNDER_QEMU: &str =
-    "glibc's own tests are not run under QEMU (the matrix is the check there)";
 
 /// The steps of a cell, with how long each usually takes here (2 cores), for the estimate of
 /// what is left.
@@ -42,12 +42,8 @@ impl Plan {
     /// Minutes a cell is expected to take, cold parts included.
     pub(crate) fn estimate_minutes(&self) -> f64 {
         let builds: f64 = self.cached.iter().map(|c| if *c { 0.0 } else { 7.0 }).sum();
-        let suite = if self.target.is_native() {
-            // The suite needs compiled trees: a cached sysroot may still need its tree built.
-            10.0
-        } else {
-            0.0
-        };
+        // The suite needs compiled trees: a cached sysroot may still need its tree built.
+        let suite = 10.0;
         let matrix = if self.target.is_native() { 0.3 } else { 1.0 };
         builds + suite + matrix
     }
@@ -58,13 +54,15 @@ impl Plan {
 pub(crate) fn verify(run: &Run, plan: &Plan, key: String, series: String) -> CellReport {
     let started = Instant::now();
     let mut seconds = Seconds::default();
-    let steps = run_steps(run, plan, &mut seconds);
+    let mut machine = machine_here(plan.target);
+    let steps = run_steps(run, plan, &mut seconds, &mut machine);
     seconds.total = started.elapsed().as_secs_f64();
     let mut report = CellReport::new(plan.release, plan.target, series, key);
     report.run = Some(CellRun {
         verified_at: run.now.clone(),
         commit: run.commit.clone(),
         steps,
+        machine,
         seconds,
     });
     report
@@ -72,7 +70,7 @@ pub(crate) fn verify(run: &Run, plan: &Plan, key: String, series: String) -> Cel
 
 /// The steps, in order, each run only when the ones before it passed (or, for a step that
 /// is incomplete, gave what the next needs).
-fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds) -> Steps {
+fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds, machine: &mut Machine) -> Steps {
     let (release, target) = (plan.release, plan.target);
     let mut steps = Steps::not_run();
     let step = |name: &str| run.progress.step(release, target, name);
@@ -113,6 +111,7 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds) -> Steps {
 
     step("the resolution matrix, patched and unpatched (row 23)");
     let matrix_started = Instant::now();
+    let patched_root = patched.sysroot.path.clone();
     steps.matrix = match crate::resolution::run_matrix(patched.sysroot, None) {
         Ok((matrix, _)) => Step::Done(Matrix::of(&matrix)),
         Err(err) => Step::Error(format!("{err:#}")),
@@ -126,11 +125,25 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds) -> Steps {
     };
     seconds.matrix = matrix_started.elapsed().as_secs_f64();
 
-    if !target.is_native() {
-        steps.series_tests = Step::NotApplicable(NO_SUITE_UNDER_QEMU.into());
-        steps.elf_regressions = Step::NotApplicable(NO_SUITE_UNDER_QEMU.into());
-        return steps;
-    }
+    // A foreign target's tests run where QEMU runs every program of the target.
+    let sandbox = if target.is_native() {
+        None
+    } else {
+        let loader = patched_root.join(target.loader_path().trim_start_matches('/'));
+        match Sandbox::probe(target, &loader) {
+            Ok(sandbox) => {
+                machine.runs = sandbox.runs.clone();
+                Some(sandbox)
+            }
+            Err(err) => {
+                let why = format!("glibc's tests cannot run here: {err:#}");
+                machine.runs = why.clone();
+                steps.series_tests = Step::Unavailable(why.clone());
+                steps.elf_regressions = Step::Unavailable(why);
+                return steps;
+            }
+        }
+    };
     let suite_started = Instant::now();
     let results = [Flavour::Unpatched, Flavour::Patched].map(|flavour| {
         step(&format!(
@@ -139,7 +152,7 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds) -> Steps {
         let key = run.builder.key(release, target, flavour)?.0;
         testsuite::results_for(&key, SUITE, || {
             let tree = run.builder.tree(release, target, flavour)?;
-            testsuite::run_check(&tree, SUITE, run.builder.jobs)
+            testsuite::run_check(&tree, SUITE, run.builder.jobs, sandbox.as_ref())
         })
         .with_context(|| format!("cannot run glibc's tests in the {flavour} tree"))
     });
@@ -156,55 +169,114 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds) -> Steps {
             return steps;
         }
     };
-    // The series' tests: those of its own test files that the patched tree ran.
-    let own = series_test_names(run, release);
+    // The series' tests: every test it adds, as the patched tree ran it (or did not).
+    let own = match run.workspace.load_series(release) {
+        Ok(series) => series_tests(&series),
+        Err(err) => {
+            steps.series_tests = Step::Error(format!("{err:#}"));
+            return steps;
+        }
+    };
     steps.series_tests = Step::Done(SeriesTests {
-        tests: patched_results
+        tests: own
             .iter()
-            .filter(|(name, _)| own.iter().any(|o| o == *name))
-            .map(|(name, r)| Named {
-                test: name.clone(),
-                status: r.status,
-                reason: r.reason.clone(),
+            .map(|name| match patched_results.get(name) {
+                Some(r) => Named {
+                    test: name.clone(),
+                    status: r.status,
+                    reason: r.reason.clone(),
+                },
+                None => Named {
+                    test: name.clone(),
+                    status: Status::Unresolved,
+                    reason: Some("the patched tree's summary does not list it".into()),
+                },
             })
             .collect(),
     });
-    steps.elf_regressions = Step::Done(Diff::between(&unpatched_results, &patched_results, &own));
+    let (diff, facts) = Diff::between(&unpatched_results, &patched_results, &own);
+    steps.elf_regressions = Step::Done(diff);
+    machine.elf_suite = Some(facts);
     steps
 }
 
-/// `elf/tst-...` for every test source the series adds (modules among them are dropped by
-/// the caller, which keeps only names glibc ran as tests). An upstream test the series only
-/// changes (tst-env-setuid, which gains LD_FALLBACK_PATH) is glibc's own: compared patched
-/// vs unpatched like every other, not one of the series' tests.
-fn series_test_names(run: &Run, release: Release) -> Vec<String> {
-    let Ok(series) = run.workspace.load_series(release) else {
-        return Vec::new();
+/// The machine the cell runs on, as far as it is known before any step.
+fn machine_here(target: Target) -> Machine {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
     };
-    series
+    let cpu = field("model name")
+        .or_else(|| field("CPU part").map(|part| format!("CPU part {part}")))
+        .unwrap_or_else(|| "unknown".into());
+    Machine {
+        cpu: format!(
+            "{cpu} ({} cores)",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        ),
+        kernel: format!("Linux {}", read("/proc/sys/kernel/osrelease").trim()),
+        runs: if target.is_native() {
+            "natively".into()
+        } else {
+            String::new()
+        },
+        elf_suite: None,
+    }
+}
+
+/// `elf/tst-...` for every test the series adds: each `elf/tst-*.c` it creates that is a
+/// test program (it includes glibc's test driver, `<support/test-driver.c>`, or the older
+/// `test-skeleton.c`), not a module a test loads. An upstream test the series only changes
+/// (tst-env-setuid, which gains LD_FALLBACK_PATH) is glibc's own: compared patched vs
+/// unpatched like every other, not one of the series' tests.
+pub(crate) fn series_tests(series: &Series) -> Vec<String> {
+    let mut tests: Vec<String> = series
         .patches
         .iter()
         .flat_map(|patch| added_tests(&patch.text))
-        .collect()
+        .collect();
+    tests.sort();
+    tests.dedup();
+    tests
 }
 
-/// The `elf/tst-*.c` files a patch creates (`new file mode` in their diff's header).
+/// The test programs among the `elf/tst-*.c` files a patch creates.
 fn added_tests(patch: &str) -> Vec<String> {
     let mut tests = Vec::new();
-    let mut current: Option<&str> = None;
+    // The file being read: its test name, whether the patch creates it, and whether it is a
+    // test program.
+    let mut current: Option<(String, bool, bool)> = None;
+    let mut finish = |file: Option<(String, bool, bool)>| {
+        if let Some((name, true, true)) = file {
+            tests.push(name);
+        }
+    };
     for line in patch.lines() {
         if let Some(paths) = line.strip_prefix("diff --git a/") {
-            current = paths.split_once(" b/").map(|(_, path)| path);
-        } else if line.starts_with("new file mode ") {
-            if let Some(stem) = current
-                .and_then(|path| path.strip_prefix("elf/tst-"))
+            finish(current.take());
+            current = paths
+                .split_once(" b/")
+                .and_then(|(_, path)| path.strip_prefix("elf/tst-"))
                 .and_then(|rest| rest.strip_suffix(".c"))
-            {
-                tests.push(format!("elf/tst-{stem}"));
+                .map(|stem| (format!("elf/tst-{stem}"), false, false));
+        } else if let Some((_, created, is_test)) = &mut current {
+            if line.starts_with("new file mode ") {
+                *created = true;
+            } else if line.starts_with("+#include") && is_test_driver(line) {
+                *is_test = true;
             }
         }
     }
+    finish(current);
     tests
+}
+
+fn is_test_driver(include: &str) -> bool {
+    include.contains("support/test-driver.c") || include.contains("test-skeleton.c")
 }
 
 #[cfg(test)]
@@ -212,8 +284,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_series_tests_are_the_test_files_it_adds() {
-        let patch = "diff --git a/elf/tst-env-setuid.c b/elf/tst-env-setuid.c\nindex 1..2 100644\n--- a/elf/tst-env-setuid.c\n+++ b/elf/tst-env-setuid.c\n@@ -1 +1 @@\n-a\n+b\ndiff --git a/elf/tst-fallback-path.c b/elf/tst-fallback-path.c\nnew file mode 100644\nindex 0..1\n--- /dev/null\n+++ b/elf/tst-fallback-path.c\ndiff --git a/elf/Makefile b/elf/Makefile\n";
-        assert_eq!(added_tests(patch), ["elf/tst-fallback-path"]);
+    fn the_series_tests_are_the_test_programs_it_adds() {
+        let patch = "diff --git a/elf/tst-env-setuid.c b/elf/tst-env-setuid.c\nindex 1..2 100644\n--- a/elf/tst-env-setuid.c\n+++ b/elf/tst-env-setuid.c\n@@ -1 +1 @@\n-a\n+#include <support/test-driver.c>\ndiff --git a/elf/tst-fallback-path.c b/elf/tst-fallback-path.c\nnew file mode 100644\nindex 0..1\n--- /dev/null\n+++ b/elf/tst-fallback-path.c\n@@ -0,0 +1,2 @@\n+static int do_test (void) { return 0; }\n+#include <support/test-driver.c>\ndiff --git a/elf/tst-fallback-path-mod.c b/elf/tst-fallback-path-mod.c\nnew file mode 100644\n--- /dev/null\n+++ b/elf/tst-fallback-path-mod.c\n@@ -0,0 +1 @@\n+int f (void) { return 1; }\ndiff --git a/elf/tst-old.c b/elf/tst-old.c\nnew file mode 100644\n--- /dev/null\n+++ b/elf/tst-old.c\n@@ -0,0 +1 @@\n+#include \"../test-skeleton.c\"\ndiff --git a/elf/Makefile b/elf/Makefile\n";
+        assert_eq!(
+            added_tests(patch),
+            ["elf/tst-fallback-path", "elf/tst-old"],
+            "a changed upstream test and a module are not the series' tests"
+        );
+    }
+
+    /// The committed series: 15 test programs each (issue 30), modules apart.
+    #[test]
+    fn every_committed_series_adds_its_test_programs() {
+        let patches = crate::util::paths::project_root().join("patches");
+        for release in model::SUPPORTED {
+            let series = Series::load(&patches.join(release.version())).unwrap();
+            let tests = series_tests(&series);
+            assert!(
+                tests.iter().all(|t| t.starts_with("elf/tst-fallback-path")),
+                "{release}: {tests:?}"
+            );
+            assert!(
+                !tests.iter().any(|t| t.ends_with("mod")),
+                "{release}: {tests:?}"
+            );
+            assert!(tests.contains(&"elf/tst-fallback-path".to_string()));
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! `cargo xtask verify`: every selected cell — one (release, target) — proven from scratch
 //! or from the cache: the series applies, both flavours build, the matrix passes patched and
-//! fails exactly where it must unpatched, and (natively) glibc's own `elf/` tests show no
-//! regression. Cells run one at a time; a failing cell does not stop the others.
+//! fails exactly where it must unpatched, and glibc's own `elf/` tests show no regression
+//! (natively, or under QEMU for a foreign target: see emulated.rs). Cells run one at a time; a failing cell does not stop the others.
 //!
 //! A cell's report is cached under `<cache>/verify/`, keyed by every input of its verdict
 //! (series, both build keys, the harness and fixture sources, this module), so an interrupted
@@ -9,6 +9,7 @@
 //! verified.
 
 pub(crate) mod cell;
+pub(crate) mod emulated;
 pub(crate) mod outcome;
 pub(crate) mod render;
 pub(crate) mod support;
@@ -23,7 +24,7 @@ use model::{Cell, Flavour, Target};
 
 use cell::Plan;
 pub(crate) use outcome::{CellReport, CellState};
-use outcome::{CellRun, Seconds, Step, Steps};
+use outcome::{CellRun, Machine, Seconds, Step, Steps};
 use support::{Provenance, SupportDoc, WrittenBy};
 
 use crate::cli::{Cells, Env};
@@ -360,6 +361,7 @@ fn broken(run: &Run, release: Release, target: Target, err: anyhow::Error) -> Ce
             applies: Step::Error(format!("the cell's inputs could not be resolved: {err:#}")),
             ..Steps::not_run()
         },
+        machine: Machine::default(),
         seconds: Seconds::default(),
     });
     report

@@ -6,11 +6,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use loader_tests::report::{self, MatrixReport};
+use loader_harness::report::{self, MatrixReport};
 use model::Target;
 use serde::{Deserialize, Serialize};
 
-use super::testsuite::{Diff, Named, Status};
+use super::testsuite::{Diff, Named, Status, SuiteFacts};
 use model::Release;
 
 /// A step's verdict.
@@ -50,6 +50,9 @@ pub(crate) enum Step<T> {
     Error(String),
     /// Not for this cell, by design, and why.
     NotApplicable(String),
+    /// It applies, but this machine cannot run it (a kernel without a private binfmt_misc),
+    /// and why: the cell is incomplete.
+    Unavailable(String),
     /// An earlier step failed.
     NotRun,
 }
@@ -71,6 +74,7 @@ impl<T: Figures> Step<T> {
             Step::Done(figures) => figures.verdict(),
             Step::Error(_) => Verdict::Fail,
             Step::NotApplicable(_) => Verdict::NotApplicable,
+            Step::Unavailable(_) => Verdict::Incomplete,
             Step::NotRun => Verdict::NotRun,
         }
     }
@@ -78,6 +82,7 @@ impl<T: Figures> Step<T> {
     fn missing(&self) -> Vec<String> {
         match self {
             Step::Done(figures) if figures.verdict() == Verdict::Incomplete => figures.missing(),
+            Step::Unavailable(why) => vec![why.clone()],
             _ => Vec::new(),
         }
     }
@@ -184,6 +189,50 @@ impl Matrix {
             == self.total
     }
 
+    /// Where the figures are not those of a whole run of the scenario table on `target`: a
+    /// total that is not the table's, an id the table does not have (or named twice), an n/a
+    /// the table does not declare for the target.
+    pub(crate) fn gaps(&self, target: Target, loader: &str) -> Vec<String> {
+        use loader_harness::matrix::{Condition, MATRIX};
+        let mut gaps = Vec::new();
+        if self.total != MATRIX.len() {
+            gaps.push(format!(
+                "the {loader} matrix counts {} scenarios, the table has {}",
+                self.total,
+                MATRIX.len()
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        let named = self
+            .mismatch
+            .iter()
+            .chain(self.skipped.iter().map(|u| &u.id))
+            .chain(self.not_applicable.iter().map(|u| &u.id));
+        for id in named {
+            if loader_harness::matrix::find(id).is_none() {
+                gaps.push(format!(
+                    "the {loader} matrix names {id}, which the table lacks"
+                ));
+            } else if !seen.insert(id.as_str()) {
+                gaps.push(format!("the {loader} matrix names {id} twice"));
+            }
+        }
+        for unrun in &self.not_applicable {
+            let declared = loader_harness::matrix::find(&unrun.id)
+                .and_then(|s| s.not_applicable)
+                .is_some_and(|n| match n.when {
+                    Condition::Emulated => !target.is_native(),
+                });
+            if !declared {
+                gaps.push(format!(
+                    "the {loader} matrix calls {} n/a, which the table does not declare on {target}",
+                    unrun.id
+                ));
+            }
+        }
+        gaps
+    }
+
     /// Pass when nothing mismatched and everything that applies ran; incomplete on a skip.
     fn verdict(&self) -> Verdict {
         if !self.adds_up() || !self.mismatch.is_empty() {
@@ -259,7 +308,8 @@ impl Figures for Sensitivity {
     }
 }
 
-/// The series' own tests, as glibc's test machinery ran them in the patched tree.
+/// The series' own tests, as glibc's test machinery ran them in the patched tree: one for
+/// every test source the series adds (one the tree did not run is there as UNRESOLVED).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SeriesTests {
     pub tests: Vec<Named>,
@@ -365,9 +415,51 @@ impl Steps {
             let mut missing = self.matrix.missing();
             missing.extend(self.sensitivity.missing());
             missing.extend(self.series_tests.missing());
+            missing.extend(self.elf_regressions.missing());
             return CellState::Incomplete(missing);
         }
         CellState::Verified
+    }
+
+    /// Where the figures are not whole for a cell of `target` (the checks that need nothing
+    /// but the figures and the scenario table; check-support adds those that need patches/
+    /// and the repository): a cell with any is failed, whatever its verdicts say.
+    pub(crate) fn gaps(&self, target: Target) -> Vec<String> {
+        let mut gaps = Vec::new();
+        // Every step applies to every cell (glibc's suite runs under QEMU too): a record
+        // calling one n/a is not a whole proof.
+        for (step, verdict) in self.verdicts() {
+            if verdict == Verdict::NotApplicable {
+                gaps.push(format!(
+                    "{step:?} is n/a, and every step applies to every cell"
+                ));
+            }
+        }
+        if let Some(matrix) = self.matrix.figures() {
+            gaps.extend(matrix.gaps(target, "patched"));
+        }
+        if let Some(sensitivity) = self.sensitivity.figures() {
+            gaps.extend(sensitivity.matrix.gaps(target, "unpatched"));
+        }
+        if let (Some(tests), Some(diff)) =
+            (self.series_tests.figures(), self.elf_regressions.figures())
+        {
+            let ran: BTreeSet<&str> = tests
+                .tests
+                .iter()
+                .filter(|t| t.status != Status::Unresolved)
+                .map(|t| t.test.as_str())
+                .collect();
+            let own: BTreeSet<&str> = diff.series_own.iter().map(String::as_str).collect();
+            if ran != own {
+                gaps.push(format!(
+                    "the series tests that ran ({}) are not the series' own tests the elf suite lists ({})",
+                    ran.len(),
+                    own.len()
+                ));
+            }
+        }
+        gaps
     }
 }
 
@@ -386,8 +478,28 @@ pub(crate) struct CellRun {
     /// When the cell was verified (UTC), and from which project commit.
     pub verified_at: String,
     pub commit: String,
+    /// What proves the patch: every step's figures, the same on any machine that runs the
+    /// same inputs.
     pub steps: Steps,
+    /// What describes the machine the steps ran on: never part of the proof.
+    pub machine: Machine,
     pub seconds: Seconds,
+}
+
+/// The machine a cell ran on, and what it made of glibc's tests without the patch being the
+/// cause (tests failing in both trees, UNSUPPORTED ones): facts, not verdicts. check-support
+/// reports where another machine's differ, and fails nothing for it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Machine {
+    /// `/proc/cpuinfo`'s model name (or its CPU part on machines without one).
+    pub cpu: String,
+    /// The kernel's release (`uname -r`).
+    pub kernel: String,
+    /// How the target's programs ran: natively, or under QEMU user mode and how.
+    pub runs: String,
+    /// glibc's `elf/` suite on this machine, where it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub elf_suite: Option<SuiteFacts>,
 }
 
 /// Everything known about one cell (release, target).
@@ -440,12 +552,20 @@ impl CellReport {
         }
     }
 
-    /// The cell's state, derived from its figures.
+    /// The cell's state, derived from its figures: figures that are not whole fail it.
     pub(crate) fn state(&self) -> CellState {
         match &self.run {
             None => CellState::NotVerified,
+            Some(run) if !run.steps.gaps(self.target).is_empty() => CellState::Failed,
             Some(run) => run.steps.state(),
         }
+    }
+
+    /// Where the figures are not whole (see [`Steps::gaps`]).
+    pub(crate) fn gaps(&self) -> Vec<String> {
+        self.run
+            .as_ref()
+            .map_or_else(Vec::new, |run| run.steps.gaps(self.target))
     }
 
     /// Where a report read from JSON says something of itself (its state, a step's verdict)
@@ -609,8 +729,8 @@ mod tests {
     /// The loader's report, as the matrix gives it, becomes figures: n/a and skips apart.
     #[test]
     fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
-        use loader_tests::matrix::find;
-        use loader_tests::report::{self, Outcome};
+        use loader_harness::matrix::find;
+        use loader_harness::report::{self, Outcome};
         use model::Flavour;
         let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
             let scenario = find(id).unwrap();

@@ -6,12 +6,13 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use super::outcome::Machine;
 use super::outcome::{
     Applies, Build, CellReport, CellRun, CellState, Matrix, Origin, Sensitivity, SeriesTests, Step,
     StepName, Unrun, Verdict,
 };
 use super::support::{Provenance, WrittenBy};
-use super::testsuite::{Diff, Status};
+use super::testsuite::{Diff, Status, SuiteFacts};
 use crate::series::mail_date;
 
 /// `2026-11-30 14:05 UTC`.
@@ -22,7 +23,9 @@ pub(crate) fn now() -> String {
     mail_date::utc_minutes(secs)
 }
 
-/// The checkout's commit, with `+changes` when the work tree differs from it.
+/// The checkout's commit; when the tracked files differ from it, `+changes-` and a digest
+/// of those changes (the diff of the work tree against the commit), so that a cell proven
+/// from uncommitted changes says which.
 pub(crate) fn project_commit(root: &Path) -> String {
     let Ok(repo) = git2::Repository::open(root) else {
         return "unknown (not a git checkout)".into();
@@ -31,17 +34,34 @@ pub(crate) fn project_commit(root: &Path) -> String {
         return "unknown (no commit)".into();
     };
     let id = head.id().to_string()[..12].to_string();
-    let mut options = git2::StatusOptions::new();
-    options.include_untracked(false);
-    let dirty = repo
-        .statuses(Some(&mut options))
-        .map(|s| !s.is_empty())
-        .unwrap_or(true);
-    if dirty {
-        format!("{id}+changes")
-    } else {
-        id
+    match changes_digest(&repo, &head) {
+        Ok(None) => id,
+        Ok(Some(digest)) => format!("{id}{CHANGES}{digest}"),
+        Err(err) => format!("{id}+changes (unreadable: {err})"),
     }
+}
+
+/// What separates a commit from the digest of the changes on top of it.
+pub(crate) const CHANGES: &str = "+changes-";
+
+/// A digest of the tracked files' differences from `head` (index and work tree), or `None`
+/// when there are none.
+fn changes_digest(
+    repo: &git2::Repository,
+    head: &git2::Commit,
+) -> std::result::Result<Option<String>, git2::Error> {
+    let tree = head.tree()?;
+    let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), None)?;
+    if diff.deltas().len() == 0 {
+        return Ok(None);
+    }
+    let mut hash = sha1_smol::Sha1::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        hash.update(&[line.origin() as u8]);
+        hash.update(line.content());
+        true
+    })?;
+    Ok(Some(hash.digest().to_string()[..12].to_string()))
 }
 
 fn label(step: StepName) -> &'static str {
@@ -91,7 +111,7 @@ fn summary<T>(step: &Step<T>, figures: impl Fn(&T) -> String) -> String {
     match step {
         Step::Done(done) => figures(done),
         Step::Error(error) => error.clone(),
-        Step::NotApplicable(why) => why.clone(),
+        Step::NotApplicable(why) | Step::Unavailable(why) => why.clone(),
         Step::NotRun => "an earlier step failed".into(),
     }
 }
@@ -219,6 +239,9 @@ pub(crate) fn line(report: &CellReport) -> String {
         if verdict == Verdict::Fail {
             let _ = write!(text, "\n  {}: {summary}", label(name));
         }
+    }
+    for gap in report.gaps() {
+        let _ = write!(text, "\n  figures not whole: {gap}");
     }
     if let CellState::Incomplete(missing) = &state {
         for what in missing {
@@ -360,6 +383,10 @@ pub(crate) fn details(report: &CellReport) -> String {
     if let Some(diff) = run.steps.elf_regressions.figures() {
         elf_details(&mut out, diff);
     }
+    for gap in report.gaps() {
+        let _ = writeln!(out, "    FIGURES NOT WHOLE: {gap}");
+    }
+    machine_details(&mut out, &run.machine);
     let s = run.seconds;
     let _ = writeln!(
         out,
@@ -372,49 +399,16 @@ pub(crate) fn details(report: &CellReport) -> String {
     out
 }
 
+/// What proves the patch: the tests each tree listed, and what the patch changed.
 fn elf_details(out: &mut String, diff: &Diff) {
-    let _ = writeln!(
-        out,
-        "    elf suite: patched {} PASS / {} FAIL / {} UNSUPPORTED / {} XPASS or XFAIL of {}; unpatched {} / {} / {} / {} of {}",
-        diff.patched.pass,
-        diff.patched.fail,
-        diff.patched.unsupported,
-        diff.patched.other,
-        diff.patched.total,
-        diff.unpatched.pass,
-        diff.unpatched.fail,
-        diff.unpatched.unsupported,
-        diff.unpatched.other,
-        diff.unpatched.total
-    );
-    for (what, changes) in [
-        ("REGRESSION", &diff.regressions),
-        ("differs", &diff.other_changes),
-    ] {
-        for c in changes {
-            let _ = writeln!(
-                out,
-                "    {what} {}: {} unpatched, {} patched ({})",
-                c.test,
-                c.unpatched,
-                c.patched,
-                c.reason.as_deref().unwrap_or("-")
-            );
-        }
-    }
-    for t in &diff.failing_in_both {
+    for c in &diff.regressions {
         let _ = writeln!(
             out,
-            "    fails in both (environment) {}: {}",
-            t.test,
-            t.reason.as_deref().unwrap_or("-")
-        );
-    }
-    for t in &diff.expected_to_fail {
-        let _ = writeln!(
-            out,
-            "    {} {} (glibc marks it as expected to fail in this configuration)",
-            t.status, t.test
+            "    REGRESSION {}: {} unpatched, {} patched ({})",
+            c.test,
+            c.unpatched,
+            c.patched,
+            c.reason.as_deref().unwrap_or("-")
         );
     }
     for t in &diff.never_ran {
@@ -431,7 +425,61 @@ fn elf_details(out: &mut String, diff: &Diff) {
             let _ = writeln!(out, "    {what} {} {}", t.test, t.status);
         }
     }
-    for t in &diff.unsupported {
+}
+
+/// What describes the machine: never part of the proof.
+fn machine_details(out: &mut String, machine: &Machine) {
+    let _ = writeln!(
+        out,
+        "  machine (facts, not proof): {}, {}; the target's programs ran {}",
+        machine.cpu, machine.kernel, machine.runs
+    );
+    if let Some(facts) = &machine.elf_suite {
+        suite_facts(out, facts);
+    }
+}
+
+fn suite_facts(out: &mut String, facts: &SuiteFacts) {
+    let (p, u) = (&facts.patched, &facts.unpatched);
+    let _ = writeln!(out, "    elf suite on this machine: {}", facts.summary());
+    if !p.adds_up() || !u.adds_up() {
+        let _ = writeln!(
+            out,
+            "    (these counts do not add up: the record was edited)"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "    elf suite counts: patched {} PASS / {} FAIL / {} UNSUPPORTED / {} XPASS or XFAIL of {}; unpatched {} / {} / {} / {} of {}",
+        p.pass, p.fail, p.unsupported, p.other, p.total,
+        u.pass, u.fail, u.unsupported, u.other, u.total
+    );
+    for t in &facts.failing_in_both {
+        let _ = writeln!(
+            out,
+            "    fails in both (this machine, not the patch) {}: {}",
+            t.test,
+            t.reason.as_deref().unwrap_or("-")
+        );
+    }
+    for c in &facts.other_changes {
+        let _ = writeln!(
+            out,
+            "    differs, failing in neither {}: {} unpatched, {} patched ({})",
+            c.test,
+            c.unpatched,
+            c.patched,
+            c.reason.as_deref().unwrap_or("-")
+        );
+    }
+    for t in &facts.expected_to_fail {
+        let _ = writeln!(
+            out,
+            "    {} {} (glibc marks it as expected to fail in this configuration)",
+            t.status, t.test
+        );
+    }
+    for t in &facts.unsupported {
         let _ = writeln!(
             out,
             "    UNSUPPORTED {}: {}",
@@ -472,7 +520,7 @@ pub(crate) fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String 
     );
     let _ = writeln!(
         out,
-        "A cell is verified when every step that applies to it ran and passed. \"n/a\" marks what does not apply to a cell by design; \"incomplete\", what applies but could not be looked at where it ran (it proves nothing); \"not verified\", a cell without a current report (it claims nothing). `cargo xtask verify check-support` (run by `cargo xtask ci`) fails when this page is not docs/support.json rendered, when a verdict there is not what the cell's figures give, when a cell failed or is incomplete, or when a series changed after its row was produced.\n"
+        "A cell is verified when every step that applies to it ran and passed. \"n/a\" marks what does not apply to a cell by design; \"incomplete\", what applies but could not be looked at where it ran (it proves nothing); \"not verified\", a cell without a current report (it claims nothing). `cargo xtask verify check-support` (run by `cargo xtask ci`) fails when this page is not docs/support.json rendered, when a verdict there is not what the cell's figures give, when a cell failed or is incomplete, when its figures are not whole (every scenario of the table, every test the series adds, every test each tree lists), when it names a commit outside the history or uncommitted changes without their digest or a time to come, or when a series changed after its row was produced. Each cell's details end with what describes the machine it ran on (CPU, kernel, how the target's programs ran, the tests that ended other than PASS there without the patch being the cause): facts, not proof, reported and never judged.\n"
     );
     let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(COLUMNS.len()));
@@ -512,7 +560,7 @@ pub(crate) fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String 
 pub(crate) mod tests {
     use super::*;
     use crate::verify::outcome::{Applies, Build, Origin, Seconds, SeriesTests, Steps};
-    use crate::verify::testsuite::{Counts, Named};
+    use crate::verify::testsuite::{Counts, Listed, Named, TestList};
     use model::Release;
     use model::Target;
 
@@ -560,41 +608,63 @@ pub(crate) mod tests {
             differing: ids(if emulated { 35 } else { 36 }),
             needing_the_patch: ids(if emulated { 35 } else { 36 }),
         };
-        let (series_tests, elf) = if emulated {
+        let counts = |total, pass| Counts {
+            total,
+            pass,
+            fail: 0,
+            unsupported: 1,
+            other: 0,
+        };
+        let list = |count: usize| TestList {
+            count,
+            digest: format!("digest-of-{count}"),
+        };
+        let series_tests = Step::Done(SeriesTests {
+            tests: vec![
+                named("elf/tst-fallback-path", Status::Pass, None),
+                named("elf/tst-fallback-path-static", Status::Pass, None),
+            ],
+        });
+        let elf = Step::Done(Diff {
+            listed: Listed {
+                patched: list(486),
+                unpatched: list(484),
+            },
+            series_own: vec![
+                "elf/tst-fallback-path".into(),
+                "elf/tst-fallback-path-static".into(),
+            ],
+            ..Diff::default()
+        });
+        let (runs, unsupported) = if emulated {
             (
-                Step::NotApplicable(crate::verify::cell::NO_SUITE_UNDER_QEMU.into()),
-                Step::NotApplicable(crate::verify::cell::NO_SUITE_UNDER_QEMU.into()),
+                "under QEMU user mode (qemu-aarch64 version 7.2.22), through a private binfmt_misc in a user namespace (flags F and C), every user and group id mapped as itself",
+                named(
+                    "elf/tst-valgrind-smoke",
+                    Status::Unsupported,
+                    Some("valgrind runs x86_64 programs only"),
+                ),
             )
         } else {
-            let counts = |total, pass| Counts {
-                total,
-                pass,
-                fail: 0,
-                unsupported: 1,
-                other: 0,
-            };
             (
-                Step::Done(SeriesTests {
-                    tests: vec![
-                        named("elf/tst-fallback-path", Status::Pass, None),
-                        named("elf/tst-fallback-path-static", Status::Pass, None),
-                    ],
-                }),
-                Step::Done(Diff {
-                    patched: counts(486, 485),
-                    unpatched: counts(484, 483),
-                    unsupported: vec![named(
-                        "elf/tst-decorate-maps",
-                        Status::Unsupported,
-                        Some("kernel does not support PR_SET_VMA_ANON_NAME"),
-                    )],
-                    series_own: vec![
-                        named("elf/tst-fallback-path", Status::Pass, None),
-                        named("elf/tst-fallback-path-static", Status::Pass, None),
-                    ],
-                    ..Diff::default()
-                }),
+                "natively",
+                named(
+                    "elf/tst-decorate-maps",
+                    Status::Unsupported,
+                    Some("kernel does not support PR_SET_VMA_ANON_NAME"),
+                ),
             )
+        };
+        let machine = Machine {
+            cpu: "Example CPU @ 2.00GHz (2 cores)".into(),
+            kernel: "Linux 6.18.44".into(),
+            runs: runs.into(),
+            elf_suite: Some(SuiteFacts {
+                patched: counts(486, 485),
+                unpatched: counts(484, 483),
+                unsupported: vec![unsupported],
+                ..SuiteFacts::default()
+            }),
         };
         let mut report = CellReport::new(
             Release::parse(release).unwrap(),
@@ -620,6 +690,7 @@ pub(crate) mod tests {
                 series_tests,
                 elf_regressions: elf,
             },
+            machine,
             seconds: Seconds {
                 build_pair: 600.0,
                 elf_suite_pair: 540.0,
@@ -628,6 +699,18 @@ pub(crate) mod tests {
             },
         });
         report
+    }
+
+    /// The cell with `tests` as the series' tests, all PASS (the elf figures to match).
+    pub(crate) fn with_series_tests(report: &mut CellReport, tests: &[String]) {
+        let steps = &mut run_mut(report).steps;
+        steps.series_tests = Step::Done(SeriesTests {
+            tests: tests.iter().map(|t| named(t, Status::Pass, None)).collect(),
+        });
+        if let Step::Done(diff) = &mut steps.elf_regressions {
+            diff.listed.patched.count = diff.listed.unpatched.count + tests.len();
+            diff.series_own = tests.to_vec();
+        }
     }
 
     pub(crate) fn run_mut(report: &mut CellReport) -> &mut CellRun {

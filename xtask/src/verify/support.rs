@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use model::{Cell, Target};
 use serde::{Deserialize, Serialize};
 
+use super::cell;
 use super::outcome::{CellReport, CellState, Step};
 use super::render;
 use crate::series::Series;
@@ -25,9 +26,16 @@ pub(crate) const RECORD: &str = "docs/support.json";
 pub(crate) const REGENERATE: &str =
     "cargo xtask verify --release all --target all --cached-only --write-support";
 
+/// The record's format, bumped when what it holds changes meaning, so that an older record
+/// is refused by name rather than misread. 1 (records without the field): the machine's
+/// facts were part of each cell's figures, aarch64 cells had no glibc suite, a commit with
+/// changes did not say which. 2: each cell's run holds `steps` (the proof) and `machine`.
+pub(crate) const FORMAT: u64 = 2;
+
 /// What docs/support.json holds: how it was written, and every cell's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SupportDoc {
+    pub format: u64,
     pub provenance: Provenance,
     /// In table order: release by release, targets as `Target::ALL` lists them.
     pub cells: Vec<CellReport>,
@@ -74,7 +82,11 @@ fn table_order(cell: &CellReport) -> Cell {
 impl SupportDoc {
     pub(crate) fn new(provenance: Provenance, mut cells: Vec<CellReport>) -> SupportDoc {
         cells.sort_by_key(table_order);
-        SupportDoc { provenance, cells }
+        SupportDoc {
+            format: FORMAT,
+            provenance,
+            cells,
+        }
     }
 
     /// This record with `cells` in place of its cells of the same (release, target), the
@@ -104,13 +116,32 @@ impl SupportDoc {
         Ok(text)
     }
 
+    /// A record of this format; one of another format is refused, saying what to do.
     pub(crate) fn parse(text: &str, origin: &Path) -> Result<SupportDoc> {
-        serde_json::from_str(text).with_context(|| {
+        let not_a_record = || {
             format!(
                 "{} is not a support record (`cargo xtask verify --json` output)",
                 origin.display()
             )
-        })
+        };
+        let value: serde_json::Value = serde_json::from_str(text).with_context(not_a_record)?;
+        match value.get("format").map(serde_json::Value::as_u64) {
+            Some(Some(FORMAT)) => {}
+            Some(Some(newer)) if newer > FORMAT => bail!(
+                "{} was written by a newer cargo xtask (record format {newer}; this one reads {FORMAT}): update this checkout",
+                origin.display()
+            ),
+            None if value.get("cells").is_some() => bail!(
+                "{} was written by an older cargo xtask (record format 1; this one reads {FORMAT}): its cells must be verified again (`cargo xtask verify --release all --target all --write-support`, or `verify merge` of the CI engine's cells)",
+                origin.display()
+            ),
+            Some(Some(older)) => bail!(
+                "{} was written by an older cargo xtask (record format {older}; this one reads {FORMAT}): its cells must be verified again (`cargo xtask verify --release all --target all --write-support`)",
+                origin.display()
+            ),
+            _ => bail!(not_a_record()),
+        }
+        serde_json::from_value(value).with_context(not_a_record)
     }
 
     /// docs/support.json of `root`; `None` when there is none yet.
@@ -168,7 +199,12 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         let dir = patches.join(release.version());
         let loaded = Series::load(&dir)
             .with_context(|| format!("cannot load the series {}", dir.display()))?;
-        series.push((*release, dir, loaded.content_id()));
+        series.push((
+            *release,
+            dir,
+            loaded.content_id(),
+            cell::series_tests(&loaded),
+        ));
     }
     let record_path = root.join(RECORD);
     let Some(doc) = SupportDoc::read(root)? else {
@@ -182,6 +218,7 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         .with_context(|| format!("cannot read {}", page_path.display()))?;
     let mut problems = Vec::new();
     let mut notes = Vec::new();
+    let mut machines = Vec::new();
     let mut unverified = Vec::new();
 
     // Exactly the supported cells, once each, in table order.
@@ -206,7 +243,7 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         }
     }
 
-    for (release, dir, current) in &series {
+    for (release, dir, current, tests) in &series {
         for cell in doc.cells.iter().filter(|c| c.release == *release) {
             if cell.series != *current {
                 problems.push(format!(
@@ -216,11 +253,36 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
                     dir.display()
                 ));
             }
+            if let Some(missing) = series_tests_missing(cell, tests) {
+                problems.push(format!("{release} {}: {missing}", cell.target));
+            }
+        }
+    }
+
+    // When and from what each proof was made.
+    let history = History::open(root);
+    let now = crate::util::clock::now_secs() as i64;
+    if let Some(problem) = time_problem(&doc.provenance.written_at, now) {
+        problems.push(format!("{RECORD} written {problem}"));
+    }
+    for cell in &doc.cells {
+        let Some(run) = &cell.run else { continue };
+        let name = format!("{} {}", cell.release, cell.target);
+        if let Some(problem) = time_problem(&run.verified_at, now) {
+            problems.push(format!("{name}: verified {problem}"));
+        }
+        match history.commit_problem(&run.commit) {
+            Ok(None) => {}
+            Ok(Some(problem)) => problems.push(format!("{name}: {problem}")),
+            Err(note) => notes.push(format!("{name}: {note}")),
         }
     }
 
     for cell in &doc.cells {
         let name = format!("{} {}", cell.release, cell.target);
+        for gap in cell.gaps() {
+            problems.push(format!("{name}: figures not whole: {gap}"));
+        }
         for contradiction in cell.contradictions() {
             problems.push(format!("{name}: {RECORD} edited? {contradiction}"));
         }
@@ -241,7 +303,12 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
                 "{name}: differs from this machine's current verified report of the cell (key {}, recorded key {})",
                 current.key, cell.key
             )),
-            Ok(_) => {}
+            Ok(Some(current)) => {
+                if let Some(differs) = machine_differs(cell, &current) {
+                    machines.push(format!("{name}: {differs}"));
+                }
+            }
+            Ok(None) => {}
             Err(err) => notes.push(format!("{name}: {err:#}")),
         }
     }
@@ -261,9 +328,12 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
     }
 
     if !notes.is_empty() {
+        outln!("not checked here:\n  {}", notes.join("\n  "));
+    }
+    if !machines.is_empty() {
         outln!(
-            "not compared with this machine's verify cache:\n  {}",
-            notes.join("\n  ")
+            "the same proof, on another machine (facts, not failures):\n  {}",
+            machines.join("\n  ")
         );
     }
     if !unverified.is_empty() {
@@ -273,14 +343,155 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         );
     }
     if !problems.is_empty() {
-        bail!(
+        // A finding (exit status 2), like every check's.
+        return Err(crate::util::exit::NeedsAttention(format!(
             "{} does not stand:\n  {}\nverify what failed or is incomplete, then write both files again: {REGENERATE}",
             page_path.display(),
             problems.join("\n  ")
-        );
+        ))
+        .into());
     }
     outln!("{PAGE} and {RECORD} describe the series in patches/ as they are");
     Ok(())
+}
+
+/// What a verified cell's series-tests step lacks of the tests the series adds now (or has
+/// beyond them); `None` when it holds them all, or claims nothing.
+fn series_tests_missing(cell: &CellReport, tests: &[String]) -> Option<String> {
+    let run = cell.run.as_ref()?;
+    let recorded: Vec<&str> = match run.steps.series_tests.figures() {
+        Some(figures) => figures.tests.iter().map(|t| t.test.as_str()).collect(),
+        None => return None,
+    };
+    let missing: Vec<&str> = tests
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !recorded.contains(t))
+        .collect();
+    let extra: Vec<&str> = recorded
+        .iter()
+        .copied()
+        .filter(|t| !tests.iter().any(|own| own == t))
+        .collect();
+    if missing.is_empty() && extra.is_empty() {
+        return None;
+    }
+    let mut text = format!(
+        "series tests: the record names {} of the {} tests the series adds",
+        recorded.len() - extra.len(),
+        tests.len()
+    );
+    if !missing.is_empty() {
+        text.push_str(&format!(" (missing: {})", missing.join(", ")));
+    }
+    if !extra.is_empty() {
+        text.push_str(&format!(
+            " and {} it does not add ({})",
+            extra.len(),
+            extra.join(", ")
+        ));
+    }
+    Some(text)
+}
+
+/// Why a time a record gives cannot be when something was proven: unreadable, or later
+/// than `now`.
+fn time_problem(time: &str, now: i64) -> Option<String> {
+    match crate::series::mail_date::parse_utc_minutes(time) {
+        Err(err) => Some(format!("at an unreadable time: {err:#}")),
+        Ok(at) if at > now => Some(format!(
+            "at {time}, which is in the future (now: {})",
+            render::now()
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// The repository's history, for the commits a record names.
+struct History {
+    repo: std::result::Result<git2::Repository, String>,
+}
+
+impl History {
+    fn open(root: &Path) -> History {
+        History {
+            repo: git2::Repository::open(root).map_err(|err| {
+                format!(
+                    "{} is not a git checkout ({err}): commits not checked",
+                    root.display()
+                )
+            }),
+        }
+    }
+
+    /// Why `commit` (`<12 hex>` or `<12 hex>+changes-<digest>`) cannot be what a cell was
+    /// proven from: not in this checkout's history, or uncommitted changes it does not name.
+    /// An error when that cannot be told here (not a checkout, a shallow clone).
+    fn commit_problem(&self, commit: &str) -> std::result::Result<Option<String>, String> {
+        let (id, changes) = match commit.split_once('+') {
+            Some((id, rest)) => (id, Some(rest)),
+            None => (commit, None),
+        };
+        if let Some(changes) = changes {
+            let digest = changes.strip_prefix(&render::CHANGES[1..]);
+            if !digest.is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit())) {
+                return Ok(Some(format!(
+                    "proven from commit {id} with uncommitted changes it does not name (`{commit}`): verify it again from a commit"
+                )));
+            }
+        }
+        if id.len() < 12 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(Some(format!("`{commit}` names no commit")));
+        }
+        let repo = self.repo.as_ref().map_err(Clone::clone)?;
+        let found = repo
+            .revparse_single(id)
+            .ok()
+            .and_then(|object| object.peel_to_commit().ok());
+        let head = repo
+            .head()
+            .ok()
+            .and_then(|h| h.peel_to_commit().ok())
+            .ok_or("the checkout has no commit: commits not checked")?;
+        match found {
+            Some(c) if c.id() == head.id() || repo.graph_descendant_of(head.id(), c.id()).unwrap_or(false) => Ok(None),
+            _ if repo.is_shallow() => Err(format!(
+                "commit {id} is not in this shallow clone: not checked (fetch the history to check it)"
+            )),
+            Some(_) => Ok(Some(format!(
+                "commit {id} is not in the history of this checkout's HEAD"
+            ))),
+            None => Ok(Some(format!("commit {id} is not in this repository's history"))),
+        }
+    }
+}
+
+/// Where this machine's facts about a cell differ from the record's (another CPU, another
+/// kernel, other tests failing in both trees): said, never a failure.
+fn machine_differs(recorded: &CellReport, current: &CellReport) -> Option<String> {
+    let (ours, theirs) = (
+        &current.run.as_ref()?.machine,
+        &recorded.run.as_ref()?.machine,
+    );
+    if ours == theirs {
+        return None;
+    }
+    let names = |m: &super::outcome::Machine| -> Vec<String> {
+        m.elf_suite
+            .iter()
+            .flat_map(|f| f.failing_in_both.iter().map(|t| t.test.clone()))
+            .collect()
+    };
+    Some(format!(
+        "this machine ({}, {}) has {} tests failing in both trees ({}), the record's ({}, {}) {}",
+        ours.cpu,
+        ours.kernel,
+        names(ours).len(),
+        names(ours).join(", "),
+        theirs.cpu,
+        theirs.kernel,
+        names(theirs).len()
+    ))
 }
 
 /// The same inputs and the same figures (the build step's built-or-cached aside, and when,
@@ -301,8 +512,8 @@ fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::outcome::Verdict;
-    use crate::verify::render::tests::{run_mut, verified};
+    use crate::verify::outcome::{CellRun, Verdict};
+    use crate::verify::render::tests::{run_mut, verified, with_series_tests};
 
     /// A scratch checkout: docs/support.json and docs/support.md written by the code, every
     /// cell verified on the series of the real patches/.
@@ -312,24 +523,43 @@ mod tests {
         doc: SupportDoc,
     }
 
+    /// A checkout with one commit, whose id the cells name.
+    fn checkout() -> (tempfile::TempDir, String) {
+        let root = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(root.path()).unwrap();
+        let tree = repo.treebuilder(None).unwrap().write().unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let who = git2::Signature::new("t", "t@t.invalid", &git2::Time::new(0, 0)).unwrap();
+        let id = repo
+            .commit(Some("HEAD"), &who, &who, "proof", &tree, &[])
+            .unwrap();
+        (root, id.to_string()[..12].to_string())
+    }
+
     fn page() -> Page {
         let patches = crate::util::paths::project_root().join("patches");
+        let (root, commit) = checkout();
         let cells = SUPPORTED
             .iter()
             .flat_map(|r| {
-                let series = Series::load(&patches.join(r.version()))
-                    .unwrap()
-                    .content_id();
-                Target::ALL.map(|t| verified(r.version(), t, &series))
+                let series = Series::load(&patches.join(r.version())).unwrap();
+                let tests = cell::series_tests(&series);
+                let id = series.content_id();
+                let commit = commit.clone();
+                Target::ALL.map(move |t| {
+                    let mut cell = verified(r.version(), t, &id);
+                    with_series_tests(&mut cell, &tests);
+                    run_mut(&mut cell).commit = commit.clone();
+                    cell
+                })
             })
             .collect();
         let provenance = Provenance {
             written_at: "2026-12-01 12:00 UTC".into(),
-            commit: "abcdef123456".into(),
+            commit,
             by: WrittenBy::Verify { cached_only: true },
         };
         let doc = SupportDoc::new(provenance, cells);
-        let root = tempfile::tempdir().unwrap();
         doc.write(root.path()).unwrap();
         Page { root, patches, doc }
     }
@@ -390,7 +620,7 @@ mod tests {
         let page = page();
         page.edit(PAGE, |t| {
             t.replacen(
-                "ok: 2 PASS, 0 UNSUPPORTED, 0 FAIL",
+                "ok: 15 PASS, 0 UNSUPPORTED, 0 FAIL",
                 "ok: 0 PASS, 0 UNSUPPORTED, 7 FAIL",
                 1,
             )
@@ -558,7 +788,7 @@ mod tests {
         let refigured = |release: Release, target: Target| -> Result<Option<CellReport>> {
             let mut cell = again(release, target)?.unwrap();
             if let Step::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
-                d.patched.pass -= 1;
+                d.listed.unpatched.digest = "another list of tests".into();
             }
             Ok(Some(cell))
         };
@@ -567,6 +797,142 @@ mod tests {
         // What cannot be told is said, and fails nothing.
         let unknown = |_: Release, _: Target| -> Result<Option<CellReport>> { bail!("no store") };
         page.check_with(&unknown).unwrap();
+    }
+
+    /// Issue 33 item 2: figures edited to agree with themselves, and with the page, but not
+    /// with what the cell must contain.
+    #[test]
+    fn figures_that_agree_with_themselves_but_are_not_whole_fail() {
+        let page = page();
+        // The matrix: 10 scenarios run, 10 pass, of the table's 63.
+        let mut doc = page.doc.clone();
+        if let Step::Done(m) = &mut run_mut(&mut doc.cells[0]).steps.matrix {
+            (m.total, m.pass) = (10, 10);
+        }
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "2.36 x86_64: figures not whole: the patched matrix counts 10 scenarios, the table has 63",
+        );
+        // The series' tests: 1 of 15.
+        let mut doc = page.doc.clone();
+        let steps = &mut run_mut(&mut doc.cells[2]).steps;
+        if let Step::Done(t) = &mut steps.series_tests {
+            t.tests.truncate(1);
+        }
+        if let Step::Done(d) = &mut steps.elf_regressions {
+            d.series_own.truncate(1);
+            d.listed.patched.count = d.listed.unpatched.count + 1;
+        }
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "2.40 x86_64: series tests: the record names 1 of the 15 tests the series adds (missing: elf/tst-fallback-path-audit,",
+        );
+        // The elf suite: 552 tests in the patched tree, which its other figures do not give.
+        let mut doc = page.doc.clone();
+        if let Step::Done(d) = &mut run_mut(&mut doc.cells[4]).steps.elf_regressions {
+            d.listed.patched.count = 552;
+        }
+        page.rewrite(&doc);
+        fails_with(&page, "2.41 x86_64: failed");
+        fails_with(
+            &page,
+            "the figures do not add up (552 tests patched, 484 unpatched)",
+        );
+        // A step said not to apply: every step applies to every cell.
+        let mut doc = page.doc.clone();
+        run_mut(&mut doc.cells[5]).steps.elf_regressions = Step::NotApplicable("QEMU".into());
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "2.41 aarch64: figures not whole: ElfRegressions is n/a, and every step applies to every cell",
+        );
+    }
+
+    /// Issue 33 item 2: a commit the history lacks, changes that are not named, a time to come.
+    #[test]
+    fn a_proof_names_a_commit_of_the_history_and_a_time_past() {
+        let page = page();
+        let edit = |edit: &dyn Fn(&mut CellRun)| {
+            let mut doc = page.doc.clone();
+            edit(run_mut(&mut doc.cells[11]));
+            page.rewrite(&doc);
+        };
+        edit(&|run| run.commit = "deadbeefdead".into());
+        fails_with(
+            &page,
+            "2.44 aarch64: commit deadbeefdead is not in this repository's history",
+        );
+        let commit = page.doc.provenance.commit.clone();
+        edit(&|run| run.commit = format!("{commit}+changes"));
+        fails_with(
+            &page,
+            &format!("2.44 aarch64: proven from commit {commit} with uncommitted changes it does not name (`{commit}+changes`)"),
+        );
+        edit(&|run| run.commit = format!("{commit}+changes-0123456789ab"));
+        page.check().unwrap();
+        edit(&|run| run.verified_at = "2099-01-01 00:00 UTC".into());
+        fails_with(
+            &page,
+            "2.44 aarch64: verified at 2099-01-01 00:00 UTC, which is in the future",
+        );
+        edit(&|run| run.verified_at = "last week".into());
+        fails_with(&page, "2.44 aarch64: verified at an unreadable time");
+    }
+
+    /// Issue 33 item 11: the same proof made on another machine (another CPU, two tests
+    /// failing in both trees there) stands; the difference is said.
+    #[test]
+    fn another_machine_s_facts_are_reported_not_judged() {
+        let page = page();
+        let doc = page.doc.clone();
+        let elsewhere = |release: Release, target: Target| -> Result<Option<CellReport>> {
+            let mut cell = doc
+                .cells
+                .iter()
+                .find(|c| (c.release, c.target) == (release, target))
+                .unwrap()
+                .clone();
+            let machine = &mut run_mut(&mut cell).machine;
+            machine.cpu = "Other CPU".into();
+            if let Some(facts) = &mut machine.elf_suite {
+                for test in [
+                    "elf/tst-cpu-features-cpuinfo",
+                    "elf/tst-cpu-features-cpuinfo-static",
+                ] {
+                    facts.failing_in_both.push(crate::verify::testsuite::Named {
+                        test: test.into(),
+                        status: crate::verify::testsuite::Status::Fail,
+                        reason: Some("cpuinfo differs".into()),
+                    });
+                }
+                facts.patched.pass -= 2;
+                facts.patched.fail += 2;
+            }
+            Ok(Some(cell))
+        };
+        page.check_with(&elsewhere).unwrap();
+        assert_eq!(
+            machine_differs(&doc.cells[0], &elsewhere(doc.cells[0].release, doc.cells[0].target).unwrap().unwrap()).unwrap(),
+            "this machine (Other CPU, Linux 6.18.44) has 2 tests failing in both trees (elf/tst-cpu-features-cpuinfo, elf/tst-cpu-features-cpuinfo-static), the record's (Example CPU @ 2.00GHz (2 cores), Linux 6.18.44) 0"
+        );
+    }
+
+    /// The record of format 1 (the one committed before issue 33) is refused by name.
+    #[test]
+    fn a_record_of_an_older_format_says_to_verify_again() {
+        let page = page();
+        page.edit(RECORD, |t| t.replacen("  \"format\": 2,\n", "", 1));
+        fails_with(
+            &page,
+            "docs/support.json was written by an older cargo xtask (record format 1; this one reads 2): its cells must be verified again",
+        );
+        page.edit(RECORD, |t| t.replacen("{\n", "{\n  \"format\": 3,\n", 1));
+        fails_with(
+            &page,
+            "was written by a newer cargo xtask (record format 3; this one reads 2)",
+        );
     }
 
     #[test]

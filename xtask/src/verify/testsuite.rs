@@ -18,7 +18,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::emulated::Sandbox;
 use crate::sysroot::BuiltTree;
+use crate::util::logged;
 
 /// A test's verdict, in glibc's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -126,7 +128,14 @@ const TEST_ROOTS: [&str; 2] = ["testroot.pristine", "testroot.root"];
 /// never be read as this run's) and the test container's root (see `TEST_ROOTS`), and reads
 /// what the run says it ran: the top-level `tests.sum`, which covers SUBDIR's tests and the
 /// top-level ones.
-pub(crate) fn run_check(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<Results> {
+///
+/// With a `sandbox` (a target this machine runs under QEMU), make runs in it.
+pub(crate) fn run_check(
+    tree: &BuiltTree,
+    subdir: &str,
+    jobs: usize,
+    sandbox: Option<&Sandbox>,
+) -> Result<Results> {
     let build = tree.work.build();
     remove_results(&build.join(subdir))?;
     remove_results(&build)?;
@@ -137,8 +146,25 @@ pub(crate) fn run_check(tree: &BuiltTree, subdir: &str, jobs: usize) -> Result<R
                 .with_context(|| format!("cannot remove {}", path.display()))?;
         }
     }
-    tree.recipe
-        .check(&build, subdir, jobs, &tree.log, &tree.label)?;
+    match sandbox {
+        None => {
+            tree.recipe
+                .check(&build, subdir, jobs, &tree.log, &tree.label)?;
+        }
+        Some(sandbox) => {
+            let inner = tree.recipe.check_command(&build, subdir, jobs);
+            logged::run_to_end_started(
+                &mut sandbox.command(&inner),
+                &tree.log,
+                &format!(
+                    "{}: make check subdirs={subdir} ({})",
+                    tree.label, "QEMU, binfmt_misc"
+                ),
+                crate::sysroot::recipe::make_status,
+                &mut |child| sandbox.start(child),
+            )?;
+        }
+    }
     let finished = read_summary(&build).and_then(|results| {
         let unlisted = unlisted_results(&build, subdir, &results)?;
         if unlisted.is_empty() {
@@ -282,34 +308,73 @@ fn last_words(out: &Path) -> String {
     line.chars().take(160).collect()
 }
 
-/// What differs between the unpatched and the patched tree's results.
+/// What glibc's tests prove of the patch: the tests each tree listed, and what the patch
+/// changed in them. The same on every machine that runs the same trees (a test this machine
+/// cannot run fails in both trees, which is a fact about the machine: [`SuiteFacts`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Diff {
-    pub patched: Counts,
-    pub unpatched: Counts,
+    /// The tests each tree's summary lists (which tests, not how they ended).
+    pub listed: Listed,
     /// PASS (or UNSUPPORTED) without the patch, a failure with it: these fail the cell.
     pub regressions: Vec<Change>,
-    /// Every other test whose status differs (say, UNSUPPORTED one way and PASS the other).
-    pub other_changes: Vec<Change>,
     /// Tests only the patched tree has that are not the series' own: they fail the cell (a
     /// test must run in both trees to be compared).
     pub only_patched: Vec<Named>,
     /// Tests only the unpatched tree has: they fail the cell (the patch stopped them running).
     pub only_unpatched: Vec<Named>,
-    /// The series' own tests, which only the patched tree has.
-    #[serde(default)]
-    pub series_own: Vec<Named>,
+    /// The series' own tests, which only the patched tree has (names: their verdicts are the
+    /// series-tests step's).
+    pub series_own: Vec<String>,
     /// Tests the summary of either tree lists as UNRESOLVED (they never ran), named with the
     /// tree: they fail the cell, since nothing was compared.
-    #[serde(default)]
     pub never_ran: Vec<Named>,
+}
+
+/// The tests of each tree's summary: how many, and a digest of their sorted names (so that
+/// two records, or a record and a run, can be told to list the same tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Listed {
+    pub patched: TestList,
+    pub unpatched: TestList,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct TestList {
+    pub count: usize,
+    pub digest: String,
+}
+
+impl TestList {
+    pub(crate) fn of(results: &Results) -> TestList {
+        // BTreeMap: the names come sorted.
+        let mut text = String::new();
+        for name in results.keys() {
+            text.push_str(name);
+            text.push('\n');
+        }
+        TestList {
+            count: results.len(),
+            digest: sha1_smol::Sha1::from(text).digest().to_string(),
+        }
+    }
+}
+
+/// What the same runs say of the machine they ran on: how the tests ended, and the tests
+/// that ended other than PASS without the patch being the cause. Never a verdict on the
+/// patch: another machine (another CPU or kernel, QEMU) gives other figures for the same proof.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SuiteFacts {
+    pub patched: Counts,
+    pub unpatched: Counts,
     /// Failing in both trees: the environment, not the patch (named, never hidden).
     pub failing_in_both: Vec<Named>,
     /// UNSUPPORTED in the patched tree, with the reason.
     pub unsupported: Vec<Named>,
     /// XPASS or XFAIL in the patched tree: glibc marks them as expected to fail here.
-    #[serde(default)]
     pub expected_to_fail: Vec<Named>,
+    /// Every other test whose status differs but fails in neither tree (say, UNSUPPORTED one
+    /// way and PASS the other).
+    pub other_changes: Vec<Change>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -354,21 +419,37 @@ impl Counts {
             other: results.len() - pass - fail - unsupported,
         }
     }
+
+    /// Every test is counted once.
+    pub(crate) fn adds_up(&self) -> bool {
+        self.pass + self.fail + self.unsupported + self.other == self.total
+    }
 }
 
 impl Diff {
     /// Compares the two runs; `series_tests` names the tests the series adds, the only ones
-    /// that may run in the patched tree alone.
-    pub(crate) fn between(unpatched: &Results, patched: &Results, series_tests: &[String]) -> Diff {
+    /// that may run in the patched tree alone. Returns the proof and the machine's facts.
+    pub(crate) fn between(
+        unpatched: &Results,
+        patched: &Results,
+        series_tests: &[String],
+    ) -> (Diff, SuiteFacts) {
         let named = |test: &str, r: &TestResult| Named {
             test: test.to_string(),
             status: r.status,
             reason: r.reason.clone(),
         };
         let mut diff = Diff {
+            listed: Listed {
+                patched: TestList::of(patched),
+                unpatched: TestList::of(unpatched),
+            },
+            ..Diff::default()
+        };
+        let mut facts = SuiteFacts {
             patched: Counts::of(patched),
             unpatched: Counts::of(unpatched),
-            ..Diff::default()
+            ..SuiteFacts::default()
         };
         for (tree, results) in [("unpatched", unpatched), ("patched", patched)] {
             for (test, result) in results {
@@ -382,14 +463,14 @@ impl Diff {
         }
         for (test, after) in patched {
             if after.status == Status::Unsupported {
-                diff.unsupported.push(named(test, after));
+                facts.unsupported.push(named(test, after));
             }
             if matches!(after.status, Status::Xpass | Status::Xfail) {
-                diff.expected_to_fail.push(named(test, after));
+                facts.expected_to_fail.push(named(test, after));
             }
             let Some(before) = unpatched.get(test) else {
                 if series_tests.iter().any(|own| own == test) {
-                    diff.series_own.push(named(test, after));
+                    diff.series_own.push(test.clone());
                 } else {
                     diff.only_patched.push(named(test, after));
                 }
@@ -398,7 +479,7 @@ impl Diff {
             if before.status == Status::Unresolved || after.status == Status::Unresolved {
                 // Listed in `never_ran`: there is nothing to compare.
             } else if before.status.is_failure() && after.status.is_failure() {
-                diff.failing_in_both.push(named(test, after));
+                facts.failing_in_both.push(named(test, after));
             } else if before.status != after.status {
                 let change = Change {
                     test: test.clone(),
@@ -409,7 +490,7 @@ impl Diff {
                 if after.status.is_failure() {
                     diff.regressions.push(change);
                 } else {
-                    diff.other_changes.push(change);
+                    facts.other_changes.push(change);
                 }
             }
         }
@@ -418,15 +499,28 @@ impl Diff {
                 diff.only_unpatched.push(named(test, before));
             }
         }
-        diff
+        (diff, facts)
     }
 
-    /// The patch broke nothing glibc's tests see, and both trees ran the same tests.
+    /// The patch broke nothing glibc's tests see, both trees ran the same tests, and the
+    /// figures are whole (every listed test is compared, or named as the series' own, or as
+    /// run in one tree only).
     pub(crate) fn passes(&self) -> bool {
         self.regressions.is_empty()
             && self.only_patched.is_empty()
             && self.only_unpatched.is_empty()
             && self.never_ran.is_empty()
+            && self.adds_up()
+    }
+
+    /// The patched tree lists the unpatched tree's tests and the series' own, no more.
+    pub(crate) fn adds_up(&self) -> bool {
+        let (patched, unpatched) = (self.listed.patched.count, self.listed.unpatched.count);
+        unpatched >= self.only_unpatched.len()
+            && patched
+                == unpatched - self.only_unpatched.len()
+                    + self.only_patched.len()
+                    + self.series_own.len()
     }
 
     /// What fails the comparison, counted: the cell's summary.
@@ -441,19 +535,40 @@ impl Diff {
                 parts.push(format!("{count} {what}"));
             }
         }
+        if !self.adds_up() {
+            parts.push(format!(
+                "the figures do not add up ({} tests patched, {} unpatched)",
+                self.listed.patched.count, self.listed.unpatched.count
+            ));
+        }
         parts.push(format!(
-            "{} compared, {} other changes, {} failing in both, {} expected to fail (XPASS/XFAIL)",
+            "{} compared (unpatched tree: {} tests, patched: {})",
             self.compared(),
-            self.other_changes.len(),
-            self.failing_in_both.len(),
-            self.expected_to_fail.len()
+            self.listed.unpatched.count,
+            self.listed.patched.count
         ));
         parts.join(", ")
     }
 
     /// Tests both trees ran.
     pub(crate) fn compared(&self) -> usize {
-        self.patched.total - self.only_patched.len() - self.series_own.len()
+        self.listed
+            .patched
+            .count
+            .saturating_sub(self.only_patched.len() + self.series_own.len())
+    }
+}
+
+impl SuiteFacts {
+    /// What the machine did to the suite, in a few words.
+    pub(crate) fn summary(&self) -> String {
+        format!(
+            "{} failing in both, {} UNSUPPORTED, {} expected to fail (XPASS/XFAIL), {} other changes",
+            self.failing_in_both.len(),
+            self.unsupported.len(),
+            self.expected_to_fail.len(),
+            self.other_changes.len()
+        )
     }
 }
 
@@ -493,17 +608,22 @@ mod tests {
             ("elf/d", Pass),
             ("elf/tst-fallback-path", Pass),
         ]);
-        let diff = Diff::between(&unpatched, &patched, &own());
+        let (diff, facts) = Diff::between(&unpatched, &patched, &own());
         assert!(!diff.passes());
         assert_eq!(diff.regressions.len(), 1);
         assert_eq!(diff.regressions[0].test, "elf/a");
-        assert_eq!(diff.failing_in_both[0].test, "elf/b");
-        assert_eq!(diff.other_changes[0].test, "elf/c");
-        assert_eq!(diff.series_own[0].test, "elf/tst-fallback-path");
+        assert_eq!(facts.failing_in_both[0].test, "elf/b");
+        assert_eq!(facts.other_changes[0].test, "elf/c");
+        assert_eq!(diff.series_own, ["elf/tst-fallback-path"]);
         assert!(diff.only_patched.is_empty());
         assert_eq!(diff.only_unpatched[0].test, "elf/gone");
-        assert_eq!(diff.patched.pass, 3);
-        assert_eq!(diff.unpatched.unsupported, 1);
+        assert_eq!(facts.patched.pass, 3);
+        assert_eq!(facts.unpatched.unsupported, 1);
+        assert_eq!(
+            (diff.listed.patched.count, diff.listed.unpatched.count),
+            (5, 5)
+        );
+        assert!(diff.adds_up());
     }
 
     #[test]
@@ -511,19 +631,19 @@ mod tests {
         use Status::*;
         let unpatched = results(&[("elf/tst-ifunc-isa-1", Xpass), ("elf/x", Xfail)]);
         let patched = results(&[("elf/tst-ifunc-isa-1", Xpass), ("elf/x", Xfail)]);
-        let diff = Diff::between(&unpatched, &patched, &own());
+        let (diff, facts) = Diff::between(&unpatched, &patched, &own());
         assert!(diff.passes());
-        assert!(diff.failing_in_both.is_empty());
-        let named: Vec<&str> = diff
+        assert!(facts.failing_in_both.is_empty());
+        let named: Vec<&str> = facts
             .expected_to_fail
             .iter()
             .map(|t| t.test.as_str())
             .collect();
         assert_eq!(named, ["elf/tst-ifunc-isa-1", "elf/x"]);
-        assert_eq!(diff.patched.other, 2);
+        assert_eq!(facts.patched.other, 2);
         // An XPASS that turns into a FAIL with the patch is a regression all the same.
         let broken = results(&[("elf/tst-ifunc-isa-1", Fail), ("elf/x", Xfail)]);
-        assert!(!Diff::between(&unpatched, &broken, &own()).passes());
+        assert!(!Diff::between(&unpatched, &broken, &own()).0.passes());
     }
 
     fn own() -> Vec<String> {
@@ -547,7 +667,7 @@ mod tests {
             ("elf/tst-fallback-path", Unresolved),
             ("lint-makefiles", Fail),
         ]);
-        let diff = Diff::between(&unpatched, &patched, &own());
+        let (diff, facts) = Diff::between(&unpatched, &patched, &own());
         assert!(!diff.passes());
         assert_eq!(diff.regressions.len(), 1, "{diff:?}");
         assert_eq!(diff.regressions[0].test, "lint-makefiles");
@@ -560,7 +680,7 @@ mod tests {
                 "elf/tst-fallback-path (patched)"
             ]
         );
-        assert!(diff.failing_in_both.is_empty());
+        assert!(facts.failing_in_both.is_empty());
         assert!(diff.summary().contains("3 never ran"), "{}", diff.summary());
     }
 
@@ -573,17 +693,45 @@ mod tests {
             ("elf/tst-fallback-path", Pass),
             ("elf/tst-new", Pass),
         ]);
-        let diff = Diff::between(&unpatched, &patched, &own());
+        let (diff, _) = Diff::between(&unpatched, &patched, &own());
         assert!(!diff.passes());
         assert_eq!(diff.only_unpatched[0].test, "elf/tst-gone");
         assert_eq!(diff.only_patched[0].test, "elf/tst-new");
-        assert_eq!(diff.series_own[0].test, "elf/tst-fallback-path");
+        assert_eq!(diff.series_own, ["elf/tst-fallback-path"]);
         // Without the strays the same runs pass.
         let unpatched = results(&[("elf/tst-a", Pass)]);
         let patched = results(&[("elf/tst-a", Pass), ("elf/tst-fallback-path", Pass)]);
-        let diff = Diff::between(&unpatched, &patched, &own());
+        let (diff, _) = Diff::between(&unpatched, &patched, &own());
         assert!(diff.passes(), "{diff:?}");
         assert_eq!(diff.compared(), 1);
+    }
+
+    /// Issue 33 item 2: figures edited to agree with themselves ("552 tests, 100 pass") but
+    /// not with the tests they name are not believed.
+    #[test]
+    fn suite_figures_that_do_not_add_up_fail() {
+        use Status::*;
+        let unpatched = results(&[("elf/tst-a", Pass), ("elf/tst-b", Pass)]);
+        let patched = results(&[
+            ("elf/tst-a", Pass),
+            ("elf/tst-b", Pass),
+            ("elf/tst-fallback-path", Pass),
+        ]);
+        let (diff, facts) = Diff::between(&unpatched, &patched, &own());
+        assert!(diff.passes() && facts.patched.adds_up());
+        let mut edited = diff.clone();
+        edited.listed.patched.count = 552;
+        assert!(!edited.passes());
+        assert_eq!(
+            edited.summary(),
+            "0 regressions, the figures do not add up (552 tests patched, 2 unpatched), 551 compared (unpatched tree: 2 tests, patched: 552)"
+        );
+        let mut edited = diff;
+        edited.series_own.clear();
+        assert!(!edited.passes());
+        let mut counts = facts.patched;
+        counts.pass = 100;
+        assert!(!counts.adds_up());
     }
 
     #[test]

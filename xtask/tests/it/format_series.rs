@@ -54,9 +54,9 @@ fn request(f: &Fixture, version: u32, previous: Option<Vec<(String, String)>>) -
         release: f.ws.releases_with_series()[0],
         version,
         cover_letter: true,
-        author: Author::parse("Ada Lovelace <ada@example.org>").unwrap(),
+        author: Author::parse("Ada Lovelace <ada@gnu.org>").unwrap(),
         previous,
-        support: Some("| release | target |\n|---|---|\n| 2.41 | x86_64 |\n\n## Series\n".into()),
+        testing: Some("Tested on glibc 2.41.\n\n".into()),
     }
 }
 
@@ -64,10 +64,10 @@ fn request(f: &Fixture, version: u32, previous: Option<Vec<(String, String)>>) -
 fn a_second_version_is_ready_to_mail() {
     let v1 = fixture("  return default_path () || fallback ();\n");
     let first = format(&v1.ws, &request(&v1, 1, None)).unwrap();
-    assert_eq!(first.len(), 3);
+    assert_eq!(first.len(), 4);
     assert!(first[1]
         .1
-        .contains("Subject: [PATCH 1/2] elf: Search LD_FALLBACK_PATH last\n"));
+        .contains("Subject: [PATCH 1/3] elf: Search LD_FALLBACK_PATH last\n"));
 
     let v2 = fixture("  return default_path () || fallback_path ();\n");
     let mails = format(&v2.ws, &request(&v2, 2, Some(first))).unwrap();
@@ -77,12 +77,21 @@ fn a_second_version_is_ready_to_mail() {
         [
             "v2-0000-cover-letter.patch",
             "v2-0001-elf-Search-LD_FALLBACK_PATH-last.patch",
-            "v2-0002-elf-Parse-LD_FALLBACK_PATH.patch"
+            "v2-0002-elf-Parse-LD_FALLBACK_PATH.patch",
+            "v2-0003-manual-Document-LD_FALLBACK_PATH-and-ld.so-fallback.patch"
         ]
     );
     let (cover, patch) = (&mails[0].1, &mails[1].1);
-    assert!(cover.contains("Subject: [PATCH v2 0/2] "), "{cover}");
-    assert!(cover.contains("Changes since v1:"), "{cover}");
+    assert!(cover.contains("Subject: [PATCH v2 0/3] "), "{cover}");
+    let changes = &cover[cover.find("Changes since v1:\n").expect(cover)..];
+    assert_eq!(
+        &changes[..changes.find("\n\n").unwrap()],
+        "Changes since v1:
+- 1/3 elf: Search LD_FALLBACK_PATH last: changed: elf/dl-load.c
+- 2/3 elf: Parse LD_FALLBACK_PATH: unchanged
+- 3/3 manual: Document LD_FALLBACK_PATH and ld.so --fallback-path: unchanged"
+    );
+    assert!(cover.contains("\nRange-diff against v1:\n"), "{cover}");
     assert!(
         cover.contains("v2-0001-elf-Search-LD_FALLBACK_PATH-last.patch: changed"),
         "{cover}"
@@ -95,15 +104,15 @@ fn a_second_version_is_ready_to_mail() {
         cover.contains("v2-0002-elf-Parse-LD_FALLBACK_PATH.patch: unchanged"),
         "{cover}"
     );
-    assert!(cover.contains("| 2.41 | x86_64 |"), "{cover}");
+    assert!(cover.contains("\nTested on glibc 2.41.\n"), "{cover}");
     assert!(
-        patch.contains("From: Ada Lovelace <ada@example.org>\n"),
+        patch.contains("From: Ada Lovelace <ada@gnu.org>\n"),
         "{patch}"
     );
-    assert!(patch.contains("Subject: [PATCH v2 1/2] elf: Search LD_FALLBACK_PATH last\n"));
+    assert!(patch.contains("Subject: [PATCH v2 1/3] elf: Search LD_FALLBACK_PATH last\n"));
     assert!(
         patch.contains(
-            "After the default path.\n\nSigned-off-by: Ada Lovelace <ada@example.org>\n---\n"
+            "After the default path.\n\nSigned-off-by: Ada Lovelace <ada@gnu.org>\n---\n"
         ),
         "{patch}"
     );
@@ -130,6 +139,14 @@ fn a_second_version_is_ready_to_mail() {
     v2.t.store
         .export_tree(v2.ws.releases_with_series()[0], &am)
         .unwrap();
+    // Upstream's tree has the manual the last patch changes.
+    std::fs::create_dir(am.join("manual")).unwrap();
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../docs/upstream/glibc-manual/dynlink.texi"),
+        am.join("manual/dynlink.texi"),
+    )
+    .unwrap();
     run(&am, "git", &["init", "-q"]);
     run(&am, "git", &["add", "-A"]);
     run(
@@ -163,6 +180,8 @@ fn a_second_version_is_ready_to_mail() {
     ];
     args.extend(files.iter().map(String::as_str));
     run(&am, "git", &args);
+    let manual = std::fs::read_to_string(am.join("manual/dynlink.texi")).unwrap();
+    assert!(manual.contains("@item LD_FALLBACK_PATH\n"), "{manual}");
     let news = std::fs::read_to_string(am.join("NEWS")).unwrap();
     assert!(
         news.starts_with(
@@ -172,6 +191,53 @@ fn a_second_version_is_ready_to_mail() {
     );
 }
 
+/// The header block of a mail, without its `Subject:` (whose `[PATCH m/n]` tag differs).
+fn headers_but_subject(mail: &str) -> String {
+    let (headers, _) = mail.split_once("\n\n").unwrap();
+    headers
+        .lines()
+        .filter(|line| !line.starts_with("Subject: "))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// A real name outside ASCII goes out as `git format-patch` writes it: `From:` RFC
+/// 2047-encoded (folded when long), and the MIME headers its UTF-8 sign-off needs.
+#[test]
+fn a_utf8_author_is_written_as_git_format_patch_writes_it() {
+    let f = fixture("  return 1;\n");
+    let mut req = request(&f, 1, None);
+    for name in [
+        "José Müller",
+        "Ángel Ñúñez-Özdemir de la Peña y Castañeda Ü",
+        "J. Random Hacker",
+    ] {
+        req.author = Author::parse(&format!("{name} <jose@gnu.org>")).unwrap();
+        let mails = format(&f.ws, &req).unwrap();
+        let store = f.t.store.dir().display().to_string();
+        for (file, text) in &mails[1..] {
+            let id = text["From ".len()..].split(' ').next().unwrap();
+            let git = run(
+                f.t.tmp.path(),
+                "git",
+                &["--git-dir", &store, "format-patch", "-1", "--stdout", id],
+            );
+            assert_eq!(
+                headers_but_subject(text),
+                headers_but_subject(&git),
+                "{file}"
+            );
+            assert!(text.contains(&format!("\nSigned-off-by: {name} <jose@gnu.org>\n")));
+        }
+        // The cover letter is from the same sender, in the same form.
+        let from = |mail: &str| {
+            let headers = headers_but_subject(mail);
+            headers[headers.find("From: ").unwrap()..headers.find("Date: ").unwrap()].to_string()
+        };
+        assert_eq!(from(&mails[0].1), from(&mails[1].1), "{}", mails[0].1);
+    }
+}
+
 #[test]
 fn a_later_version_needs_the_previous_one() {
     let f = fixture("  return 1;\n");
@@ -179,12 +245,12 @@ fn a_later_version_needs_the_previous_one() {
     req.cover_letter = false;
     // Without a previous version the cover letter has no range diff, and no cover letter
     // is asked for here: the library call formats; the command insists on --previous.
-    assert_eq!(format(&f.ws, &req).unwrap().len(), 2);
+    assert_eq!(format(&f.ws, &req).unwrap().len(), 3);
 }
 
 // --- where the mails go: `--out` never destroys what format-series did not write -----------
 
-const AUTHOR: &str = "Ada Lovelace <ada@example.org>";
+const AUTHOR: &str = "Ada Lovelace <ada@gnu.org>";
 
 fn format_into(p: &crate::common::project::Project, out: &std::path::Path, extra: &[&str]) -> Ran {
     let out = out.display().to_string();
@@ -241,13 +307,8 @@ fn out_replaces_only_its_own_output_of_the_same_version() {
     std::fs::create_dir(&v1).unwrap();
     let ran = format_into(&p, &v1, &[]).expect(0);
     let first = visible_files(&v1);
-    assert_eq!(first.len(), 2, "{ran:?}");
+    assert_eq!(first.len(), 3, "{ran:?}");
     // Run again: the same version's output is replaced, whole.
-    std::fs::write(
-        v1.join("0001-elf-Search-LD_FALLBACK_PATH-last.patch"),
-        "old\n",
-    )
-    .unwrap();
     format_into(&p, &v1, &[]).expect(0);
     assert_eq!(visible_files(&v1), first);
     // A file added beside the output is not the command's to delete.
@@ -271,5 +332,82 @@ fn out_replaces_only_its_own_output_of_the_same_version() {
     // A new directory takes v2.
     let v2 = p.root().join("v2");
     format_into(&p, &v2, &["--version", "2", "--previous", &v1_arg]).expect(0);
-    assert_eq!(visible_files(&v2).len(), 2);
+    assert_eq!(visible_files(&v2).len(), 3);
+}
+
+/// Issue 33, item 1: the manifest is anyone's to write, so what it names is deleted only when
+/// format-series can prove it wrote it: a mail of its own name, a plain file, with the content
+/// it wrote (the manifest records each mail's blob id). A directory it names, a file of
+/// another name, and a mail edited since are refused, with nothing deleted.
+#[test]
+fn out_deletes_only_the_mails_it_can_prove_it_wrote() {
+    let p = Project::new();
+    let out = p.root().join("out");
+    format_into(&p, &out, &[]).expect(0);
+    let marker = out.join(".format-series");
+    let written = std::fs::read_to_string(&marker).unwrap();
+
+    // A hand-written manifest that names a directory of the user's.
+    let forged = p.root().join("forged");
+    std::fs::create_dir_all(forged.join("sub")).unwrap();
+    std::fs::write(forged.join("sub/keep.c"), "int keep;\n").unwrap();
+    std::fs::write(
+        forged.join(".format-series"),
+        "# Written by `cargo xtask format-series`\nversion 1\nrelease 2.41\nmail sub\n",
+    )
+    .unwrap();
+    let ran = format_into(&p, &forged, &[]).expect(1);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        format!(
+            "error: --out {}: format-series cannot prove it wrote sub (not a name it gives its mails); nothing was written or deleted. Name a new or empty directory, or move those files away",
+            forged.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(forged.join("sub/keep.c")).unwrap(),
+        "int keep;\n"
+    );
+
+    // A directory under a mail's name.
+    let name = "0001-elf-Search-LD_FALLBACK_PATH-last.patch";
+    std::fs::create_dir_all(forged.join(format!("{name}/inside"))).unwrap();
+    std::fs::remove_dir_all(forged.join("sub")).unwrap();
+    std::fs::write(
+        forged.join(".format-series"),
+        format!("version 1\nrelease 2.41\nmail {name}\n"),
+    )
+    .unwrap();
+    let ran = format_into(&p, &forged, &[]).expect(1);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        format!(
+            "error: --out {}: format-series cannot prove it wrote {name} (not a plain file); nothing was written or deleted. Name a new or empty directory, or move those files away",
+            forged.display()
+        )
+    );
+    assert!(forged.join(format!("{name}/inside")).is_dir());
+
+    // A mail edited since it was written.
+    let before = visible_files(&out);
+    std::fs::write(out.join(name), "my own text\n").unwrap();
+    let ran = format_into(&p, &out, &[]).expect(1);
+    assert_eq!(
+        ran.stderr.trim_end(),
+        format!(
+            "error: --out {}: format-series cannot prove it wrote {name} (its content is not what format-series wrote there: edited since?); nothing was written or deleted. Name a new or empty directory, or move those files away",
+            out.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join(name)).unwrap(),
+        "my own text\n"
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), written);
+    // Put back as written, the output is the command's again.
+    for (file, text) in &before {
+        std::fs::write(out.join(file), text).unwrap();
+    }
+    format_into(&p, &out, &[]).expect(0);
+    assert_eq!(visible_files(&out), before);
 }

@@ -9,6 +9,7 @@ mod build_glibc;
 mod faults;
 mod format_series;
 mod install_deps;
+mod messages;
 mod real_release;
 mod rebase;
 mod safety;

@@ -169,8 +169,26 @@ fn conflict_stops_then_continue_finishes() {
         "int rtld;\n"
     );
 
-    // A second start is refused while the first is stopped.
-    assert!(rebase::start(&f.ws, None, rel("2.43")).is_err());
+    // A second start is refused while the first is stopped, and leaves it as it was.
+    let state = std::fs::read(f.ws.rebase_dir.join("2.43/state")).unwrap();
+    let err = rebase::start(&f.ws, None, rel("2.43"))
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err,
+        "a rebase onto glibc 2.43 is already in progress: finish it with \
+         `cargo xtask rebase-glibc --continue` or drop it with \
+         `cargo xtask rebase-glibc --abort`"
+    );
+    assert_eq!(
+        std::fs::read(f.ws.rebase_dir.join("2.43/state")).unwrap(),
+        state
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.join("elf/dl-load.c")).unwrap(),
+        conflicted
+    );
     // Markers left: refused.
     let err = rebase::continue_rebase(&f.ws, rel("2.43"), &[])
         .err()
@@ -322,7 +340,8 @@ fn status_has_a_row_per_release() {
         text.contains("2.41     applies cleanly  glibc-2.41 "),
         "{text}"
     );
-    assert!(!table.needs_attention() && !table.errors());
+    // Only a series of its own that applies needs nothing: a rebase or a conflict does.
+    assert!(table.needs_attention() && !table.errors());
 }
 
 fn snapshot(dir: &Path) -> Oid {

@@ -90,7 +90,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     assert_eq!(Snapshot::of_dir(&plain, &[]).unwrap().root, expected_tree);
 
     // quilt (package quilt) reads the same series file.
-    if loader_tests::host::find_program("quilt").is_some() {
+    if loader_harness::host::find_program("quilt").is_some() {
         let q = t.tmp.path().join("quilt");
         t.store.export_tree(release, &q).unwrap();
         let out = std::process::Command::new("quilt")
@@ -109,7 +109,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     } else {
         // A test whose input is missing must not pass quietly where it is meant to run.
         assert!(
-            !loader_tests::host::in_ci(),
+            !loader_harness::host::in_ci(),
             "quilt is not installed (scripts/install-deps installs it)"
         );
         eprintln!("quilt is not installed: skipping the quilt part (this fails under CI)");

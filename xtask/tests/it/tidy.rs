@@ -33,7 +33,13 @@ fn run(cmd: &mut Command, fix: &str) {
 /// The Rust sources of both crates: `src/` and `tests/`.
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for krate in ["model", "xtask", "loader-tests"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         for dir in ["src", "tests"] {
             collect(&workspace().join(krate).join(dir), &mut files);
         }
@@ -102,7 +108,13 @@ fn pub_means_reachable_in_every_crate() {
         lints.contains("unreachable_pub = \"warn\""),
         "Cargo.toml's [workspace.lints.rust] must warn unreachable_pub"
     );
-    for krate in ["model", "xtask", "loader-tests"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
         assert!(
             manifest.contains("[lints]\nworkspace = true\n"),
@@ -190,6 +202,19 @@ fn output_survives_a_closed_pipe() {
     );
 }
 
+/// The workspace's crates, bottom first: the vocabulary, the model of the loader's search,
+/// the harness that runs real loaders (and holds the model against them), the stand-alone
+/// `ld-fallback-explain` (its examples test runs the harness), `cargo xtask`.
+/// A crate may name only crates below it (its own tests may name it too), so that the light
+/// crates stay light and no crate reaches up.
+const CRATES: &[(&str, &str)] = &[
+    ("model", "model"),
+    ("loader-model", "loader_model"),
+    ("loader-harness", "loader_harness"),
+    ("explain", "ld_fallback_explain"),
+    ("xtask", "xtask"),
+];
+
 /// xtask's top-level modules in layers, bottom first: plumbing and vocabulary, the stages in
 /// the order data flows through them, the commands that take several stages, the command
 /// tree. A module may name (`crate::<module>`) only modules of lower layers, so that no
@@ -201,6 +226,7 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["merge"],
     &["series"],
+    &["nixpkgs"],
     &["rebase"],
     &["sysroot"],
     &["resolution"],
@@ -210,20 +236,48 @@ const LAYERS: &[&[&str]] = &[
     &["commands"],
 ];
 
-/// The top-level modules `text` names through `crate::`, code only (comments left out).
-fn crate_modules(text: &str) -> Vec<String> {
-    let code: String = text
-        .lines()
+/// loader-model's modules, bottom first: reading files and ELF objects and ld.so.cache, what
+/// the loader brings (default directories, hwcaps), directory lists, the walk, the tiers of
+/// one search and the hazards found in a finished walk, the renderings.
+const LOADER_MODEL_LAYERS: &[&[&str]] = &[
+    &["fs", "elf", "cache"],
+    &["platform"],
+    &["paths"],
+    &["walk"],
+    &["tiers", "hazards"],
+    &["render"],
+];
+
+/// loader-harness' modules, bottom first: the host, the layout of a root, running a
+/// program and reading its trace; fixtures and Debian packages; the hermetic roots; the
+/// scenarios (the matrix) and the model held against the real loaders; the Jetson replay and
+/// the reports.
+const LOADER_HARNESS_LAYERS: &[&[&str]] = &[
+    &["host", "layout", "probe", "trace"],
+    &["apt", "fixtures"],
+    &["debs"],
+    &["nvidia", "root"],
+    &["matrix", "differential"],
+    &["replay", "report"],
+];
+
+/// Code only: comment lines left out.
+fn code_of(text: &str) -> String {
+    text.lines()
         .filter(|line| !line.trim_start().starts_with("//"))
         .map(|line| format!("{line}\n"))
-        .collect();
+        .collect()
+}
+
+/// The first words of the paths that start with `prefix` (`crate::`, `super::`) in `code`.
+fn path_heads(code: &str, prefix: &str) -> Vec<String> {
     let mut named = Vec::new();
-    for (at, _) in code.match_indices("crate::") {
+    for (at, _) in code.match_indices(prefix) {
         let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
             continue;
         }
-        let rest = &code[at + "crate::".len()..];
+        let rest = &code[at + prefix.len()..];
         let names: Vec<&str> = match rest.strip_prefix('{') {
             // `crate::{a, b::{c, d}, self}`: the first word of each top-level item.
             Some(group) => top_level_items(group)
@@ -243,6 +297,11 @@ fn crate_modules(text: &str) -> Vec<String> {
         );
     }
     named
+}
+
+/// The top-level modules `text` names through `crate::`, code only (comments left out).
+fn crate_modules(text: &str) -> Vec<String> {
+    path_heads(&code_of(text), "crate::")
 }
 
 /// The items of a `{...}` group (`group` starts after its `{`), split at its own commas.
@@ -267,56 +326,179 @@ fn top_level_items(group: &str) -> Vec<&str> {
     items
 }
 
-#[test]
-fn stages_import_only_downward() {
-    let src = workspace().join("xtask/src");
-    let layer_of = |module: &str| LAYERS.iter().position(|layer| layer.contains(&module));
+/// The imports of `src` (a crate's `src/`) against `layers`: `path` is where the file
+/// is, relative to `src`, and `text` what it holds.
+fn layer_violations(krate: &str, layers: &[&[&str]], files: &[(PathBuf, String)]) -> Vec<String> {
+    let layer_of = |module: &str| layers.iter().position(|layer| layer.contains(&module));
+    let modules: Vec<String> = files.iter().map(|(rel, _)| top_module(rel)).collect();
     let mut wrong = Vec::new();
-    let mut files = Vec::new();
-    collect(&src, &mut files);
-    files.sort();
-    for path in files {
-        let rel = path.strip_prefix(&src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let module = first.trim_end_matches(".rs").to_string();
+    for ((rel, text), module) in files.iter().zip(&modules) {
         if module == "lib" || module == "main" {
             continue;
         }
-        let Some(layer) = layer_of(&module) else {
+        let Some(layer) = layer_of(module) else {
             wrong.push(format!(
-                "xtask/src/{first}: a module in no layer (add it to LAYERS)"
+                "{krate}/src/{}: a module in no layer (add it to the crate's layers)",
+                rel.display()
             ));
             continue;
         };
-        let text = std::fs::read_to_string(&path).unwrap();
-        for named in crate_modules(&text) {
-            if named == module {
+        let code = code_of(text);
+        let mut named = path_heads(&code, "crate::");
+        // In `src/x.rs` and `src/x/mod.rs`, `super::` is the crate root.
+        if rel.components().count() == 1 || rel.ends_with("mod.rs") && rel.components().count() == 2
+        {
+            named.extend(path_heads(&code, "super::"));
+        }
+        for named in named {
+            if &named == module {
                 continue;
             }
             match layer_of(&named) {
                 Some(other) if other < layer => {}
-                // A macro or item of lib.rs, not a module.
-                None if !src.join(&named).is_dir()
-                    && !src.join(format!("{named}.rs")).is_file() => {}
+                // An item of the crate root, not a module.
+                None if !modules.contains(&named) => {}
                 _ => wrong.push(format!(
-                    "{}: imports crate::{named}, which is not below {module}",
-                    relative(&path)
+                    "{krate}/src/{}: imports crate::{named}, which is not below {module}",
+                    rel.display()
                 )),
             }
         }
     }
     wrong.sort();
     wrong.dedup();
+    wrong
+}
+
+/// The top-level module a file of `src/` belongs to (`lib` for `lib.rs`).
+fn top_module(rel: &Path) -> String {
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+/// The `.rs` files under `dir`, relative to it, with their text.
+fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    collect(dir, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            (path.strip_prefix(dir).unwrap().to_path_buf(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn stages_import_only_downward() {
+    let mut wrong = Vec::new();
+    for (krate, layers) in [
+        ("xtask", LAYERS),
+        ("loader-model", LOADER_MODEL_LAYERS),
+        ("loader-harness", LOADER_HARNESS_LAYERS),
+    ] {
+        let files = files_under(&workspace().join(krate).join("src"));
+        wrong.extend(layer_violations(krate, layers, &files));
+    }
     assert!(
         wrong.is_empty(),
-        "imports against the layers (see LAYERS: move the code to the lower module, or pass \
-         what it needs in from above):\n  {}",
+        "imports against the layers (see LAYERS and the crates' layers beside it: move the \
+         code to the lower module, or pass what it needs in from above):\n  {}",
         wrong.join("\n  ")
+    );
+}
+
+/// The workspace crates a file names (`loader_model::`, `use model;`), code only.
+fn crates_named(text: &str) -> Vec<&'static str> {
+    let code = code_of(text);
+    CRATES
+        .iter()
+        .map(|(_, name)| *name)
+        .filter(|name| {
+            code.match_indices(name).any(|(at, _)| {
+                let before = code[..at].chars().next_back();
+                let after = &code[at + name.len()..];
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                    && (after.starts_with("::") || after.starts_with(';'))
+            })
+        })
+        .collect()
+}
+
+fn crate_violations(
+    krate: &str,
+    place: &str,
+    files: &[(PathBuf, String)],
+    own_tests: bool,
+) -> Vec<String> {
+    let level = |name: &str| CRATES.iter().position(|(_, n)| *n == name).unwrap();
+    let own = CRATES.iter().position(|(dir, _)| *dir == krate).unwrap();
+    let mut wrong = Vec::new();
+    for (rel, text) in files {
+        for named in crates_named(text) {
+            let other = level(named);
+            if other < own || own_tests && other == own {
+                continue;
+            }
+            if other != own {
+                wrong.push(format!(
+                    "{krate}/{place}/{}: names the crate {named}, which is not below {krate}",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    wrong
+}
+
+#[test]
+fn crates_import_only_downward() {
+    let mut wrong = Vec::new();
+    for (krate, _) in CRATES {
+        let dir = workspace().join(krate);
+        let src = files_under(&dir.join("src"));
+        wrong.extend(crate_violations(krate, "src", &src, false));
+        let tests = files_under(&dir.join("tests"));
+        wrong.extend(crate_violations(krate, "tests", &tests, true));
+    }
+    assert!(
+        wrong.is_empty(),
+        "crates naming crates above them (see CRATES):\n  {}",
+        wrong.join("\n  ")
+    );
+}
+
+/// The checks above find an upward import, in a module and across crates.
+#[test]
+fn an_upward_import_is_found() {
+    let files = vec![
+        (
+            PathBuf::from("fs.rs"),
+            "//! Files.\nuse super::walk::Model;\n".to_string(),
+        ),
+        (
+            PathBuf::from("walk.rs"),
+            "//! The walk.\nuse crate::fs::Tree;\n// crate::render in a comment\n".to_string(),
+        ),
+        (PathBuf::from("render.rs"), "//! Text.\n".to_string()),
+    ];
+    assert_eq!(
+        layer_violations("loader-model", LOADER_MODEL_LAYERS, &files),
+        ["loader-model/src/fs.rs: imports crate::walk, which is not below fs"]
+    );
+    let files = vec![(
+        PathBuf::from("lib.rs"),
+        "//! The model.\nuse loader_harness::root::Root;\nuse model::Target;\n".to_string(),
+    )];
+    assert_eq!(
+        crate_violations("loader-model", "src", &files, false),
+        ["loader-model/src/lib.rs: names the crate loader_harness, which is not below loader-model"]
     );
 }
 
@@ -350,7 +532,13 @@ fn statement_from(lines: &[&str], i: usize) -> String {
 #[test]
 fn every_dependency_is_used() {
     let mut unused = Vec::new();
-    for krate in ["model", "xtask", "loader-tests"] {
+    for krate in [
+        "model",
+        "loader-model",
+        "loader-harness",
+        "explain",
+        "xtask",
+    ] {
         let dir = workspace().join(krate);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         for (section, code_dirs) in [
@@ -392,4 +580,182 @@ fn dependencies(manifest: &str, section: &str) -> Vec<String> {
                 .then(|| l.split(['.', ' ', '=']).next().unwrap().to_string())
         })
         .collect()
+}
+
+/// Where a page quotes a duration (`6:49`, `27.4 min`, `50-80 ms`), outside the blocks a
+/// command generates (`<!-- NAME: begin ... -->` to `<!-- NAME: end -->`), if anywhere.
+fn quoted_durations(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut generated = false;
+    for (n, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("<!-- ") && trimmed.contains(": begin") {
+            generated = true;
+            continue;
+        }
+        if trimmed.starts_with("<!-- ") && trimmed.contains(": end -->") {
+            generated = false;
+            continue;
+        }
+        if generated {
+            continue;
+        }
+        found.extend(durations_in(line).into_iter().map(|d| (n + 1, d)));
+    }
+    found
+}
+
+/// The durations of one line: a number or range (`0.6-2.5`) followed by `ms`, `s`, `min` or
+/// `h` as a word, or a clock figure (`6:49`).
+fn durations_in(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts_number = chars[i].is_ascii_digit()
+            && (i == 0 || !(is_word(chars[i - 1]) || matches!(chars[i - 1], '.' | ':' | '-')));
+        if !starts_number {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < chars.len() && (chars[j].is_ascii_digit() || matches!(chars[j], '.' | '-')) {
+            j += 1;
+        }
+        // A clock figure: one or two digits, a colon, two digits, then no word.
+        if j < chars.len()
+            && chars[j] == ':'
+            && j - i <= 2
+            && chars[i..j].iter().all(char::is_ascii_digit)
+        {
+            let k = j + 1;
+            if k + 2 <= chars.len()
+                && chars[k..k + 2].iter().all(char::is_ascii_digit)
+                && chars.get(k + 2).is_none_or(|&c| !is_word(c) && c != ':')
+            {
+                found.push(chars[i..k + 2].iter().collect());
+                i = k + 2;
+                continue;
+            }
+        }
+        let number_end = j;
+        let mut k = j;
+        if chars.get(k) == Some(&' ') {
+            k += 1;
+        }
+        let unit_start = k;
+        while k < chars.len() && chars[k].is_ascii_alphabetic() {
+            k += 1;
+        }
+        let unit: String = chars[unit_start..k].iter().collect();
+        if matches!(unit.as_str(), "ms" | "s" | "min" | "h")
+            && chars.get(k).is_none_or(|&c| !is_word(c))
+        {
+            found.push(chars[i..k].iter().collect());
+        }
+        i = number_end.max(i + 1);
+    }
+    found
+}
+
+#[test]
+fn durations_are_found_where_pages_quote_them() {
+    assert_eq!(
+        durations_in(
+            "the cold build 6:49, then 0:36; a cell 15-19 min, 2 h 45 min, 50-80 ms, 5.0 s"
+        ),
+        [
+            "6:49",
+            "0:36",
+            "15-19 min",
+            "2 h",
+            "45 min",
+            "50-80 ms",
+            "5.0 s"
+        ]
+    );
+    assert_eq!(
+        durations_in(
+            "glibc 2.42-67, x86_64 scenarios, 63 scenarios, 1:2.66-4, 04:45:00, 3 seconds"
+        ),
+        Vec::<String>::new()
+    );
+    let page = "a 9 min build\n<!-- x: begin (generated) -->\n6:49\n<!-- x: end -->\n";
+    assert_eq!(quoted_durations(page), [(1, "9 min".to_string())]);
+}
+
+/// Every figure of time has one source: docs/measurements.md, or a block a command
+/// generates. Another page links to the measurement instead of quoting it, so that two pages
+/// cannot disagree about one figure.
+#[test]
+fn docs_quote_durations_from_one_page() {
+    let mut pages = vec![
+        workspace().join("README.md"),
+        workspace().join("loader-harness/README.md"),
+        workspace().join("patches/variants/README.md"),
+    ];
+    for entry in std::fs::read_dir(workspace().join("docs"))
+        .unwrap()
+        .flatten()
+    {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // measurements.md is the one source; support.md is rendered from support.json.
+        if path.extension().is_some_and(|e| e == "md")
+            && name != "measurements.md"
+            && name != "support.md"
+        {
+            pages.push(path);
+        }
+    }
+    pages.sort();
+    let mut quoted = Vec::new();
+    for page in pages {
+        let Ok(text) = std::fs::read_to_string(&page) else {
+            continue;
+        };
+        for (line, figure) in quoted_durations(&text) {
+            quoted.push(format!("{}:{line}: {figure}", relative(&page)));
+        }
+    }
+    assert!(
+        quoted.is_empty(),
+        "durations quoted outside docs/measurements.md (move the figure there and link to it):\n  {}",
+        quoted.join("\n  ")
+    );
+}
+
+/// `ld-fallback-explain` is what users install on their own machine (a Jetson): it builds
+/// without the maintainer tooling, so none of xtask's heavy dependencies may reach it.
+#[test]
+fn explain_installs_without_the_maintainer_tooling() {
+    let out = cargo()
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "ld-fallback-explain",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    let mut crates: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
+    crates.sort();
+    crates.dedup();
+    let heavy: Vec<&&str> = crates
+        .iter()
+        .filter(|c| ["xtask", "git2", "libgit2-sys", "flate2", "tar", "similar"].contains(c))
+        .collect();
+    assert!(heavy.is_empty(), "the explain crate pulls in {heavy:?}");
+    assert!(crates.len() <= 40, "{} crates: {crates:?}", crates.len());
 }

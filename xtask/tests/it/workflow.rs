@@ -62,7 +62,7 @@ fn xtask_commands(job: &NormalJob, release: &str, target: &str) -> Vec<Vec<Strin
             let rest = rest
                 .replace("${{ matrix.release }}", release)
                 .replace("${{ matrix.target }}", target);
-            let command = rest.split(['|', '>', ';']).next().unwrap();
+            let command = rest.split(['|', '>', ';', ')']).next().unwrap();
             let mut argv = vec!["cargo xtask".to_string()];
             argv.extend(command.split_whitespace().map(str::to_string));
             argv
@@ -129,8 +129,9 @@ fn every_command_is_one_cargo_xtask_accepts() {
             }
         }
     }
-    // build-glibc --print-key, verify, jetson-replay --check, verify merge.
-    assert_eq!(checked, 4, "the scan for commands found too few");
+    // build-glibc --print-key, verify, jetson-replay --check, build-glibc --print-sysroot
+    // (the docs' examples), verify merge.
+    assert_eq!(checked, 5, "the scan for commands found too few");
 }
 
 #[test]
@@ -210,4 +211,63 @@ fn the_newest_aarch64_cell_checks_the_jetson_replay() {
     ] {
         assert!(condition.contains(&part), "no `{part}` in `{condition}`");
     }
+}
+
+/// The series on nixpkgs' glibc patches: nixpkgs checked out at every pinned commit (its
+/// glibc directory only), then one `nix-stack` over all of them.
+#[test]
+fn the_nix_stack_job_checks_out_every_pin_and_runs_the_check() {
+    let workflow = workflow();
+    let nix = job(&workflow, "nix-stack");
+    let argv = xtask_commands(nix, "", "");
+    assert_eq!(
+        argv,
+        [[
+            "cargo xtask",
+            "nix-stack",
+            "--release",
+            "all",
+            "--target",
+            "all",
+            "--nixpkgs",
+            "nixpkgs"
+        ]]
+    );
+    Cli::try_parse_from(&argv[0]).expect("cargo xtask accepts the nix-stack command");
+    let checkouts: Vec<String> = nix
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Uses(step) => Some(format!("{:?}", step.with)),
+            _ => None,
+        })
+        .filter(|with| with.contains("NixOS/nixpkgs"))
+        .collect();
+    assert_eq!(
+        checkouts.len(),
+        4,
+        "one nixpkgs checkout per pin:\n{checkouts:#?}"
+    );
+    for with in &checkouts {
+        assert!(
+            with.contains("pkgs/development/libraries/glibc"),
+            "a sparse checkout of nixpkgs' glibc: {with}"
+        );
+    }
+}
+
+/// The stand-alone explain crate is installed as users install it, on arm64.
+#[test]
+fn explain_installs_on_its_own_on_arm64() {
+    let workflow = workflow();
+    let explain = job(&workflow, "explain-arm64");
+    let runner = format!("{:?}", explain.runs_on);
+    assert!(runner.contains("ubuntu-24.04-arm"), "{runner}");
+    assert!(
+        runs(explain)
+            .iter()
+            .any(|r| r.starts_with("cargo install --locked --path explain ")),
+        "{:?}",
+        runs(explain)
+    );
 }

@@ -1,0 +1,215 @@
+//! `ld-fallback-explain`: which file a program would map for every library, under the
+//! patched loader with `LD_FALLBACK_PATH` (or the release as it is), without running the
+//! program or any loader. It reads the program's ELF files and the tree they live in, and
+//! walks the search model of `loader_model`, which is proven against the real loaders
+//! (docs/explain.md).
+//!
+//! The crate is the stand-alone form users install (`cargo install --path explain`);
+//! `cargo xtask explain` runs the same [`Args`].
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use loader_model::fs::{OpenError, Tree};
+use loader_model::{Config, Cpu, Dlopen, PathList};
+use model::{printable, Release, Target, SUPPORTED};
+
+/// The command line.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// The program, as it would be started (a path inside --root).
+    pub program: String,
+    /// The tree taken as `/`: a scenario root, a container's or a board's filesystem.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// LD_FALLBACK_PATH: the fallback directories.
+    #[arg(long, value_name = "LIST")]
+    pub fallback_path: Option<String>,
+    /// LD_LIBRARY_PATH.
+    #[arg(long, value_name = "LIST")]
+    pub library_path: Option<String>,
+    /// A dlopen the program makes: `NAME` (from the program) or `CALLER:NAME` (from a
+    /// loaded library, named by path, soname or file name). Repeat, in the program's order.
+    #[arg(long, value_name = "[CALLER:]NAME")]
+    pub dlopen: Vec<String>,
+    /// A dlmopen (LM_ID_NEWLM) from the program, into a namespace of its own.
+    #[arg(long, value_name = "NAME")]
+    pub dlmopen: Vec<String>,
+    /// glibc release of the modelled loader [default: the release of the program's own
+    /// loader when it is a supported one, else the newest].
+    #[arg(long, value_name = "X.Y", value_parser = release())]
+    pub release: Option<Release>,
+    /// Target [default: the program's architecture].
+    #[arg(long, value_parser = target())]
+    pub target: Option<Target>,
+    /// Model the release as it is, without the LD_FALLBACK_PATH series.
+    #[arg(long)]
+    pub unpatched: bool,
+    /// Secure mode (AT_SECURE: setuid, setgid, capabilities).
+    #[arg(long)]
+    pub secure: bool,
+    /// As under `ld.so --inhibit-cache`.
+    #[arg(long)]
+    pub inhibit_cache: bool,
+    /// As `ldd` lists: go on past a missing library.
+    #[arg(long)]
+    pub ldd: bool,
+    /// The working directory inside --root (for relative paths and empty LD_LIBRARY_PATH
+    /// entries).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub cwd: String,
+    /// Print JSON instead of the explanation.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What [`Args::explain`] found.
+#[derive(Debug)]
+pub struct Explained {
+    /// The explanation, as text or JSON, ending in a newline.
+    pub text: String,
+    /// Every library found and the program would start.
+    pub complete: bool,
+    /// Requests that could not be followed (a dlopen from a caller that is not loaded):
+    /// the answer leaves them out, so it is not the one asked for.
+    pub not_followed: Vec<String>,
+}
+
+impl Explained {
+    /// Why the request itself was wrong, when a `--dlopen` named a caller nothing loaded:
+    /// a failure (exit status 1), said after the explanation.
+    pub fn request_error(&self) -> Option<String> {
+        let first = self.not_followed.first()?;
+        Some(format!(
+            "{} not followed ({}): --dlopen CALLER:NAME names its caller by a loaded library's path, soname or file name",
+            match self.not_followed.len() {
+                1 => "a --dlopen was".to_string(),
+                n => format!("{n} --dlopen requests were"),
+            },
+            printable(first)
+        ))
+    }
+}
+
+/// `X.Y` of a supported release.
+fn release() -> impl TypedValueParser<Value = Release> {
+    PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version()))
+        .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
+}
+
+/// `x86_64` or `aarch64`.
+fn target() -> impl TypedValueParser<Value = Target> {
+    PossibleValuesParser::new(Target::ALL.map(Target::name))
+        .map(|text| Target::parse(&text).expect("a possible value is a target"))
+}
+
+impl Args {
+    /// The explanation of the program, or why there is none (it cannot be opened, or it is
+    /// not an x86_64 or aarch64 ELF program).
+    pub fn explain(&self) -> Result<Explained> {
+        // Values from outside are quoted with their control characters escaped.
+        let program = printable(&self.program);
+        let root = self.root.display().to_string();
+        let root = printable(&root);
+        let opened = Tree::new(&self.root)
+            .open(&self.program, &self.cwd)
+            .map_err(|why| {
+                anyhow::anyhow!(
+                    "cannot open {program} in {root}: {}",
+                    match why {
+                        OpenError::Absent => "no such file",
+                        OpenError::NotDirectory => "a path component is not a directory",
+                        OpenError::Loop => "too many symlinks",
+                        OpenError::Denied => "permission denied",
+                    }
+                )
+            })?;
+        // A file that cannot be read is said as such, with the system's reason, before its
+        // content is judged: "not an ELF program" would blame bytes nobody looked at.
+        std::fs::File::open(&opened.host)
+            .and_then(|mut file| file.read(&mut [0u8; 1]))
+            .with_context(|| format!("cannot read {program} in {root}"))?;
+        let detected = loader_model::release_in(&self.root, &self.program, &self.cwd);
+        let (release, release_note) = match (&self.release, detected) {
+            (Some(r), _) => (parse(r), None),
+            (None, Some(found)) if SUPPORTED.iter().any(|r| parse(r) == found) => (found, None),
+            (None, found) => {
+                let newest = parse(&Release::newest());
+                let why = match found {
+                    Some(found) => format!("its loader is glibc {found}, not a supported release"),
+                    None => "its loader says no release".to_string(),
+                };
+                (newest, Some(format!("modelled as glibc {newest}: {why}")))
+            }
+        };
+        let target = match (
+            self.target,
+            loader_model::target_of(&self.root, &self.program, &self.cwd),
+        ) {
+            (Some(asked), Some(built)) if asked != built => {
+                bail!("{program} is a {built} program, not {asked}")
+            }
+            (Some(asked), _) => asked,
+            (None, Some(built)) => built,
+            (None, None) => bail!("{program} is not an x86_64 or aarch64 ELF program in {root}"),
+        };
+        let mut dlopens: Vec<Dlopen> = self.dlopen.iter().map(|d| Dlopen::parse(d)).collect();
+        dlopens.extend(self.dlmopen.iter().map(|name| Dlopen {
+            name: name.clone(),
+            from: None,
+            new_namespace: true,
+        }));
+        let config = Config {
+            root: self.root.clone(),
+            program: self.program.clone(),
+            cwd: self.cwd.clone(),
+            release,
+            target,
+            patched: !self.unpatched,
+            library_path: self.library_path.clone().map(|value| PathList {
+                value,
+                source: "LD_LIBRARY_PATH".into(),
+            }),
+            fallback_path: self.fallback_path.clone().map(|value| PathList {
+                value,
+                source: "LD_FALLBACK_PATH".into(),
+            }),
+            dlopens,
+            audit: Vec::new(),
+            inhibit_cache: self.inhibit_cache,
+            secure: self.secure,
+            trace: self.ldd,
+            via_loader: false,
+            cpu: Cpu::detect(target),
+        };
+        let mut explanation =
+            loader_model::explain(&config).with_context(|| format!("cannot explain {program}"))?;
+        explanation.notes.extend(release_note);
+        let text = if self.json {
+            let mut json = serde_json::to_string_pretty(&explanation)
+                .context("cannot write the JSON explanation")?;
+            json.push('\n');
+            json
+        } else {
+            loader_model::render::text(&explanation)
+        };
+        let missing = explanation.loads.iter().any(|l| {
+            matches!(
+                l.outcome,
+                loader_model::Outcome::NotFound | loader_model::Outcome::Failed { .. }
+            )
+        });
+        Ok(Explained {
+            text,
+            complete: !missing && explanation.starts,
+            not_followed: explanation.not_followed,
+        })
+    }
+}
+
+/// The model's release from the shared vocabulary's.
+fn parse(release: &Release) -> loader_model::Release {
+    loader_model::Release::parse(release.version()).expect("supported releases are X.Y")
+}

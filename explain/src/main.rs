@@ -1,0 +1,55 @@
+//! `ld-fallback-explain PROGRAM`: the stand-alone command (see the library's documentation).
+//! Exit status: 0 when every library is found, 2 when one is not (or the program would not
+//! start), 1 on errors (a `--dlopen` from a caller nothing loaded included); 141 when the
+//! reader of the output left early.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Which file a program would load for every library, with LD_FALLBACK_PATH, without running
+/// it (a model of the patched glibc loader's search).
+#[derive(Parser)]
+#[command(name = "ld-fallback-explain", version)]
+struct Cli {
+    #[command(flatten)]
+    args: ld_fallback_explain::Args,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let explained = match cli.args.explain() {
+        Ok(explained) => explained,
+        Err(err) => {
+            // Values in the message are escaped already; the causes' too.
+            eprintln!("error: {}", model::printable_lines(&format!("{err:#}")));
+            return ExitCode::from(1);
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(err) = stdout
+        .write_all(explained.text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        // A reader that stops early (`| head`) is no error: the status a shell gives a
+        // writer SIGPIPE ended (128 + 13).
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            return ExitCode::from(141);
+        }
+        eprintln!("error: cannot write the explanation: {err}");
+        return ExitCode::from(1);
+    }
+    if let Some(why) = explained.request_error() {
+        eprintln!("error: {why}");
+        return ExitCode::from(1);
+    }
+    if !explained.complete {
+        eprintln!(
+            "{} would not find every library (see `not found` above)",
+            model::printable(&cli.args.program)
+        );
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,475 @@
+//! The search model held against the real loader. A scenario's last command is run again
+//! with `LD_DEBUG=libs,files`; the trace says what the loader searched for, who asked, every
+//! file it tried and the one it ended with. The model, given the same program, root and
+//! settings (and the `dlopen`s the trace shows the program made), must give exactly that:
+//! the same searches in the same order, the same files tried, the same file taken.
+//!
+//! A secure-mode or static program prints no trace (LD_DEBUG is dropped in secure mode,
+//! static programs never read it): there the probe's own record of the `libcuda.so.1` it
+//! got is compared with the model's, the probe's `dlopen`s read from its command line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::probe::Invocation;
+use crate::trace::{self, Traced};
+use loader_model::{Config, Cpu, Dlopen, Explanation, How, PathList, Release, Verdict};
+use model::Target;
+
+/// One search as both sides tell it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    pub namespace: usize,
+    pub name: String,
+    /// Who asked (absent when the trace does not say).
+    pub requested_by: Option<String>,
+    /// Asked for by `dlopen` rather than by a DT_NEEDED entry.
+    pub dlopen: bool,
+    /// Every file tried, in order (`trying file=`).
+    pub tried: Vec<String>,
+    /// The file the search ended with, if it found one.
+    pub ended_with: Option<String>,
+}
+
+/// How a run was compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Every search of an `LD_DEBUG=libs,files` trace.
+    Traced,
+    /// The `libcuda.so.1` the probe reports (secure mode, static programs).
+    Recorded,
+    /// The command runs no program the model can take (`ld.so --help`, the ldd script).
+    NotApplicable(String),
+}
+
+/// The model against one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checked {
+    pub mode: Mode,
+    /// The program, inside the root.
+    pub program: Option<String>,
+    pub root: PathBuf,
+    pub observed: Vec<Step>,
+    pub predicted: Vec<Step>,
+    /// The first difference, if any.
+    pub difference: Option<String>,
+}
+
+/// What the model must know about the loader a run used.
+#[derive(Debug, Clone, Copy)]
+pub struct LoaderUnderTest<'a> {
+    /// Its path inside the root (an `argv[0]` equal to it is `ld.so PROGRAM`).
+    pub path: &'a str,
+    pub release: Release,
+    pub target: Target,
+    pub patched: bool,
+}
+
+/// Runs `invocation` again, traced, and holds the model against it.
+pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
+    let mut checked = Checked {
+        mode: Mode::Traced,
+        program: None,
+        root: invocation.root.clone(),
+        observed: Vec::new(),
+        predicted: Vec::new(),
+        difference: None,
+    };
+    let mut config = match config_for(invocation, loader) {
+        Ok(config) => config,
+        Err(why) => {
+            checked.mode = Mode::NotApplicable(why);
+            return checked;
+        }
+    };
+    checked.program = Some(config.program.clone());
+    let is_static = is_static(&config);
+    if invocation.secure || is_static {
+        checked.mode = Mode::Recorded;
+        config.dlopens = probe_dlopens(&invocation.argv);
+        let out = match invocation.run(invocation.placed.clone()) {
+            Ok(out) => out,
+            Err(err) => {
+                checked.difference = Some(format!("cannot run it again: {err:#}"));
+                return checked;
+            }
+        };
+        let seen = out.loads().pop().filter(|_| out.code == Some(0));
+        checked.observed = vec![Step {
+            namespace: 0,
+            name: "libcuda.so.1".into(),
+            requested_by: None,
+            dlopen: false,
+            tried: Vec::new(),
+            ended_with: seen.map(|load| load.path),
+        }];
+        match loader_model::explain(&config) {
+            Ok(x) => {
+                let last = x.loads.iter().rev().find(|l| l.name == "libcuda.so.1");
+                checked.predicted = vec![Step {
+                    namespace: 0,
+                    name: "libcuda.so.1".into(),
+                    requested_by: None,
+                    dlopen: false,
+                    tried: Vec::new(),
+                    ended_with: last.and_then(|l| l.mapped()).map(str::to_string),
+                }];
+            }
+            Err(err) => checked.difference = Some(format!("the model fails: {err:#}")),
+        }
+        if checked.difference.is_none() {
+            checked.difference = compare(&checked.predicted, &checked.observed);
+        }
+        return checked;
+    }
+    let traced = invocation.with_env("LD_DEBUG", "libs,files");
+    let out = match traced.run(Vec::new()) {
+        Ok(out) => out,
+        Err(err) => {
+            checked.difference = Some(format!("cannot run it again: {err:#}"));
+            return checked;
+        }
+    };
+    let searches = trace::searches(&out.stderr);
+    config.dlopens = dlopens(&searches, &config.program);
+    checked.observed = observed(&searches, &config);
+    match loader_model::explain(&config) {
+        Ok(x) => checked.predicted = predicted(&x),
+        Err(err) => {
+            checked.difference = Some(format!("the model fails: {err:#}"));
+            return checked;
+        }
+    }
+    checked.difference = compare(&checked.predicted, &checked.observed);
+    checked
+}
+
+/// The model's settings for a command run in a root: the program (after `ld.so` and its
+/// options, if the loader is run as a command) and the variables the loader reads.
+pub(crate) fn config_for(
+    invocation: &Invocation,
+    loader: LoaderUnderTest,
+) -> Result<Config, String> {
+    let mut args = invocation.argv.iter();
+    let first = args.next().ok_or("an empty command")?;
+    let mut via_loader = false;
+    let mut library_option = None;
+    let mut fallback_option = None;
+    let mut inhibit_cache = false;
+    let program = if first == loader.path {
+        via_loader = true;
+        loop {
+            let Some(arg) = args.next() else {
+                return Err("ld.so runs no program".into());
+            };
+            match arg.as_str() {
+                "--list" => {}
+                "--inhibit-cache" => inhibit_cache = true,
+                "--library-path" => library_option = args.next().cloned(),
+                "--fallback-path" => fallback_option = args.next().cloned(),
+                option if option.starts_with("--") => {
+                    return Err(format!("ld.so {option} is not modelled"));
+                }
+                program => break program.to_string(),
+            }
+        }
+    } else if first.ends_with("/bash") {
+        return Err(
+            "the ldd script: bash starts the loader twice (--verify, then the listing), checked as 04-ldd/21-ldd"
+                .into(),
+        );
+    } else {
+        first.clone()
+    };
+    let env = |name: &str| {
+        invocation
+            .env
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    let audit: Vec<String> = env("LD_AUDIT")
+        .map(|list| {
+            list.split([':', ';'])
+                .filter(|m| !m.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if env("LD_PRELOAD").is_some() {
+        return Err("LD_PRELOAD is not modelled".into());
+    }
+    let list = |option: Option<String>, option_name: &str, variable: &str| match option {
+        Some(value) => Some(PathList {
+            value,
+            source: option_name.into(),
+        }),
+        None => env(variable).map(|value| PathList {
+            value,
+            source: variable.into(),
+        }),
+    };
+    Ok(Config {
+        root: invocation.root.clone(),
+        program,
+        cwd: invocation.cwd.clone(),
+        release: loader.release,
+        target: loader.target,
+        patched: loader.patched,
+        library_path: list(library_option, "--library-path", "LD_LIBRARY_PATH"),
+        fallback_path: list(fallback_option, "--fallback-path", "LD_FALLBACK_PATH"),
+        dlopens: Vec::new(),
+        audit,
+        inhibit_cache,
+        secure: invocation.secure,
+        trace: env("LD_TRACE_LOADED_OBJECTS").is_some_and(|v| !v.is_empty()),
+        via_loader,
+        cpu: Cpu::detect(loader.target),
+    })
+}
+
+fn is_static(config: &Config) -> bool {
+    let tree = loader_model::fs::Tree::new(&config.root);
+    tree.open(&config.program, &config.cwd)
+        .ok()
+        .and_then(|file| tree.read(&file).ok())
+        .and_then(|bytes| loader_model::elf::dynamic(&bytes).ok())
+        .is_some_and(|d| d.interpreter.is_none())
+}
+
+/// The `dlopen`s a traced run made, in order, from their callers.
+pub(crate) fn dlopens(searches: &[Traced], program: &str) -> Vec<Dlopen> {
+    searches
+        .iter()
+        .filter(|s| s.dlopen)
+        .map(|s| Dlopen {
+            name: s.name.clone(),
+            from: s.requested_by.clone().filter(|by| by != program),
+            new_namespace: s.namespace != s.requester_namespace,
+        })
+        .collect()
+}
+
+/// The `dlopen`s of the probe's command line (`c-fixtures/probe.c`).
+pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
+    let mut dlopens = Vec::new();
+    let mut words = argv.iter().skip(1);
+    let from_program = |name: &str, new_namespace| Dlopen {
+        name: name.to_string(),
+        from: None,
+        new_namespace,
+    };
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "dlopen" | "try" => dlopens.extend(words.next().map(|n| from_program(n, false))),
+            "dlmopen" => dlopens.extend(words.next().map(|n| from_program(n, true))),
+            "shim" => {
+                if let (Some(path), Some(name)) = (words.next(), words.next()) {
+                    dlopens.push(from_program(path, false));
+                    dlopens.push(Dlopen {
+                        name: name.clone(),
+                        from: Some(path.clone()),
+                        new_namespace: false,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    dlopens
+}
+
+/// The trace's searches as steps: the file a search ended with is the last one it tried,
+/// when that one is a file the loader maps (a new map, or a loadable ELF file it found
+/// again).
+fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
+    let tree = loader_model::fs::Tree::new(&config.root);
+    searches
+        .iter()
+        .map(|s| {
+            let last = s.tried.last().cloned();
+            let loadable = |path: &str| {
+                tree.open(path, &config.cwd)
+                    .ok()
+                    .filter(|f| !f.is_dir)
+                    .and_then(|f| tree.head(&f, 64).ok())
+                    .is_some_and(|head| {
+                        loader_model::elf::verify(&head, config.target)
+                            == loader_model::elf::Verified::Usable
+                    })
+            };
+            // Without a new map, a loadable last try still ended the search (the file was
+            // loaded already, under another name) unless ld.so.cache named it: that line
+            // comes before the loader decides.
+            let ended_with = last.filter(|p| s.mapped_new || (!s.last_from_cache && loadable(p)));
+            Step {
+                namespace: s.namespace,
+                name: s.name.clone(),
+                requested_by: s.requested_by.clone(),
+                dlopen: s.dlopen,
+                tried: s.tried.clone(),
+                ended_with,
+            }
+        })
+        .collect()
+}
+
+/// The model's searches as steps.
+pub(crate) fn predicted(x: &Explanation) -> Vec<Step> {
+    // The loader maps an LD_AUDIT module without a `file=` request line: only its
+    // dependencies show in a trace.
+    x.searches()
+        .filter(|load| load.how != How::Audit)
+        .map(|load| Step {
+            namespace: load.namespace,
+            name: load.name.clone(),
+            requested_by: Some(load.requested_by.clone()),
+            dlopen: load.how != How::Needed,
+            tried: load
+                .candidates
+                .iter()
+                .filter(|c| c.verdict.is_traced())
+                .map(|c| c.path.clone())
+                .collect(),
+            ended_with: load
+                .candidates
+                .iter()
+                .find(|c| c.verdict == Verdict::Taken)
+                .map(|c| c.path.clone()),
+        })
+        .collect()
+}
+
+/// The first difference between the model's steps and the trace's, or `None`. Namespaces
+/// are compared by the order they appear in (the real loader may have used numbers for
+/// namespaces the model does not have, such as an audit module's).
+pub(crate) fn compare(predicted: &[Step], observed: &[Step]) -> Option<String> {
+    let renumber = |steps: &[Step]| -> Vec<Step> {
+        let mut seen: HashMap<usize, usize> = HashMap::new();
+        steps
+            .iter()
+            .map(|s| {
+                let next = seen.len();
+                let namespace = *seen.entry(s.namespace).or_insert(next);
+                Step {
+                    namespace,
+                    ..s.clone()
+                }
+            })
+            .collect()
+    };
+    let (predicted, observed) = (renumber(predicted), renumber(observed));
+    for (i, (p, o)) in predicted.iter().zip(&observed).enumerate() {
+        let same_asker = match (&p.requested_by, &o.requested_by) {
+            (Some(a), Some(b)) => a == b && p.dlopen == o.dlopen,
+            _ => true,
+        };
+        if p.namespace != o.namespace
+            || p.name != o.name
+            || !same_asker
+            || (!o.tried.is_empty() || !p.tried.is_empty()) && p.tried != o.tried
+            || p.ended_with != o.ended_with
+        {
+            return Some(format!(
+                "search {} differs:\n  model: {}\n  real:  {}",
+                i + 1,
+                describe(p),
+                describe(o)
+            ));
+        }
+    }
+    if predicted.len() != observed.len() {
+        let (longer, who) = if predicted.len() > observed.len() {
+            (&predicted[observed.len()..], "only the model")
+        } else {
+            (&observed[predicted.len()..], "only the real loader")
+        };
+        let extra: Vec<String> = longer.iter().map(describe).collect();
+        return Some(format!(
+            "{who} searched for more ({} vs {} searches):\n  {}",
+            predicted.len(),
+            observed.len(),
+            extra.join("\n  ")
+        ));
+    }
+    None
+}
+
+fn describe(s: &Step) -> String {
+    format!(
+        "[{}] {} ({} {}) -> {}; tried {}",
+        s.namespace,
+        s.name,
+        if s.dlopen { "dlopen from" } else { "needed by" },
+        s.requested_by.as_deref().unwrap_or("?"),
+        s.ended_with.as_deref().unwrap_or("nothing"),
+        if s.tried.is_empty() {
+            "nothing".to_string()
+        } else {
+            s.tried.join(" ")
+        }
+    )
+}
+
+/// `path` inside `root` on this machine.
+pub fn host_path(root: &Path, path: &str) -> PathBuf {
+    root.join(path.trim_start_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(name: &str, tried: &[&str], ended: Option<&str>) -> Step {
+        Step {
+            namespace: 0,
+            name: name.into(),
+            requested_by: Some("/bin/p".into()),
+            dlopen: false,
+            tried: tried.iter().map(|t| t.to_string()).collect(),
+            ended_with: ended.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn any_difference_is_reported() {
+        let a = vec![step(
+            "libx.so",
+            &["/a/libx.so", "/b/libx.so"],
+            Some("/b/libx.so"),
+        )];
+        assert_eq!(compare(&a, &a), None);
+        let other_file = vec![step("libx.so", &["/a/libx.so"], Some("/a/libx.so"))];
+        assert!(compare(&a, &other_file)
+            .unwrap()
+            .contains("search 1 differs"));
+        let more = [a.clone(), vec![step("liby.so", &[], None)]].concat();
+        assert!(compare(&a, &more)
+            .unwrap()
+            .contains("only the real loader searched for more"));
+    }
+
+    #[test]
+    fn the_probe_command_line_names_its_dlopens() {
+        let argv: Vec<String> = [
+            "/p",
+            "needed",
+            "shim",
+            "/s/lib.so",
+            "libcuda.so.1",
+            "try",
+            "a.so",
+            "dlmopen",
+            "b.so",
+        ]
+        .map(String::from)
+        .to_vec();
+        let d = probe_dlopens(&argv);
+        assert_eq!(d.len(), 4);
+        assert_eq!(d[1].from.as_deref(), Some("/s/lib.so"));
+        assert!(d[3].new_namespace);
+    }
+}

@@ -1,0 +1,656 @@
+//! The Jetson replay (`cargo xtask jetson-replay`, docs/jetson.md): every approach proposed for
+//! `cuda_compat` on Jetson (the rows) on every kind of host (the columns), each cell real runs
+//! of a saxpy-like app under the built loader, in a hermetic root laid out like that host.
+//!
+//! The fake CUDA stack ([`fixtures`]) has the closure the real one has (docs/jetson.md cites
+//! every edge): the runtime dlopens `libcuda.so.1` and refuses an older driver; cuda_compat's
+//! `libcuda.so.1` needs the board's `libnvrm_gpu`/`libnvrm_mem`/`libnvdla_runtime` (by
+//! DT_NEEDED as nixpkgs links it, or by dlopen: every cell runs both) and works on one L4T
+//! release only; those need `libnvos.so` and the driver directory's other libraries, and
+//! `libstdc++.so.6`, with no RUNPATH on a JetPack host; every `libcuda.so.1` dlopens its PTX
+//! JIT helper by bare name when a module is loaded. The host's own libraries (`libstdc++`,
+//! `libnss_systemd`) are Debian's real ones ([`host`]). RUNPATHs and DT_NEEDED entries are set
+//! with patchelf, as Nix sets them ([`scene`]).
+//!
+//! The loader under test reads `/etc/ld.so.cache`; a Nix glibc reads its own prefix's cache,
+//! which nixpkgs deletes. No root has either file ([`scene`] checks it before every run), so
+//! the two loaders search the same places in every cell (docs/jetson.md, "The loader").
+
+pub(crate) mod fixtures;
+pub(crate) mod host;
+mod outcome;
+mod paths;
+pub mod real;
+pub mod report;
+mod scene;
+pub(crate) mod summary;
+
+use std::collections::BTreeMap;
+
+use crate::root::Bench;
+use model::{Flavour, Release, Target};
+
+pub use fixtures::JetsonFixtures;
+pub use host::HostLibs;
+pub use report::{CellReport, ReplayReport, RowReport, RunReport};
+pub use scene::run_name;
+
+/// A board: its L4T release (`/etc/nv_tegra_release`) and the CUDA version of its own driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Board {
+    pub l4t: u32,
+    pub driver: u32,
+}
+
+/// A cuda_compat package: the CUDA version its `libcuda.so.1` reports and the one L4T
+/// release it works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Compat {
+    pub version: u32,
+    pub l4t: u32,
+}
+
+/// JetPack 5 (L4T R35, CUDA 11.4) and JetPack 6 (L4T R36, CUDA 12.6).
+pub(crate) const BOARDS: &[Board] = &[
+    Board {
+        l4t: 35,
+        driver: 11040,
+    },
+    Board {
+        l4t: 36,
+        driver: 12060,
+    },
+];
+/// cuda_compat 12.2 for JetPack 5, cuda_compat 12.8 for JetPack 6.
+pub(crate) const COMPATS: &[Compat] = &[
+    Compat {
+        version: 12020,
+        l4t: 35,
+    },
+    Compat {
+        version: 12080,
+        l4t: 36,
+    },
+];
+/// The CUDA runtimes the apps are built with: each needs a driver at least this new.
+pub(crate) const RUNTIMES: [u32; 2] = [12020, 12080];
+
+/// How cuda_compat's `libcuda.so.1` gets the board's `libnvrm_*`: DT_NEEDED is what nixpkgs'
+/// autoPatchelf reports; whether NVIDIA's also dlopens them is not known, so both are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Linkage {
+    /// DT_NEEDED (nixpkgs' cuda_compat: autoPatchelf lists them as missing dependencies).
+    Needed,
+    /// dlopen when the driver initialises.
+    Dlopen,
+}
+
+impl Linkage {
+    pub(crate) const ALL: [Linkage; 2] = [Linkage::Needed, Linkage::Dlopen];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Linkage::Needed => "needed",
+            Linkage::Dlopen => "dlopen",
+        }
+    }
+
+    /// How a cell names the runs of this linkage when the two differ.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Linkage::Needed => "DT_NEEDED",
+            Linkage::Dlopen => "dlopen",
+        }
+    }
+}
+
+/// The app: a C++ CUDA program has `libstdc++.so.6` loaded (from its own closure) before CUDA
+/// starts, a C one does not; the board's `libnvrm_*` need one, so the two can differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum App {
+    Cxx,
+    C,
+}
+
+impl App {
+    pub(crate) const ALL: [App; 2] = [App::Cxx, App::C];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            App::Cxx => "cxx",
+            App::C => "c",
+        }
+    }
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            App::Cxx => "C++ app",
+            App::C => "C app",
+        }
+    }
+}
+
+/// Where `$ORIGIN` is in the RUNPATH of cuda_compat's `libcuda.so.1`, which decides whether
+/// its bare-name `dlopen` of the JIT helper finds the helper shipped beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    /// As nixpkgs builds it: buildRedist appends `$ORIGIN`, autoAddDriverRunpath then puts
+    /// `/run/opengl-driver/lib` first.
+    Last,
+    /// `$ORIGIN` first.
+    First,
+    /// No `$ORIGIN` (NVIDIA's cuda-compat package on a JetPack or Ubuntu host has no RUNPATH).
+    Absent,
+}
+
+impl Origin {
+    /// The runs of the helpers table, besides the main table's (`Last`).
+    pub(crate) const VARIANTS: [Origin; 2] = [Origin::Absent, Origin::First];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Origin::Last => "origin-last",
+            Origin::First => "origin-first",
+            Origin::Absent => "no-origin",
+        }
+    }
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Origin::Last => "`$ORIGIN` last (nixpkgs)",
+            Origin::First => "`$ORIGIN` first",
+            Origin::Absent => "no `$ORIGIN`",
+        }
+    }
+
+    /// `entries` with `$ORIGIN` where this variant puts it; `nixpkgs_at` is where nixpkgs'
+    /// own RUNPATH has it.
+    pub(crate) fn runpath(self, entries: &[String], nixpkgs_at: usize) -> String {
+        let mut runpath: Vec<&str> = entries.iter().map(String::as_str).collect();
+        match self {
+            Origin::Last => runpath.insert(nixpkgs_at.min(runpath.len()), "$ORIGIN"),
+            Origin::First => runpath.insert(0, "$ORIGIN"),
+            Origin::Absent => {}
+        }
+        runpath.join(":")
+    }
+}
+
+/// Where the host keeps the board's driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Host {
+    /// NixOS (jetpack-nixos): `/run/opengl-driver/lib`, symlinks into the l4t store paths.
+    NixOs,
+    /// Nix on a JetPack 5 (Ubuntu) host: `/usr/lib/<triplet>/tegra`, no `/run/opengl-driver`.
+    JetPack5,
+    /// Nix on a JetPack 6 host: `/usr/lib/<triplet>/nvidia`.
+    JetPack6,
+}
+
+impl Host {
+    /// The host's driver directory, in full.
+    pub(crate) fn driver_dir(self, triplet: &str) -> String {
+        match self {
+            Host::NixOs => "/run/opengl-driver/lib".to_string(),
+            Host::JetPack5 => format!("/usr/lib/{triplet}/tegra"),
+            Host::JetPack6 => format!("/usr/lib/{triplet}/nvidia"),
+        }
+    }
+}
+
+/// A column: a host with a board, the app's cuda_compat and runtime, and what the user does.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    pub id: &'static str,
+    /// The column's heading in the tables; `{dir}` stands for the host's driver directory and
+    /// `{lib}` for its multiarch directory, both in full.
+    pub heading: &'static str,
+    pub host: Host,
+    pub board: Board,
+    pub compat: Compat,
+    /// The app's runtime needs a driver at least this new.
+    pub app_needs: u32,
+    /// The user opts out of cuda_compat for this one run, the ways the approach allows.
+    pub opt_out: bool,
+    /// The variable (LD_LIBRARY_PATH or LD_FALLBACK_PATH) also lists the host's
+    /// `/usr/lib/<triplet>`, and the app looks up a user that `/etc/passwd` does not list
+    /// (`passwd: files systemd`, as on Ubuntu and JetPack).
+    pub nss: bool,
+}
+
+impl Column {
+    /// The heading with the host's directories for `triplet`.
+    pub(crate) fn heading(&self, triplet: &str) -> String {
+        self.heading
+            .replace("{dir}", &self.host.driver_dir(triplet))
+            .replace("{lib}", &format!("/usr/lib/{triplet}"))
+    }
+}
+
+pub const COLUMNS: &[Column] = &[
+    Column {
+        id: "nixos-jp5",
+        heading: "NixOS, JetPack 5 board (`{dir}`, driver 11.4 < compat 12.2)",
+        host: Host::NixOs,
+        board: BOARDS[0],
+        compat: COMPATS[0],
+        app_needs: 12020,
+        opt_out: false,
+        nss: false,
+    },
+    Column {
+        id: "nixos-jp6-newer",
+        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6 > the app's compat 12.2)",
+        host: Host::NixOs,
+        board: BOARDS[1],
+        compat: COMPATS[0],
+        app_needs: 12020,
+        opt_out: false,
+        nss: false,
+    },
+    Column {
+        id: "jetpack5",
+        heading: "Nix on JetPack 5 (`{dir}`, driver 11.4, compat 12.2)",
+        host: Host::JetPack5,
+        board: BOARDS[0],
+        compat: COMPATS[0],
+        app_needs: 12020,
+        opt_out: false,
+        nss: false,
+    },
+    Column {
+        id: "jetpack6",
+        heading: "Nix on JetPack 6 (`{dir}`, driver 12.6, compat 12.8)",
+        host: Host::JetPack6,
+        board: BOARDS[1],
+        compat: COMPATS[1],
+        app_needs: 12080,
+        opt_out: false,
+        nss: false,
+    },
+    Column {
+        id: "opt-out",
+        heading: "Opting out for one run (NixOS, JetPack 6 board, compat 12.2): what the user sets",
+        host: Host::NixOs,
+        board: BOARDS[1],
+        compat: COMPATS[0],
+        app_needs: 12020,
+        opt_out: true,
+        nss: false,
+    },
+    Column {
+        id: "jetpack5-nss",
+        heading: "Nix on JetPack 5, the variable also lists `{lib}`; a user lookup through NSS (`passwd: files systemd`)",
+        host: Host::JetPack5,
+        board: BOARDS[0],
+        compat: COMPATS[0],
+        app_needs: 12020,
+        opt_out: false,
+        nss: true,
+    },
+];
+
+/// What the CUDA runtime's RUNPATH holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CudartRunpath {
+    /// `<cuda_compat>/compat:/run/opengl-driver/lib:$ORIGIN` (#267247 after
+    /// autoAddDriverRunpath).
+    CompatFirst,
+    /// `/run/opengl-driver/lib:$ORIGIN` (autoAddDriverRunpath alone).
+    DriverOnly,
+}
+
+/// What cuda_compat's `libcuda.so.1` RUNPATH holds besides `$ORIGIN` (placed by [`Origin`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompatRunpath {
+    /// Only what buildRedist gives every CUDA package: `/run/opengl-driver/lib`.
+    Driver,
+    /// The JetPack 5 driver directory appended (#273389), plus the driver-directory libraries
+    /// `libnvrm_*` need as extra DT_NEEDED entries.
+    AppendTegra,
+    /// The l4t-core store path first (jetpack-nixos: `buildInputs += l4t-core`).
+    L4tCoreFirst,
+}
+
+/// The variable an approach sets to the driver directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Variable {
+    #[serde(rename = "LD_LIBRARY_PATH")]
+    LibraryPath,
+    #[serde(rename = "LD_FALLBACK_PATH")]
+    FallbackPath,
+}
+
+impl Variable {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Variable::LibraryPath => "LD_LIBRARY_PATH",
+            Variable::FallbackPath => "LD_FALLBACK_PATH",
+        }
+    }
+}
+
+/// A way a user tries to opt out of cuda_compat for one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OptOut {
+    /// `LD_LIBRARY_PATH=/run/opengl-driver/lib`.
+    LibraryPathAtDriver,
+    /// `LD_LIBRARY_PATH=<the l4t-cuda store path>`: the board's own libcuda, past the one the
+    /// system put into `/run/opengl-driver/lib`.
+    LibraryPathAtL4tCuda,
+    /// `LD_PRELOAD=/run/opengl-driver/lib/libcuda.so.1`: the board's driver loaded first.
+    PreloadDriver,
+    /// The approach already gives the board's driver: nothing to set.
+    Nothing,
+}
+
+/// A row: one way of using cuda_compat, as the Nix packages and the system set it up.
+#[derive(Debug, Clone, Copy)]
+pub struct Approach {
+    pub number: u8,
+    pub title: &'static str,
+    /// The loader it runs under (patched, or the fallback-first variant).
+    pub flavour: Flavour,
+    pub cudart_runpath: CudartRunpath,
+    /// The runtime has cuda_compat's `libcuda.so.1` as an absolute DT_NEEDED.
+    pub cudart_needs_compat: bool,
+    pub compat_runpath: CompatRunpath,
+    /// On NixOS the system puts cuda_compat's `libcuda.so.1` into `/run/opengl-driver/lib`
+    /// when the board's driver is too old for the app (or the user is to opt out of it).
+    pub impure_binding: bool,
+    /// Set to the host's driver directory for every run.
+    pub variable: Option<Variable>,
+    /// The ways a user tries to opt out for one run, each run in the opt-out column.
+    pub opt_out: &'static [OptOut],
+}
+
+const APPROACH: Approach = Approach {
+    number: 0,
+    title: "",
+    flavour: Flavour::Patched,
+    cudart_runpath: CudartRunpath::CompatFirst,
+    cudart_needs_compat: false,
+    compat_runpath: CompatRunpath::Driver,
+    impure_binding: false,
+    variable: None,
+    opt_out: &[OptOut::LibraryPathAtDriver],
+};
+
+pub const APPROACHES: &[Approach] = &[
+    Approach {
+        number: 1,
+        title: "cuda_compat first in the CUDA libraries' DT_RUNPATH (nixpkgs #267247, autoAddCudaCompatRunpath)",
+        ..APPROACH
+    },
+    Approach {
+        number: 2,
+        title: "`LD_LIBRARY_PATH` at the driver dir (jetpack-nixos before #164; nix-gl-host)",
+        variable: Some(Variable::LibraryPath),
+        opt_out: &[OptOut::Nothing],
+        ..APPROACH
+    },
+    Approach {
+        number: 3,
+        title: "Impure binding: the system puts cuda_compat's libcuda.so.1 into `/run/opengl-driver/lib`",
+        cudart_runpath: CudartRunpath::DriverOnly,
+        impure_binding: true,
+        opt_out: &[OptOut::LibraryPathAtL4tCuda],
+        ..APPROACH
+    },
+    Approach {
+        number: 4,
+        title: "Pure binding: cuda_compat's libcuda.so.1 an absolute DT_NEEDED of the runtime (patchelf --add-needed)",
+        cudart_runpath: CudartRunpath::DriverOnly,
+        cudart_needs_compat: true,
+        opt_out: &[OptOut::LibraryPathAtDriver, OptOut::PreloadDriver],
+        ..APPROACH
+    },
+    Approach {
+        number: 5,
+        title: "Discover and add: the JetPack 5 driver dir appended to cuda_compat's RUNPATH, libnvrm_*'s deps added as DT_NEEDED (nixpkgs #273389)",
+        compat_runpath: CompatRunpath::AppendTegra,
+        ..APPROACH
+    },
+    Approach {
+        number: 6,
+        title: "cuda_compat linked against the l4t-core store path (jetpack-nixos today)",
+        compat_runpath: CompatRunpath::L4tCoreFirst,
+        ..APPROACH
+    },
+    Approach {
+        number: 7,
+        title: "`LD_FALLBACK_PATH` at the driver dir (this patch: searched last)",
+        variable: Some(Variable::FallbackPath),
+        ..APPROACH
+    },
+    Approach {
+        number: 8,
+        title: "`LD_FALLBACK_PATH` searched before ld.so.cache and the default dirs (the #248547 placement; variant loader)",
+        flavour: Flavour::FallbackFirst,
+        variable: Some(Variable::FallbackPath),
+        ..APPROACH
+    },
+];
+
+impl Approach {
+    /// The flavours this row runs under: its own, and the unpatched loader too when it sets
+    /// LD_FALLBACK_PATH (which shows what the patch changes).
+    pub(crate) fn flavours(&self) -> Vec<Flavour> {
+        let mut flavours = vec![self.flavour];
+        if self.variable == Some(Variable::FallbackPath) {
+            flavours.push(Flavour::Unpatched);
+        }
+        flavours
+    }
+
+    /// The ways this row is run in `column`: the opt-out ways in the opt-out column, else
+    /// one way with nothing set besides the approach's own variable.
+    pub(crate) fn ways(&self, column: &Column) -> Vec<Option<OptOut>> {
+        if column.opt_out {
+            self.opt_out.iter().copied().map(Some).collect()
+        } else {
+            vec![None]
+        }
+    }
+}
+
+/// One run of a cell: the loader, the way (opt-out column), the linkage, the app, and where
+/// `$ORIGIN` is in cuda_compat's RUNPATH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct RunKey {
+    pub flavour: Flavour,
+    pub way: Option<OptOut>,
+    pub linkage: Linkage,
+    pub app: App,
+    pub origin: Origin,
+}
+
+impl RunKey {
+    /// Every run of a cell: for each flavour and way, both linkages and both apps with
+    /// nixpkgs' RUNPATH (the main table); then, under the row's own loader, the other
+    /// `$ORIGIN` placements for the C++ app and DT_NEEDED (the helpers table).
+    pub fn all(approach: &Approach, column: &Column) -> Vec<RunKey> {
+        let ways = approach.ways(column);
+        let mut keys = Vec::new();
+        for flavour in approach.flavours() {
+            for way in &ways {
+                for linkage in Linkage::ALL {
+                    for app in App::ALL {
+                        keys.push(RunKey {
+                            flavour,
+                            way: *way,
+                            linkage,
+                            app,
+                            origin: Origin::Last,
+                        });
+                    }
+                }
+            }
+        }
+        for origin in Origin::VARIANTS {
+            keys.push(RunKey {
+                flavour: approach.flavour,
+                way: ways[0],
+                linkage: Linkage::Needed,
+                app: App::Cxx,
+                origin,
+            });
+        }
+        keys
+    }
+}
+
+/// The benches (sysroot, fixtures, QEMU) of each flavour the replay uses, or why one is
+/// missing: its rows are then reported as not run, with the reason.
+pub struct Benches<'a> {
+    pub target: Target,
+    pub release: Release,
+    pub host: HostLibs,
+    pub benches: BTreeMap<Flavour, Result<(&'a Bench, JetsonFixtures), String>>,
+}
+
+/// Runs every cell, row by row.
+pub fn run(benches: &Benches<'_>) -> ReplayReport {
+    let rows = APPROACHES
+        .iter()
+        .map(|approach| {
+            let cells = COLUMNS
+                .iter()
+                .map(|column| run_cell(benches, approach, column))
+                .collect();
+            RowReport::new(approach, cells)
+        })
+        .collect();
+    ReplayReport::new(benches, rows)
+}
+
+fn run_cell(benches: &Benches<'_>, approach: &Approach, column: &Column) -> CellReport {
+    let runs = RunKey::all(approach, column)
+        .into_iter()
+        .map(|key| match benches.benches.get(&key.flavour) {
+            Some(Ok((bench, fixtures))) => {
+                scene::run(bench, fixtures, &benches.host, approach, column, key)
+            }
+            Some(Err(why)) => RunReport::not_run(key, why),
+            None => RunReport::not_run(key, "no sysroot of this flavour"),
+        })
+        .collect();
+    CellReport::new(approach, column, runs)
+}
+
+/// One run of one cell under the loader of `bench`, whatever the row's own flavour (the
+/// search model's differential test runs every cell under both loaders): `key.flavour` is
+/// only its name.
+pub fn run_one(
+    bench: &Bench,
+    fixtures: &JetsonFixtures,
+    host: &HostLibs,
+    approach: &Approach,
+    column: &Column,
+    key: RunKey,
+) -> RunReport {
+    scene::run(bench, fixtures, host, approach, column, key)
+}
+
+/// `12020` as `12.2`.
+pub(crate) fn cuda_version(version: u32) -> String {
+    format!("{}.{}", version / 1000, version % 1000 / 10)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_read_like_cuda_versions() {
+        assert_eq!(cuda_version(12020), "12.2");
+        assert_eq!(cuda_version(11040), "11.4");
+        assert_eq!(cuda_version(12080), "12.8");
+    }
+
+    #[test]
+    fn columns_use_the_versions_the_fixtures_are_built_for() {
+        for column in COLUMNS {
+            assert!(BOARDS.contains(&column.board), "{}", column.id);
+            assert!(COMPATS.contains(&column.compat), "{}", column.id);
+            assert!(RUNTIMES.contains(&column.app_needs), "{}", column.id);
+            // Which libcuda.so.1 ran is told by its version: they must differ.
+            assert_ne!(column.board.driver, column.compat.version, "{}", column.id);
+        }
+    }
+
+    #[test]
+    fn rows_using_the_fallback_also_run_unpatched() {
+        for approach in APPROACHES {
+            let unpatched = approach.flavours().contains(&Flavour::Unpatched);
+            assert_eq!(
+                unpatched,
+                approach.variable == Some(Variable::FallbackPath),
+                "approach {}",
+                approach.number
+            );
+        }
+    }
+
+    #[test]
+    fn headings_name_each_driver_directory_in_full() {
+        let heading = |id: &str| {
+            COLUMNS
+                .iter()
+                .find(|c| c.id == id)
+                .unwrap()
+                .heading("aarch64-linux-gnu")
+        };
+        assert!(heading("nixos-jp5").contains("`/run/opengl-driver/lib`"));
+        assert!(heading("jetpack5").contains("`/usr/lib/aarch64-linux-gnu/tegra`"));
+        assert!(heading("jetpack6").contains("`/usr/lib/aarch64-linux-gnu/nvidia`"));
+        assert!(heading("jetpack5-nss").contains("`/usr/lib/aarch64-linux-gnu`"));
+        for column in COLUMNS {
+            assert!(!column.heading("t").contains('{'), "{}", column.id);
+        }
+    }
+
+    #[test]
+    fn origin_variants_place_origin_as_named() {
+        let entries = vec!["/run/opengl-driver/lib".to_string(), "/x".to_string()];
+        assert_eq!(
+            Origin::Last.runpath(&entries, 1),
+            "/run/opengl-driver/lib:$ORIGIN:/x"
+        );
+        assert_eq!(
+            Origin::First.runpath(&entries, 1),
+            "$ORIGIN:/run/opengl-driver/lib:/x"
+        );
+        assert_eq!(
+            Origin::Absent.runpath(&entries, 1),
+            "/run/opengl-driver/lib:/x"
+        );
+    }
+
+    #[test]
+    fn every_cell_runs_both_linkages_and_apps_and_the_helper_variants() {
+        let seven = &APPROACHES[6];
+        let keys = RunKey::all(seven, &COLUMNS[2]);
+        // Patched and unpatched, two linkages, two apps; two helper variants.
+        assert_eq!(keys.len(), 2 * 2 * 2 + 2);
+        assert!(keys
+            .iter()
+            .filter(|k| k.origin != Origin::Last)
+            .all(|k| k.flavour == Flavour::Patched));
+        let four = &APPROACHES[3];
+        let opt_out = COLUMNS.iter().find(|c| c.opt_out).unwrap();
+        let keys = RunKey::all(four, opt_out);
+        assert_eq!(
+            keys.iter()
+                .filter(|k| k.way == Some(OptOut::PreloadDriver))
+                .count(),
+            4,
+            "pure binding's opt-out is also tried with LD_PRELOAD"
+        );
+    }
+}

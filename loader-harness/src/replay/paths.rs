@@ -1,0 +1,92 @@
+//! Where one run's root keeps each thing: the host's driver and library directories, and the
+//! app's Nix store paths (a made-up but stable hash per name, like Nix's).
+
+use super::{cuda_version, Column};
+
+/// A Nix store path of `name` with a made-up but stable hash, like `/nix/store/<32>-name`.
+pub(super) fn store(name: &str) -> String {
+    const ALPHABET: &[u8] = b"0123456789abcdfghijklmnpqrsvwxyz";
+    let mut state: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut hash = String::new();
+    for i in 0..32u8 {
+        for b in name.bytes().chain([i]) {
+            state ^= u64::from(b);
+            state = state.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash.push(ALPHABET[(state >> 59) as usize] as char);
+    }
+    format!("/nix/store/{hash}-{name}")
+}
+
+/// The paths of one cell's root.
+pub(super) struct Paths {
+    /// `/run/opengl-driver/lib` (NixOS) or the JetPack driver directory.
+    pub driver_dir: String,
+    /// The host's multiarch directory (`/usr/lib/aarch64-linux-gnu`).
+    pub host_lib: String,
+    pub app: String,
+    pub cudart_dir: String,
+    pub compat_dir: String,
+    /// The l4t-core store path of the app's closure (approach 6) and, on NixOS, of the system.
+    pub app_l4t_core: String,
+    pub system_l4t_core: String,
+    pub system_l4t_cuda: String,
+    /// gcc's `lib` output: `libstdc++.so.6` and `libgcc_s.so.1` of every Nix closure here.
+    pub gcc_lib: String,
+}
+
+impl Paths {
+    pub(super) fn new(column: &Column, triplet: &str) -> Paths {
+        let l4t = |l4t: u32| match l4t {
+            35 => "35.6.0",
+            _ => "36.4.3",
+        };
+        Paths {
+            driver_dir: column.host.driver_dir(triplet),
+            host_lib: format!("/usr/lib/{triplet}"),
+            app: format!("{}/bin/saxpy", store("saxpy-1.0")),
+            cudart_dir: format!(
+                "{}/lib",
+                store(&format!("cuda_cudart-{}", cuda_version(column.app_needs)))
+            ),
+            compat_dir: format!(
+                "{}/compat",
+                store(&format!(
+                    "cuda_compat-{}",
+                    cuda_version(column.compat.version)
+                ))
+            ),
+            app_l4t_core: format!(
+                "{}/lib",
+                store(&format!("nvidia-l4t-core-{}", l4t(column.compat.l4t)))
+            ),
+            system_l4t_core: format!(
+                "{}/lib",
+                store(&format!("nvidia-l4t-core-{}", l4t(column.board.l4t)))
+            ),
+            system_l4t_cuda: format!(
+                "{}/lib",
+                store(&format!("nvidia-l4t-cuda-{}", l4t(column.board.l4t)))
+            ),
+            gcc_lib: format!("{}/lib", store("gcc-13.3.0-lib")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_paths_look_like_nix_and_are_stable() {
+        let path = store("saxpy-1.0");
+        assert_eq!(path, store("saxpy-1.0"));
+        let hash = path
+            .strip_prefix("/nix/store/")
+            .unwrap()
+            .strip_suffix("-saxpy-1.0")
+            .unwrap();
+        assert_eq!(hash.len(), 32);
+        assert_ne!(store("a"), store("b"));
+    }
+}

@@ -1,0 +1,358 @@
+//! The search model (`cargo xtask explain`) proven against the real loaders: every scenario
+//! of the resolution matrix and every run of the Jetson replay (each cell, both ways the
+//! compat driver loads `libnvrm_*`), on x86_64 and aarch64, under the patched and the
+//! unpatched glibc. Each scenario's root is built as the harness builds it, its command run
+//! again traced, and the model must name the same searches, files tried and files taken
+//! (`loader_harness::differential`); any difference fails.
+//!
+//! The same runs are given to the `lddtree` crate, side by side: the table of
+//! docs/explain.md is this test's (rewritten when out of date, and the test fails: commit it).
+//!
+//! Sysroots come only from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` (this test never
+//! builds glibc); without them its tests are ignored, and under CI they fail.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use loader_harness::differential::{self, Checked, LoaderUnderTest, Mode};
+use loader_harness::host::{cache_dir, in_ci};
+use loader_harness::matrix::{Observed, MATRIX};
+use loader_harness::replay::{
+    self, Approach, Column, HostLibs, JetsonFixtures, RunKey, APPROACHES, COLUMNS,
+};
+use loader_harness::root::{Bench, Ctx};
+use loader_model::Release;
+use model::{sysroot_env_var, Flavour, Sysroot, Target};
+
+const FLAVOURS: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
+const BEGIN: &str = "<!-- lddtree: begin";
+const END: &str = "<!-- lddtree: end -->";
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    let mut missing = Vec::new();
+    for target in Target::ALL {
+        for flavour in FLAVOURS {
+            let var = sysroot_env_var(target, flavour);
+            let unset = std::env::var_os(&var).is_none_or(|v| v.is_empty());
+            if unset {
+                missing.push(var);
+            }
+            let ignored = unset && !in_ci();
+            for id in run_ids() {
+                trials.push(
+                    Trial::test(format!("{target}::{flavour}::{id}"), move || {
+                        one(target, flavour, &id).map_err(Failed::from)
+                    })
+                    .with_ignored_flag(ignored),
+                );
+            }
+        }
+    }
+    // With every sysroot the table is checked against docs/explain.md; with some, outside
+    // CI, it is only printed (for a look at a partial run).
+    let all = missing.is_empty() || in_ci();
+    let none = missing.len() == Target::ALL.len() * FLAVOURS.len();
+    trials.push(
+        Trial::test("lddtree-side-by-side-in-docs", move || {
+            side_by_side(all).map_err(Failed::from)
+        })
+        .with_ignored_flag(none && !in_ci()),
+    );
+    if !missing.is_empty() {
+        eprintln!(
+            "explain tests ignored where ${} is not set (under CI this fails); this test never builds glibc",
+            missing.join(", $")
+        );
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// Every run: `matrix::<scenario>` and `replay::<the replay's name of the run>`.
+fn run_ids() -> Vec<String> {
+    let mut ids: Vec<String> = MATRIX.iter().map(|s| format!("matrix::{}", s.id)).collect();
+    ids.extend(replay_runs(Flavour::Patched).map(|(id, ..)| id));
+    ids
+}
+
+/// Every distinct run of every replay cell under one loader, with its id (the same for both
+/// loaders: the replay names a run after its row's flavour, here the name of the patched one).
+fn replay_runs(
+    flavour: Flavour,
+) -> impl Iterator<Item = (String, &'static Approach, &'static Column, RunKey)> {
+    APPROACHES.iter().flat_map(move |approach| {
+        COLUMNS.iter().flat_map(move |column| {
+            let mut keys: Vec<RunKey> = Vec::new();
+            for key in RunKey::all(approach, column) {
+                let key = RunKey { flavour, ..key };
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+            keys.into_iter().map(move |key| {
+                let named = RunKey {
+                    flavour: Flavour::Patched,
+                    ..key
+                };
+                let id = format!("replay::{}", replay::run_name(approach, column, named));
+                (id, approach, column, key)
+            })
+        })
+    })
+}
+
+/// One run, compared.
+#[derive(Debug, Clone)]
+struct Row {
+    id: String,
+    checked: Result<Checked, String>,
+    lddtree: Lddtree,
+}
+
+/// What the lddtree crate made of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Lddtree {
+    Agrees,
+    /// The loader took a library the program dlopened: lddtree reads DT_NEEDED only.
+    NoDlopen(String),
+    /// Another file (or none) for a DT_NEEDED entry.
+    Differs(String),
+    Error(String),
+    NotCompared,
+}
+
+type Results = BTreeMap<String, Row>;
+
+/// The results of one (target, flavour), computed once per test binary.
+fn results(target: Target, flavour: Flavour) -> Result<&'static Results, String> {
+    static CELLS: [[OnceLock<Result<Results, String>>; 2]; 2] = [
+        [OnceLock::new(), OnceLock::new()],
+        [OnceLock::new(), OnceLock::new()],
+    ];
+    CELLS[target as usize][flavour as usize]
+        .get_or_init(|| compute(target, flavour))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
+    let var = sysroot_env_var(target, flavour);
+    let path = std::env::var_os(&var)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))?;
+    let cache = cache_dir().map_err(|e| format!("{e:#}"))?;
+    let sysroot = Sysroot::at(Path::new(&path), target, flavour).map_err(|e| format!("{e:#}"))?;
+    let release = Release::parse(sysroot.release.version())
+        .ok_or_else(|| format!("cannot read the release {}", sysroot.release))?;
+    let bench = Bench::new(sysroot, &cache).map_err(|e| format!("{e:#}"))?;
+    let host = HostLibs::ensure(target, &cache).map_err(|e| e.reason())?;
+    let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host)
+        .map_err(|e| format!("{e:#}"))?;
+    let loader = LoaderUnderTest {
+        path: bench.layout.loader(),
+        release,
+        target,
+        patched: flavour.is_patched(),
+    };
+    let mut rows = Results::new();
+    for scenario in MATRIX {
+        let id = format!("matrix::{}", scenario.id);
+        let cx = Ctx::new(&bench, scenario.id);
+        let checked = match scenario.run(&cx) {
+            Err(err) => Err(format!("the scenario fails to run: {err:#}")),
+            Ok(Observed::Skipped(why)) => Err(format!("SKIPPED: {why}")),
+            Ok(Observed::NotApplicable(why)) => Err(format!("n/a: {why}")),
+            Ok(Observed::Seen(_)) => match cx.last_invocation() {
+                Some(invocation) => Ok(differential::check(&invocation, loader)),
+                None => Err("the scenario ran no command".into()),
+            },
+        };
+        rows.insert(id.clone(), row(id, checked));
+    }
+    for (id, approach, column, key) in replay_runs(flavour) {
+        let run = replay::run_one(&bench, &fixtures, &host, approach, column, key);
+        let checked = match run.invocation {
+            Some(invocation) => Ok(differential::check(&invocation, loader)),
+            None => Err(format!("not run: {}", run.outcome)),
+        };
+        rows.insert(id.clone(), row(id, checked));
+    }
+    // The roots go with the bench (LD_FALLBACK_KEEP_ROOTS=1 keeps them for a look).
+    drop(bench);
+    Ok(rows)
+}
+
+fn row(id: String, checked: Result<Checked, String>) -> Row {
+    let lddtree = match &checked {
+        Ok(c) if c.mode == Mode::Traced => lddtree(c),
+        _ => Lddtree::NotCompared,
+    };
+    Row {
+        id,
+        checked,
+        lddtree,
+    }
+}
+
+/// The lddtree crate on the same program and root, against what the loader took: for each
+/// search of the traced run, the file lddtree names for that name.
+fn lddtree(c: &Checked) -> Lddtree {
+    let Some(program) = &c.program else {
+        return Lddtree::NotCompared;
+    };
+    let tree = match lddtree::DependencyAnalyzer::new(c.root.clone())
+        .analyze(differential::host_path(&c.root, program))
+    {
+        Ok(tree) => tree,
+        Err(err) => return Lddtree::Error(err.to_string()),
+    };
+    let canonical = |path: &str| std::fs::canonicalize(differential::host_path(&c.root, path)).ok();
+    // The objects lddtree's graph holds: the program and every library it resolved.
+    let in_graph = |requester: &str| {
+        requester == program
+            || canonical(requester).is_some_and(|real| {
+                tree.libraries
+                    .values()
+                    .any(|lib| lib.realpath.as_ref() == Some(&real))
+            })
+    };
+    for step in &c.observed {
+        let Some(lib) = tree.libraries.get(&step.name) else {
+            let asked_in_graph = step.requested_by.as_deref().is_some_and(in_graph);
+            if step.dlopen || !asked_in_graph || step.name.contains('/') {
+                return Lddtree::NoDlopen(step.name.clone());
+            }
+            return Lddtree::Differs(format!("{}: lddtree does not list it", step.name));
+        };
+        let ours = step.ended_with.as_deref().and_then(canonical);
+        if ours != lib.realpath {
+            return Lddtree::Differs(format!(
+                "{}: lddtree {}, the loader {}",
+                step.name,
+                lib.realpath
+                    .as_ref()
+                    .map_or("nothing".into(), |p| inside(&c.root, p)),
+                step.ended_with.as_deref().unwrap_or("nothing")
+            ));
+        }
+    }
+    Lddtree::Agrees
+}
+
+fn inside(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) => format!("/{}", rel.display()),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+fn one(target: Target, flavour: Flavour, id: &str) -> Result<(), String> {
+    let rows = results(target, flavour)?;
+    let row = rows.get(id).ok_or_else(|| format!("no run {id}"))?;
+    match &row.checked {
+        Err(why) if accepted_skip(why, target) => {
+            eprintln!("{target}::{flavour}::{id}: not compared: {why}");
+            Ok(())
+        }
+        Err(why) => Err(why.clone()),
+        Ok(c) => match (&c.mode, &c.difference) {
+            (Mode::NotApplicable(why), _) => {
+                eprintln!("{target}::{flavour}::{id}: not compared: {why}");
+                Ok(())
+            }
+            (_, Some(difference)) => Err(format!(
+                "the model and the real loader differ in {} (LD_FALLBACK_KEEP_ROOTS=1 keeps it):\n{difference}",
+                c.root.display()
+            )),
+            (_, None) if c.observed.is_empty() && c.predicted.is_empty() => {
+                // Nothing searched on either side (a refused option): still a comparison.
+                Ok(())
+            }
+            (_, None) => Ok(()),
+        },
+    }
+}
+
+/// Runs the matrix itself does not count: a scenario its table declares not applicable to
+/// the target (the ldd script under QEMU), and outside CI a skip for a missing input (no
+/// archive for NVIDIA's libraries, secure mode when not root).
+fn accepted_skip(why: &str, _target: Target) -> bool {
+    if why.starts_with("n/a: ") {
+        return true;
+    }
+    let Some(reason) = why.strip_prefix("SKIPPED: ") else {
+        return false;
+    };
+    !in_ci()
+        && (reason.starts_with(loader_harness::nvidia::UNREACHABLE)
+            || reason.starts_with("secure mode needs root"))
+}
+
+/// The side-by-side table of every (target, flavour) with results; with `all`, it must be
+/// docs/explain.md's.
+fn side_by_side(all: bool) -> Result<(), String> {
+    let mut table = String::from(
+        "| target | loader | runs compared | `explain` agrees | `lddtree` agrees | lddtree: a dlopen it cannot know | lddtree: another file or none | not compared |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    let mut details = String::new();
+    for target in Target::ALL {
+        for flavour in FLAVOURS {
+            let rows = match results(target, flavour) {
+                Ok(rows) => rows,
+                Err(_) if !all => continue,
+                Err(err) => return Err(err),
+            };
+            let compared: Vec<&Row> = rows
+                .values()
+                .filter(|r| {
+                    r.checked
+                        .as_ref()
+                        .is_ok_and(|c| !matches!(c.mode, Mode::NotApplicable(_)))
+                })
+                .collect();
+            let agrees = compared
+                .iter()
+                .filter(|r| r.checked.as_ref().is_ok_and(|c| c.difference.is_none()))
+                .count();
+            let count = |f: fn(&Lddtree) -> bool| compared.iter().filter(|r| f(&r.lddtree)).count();
+            let ldd_ok = count(|l| *l == Lddtree::Agrees);
+            let ldd_dlopen = count(|l| matches!(l, Lddtree::NoDlopen(_)));
+            let ldd_differs = count(|l| matches!(l, Lddtree::Differs(_) | Lddtree::Error(_)));
+            table.push_str(&format!(
+                "| {target} | {flavour} | {} | {agrees} | {ldd_ok} | {ldd_dlopen} | {ldd_differs} | {} |\n",
+                compared.len(),
+                rows.len() - compared.len()
+            ));
+            for r in &compared {
+                if let Lddtree::Differs(why) | Lddtree::Error(why) = &r.lddtree {
+                    details.push_str(&format!("- {target} {flavour} `{}`: {why}\n", r.id));
+                }
+            }
+        }
+    }
+    let block = format!(
+        "{BEGIN} (generated by `cargo test -p loader-harness --test explain`; do not edit) -->\n{table}\nWhere lddtree takes another file or none:\n\n{details}{END}"
+    );
+    if !all {
+        eprintln!(
+            "side by side, for the sysroots named (not written to docs/explain.md):\n{block}"
+        );
+        return Ok(());
+    }
+    let doc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/explain.md");
+    let page =
+        std::fs::read_to_string(&doc).map_err(|e| format!("cannot read docs/explain.md: {e}"))?;
+    let (Some(start), Some(end)) = (page.find(BEGIN), page.find(END)) else {
+        return Err("docs/explain.md has no lddtree block".into());
+    };
+    let current = &page[start..end + END.len()];
+    if current == block {
+        return Ok(());
+    }
+    let updated = format!("{}{block}{}", &page[..start], &page[end + END.len()..]);
+    std::fs::write(&doc, updated).map_err(|e| format!("cannot write docs/explain.md: {e}"))?;
+    Err("docs/explain.md's side-by-side table was out of date: rewritten, commit it".into())
+}

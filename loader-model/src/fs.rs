@@ -1,0 +1,238 @@
+//! The files the modelled loader sees: a directory tree taken as `/` (a scenario root, or the
+//! machine itself), with symlinks resolved inside it as the kernel would resolve them for a
+//! process chrooted there. Paths are the loader's: absolute strings, as it builds them.
+
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+/// Why a path cannot be opened, in the loader's terms (the `errno` it would get).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenError {
+    /// ENOENT: the file, or a directory on its way, does not exist.
+    Absent,
+    /// ENOTDIR: a component on the way is not a directory.
+    NotDirectory,
+    /// ELOOP: too many symlinks.
+    Loop,
+    /// EACCES or another error from `open` itself.
+    Denied,
+}
+
+/// A file the loader could open: what it reads to verify it, and its identity.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// Where it is on this machine.
+    pub host: PathBuf,
+    /// (st_dev, st_ino): the loader reuses a loaded object with the same identity.
+    pub id: (u64, u64),
+    pub is_dir: bool,
+}
+
+/// The tree the loader runs in.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    root: PathBuf,
+}
+
+/// Symlinks followed before the kernel gives up (ELOOP).
+const MAX_SYMLINKS: usize = 40;
+
+impl Tree {
+    /// The tree under `root` (`/` for this machine).
+    pub fn new(root: &Path) -> Tree {
+        Tree {
+            root: root.to_path_buf(),
+        }
+    }
+
+    fn is_host(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// `path` (absolute, or relative to `cwd`) resolved to a host path, every symlink on the
+    /// way followed inside the tree; the last component need not exist.
+    pub(crate) fn resolve(&self, path: &str, cwd: &str) -> Result<PathBuf, OpenError> {
+        let start = if path.starts_with('/') {
+            path.to_string()
+        } else {
+            format!("{cwd}/{path}")
+        };
+        if self.is_host() {
+            return Ok(PathBuf::from(start));
+        }
+        let mut pending: Vec<String> = components(&start);
+        pending.reverse();
+        let mut done: Vec<String> = Vec::new();
+        let mut links = 0;
+        while let Some(part) = pending.pop() {
+            match part.as_str() {
+                "." => continue,
+                ".." => {
+                    done.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            let here = self.host_of(&done).join(&part);
+            match fs::symlink_metadata(&here) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    links += 1;
+                    if links > MAX_SYMLINKS {
+                        return Err(OpenError::Loop);
+                    }
+                    let Ok(target) = fs::read_link(&here) else {
+                        return Err(OpenError::Denied);
+                    };
+                    let target = target.to_string_lossy().into_owned();
+                    if target.starts_with('/') {
+                        done.clear();
+                    }
+                    for part in components(&target).into_iter().rev() {
+                        pending.push(part);
+                    }
+                }
+                Ok(meta) => {
+                    if !pending.is_empty() && !meta.is_dir() {
+                        return Err(OpenError::NotDirectory);
+                    }
+                    done.push(part);
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    if !pending.is_empty() {
+                        return Err(OpenError::Absent);
+                    }
+                    done.push(part);
+                }
+                Err(_) => return Err(OpenError::Denied),
+            }
+        }
+        Ok(self.host_of(&done))
+    }
+
+    fn host_of(&self, parts: &[String]) -> PathBuf {
+        let mut path = self.root.clone();
+        for part in parts {
+            path.push(part);
+        }
+        path
+    }
+
+    /// What `open (path, O_RDONLY)` would give the loader.
+    pub fn open(&self, path: &str, cwd: &str) -> Result<Opened, OpenError> {
+        let host = self.resolve(path, cwd)?;
+        match fs::metadata(&host) {
+            Ok(meta) => Ok(Opened {
+                host,
+                id: (meta.dev(), meta.ino()),
+                is_dir: meta.is_dir(),
+            }),
+            Err(err) => Err(match err.raw_os_error() {
+                Some(20) => OpenError::NotDirectory,
+                Some(40) => OpenError::Loop,
+                _ if err.kind() == io::ErrorKind::NotFound => OpenError::Absent,
+                _ => OpenError::Denied,
+            }),
+        }
+    }
+
+    /// Whether `path` is a directory (`stat` and `S_ISDIR`, as `open_path` asks).
+    pub(crate) fn is_dir(&self, path: &str, cwd: &str) -> bool {
+        self.resolve(path, cwd)
+            .ok()
+            .and_then(|host| fs::metadata(host).ok())
+            .is_some_and(|meta| meta.is_dir())
+    }
+
+    /// The first `limit` bytes of an opened file (what the loader reads to verify it).
+    pub fn head(&self, opened: &Opened, limit: u64) -> anyhow::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        fs::File::open(&opened.host)
+            .and_then(|file| file.take(limit).read_to_end(&mut bytes))
+            .with_context(|| format!("cannot read {}", opened.host.display()))?;
+        Ok(bytes)
+    }
+
+    /// The whole of an opened file.
+    pub fn read(&self, opened: &Opened) -> anyhow::Result<Vec<u8>> {
+        fs::read(&opened.host).with_context(|| format!("cannot read {}", opened.host.display()))
+    }
+
+    /// `realpath (path)` inside the tree, as the kernel gives `/proc/self/exe`.
+    pub(crate) fn canonical(&self, path: &str, cwd: &str) -> Option<String> {
+        let host = if self.is_host() {
+            fs::canonicalize(self.resolve(path, cwd).ok()?).ok()?
+        } else {
+            self.resolve(path, cwd).ok()?
+        };
+        fs::metadata(&host).ok()?;
+        let inside = host.strip_prefix(&self.root).ok()?;
+        Some(format!("/{}", inside.to_string_lossy()))
+    }
+
+    /// The names in directory `path` of the tree (empty when it is not one).
+    pub(crate) fn list(&self, path: &str) -> Vec<String> {
+        let Ok(host) = self.resolve(path, "/") else {
+            return Vec::new();
+        };
+        let Ok(entries) = fs::read_dir(host) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+/// `/a//b/./c` as `["a", "b", ".", "c"]`: empty components dropped, `.` and `..` kept.
+fn components(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn symlinks_resolve_inside_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("store/pkg/lib")).unwrap();
+        fs::write(root.join("store/pkg/lib/libx.so"), b"x").unwrap();
+        fs::create_dir_all(root.join("run/driver")).unwrap();
+        // An absolute link means the tree's /, not the machine's.
+        symlink("/store/pkg/lib/libx.so", root.join("run/driver/libx.so")).unwrap();
+        symlink("../store/pkg", root.join("run/pkg")).unwrap();
+        let tree = Tree::new(root);
+        let opened = tree.open("/run/driver/libx.so", "/").unwrap();
+        assert_eq!(opened.host, root.join("store/pkg/lib/libx.so"));
+        assert!(tree.open("/run/pkg/lib/libx.so", "/").is_ok());
+        assert_eq!(
+            tree.canonical("/run/driver/libx.so", "/").unwrap(),
+            "/store/pkg/lib/libx.so"
+        );
+        assert_eq!(
+            tree.open("/run/nothing/libx.so", "/").unwrap_err(),
+            OpenError::Absent
+        );
+        assert_eq!(
+            tree.open("/store/pkg/lib/libx.so/libx.so", "/")
+                .unwrap_err(),
+            OpenError::NotDirectory
+        );
+        symlink("loop", root.join("loop")).unwrap();
+        assert_eq!(tree.open("/loop", "/").unwrap_err(), OpenError::Loop);
+        assert!(tree.is_dir("/run/pkg", "/"));
+        assert!(!tree.is_dir("/run/driver/libx.so", "/"));
+    }
+}

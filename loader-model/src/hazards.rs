@@ -1,0 +1,278 @@
+//! What a user of LD_FALLBACK_PATH should be warned about, found in the model's answer and
+//! the tree: a fallback directory holding glibc's own libraries (a host glibc's NSS module in
+//! another glibc's process), a `libcuda` whose helpers come from another directory (a compat
+//! driver on the board's helpers), and a library found only through the fallback that a
+//! host's ld.so.cache would find first.
+
+use serde::Serialize;
+
+use super::walk::Model;
+use super::{How, Outcome, Rule};
+
+/// One warning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Hazard {
+    pub kind: HazardKind,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HazardKind {
+    /// A fallback directory holds glibc's own libraries or NSS modules.
+    GlibcInFallback,
+    /// A `libcuda` whose helper libraries come from another directory.
+    SplitDriver,
+    /// Found only through the fallback, and a cache made from `/etc/ld.so.conf` would
+    /// find it first.
+    CacheWouldShadow,
+}
+
+/// glibc's own sonames (besides `ld-linux*` and `libnss_*`).
+const GLIBC_LIBRARIES: &[&str] = &[
+    "libc.so.6",
+    "libm.so.6",
+    "libmvec.so.1",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libresolv.so.2",
+    "libutil.so.1",
+    "libanl.so.1",
+    "libnsl.so.1",
+    "libBrokenLocale.so.1",
+    "libthread_db.so.1",
+    "libc_malloc_debug.so.0",
+    "libmemusage.so",
+    "libpcprofile.so",
+];
+
+/// Whether `name` is one of glibc's own libraries.
+pub(crate) fn is_glibc_library(name: &str) -> bool {
+    GLIBC_LIBRARIES.contains(&name)
+        || name.starts_with("ld-linux")
+        || (name.starts_with("libnss_") && name.ends_with(".so.2"))
+}
+
+pub(super) fn find(m: &Model) -> Vec<Hazard> {
+    let mut hazards = glibc_in_fallback(m);
+    hazards.extend(split_driver(m));
+    hazards.extend(cache_would_shadow(m));
+    hazards
+}
+
+fn glibc_in_fallback(m: &Model) -> Vec<Hazard> {
+    let Some((dirs, source)) = &m.fallback else {
+        return Vec::new();
+    };
+    // Where the program's own glibc lives: the directory of the libc.so.6 it maps.
+    let libc_dir = m
+        .loads
+        .iter()
+        .filter(|l| l.name == "libc.so.6")
+        .find_map(|l| l.mapped().and_then(dir_of));
+    let mut hazards = Vec::new();
+    for dir in dirs {
+        let names: Vec<String> = m
+            .tree
+            .list(dir)
+            .into_iter()
+            .filter(|n| is_glibc_library(n))
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let mut text = format!(
+            "{source} directory {dir} holds glibc's own libraries ({}). The fallback is searched last, so they are used only where nothing else provides the name",
+            names.join(", ")
+        );
+        // NSS modules are dlopened by libc by name: one the program's glibc lacks comes from
+        // here, built against another glibc.
+        if let Some(libc_dir) = &libc_dir {
+            let own = m.tree.list(libc_dir);
+            let missing: Vec<&String> = names
+                .iter()
+                .filter(|n| n.starts_with("libnss_") && !own.contains(n))
+                .collect();
+            if !missing.is_empty() {
+                text.push_str(&format!(
+                    "; the program's glibc ({libc_dir}) has no {}: an NSS lookup that needs one (per /etc/nsswitch.conf) would load this directory's copy into a process of another glibc",
+                    missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        let taken: Vec<&str> = m
+            .loads
+            .iter()
+            .filter(|l| {
+                matches!(
+                    &l.outcome,
+                    Outcome::Mapped {
+                        rule: Rule::Fallback { .. },
+                        ..
+                    }
+                )
+            })
+            .filter(|l| is_glibc_library(&l.name))
+            .map(|l| l.name.as_str())
+            .collect();
+        if !taken.is_empty() {
+            text.push_str(&format!(
+                "; this run takes {} from the fallback",
+                taken.join(", ")
+            ));
+        }
+        hazards.push(Hazard {
+            kind: HazardKind::GlibcInFallback,
+            text,
+        });
+    }
+    hazards
+}
+
+fn split_driver(m: &Model) -> Vec<Hazard> {
+    let mut hazards = Vec::new();
+    for driver in m
+        .loads
+        .iter()
+        .filter(|l| l.name.starts_with("libcuda.so") || l.name.contains("/libcuda.so"))
+    {
+        let Some(path) = driver.mapped() else {
+            continue;
+        };
+        let Some(driver_dir) = dir_of(path) else {
+            continue;
+        };
+        let helpers: Vec<String> = m
+            .loads
+            .iter()
+            .filter(|l| l.requested_by == path && matches!(l.how, How::Needed | How::Dlopen))
+            .filter(|l| !is_glibc_library(&l.name))
+            .filter_map(|l| {
+                let (helper, rule) = match &l.outcome {
+                    Outcome::Mapped { path, rule } => (path.clone(), rule.to_string()),
+                    Outcome::AlreadyLoaded { path, .. } => (path.clone(), "already loaded".into()),
+                    _ => return None,
+                };
+                (dir_of(&helper).as_deref() != Some(driver_dir.as_str()))
+                    .then(|| format!("{} ({rule})", helper))
+            })
+            .collect();
+        if !helpers.is_empty() {
+            hazards.push(Hazard {
+                kind: HazardKind::SplitDriver,
+                text: format!(
+                    "{path} takes its helpers from other directories: {}. A compat driver works only with the helpers of the driver release it was made for",
+                    helpers.join(", ")
+                ),
+            });
+        }
+    }
+    hazards
+}
+
+fn cache_would_shadow(m: &Model) -> Vec<Hazard> {
+    let conf = ld_so_conf(m, "/etc/ld.so.conf", 0);
+    let mut hazards = Vec::new();
+    for load in &m.loads {
+        let Outcome::Mapped {
+            path,
+            rule: Rule::Fallback { .. },
+        } = &load.outcome
+        else {
+            continue;
+        };
+        let here = dir_of(path).unwrap_or_default();
+        let elsewhere: Vec<String> = conf
+            .iter()
+            .filter(|dir| dir.trim_end_matches('/') != here.trim_end_matches('/'))
+            .map(|dir| format!("{}/{}", dir.trim_end_matches('/'), load.name))
+            .filter(|candidate| m.tree.open(candidate, "/").is_ok())
+            .collect();
+        if !elsewhere.is_empty() {
+            hazards.push(Hazard {
+                kind: HazardKind::CacheWouldShadow,
+                text: format!(
+                    "{} is found only through the fallback ({path}), but /etc/ld.so.conf lists {}: on a host whose ld.so.cache is made from it, the cache (searched first) takes that copy instead",
+                    load.name,
+                    elsewhere.join(", ")
+                ),
+            });
+        }
+    }
+    hazards
+}
+
+/// The directories `ldconfig` would read from `file` and the files it includes.
+fn ld_so_conf(m: &Model, file: &str, depth: usize) -> Vec<String> {
+    let Ok(opened) = m.tree.open(file, "/") else {
+        return Vec::new();
+    };
+    let Ok(bytes) = m.tree.read(&opened) else {
+        return Vec::new();
+    };
+    let base = dir_of(file).unwrap_or_else(|| "/".into());
+    let mut dirs = Vec::new();
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(pattern) = line.strip_prefix("include") {
+            if depth > 8 {
+                continue;
+            }
+            for pattern in pattern.split_whitespace() {
+                let pattern = if pattern.starts_with('/') {
+                    pattern.to_string()
+                } else {
+                    format!("{base}/{pattern}")
+                };
+                for included in glob(m, &pattern) {
+                    dirs.extend(ld_so_conf(m, &included, depth + 1));
+                }
+            }
+        } else if line.starts_with('/') {
+            // Old syntax: `dir=TYPE`.
+            for dir in line.split_whitespace() {
+                dirs.push(dir.split('=').next().unwrap_or(dir).to_string());
+            }
+        }
+    }
+    dirs
+}
+
+/// Files matching `pattern`, whose last component may hold `*`.
+fn glob(m: &Model, pattern: &str) -> Vec<String> {
+    let (dir, last) = pattern.rsplit_once('/').unwrap_or(("", pattern));
+    if !last.contains('*') {
+        return vec![pattern.to_string()];
+    }
+    let parts: Vec<&str> = last.split('*').collect();
+    m.tree
+        .list(if dir.is_empty() { "/" } else { dir })
+        .into_iter()
+        .filter(|name| {
+            let mut rest = name.as_str();
+            for (i, part) in parts.iter().enumerate() {
+                if i == 0 {
+                    let Some(r) = rest.strip_prefix(part) else {
+                        return false;
+                    };
+                    rest = r;
+                } else if i == parts.len() - 1 {
+                    return rest.ends_with(part);
+                } else {
+                    let Some(at) = rest.find(part) else {
+                        return false;
+                    };
+                    rest = &rest[at + part.len()..];
+                }
+            }
+            true
+        })
+        .map(|name| format!("{dir}/{name}"))
+        .collect()
+}
+
+/// The directory part of a path.
+fn dir_of(path: &str) -> Option<String> {
+    super::paths::lexical_dir(path)
+}

@@ -1,0 +1,416 @@
+//! A model of the (patched or stock) glibc loader's library search: which file a program
+//! would map for every DT_NEEDED entry and named `dlopen`, with `LD_FALLBACK_PATH` or
+//! without, in a given tree, without running anything. `cargo xtask explain` prints it; the
+//! `explain` tests hold it against the real loaders in every scenario root of the matrix and
+//! the Jetson replay.
+//!
+//! It follows glibc's `elf/dl-load.c` (`_dl_map_new_object`, `open_path`, `fillin_rpath`,
+//! `_dl_dst_substitute`), `elf/dl-deps.c` (the breadth-first walk), `elf/dl-cache.c`
+//! (ld.so.cache) and `elf/dl-hwcaps.c` (the subdirectories), per release where they differ
+//! ([`platform::Release`]). One function per tier ([`tiers`]); every candidate carries the
+//! reason it was taken or passed over. Not modelled: LD_PRELOAD, LD_AUDIT modules, filters
+//! (DT_AUXILIARY, DT_FILTER), `--glibc-hwcaps-prepend`/`-mask`, GLIBC_TUNABLES, and what
+//! happens after a file is chosen (symbol versions, relocation, constructors' own effects).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use model::Target;
+
+pub(crate) mod cache;
+pub mod elf;
+pub mod fs;
+pub(crate) mod hazards;
+pub(crate) mod paths;
+pub mod platform;
+pub mod render;
+mod tiers;
+mod walk;
+
+pub(crate) use hazards::Hazard;
+pub use platform::{Cpu, LoaderFacts, Release};
+
+/// What to explain: a program in a tree, and what the user sets.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The tree taken as `/` (`/` for this machine).
+    pub root: PathBuf,
+    /// The program, as it would be started (absolute, or relative to `cwd`).
+    pub program: String,
+    /// The working directory inside the tree.
+    pub cwd: String,
+    /// The release whose loader is modelled.
+    pub release: Release,
+    pub target: Target,
+    /// With the LD_FALLBACK_PATH series, or the release as is.
+    pub patched: bool,
+    /// `LD_LIBRARY_PATH`, or `ld.so --library-path`.
+    pub library_path: Option<PathList>,
+    /// `LD_FALLBACK_PATH`, or `ld.so --fallback-path`.
+    pub fallback_path: Option<PathList>,
+    /// The `dlopen`s to follow, in the order the program makes them.
+    pub dlopens: Vec<Dlopen>,
+    /// LD_AUDIT: modules loaded before the program's libraries, each in its own namespace.
+    pub audit: Vec<String>,
+    /// `ld.so --inhibit-cache`.
+    pub inhibit_cache: bool,
+    /// AT_SECURE (setuid, setgid, capabilities).
+    pub secure: bool,
+    /// `LD_TRACE_LOADED_OBJECTS=1` (ldd): a missing library does not stop the walk.
+    pub trace: bool,
+    /// Started as `ld.so PROGRAM` (then `$ORIGIN` is the directory as given, not resolved).
+    pub via_loader: bool,
+    /// The CPU the program runs on.
+    pub cpu: Cpu,
+}
+
+/// A directory list and where it comes from (`LD_LIBRARY_PATH`, `--fallback-path`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathList {
+    pub value: String,
+    pub source: String,
+}
+
+/// A `dlopen` (or `dlmopen` into a new namespace) the program makes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dlopen {
+    pub name: String,
+    /// The object that calls it (a path, a soname or a file name of a loaded object); `None`
+    /// for the program itself.
+    pub from: Option<String>,
+    /// `dlmopen (LM_ID_NEWLM, ...)`: a namespace of its own.
+    pub new_namespace: bool,
+}
+
+impl Dlopen {
+    /// `NAME` (from the program) or `CALLER:NAME` (from a loaded object).
+    pub fn parse(text: &str) -> Dlopen {
+        let (from, name) = match text.rsplit_once(':') {
+            Some((from, name)) if !from.is_empty() => (Some(from.to_string()), name),
+            _ => (None, text),
+        };
+        Dlopen {
+            name: name.to_string(),
+            from,
+            new_namespace: false,
+        }
+    }
+}
+
+/// Why a library was wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum How {
+    Needed,
+    Dlopen,
+    Dlmopen,
+    /// An LD_AUDIT module, loaded by the loader itself.
+    Audit,
+}
+
+/// The rule (search tier) a candidate belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "tier", rename_all = "kebab-case")]
+pub enum Rule {
+    /// DT_RPATH of an object in the loading chain.
+    Rpath {
+        of: String,
+    },
+    /// LD_LIBRARY_PATH or `--library-path`.
+    LibraryPath {
+        source: String,
+    },
+    /// DT_RUNPATH of the loading object.
+    Runpath {
+        of: String,
+    },
+    Cache,
+    DefaultDir,
+    /// LD_FALLBACK_PATH or `--fallback-path`.
+    Fallback {
+        source: String,
+    },
+    /// The name has a slash: opened as it is.
+    Path,
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rule::Rpath { of } => write!(f, "RPATH of {of}"),
+            Rule::LibraryPath { source } => f.write_str(source),
+            Rule::Runpath { of } => write!(f, "RUNPATH of {of}"),
+            Rule::Cache => f.write_str("ld.so.cache"),
+            Rule::DefaultDir => f.write_str("default dir"),
+            Rule::Fallback { source } => write!(f, "fallback ({source})"),
+            Rule::Path => f.write_str("path"),
+        }
+    }
+}
+
+/// What became of one candidate file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", content = "detail", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The loader takes this file.
+    Taken,
+    Absent,
+    /// A component of the path is not a directory.
+    NotADirectory,
+    /// It cannot be opened (permissions, a symlink loop).
+    Unreadable,
+    /// ELFCLASS32: passed over.
+    WrongClass,
+    /// Another architecture: passed over.
+    WrongMachine,
+    /// Not a loadable ELF file: the load fails here.
+    Fatal(String),
+    /// Not tried: the loader already knows the directory is missing.
+    DirMissing,
+    /// An ld.so.cache entry in a default directory, and the loading object is
+    /// `-z nodefaultlib`.
+    NodeflibCacheEntry,
+    /// An ld.so.cache entry of the name that the lookup did not return.
+    CachePassed(String),
+}
+
+impl Verdict {
+    /// Whether `LD_DEBUG=libs` shows a `trying file=` line for it.
+    pub fn is_traced(&self) -> bool {
+        !matches!(self, Verdict::DirMissing | Verdict::CachePassed(_))
+    }
+
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Verdict::Taken => "taken".into(),
+            Verdict::Absent => "absent".into(),
+            Verdict::NotADirectory => "a path component is not a directory".into(),
+            Verdict::Unreadable => "cannot be opened".into(),
+            Verdict::WrongClass => "wrong ELF class, passed over".into(),
+            Verdict::WrongMachine => "wrong machine, passed over".into(),
+            Verdict::Fatal(why) => format!("{why}: the load fails"),
+            Verdict::DirMissing => "directory missing, not tried".into(),
+            Verdict::NodeflibCacheEntry => {
+                "in a default dir, and the loader is -z nodefaultlib: passed over".into()
+            }
+            Verdict::CachePassed(why) => format!("cache entry passed over: {why}"),
+        }
+    }
+}
+
+/// One file the search considered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Candidate {
+    pub rule: Rule,
+    pub path: String,
+    pub verdict: Verdict,
+}
+
+/// A tier the search passed without a candidate, and why (no cache entry, skipped for
+/// `-z nodefaultlib`, unset, unpatched loader...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TierNote {
+    pub tier: String,
+    pub note: String,
+}
+
+/// How one request ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    /// A file is mapped, found by `rule`.
+    Mapped { path: String, rule: Rule },
+    /// An object already loaded answers the name: by name (its soname or a name it was
+    /// loaded under, without a search), or because the search found its file again.
+    AlreadyLoaded { path: String, by: Match },
+    /// Nowhere: the program does not start (DT_NEEDED) or `dlopen` fails.
+    NotFound,
+    /// The search stopped at a file the loader refuses.
+    Failed { error: String },
+}
+
+/// How a loaded object answered a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Match {
+    Name,
+    SameFile,
+}
+
+/// One library request: a DT_NEEDED entry or a `dlopen`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Load {
+    pub namespace: usize,
+    pub name: String,
+    pub how: How,
+    /// The requesting object (the program's path for the program).
+    pub requested_by: String,
+    pub outcome: Outcome,
+    pub candidates: Vec<Candidate>,
+    pub notes: Vec<TierNote>,
+}
+
+impl Load {
+    /// Whether the loader searched (or opened) anything for it: an already-loaded name is
+    /// answered without a search and leaves no trace.
+    pub fn searched(&self) -> bool {
+        !matches!(
+            self.outcome,
+            Outcome::AlreadyLoaded {
+                by: Match::Name,
+                ..
+            }
+        )
+    }
+
+    /// The file mapped, if any.
+    pub fn mapped(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Mapped { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}
+
+/// The model's answer for one program.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub program: String,
+    pub loader: LoaderFacts,
+    /// The LD_LIBRARY_PATH directories, as the loader decomposed them.
+    pub library_path: Vec<String>,
+    /// The fallback directories, as the loader decomposed them (empty when unset, ignored
+    /// in secure mode, or without the patch).
+    pub fallback_path: Vec<String>,
+    /// What the model was told or assumed that a reader should know.
+    pub notes: Vec<String>,
+    /// Requests it was asked to follow and could not (a dlopen from a caller that is not
+    /// loaded): what they would load is unknown, so the answer is not whole.
+    pub not_followed: Vec<String>,
+    /// Every request, in the loader's order.
+    pub loads: Vec<Load>,
+    /// Whether the program would start: every DT_NEEDED entry found.
+    pub starts: bool,
+    pub hazards: Vec<Hazard>,
+}
+
+impl Explanation {
+    /// The requests the loader searched for, in order (what an `LD_DEBUG=libs` trace shows).
+    pub fn searches(&self) -> impl Iterator<Item = &Load> {
+        self.loads.iter().filter(|l| l.searched())
+    }
+}
+
+/// The release of the glibc a program would run with in `root`: its loader's (or, for a
+/// static program, its own libc's) version string; `None` when there is none to read.
+pub fn release_in(root: &std::path::Path, program: &str, cwd: &str) -> Option<Release> {
+    let tree = fs::Tree::new(root);
+    let bytes = tree.read(&tree.open(program, cwd).ok()?).ok()?;
+    let binary = match elf::dynamic(&bytes).ok()?.interpreter {
+        Some(interp) => tree.read(&tree.open(&interp, "/").ok()?).ok()?,
+        None => bytes,
+    };
+    platform::release_of(&binary)
+}
+
+/// The target a program is built for, from its ELF header.
+pub fn target_of(root: &std::path::Path, program: &str, cwd: &str) -> Option<Target> {
+    let tree = fs::Tree::new(root);
+    let head = tree.head(&tree.open(program, cwd).ok()?, 64).ok()?;
+    Target::ALL
+        .into_iter()
+        .find(|t| elf::verify(&head, *t) == elf::Verified::Usable)
+}
+
+/// Explains `config`: reads the program, its loader and the tree, and walks the search.
+pub fn explain(config: &Config) -> Result<Explanation> {
+    if !config.root.is_dir() {
+        bail!("{} is not a directory", config.root.display());
+    }
+    let tree = fs::Tree::new(&config.root);
+    let opened = tree.open(&config.program, &config.cwd).map_err(|err| {
+        anyhow::anyhow!(
+            "cannot open the program {} in {}: {err:?}",
+            config.program,
+            config.root.display()
+        )
+    })?;
+    let bytes = tree
+        .read(&opened)
+        .with_context(|| format!("cannot read {}", opened.host.display()))?;
+    let dynamic = elf::dynamic(&bytes)
+        .map_err(|why| anyhow::anyhow!("{} is not a program: {why}", config.program))?;
+    match elf::verify(&bytes, config.target) {
+        elf::Verified::Usable => {}
+        other => bail!(
+            "{} is not a {} program ({other:?}): pass --target",
+            config.program,
+            config.target
+        ),
+    }
+    let (loader_path, loader_bytes) = match &dynamic.interpreter {
+        Some(interp) => {
+            let file = tree.open(interp, "/").map_err(|err| {
+                anyhow::anyhow!(
+                    "the program's loader {interp} is not in {} ({err:?})",
+                    config.root.display()
+                )
+            })?;
+            let bytes = tree
+                .read(&file)
+                .with_context(|| format!("cannot read {}", file.host.display()))?;
+            (Some(interp.clone()), bytes)
+        }
+        // A static program carries its own copy of the tables.
+        None => (None, bytes.clone()),
+    };
+    let facts = LoaderFacts::new(
+        loader_path,
+        &loader_bytes,
+        config.release,
+        config.target,
+        config.patched,
+        config.cpu.clone(),
+    );
+    let (m, starts) = walk::run(config, tree, facts, dynamic, opened);
+    // Found in the walk's end state, after the walk: hazards read the model, the walk never
+    // reads them.
+    let hazards = hazards::find(&m);
+    Ok(Explanation {
+        program: config.program.clone(),
+        library_path: m
+            .library_path
+            .as_ref()
+            .map(|l| l.0.clone())
+            .unwrap_or_default(),
+        fallback_path: m.fallback.as_ref().map(|l| l.0.clone()).unwrap_or_default(),
+        notes: m.notes,
+        not_followed: m.not_followed,
+        loads: m.loads,
+        starts,
+        hazards,
+        loader: m.facts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dlopen_names_its_caller_before_a_colon() {
+        let from_program = Dlopen::parse("libcuda.so.1");
+        assert_eq!(from_program.from, None);
+        assert_eq!(from_program.name, "libcuda.so.1");
+        let from_runtime = Dlopen::parse("libcudart.so.12:libcuda.so.1");
+        assert_eq!(from_runtime.from.as_deref(), Some("libcudart.so.12"));
+        assert_eq!(from_runtime.name, "libcuda.so.1");
+        let by_path = Dlopen::parse("/nix/store/x-cudart/lib/libcudart.so.12:libcuda.so.1");
+        assert_eq!(
+            by_path.from.as_deref(),
+            Some("/nix/store/x-cudart/lib/libcudart.so.12")
+        );
+    }
+}

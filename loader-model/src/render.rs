@@ -1,0 +1,232 @@
+//! The model's answer for a reader: the loader it models, then every library in the order
+//! the loader takes them (the file and the rule that chose it, then each place passed over
+//! and why, as libtree tells "why this path"), what is not found, the hazards and notes.
+//!
+//! Every value from outside (the program's name, paths, environment lists, names read from
+//! ELF files, notes quoting them) is printed through `model::printable`: a newline or an
+//! escape sequence in a fallback entry shows as `\n` or `\u{1b}`, never as a broken line or
+//! a recoloured terminal.
+
+use std::fmt::Write;
+
+use model::printable as p;
+
+use super::{Candidate, Explanation, How, Load, Match, Outcome, Verdict};
+
+/// The whole explanation as text.
+pub fn text(x: &Explanation) -> String {
+    let mut out = String::new();
+    let l = &x.loader;
+    let flavour = if l.patched { "patched" } else { "unpatched" };
+    let _ = writeln!(
+        out,
+        "{}: glibc {} {} loader, {flavour}{}",
+        p(&x.program),
+        l.release,
+        l.target,
+        match &l.path {
+            Some(path) => format!(" ({})", p(path)),
+            None => " (a static program: its own libc searches)".into(),
+        }
+    );
+    let dirs: Vec<_> = l.system_dirs.iter().map(|d| p(d)).collect();
+    let _ = writeln!(
+        out,
+        "  default dirs: {} ({})",
+        dirs.join(" "),
+        l.system_dirs_source
+    );
+    let subdirs: Vec<_> = l
+        .subdirs
+        .iter()
+        .filter(|s| !s.is_empty())
+        .map(|s| p(s.trim_end_matches('/')))
+        .collect();
+    if !subdirs.is_empty() {
+        let _ = writeln!(
+            out,
+            "  subdirectories tried first in each dir: {} (CPU: {})",
+            subdirs.join(" "),
+            l.cpu.source
+        );
+    }
+    if !x.library_path.is_empty() {
+        let _ = writeln!(out, "  LD_LIBRARY_PATH: {}", joined(&x.library_path, " "));
+    }
+    if !x.fallback_path.is_empty() {
+        let _ = writeln!(out, "  fallback: {}", joined(&x.fallback_path, " "));
+    }
+    for note in &x.notes {
+        let _ = writeln!(out, "  note: {}", p(note));
+    }
+    out.push('\n');
+    let width = x
+        .loads
+        .iter()
+        .flat_map(|load| load.candidates.iter().map(|c| p(&c.rule.to_string()).len()))
+        .max()
+        .unwrap_or(0);
+    for load in &x.loads {
+        load_text(&mut out, load, &x.loader.subdirs, width);
+    }
+    let missing: Vec<String> = x
+        .loads
+        .iter()
+        .filter(|l| matches!(l.outcome, Outcome::NotFound | Outcome::Failed { .. }))
+        .map(|l| l.name.clone())
+        .collect();
+    out.push('\n');
+    for request in &x.not_followed {
+        let _ = writeln!(out, "not followed: {}", p(request));
+    }
+    match (missing.is_empty(), x.not_followed.is_empty()) {
+        (true, true) => {
+            let _ = writeln!(out, "every library is found");
+        }
+        // What an unfollowed request would load is unknown: no claim about every library.
+        (true, false) => {
+            let _ = writeln!(
+                out,
+                "every library of the requests followed is found; {} not followed",
+                count(x.not_followed.len(), "request")
+            );
+        }
+        (false, _) => {
+            let _ = writeln!(out, "not found: {}", joined(&missing, ", "));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "the program {}",
+        if x.starts {
+            "starts (every DT_NEEDED entry is found)"
+        } else {
+            "does not start"
+        }
+    );
+    for hazard in &x.hazards {
+        let _ = writeln!(out, "hazard: {}", p(&hazard.text));
+    }
+    out
+}
+
+/// `values`, each printable, joined by `sep`.
+fn joined(values: &[String], sep: &str) -> String {
+    values.iter().map(|v| p(v)).collect::<Vec<_>>().join(sep)
+}
+
+/// `1 request`, `2 requests`.
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
+    let by = p(&load.requested_by);
+    let how = match load.how {
+        How::Needed => format!("needed by {by}"),
+        How::Dlopen => format!("dlopen from {by}"),
+        How::Audit => "LD_AUDIT module".to_string(),
+        How::Dlmopen => format!("dlmopen (namespace {}) from {by}", load.namespace),
+    };
+    let name = p(&load.name);
+    match &load.outcome {
+        Outcome::AlreadyLoaded { path, by } => {
+            let text = match by {
+                Match::Name => "by name",
+                Match::SameFile => "the search found the same file",
+            };
+            let _ = writeln!(out, "{name} ({how}): already loaded, {} ({text})", p(path));
+            if *by == Match::Name {
+                return;
+            }
+        }
+        Outcome::Mapped { path, rule } => {
+            let _ = writeln!(
+                out,
+                "{name} ({how})\n  -> {}  [{}]",
+                p(path),
+                p(&rule.to_string())
+            );
+        }
+        Outcome::NotFound => {
+            let _ = writeln!(out, "{name} ({how})\n  -> NOT FOUND");
+        }
+        Outcome::Failed { error } => {
+            let _ = writeln!(out, "{name} ({how})\n  -> FAILS: {}", p(error));
+        }
+    }
+    // Notes and candidates in the loader's order of tiers.
+    let mut lines: Vec<(usize, String, String)> = grouped(&load.candidates, &load.name, subdirs)
+        .into_iter()
+        .map(|(tier, text)| (rank(&tier), tier, text))
+        .collect();
+    for note in &load.notes {
+        let at = lines
+            .iter()
+            .position(|(r, _, _)| *r > rank(&note.tier))
+            .unwrap_or(lines.len());
+        lines.insert(
+            at,
+            (
+                rank(&note.tier),
+                p(&note.tier).into_owned(),
+                p(&note.note).into_owned(),
+            ),
+        );
+    }
+    for (_, tier, text) in lines {
+        let _ = writeln!(out, "     {tier:width$}  {text}");
+    }
+}
+
+/// Where a tier comes in the search, by the name rules and notes give it.
+fn rank(tier: &str) -> usize {
+    const ORDER: [&str; 7] = [
+        "RPATH",
+        "LD_LIBRARY_PATH",
+        "RUNPATH",
+        "ld.so.cache",
+        "default dir",
+        "fallback",
+        "path",
+    ];
+    let tier = if tier == "--library-path" {
+        "LD_LIBRARY_PATH"
+    } else {
+        tier
+    };
+    ORDER
+        .iter()
+        .position(|t| tier.starts_with(t))
+        .unwrap_or(ORDER.len())
+}
+
+/// The candidates one line per directory: the tries in its subdirectories (glibc-hwcaps,
+/// legacy hwcaps) fold into the directory's line unless something other than "absent" or
+/// "not tried" happened there.
+fn grouped(candidates: &[Candidate], name: &str, subdirs: &[String]) -> Vec<(String, String)> {
+    let mut lines: Vec<(String, String)> = Vec::new();
+    let mut folded = 0usize;
+    for c in candidates {
+        let dir = c.path.strip_suffix(name).unwrap_or(&c.path);
+        let subdir = subdirs
+            .iter()
+            .filter(|s| !s.is_empty())
+            .find(|s| dir.ends_with(s.as_str()) && dir.len() > s.len());
+        let quiet = matches!(c.verdict, Verdict::Absent | Verdict::DirMissing);
+        if subdir.is_some() && quiet {
+            folded += 1;
+            continue;
+        }
+        let mut text = format!("{}  {}", p(&c.path), p(&c.verdict.text()));
+        if folded > 0 {
+            text.push_str(&format!(
+                " (and {folded} hwcaps subdirector{} without it)",
+                if folded == 1 { "y" } else { "ies" }
+            ));
+            folded = 0;
+        }
+        lines.push((p(&c.rule.to_string()).into_owned(), text));
+    }
+    lines
+}

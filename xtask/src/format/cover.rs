@@ -1,0 +1,224 @@
+//! The cover letter (`[PATCH vN 0/M]`), as glibc contributors write one: what the series
+//! does and why in a few paragraphs, the decision a reviewer will ask about first (where in
+//! the search order), the new public interface named as such, a testing statement of a few
+//! plain lines ([`super::testing`]), from v2 on what changed since the previous version, then
+//! what `git format-patch --cover-letter` adds: the shortlog, the diffstat, and the range diff
+//! against the previous version.
+
+use std::fmt::Write;
+
+use anyhow::{Context, Result};
+use git2::{Oid, Repository};
+
+use super::testing::{fill, WIDTH};
+use super::{manual, next_version, Request};
+use crate::series::mail::{content_headers, file_stats, header_name};
+use crate::series::{diffstat, mail_date, TRAILER};
+
+const SUBJECT: &str = "elf: Add LD_FALLBACK_PATH, searched after every other directory";
+
+/// What the series does and why, paragraph by paragraph (each filled to [`WIDTH`]).
+const WHAT_AND_WHY: &[&str] = &[
+    "This series adds LD_FALLBACK_PATH, a list of directories that the dynamic linker searches for a shared object after every other place: after DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache and the default directories.  The new ld.so option --fallback-path sets the list for one invocation and overrides the variable, as --library-path does for LD_LIBRARY_PATH.",
+    "It is meant for systems whose glibc does not live in the default directories, such as NixOS, where a program needs a few libraries from a directory of the host and nothing else from there.  The case that prompted it is CUDA on NVIDIA Jetson boards: the board's driver directory holds an old libcuda.so.1 and the helper libraries (libnvrm_gpu.so, libnvrm_mem.so) that a newer compatibility libcuda.so.1 needs too.  The program finds the newer copy first, through its DT_RUNPATH.  Putting the driver directory on LD_LIBRARY_PATH would shadow that copy, since LD_LIBRARY_PATH is searched before DT_RUNPATH; leaving the directory out leaves the helpers unfound.  As a fallback directory it supplies the helpers and nothing else.",
+    "The fallback comes after the default directories, not before them, because on such systems the default directory is glibc's own library directory: a host directory in front of it would replace libm.so.6, libnss_*.so.2 and the rest with another glibc's copies.  For the same reason it is still searched for objects linked with -z nodefaultlib and under ld.so --inhibit-cache; there, the places those switch off are not searched at all, so a fallback directory can then supply an object that the default directories or ld.so.cache also hold.",
+    "Only absolute directories are searched: an empty or relative entry (after $ORIGIN, $LIB and $PLATFORM expansion) is ignored, because a list meant for system integration must not depend on the working directory.  In secure mode the variable is ignored and removed from the environment (it is in UNSECURE_ENVVARS), for dynamic and static programs.",
+    "LD_FALLBACK_PATH and the ld.so option --fallback-path are new public interface, documented in NEWS and in the manual (the last patch).  No symbol, type or constant is added: LD_DEBUG=libs labels the new search \"LD_FALLBACK_PATH\" or \"--fallback-path\", ld.so --help lists the fallback directories after the system directories, dlinfo (RTLD_DI_SERINFO) reports them last, and an audit module's la_objsearch sees their candidates with the existing flag LA_SER_LIBPATH.",
+];
+
+/// One cover letter's inputs.
+pub(super) struct Letter<'a> {
+    pub request: &'a Request,
+    /// The release's commit the series applies to.
+    pub base: Oid,
+    /// The mails' commits: the series', then the manual's.
+    pub patches: &'a [Oid],
+    /// `PATCH vN 0/M`.
+    pub tag: String,
+}
+
+impl Letter<'_> {
+    /// The letter; `mails` are the patches' (file name, text), for the changes since the
+    /// previous version.
+    pub(super) fn write(&self, repo: &Repository, mails: &[(String, String)]) -> Result<String> {
+        let request = self.request;
+        let author = &request.author;
+        let mut body = String::new();
+        for paragraph in WHAT_AND_WHY {
+            let _ = writeln!(body, "{}", fill(paragraph, WIDTH));
+        }
+        let (series_patches, manual_patch) = self.patches.split_at(self.patches.len() - 1);
+        let _ = writeln!(
+            body,
+            "{}",
+            fill(
+                &format!(
+                    "{} to the glibc-{} release; the NEWS entry is written for {}.  Patch {} applies to manual/dynlink.texi of master at {} (Debian's release tarballs, from which the series is built and tested, have no manual/).",
+                    match series_patches.len() {
+                        1 => "Patch 1 applies".to_string(),
+                        2 => "Patches 1 and 2 apply".to_string(),
+                        n => format!("Patches 1 to {n} apply"),
+                    },
+                    request.release,
+                    next_version(request.release),
+                    self.patches.len(),
+                    manual::UPSTREAM_COMMIT
+                ),
+                WIDTH
+            )
+        );
+        match &request.testing {
+            Some(statement) => body.push_str(statement),
+            None => body.push_str("Testing: not stated (no support record was given).\n\n"),
+        }
+        if let Some(previous) = &request.previous {
+            let _ = writeln!(body, "Changes since v{}:", request.version - 1);
+            body.push_str(&changes(previous, mails));
+            body.push('\n');
+        }
+        let _ = writeln!(body, "{} ({}):", author.name, self.patches.len());
+        for id in self.patches {
+            let _ = writeln!(body, "  {}", repo.find_commit(*id)?.summary().unwrap_or(""));
+        }
+        // The diffstat of every patch together: the series' files, then the manual's.
+        let last_of_series =
+            repo.find_commit(*series_patches.last().context("an empty series")?)?;
+        let mut stats = file_stats(&repo.diff_tree_to_tree(
+            Some(&repo.find_commit(self.base)?.tree()?),
+            Some(&last_of_series.tree()?),
+            None,
+        )?)?;
+        let manual = repo.find_commit(manual_patch[0])?;
+        stats.extend(file_stats(&repo.diff_tree_to_tree(
+            Some(&manual.parent(0)?.tree()?),
+            Some(&manual.tree()?),
+            None,
+        )?)?);
+        // In path order, as one diff of the whole would list them.
+        stats.sort_by(|a, b| a.path.cmp(&b.path));
+        let _ = write!(body, "\n{}\n", diffstat::render(&stats, 72));
+        if let Some(previous) = &request.previous {
+            let _ = writeln!(body, "Range-diff against v{}:", request.version - 1);
+            body.push_str(&range_diff(previous, mails));
+        }
+        let when = last_of_series.author().when();
+        Ok(format!(
+            "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: {} <{}>\nDate: {}\nSubject: [{}] {SUBJECT}\n{}\n{body}{TRAILER}",
+            header_name(&author.name),
+            author.email,
+            mail_date::format(when),
+            self.tag,
+            content_headers(&body),
+        ))
+    }
+}
+
+/// The subject of a mail without its `[PATCH ...]` tag: what identifies a patch across
+/// versions.
+fn subject(text: &str) -> String {
+    text.lines()
+        .find_map(|l| l.strip_prefix("Subject: "))
+        .map(|s| s.split_once("] ").map_or(s, |(_, rest)| rest).to_string())
+        .unwrap_or_default()
+}
+
+/// The parts of a normalized mail a reviewer tells apart: the message, and each file's diff.
+fn parts(normalized: &str) -> Vec<(String, String)> {
+    let (message, diff) = normalized.split_once("\n---\n").unwrap_or((normalized, ""));
+    let message = message
+        .lines()
+        .filter(|l| !l.starts_with("Date: "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut parts = vec![("the commit message".to_string(), message)];
+    let mut current: Option<(String, String)> = None;
+    for line in diff.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git a/") {
+            parts.extend(current.take());
+            let path = rest.split_once(" b/").map_or(rest, |(a, _)| a);
+            current = Some((path.to_string(), String::new()));
+        } else if let Some((_, text)) = &mut current {
+            if line == "-- " {
+                break;
+            }
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    parts.extend(current);
+    parts
+}
+
+/// Per patch of the new version, one line: new, unchanged, or which of its parts changed;
+/// then the patches of the previous version that are gone.
+fn changes(previous: &[(String, String)], current: &[(String, String)]) -> String {
+    use crate::rebase::range_diff::normalize;
+    let mut out = String::new();
+    let patches = |mails: &'_ [(String, String)]| -> Vec<String> {
+        mails
+            .iter()
+            .filter(|(n, _)| !n.contains("cover-letter"))
+            .map(|(_, text)| text.clone())
+            .collect()
+    };
+    let (previous, current) = (patches(previous), patches(current));
+    for (i, text) in current.iter().enumerate() {
+        let title = subject(text);
+        let line = match previous.iter().find(|old| subject(old) == title) {
+            None => "new".to_string(),
+            Some(old) => {
+                let (before, after) = (parts(&normalize(old)), parts(&normalize(text)));
+                let mut changed: Vec<&str> = after
+                    .iter()
+                    .filter(|part| !before.contains(part))
+                    .map(|(name, _)| name.as_str())
+                    .collect();
+                changed.extend(
+                    before
+                        .iter()
+                        .filter(|(name, _)| !after.iter().any(|(n, _)| n == name))
+                        .map(|(name, _)| name.as_str()),
+                );
+                if changed.is_empty() {
+                    "unchanged".to_string()
+                } else {
+                    format!("changed: {}", changed.join(", "))
+                }
+            }
+        };
+        let _ = writeln!(out, "- {}/{} {title}: {line}", i + 1, current.len());
+    }
+    for old in &previous {
+        if !current.iter().any(|text| subject(text) == subject(old)) {
+            let _ = writeln!(out, "- dropped: {}", subject(old));
+        }
+    }
+    out
+}
+
+/// Per changed patch, the diff of its normalized text against the previous version's.
+fn range_diff(previous: &[(String, String)], current: &[(String, String)]) -> String {
+    use crate::rebase::range_diff::normalize;
+    let mut out = String::new();
+    for (name, text) in current.iter().filter(|(n, _)| !n.contains("cover-letter")) {
+        let Some((_, old)) = previous
+            .iter()
+            .filter(|(n, _)| !n.contains("cover-letter"))
+            .find(|(_, old)| subject(old) == subject(text))
+        else {
+            let _ = writeln!(out, "  {name}: new");
+            continue;
+        };
+        let (a, b) = (normalize(old), normalize(text));
+        if a == b {
+            let _ = writeln!(out, "  {name}: unchanged");
+            continue;
+        }
+        let _ = writeln!(out, "  {name}: changed");
+        let diff = similar::TextDiff::from_lines(&a, &b);
+        for line in diff.unified_diff().context_radius(2).to_string().lines() {
+            let _ = writeln!(out, "      {line}");
+        }
+    }
+    out
+}

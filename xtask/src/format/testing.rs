@@ -1,0 +1,352 @@
+//! The cover letter's testing statement: a few plain lines, made from docs/support.json, in
+//! the terms a glibc reviewer reads (releases, target triplets, `make check` patched against
+//! unpatched, new failures, what ran under QEMU user mode), never the support page's table.
+//! Only verified cells are claimed; every other cell is named as not verified.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use model::{Release, Target};
+
+use crate::verify::outcome::Step;
+use crate::verify::support::SupportDoc;
+use crate::verify::{CellReport, CellState};
+
+/// The lines a mail is filled to.
+pub(crate) const WIDTH: usize = 72;
+
+/// The statement: a sentence, a list of one item per target and one for the resolution
+/// tests, and the cells that are not verified; filled to [`WIDTH`], ending in a blank line.
+pub(crate) fn statement(doc: &SupportDoc) -> String {
+    let verified: Vec<&CellReport> = doc
+        .cells
+        .iter()
+        .filter(|cell| cell.state() == CellState::Verified)
+        .collect();
+    let mut out = String::new();
+    if verified.is_empty() {
+        out.push_str(&fill("Not tested: no release and target is verified in the project's support record (docs/support.json).", WIDTH));
+    } else {
+        let releases: BTreeSet<Release> = verified.iter().map(|cell| cell.release).collect();
+        let releases: Vec<&str> = releases.iter().map(|r| r.version()).collect();
+        let onto = match releases.len() {
+            1 => "the series applied to that release",
+            _ => "the series rebased onto each release",
+        };
+        out.push_str(&fill(
+            &format!("Tested on glibc {}, with {onto}:", in_words(&releases)),
+            WIDTH,
+        ));
+        let targets: Vec<Tested> = Target::ALL
+            .iter()
+            .filter_map(|&target| Tested::of(target, &verified))
+            .collect();
+        for tested in &targets {
+            out.push_str(&fill(&tested.suite_line(), WIDTH));
+        }
+        out.push_str(&fill(&matrix_line(&targets), WIDTH));
+    }
+    let unverified: Vec<String> = doc
+        .cells
+        .iter()
+        .filter(|cell| cell.state() != CellState::Verified)
+        .map(|cell| {
+            let state = match cell.state() {
+                CellState::Failed => "failed",
+                CellState::Incomplete(_) => "incomplete",
+                _ => "not verified",
+            };
+            format!("{} {} ({state})", cell.release, cell.target.triplet())
+        })
+        .collect();
+    if !unverified.is_empty() {
+        out.push('\n');
+        out.push_str(&fill(
+            &format!("Not verified: {}.", unverified.join(", ")),
+            WIDTH,
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+/// What the verified cells of one target show.
+struct Tested {
+    target: Target,
+    /// glibc's own tests ran: per release, (tests compared, new failures, tests the series
+    /// adds, how many of those pass), and the tests failing with and without the series.
+    suite: BTreeMap<Release, (usize, usize, usize, usize)>,
+    failing_in_both: BTreeSet<String>,
+    /// The target's programs ran under QEMU user mode.
+    emulated: bool,
+    /// Per release: scenarios, passing with the series, not applicable, failing without it.
+    matrix: BTreeMap<Release, (usize, usize, usize, usize)>,
+}
+
+impl Tested {
+    fn of(target: Target, verified: &[&CellReport]) -> Option<Tested> {
+        let mut tested = Tested {
+            target,
+            suite: BTreeMap::new(),
+            failing_in_both: BTreeSet::new(),
+            emulated: !target.is_native(),
+            matrix: BTreeMap::new(),
+        };
+        for cell in verified.iter().filter(|cell| cell.target == target) {
+            let Some(run) = &cell.run else { continue };
+            let steps = &run.steps;
+            if let (Step::Done(diff), Step::Done(own)) =
+                (&steps.elf_regressions, &steps.series_tests)
+            {
+                let passing = own
+                    .tests
+                    .iter()
+                    .filter(|t| t.status == crate::verify::testsuite::Status::Pass)
+                    .count();
+                tested.suite.insert(
+                    cell.release,
+                    (
+                        diff.compared(),
+                        diff.regressions.len(),
+                        own.tests.len(),
+                        passing,
+                    ),
+                );
+                // What the machine made fail in both builds: said, as the machine's.
+                let facts = run.machine.elf_suite.iter();
+                tested
+                    .failing_in_both
+                    .extend(facts.flat_map(|f| f.failing_in_both.iter().map(|t| t.test.clone())));
+            }
+            if let (Step::Done(matrix), Step::Done(without)) = (&steps.matrix, &steps.sensitivity) {
+                tested.matrix.insert(
+                    cell.release,
+                    (
+                        matrix.total,
+                        matrix.pass,
+                        matrix.not_applicable.len(),
+                        without.matrix.fails_without_patch,
+                    ),
+                );
+            }
+        }
+        (!tested.matrix.is_empty() || !tested.suite.is_empty()).then_some(tested)
+    }
+
+    fn suite_line(&self) -> String {
+        let triplet = self.target.triplet();
+        if self.suite.is_empty() {
+            return match self.emulated {
+                true => format!("- {triplet}: cross-compiled, run under QEMU user mode; glibc's testsuite was not run there, only the resolution tests."),
+                false => format!("- {triplet}: glibc's testsuite was not run, only the resolution tests."),
+            };
+        }
+        let compared = range(self.suite.values().map(|s| s.0));
+        let new_failures: usize = self.suite.values().map(|s| s.1).sum();
+        let added = range(self.suite.values().map(|s| s.2));
+        let all_pass = self.suite.values().all(|s| s.2 == s.3);
+        let mut line = format!(
+            "- {triplet}: {}make check subdirs=elf with and without the series, compared test by test: {} ({compared} tests per release); the {added} tests the series adds {}.",
+            if self.emulated {
+                "cross-compiled, every program run under QEMU user mode through binfmt_misc: "
+            } else {
+                ""
+            },
+            match new_failures {
+                0 => "no new failures".to_string(),
+                1 => "1 new failure".to_string(),
+                n => format!("{n} new failures"),
+            },
+            if all_pass { "pass" } else { "do not all pass" }
+        );
+
+        if !self.failing_in_both.is_empty() {
+            let names: Vec<&str> = self.failing_in_both.iter().map(String::as_str).collect();
+            line.push_str(&format!(
+                "  Failing with and without the series on the test machine: {}.",
+                names.join(", ")
+            ));
+        }
+        line
+    }
+}
+
+/// The resolution tests, over every target.
+fn matrix_line(targets: &[Tested]) -> String {
+    let mut with = Vec::new();
+    let mut without = Vec::new();
+    let mut total = BTreeSet::new();
+    for tested in targets.iter().filter(|t| !tested_nothing(t)) {
+        let triplet = tested.target.triplet();
+        let values = tested.matrix.values();
+        total.extend(values.clone().map(|m| m.0));
+        let pass = range(values.clone().map(|m| m.1));
+        if values.clone().all(|m| m.2 == 0) {
+            with.push(format!("all {pass} pass on {triplet}"));
+        } else {
+            let where_ = if tested.emulated {
+                " under QEMU user mode"
+            } else {
+                ""
+            };
+            with.push(format!(
+                "{pass} on {triplet} ({} do not apply{where_})",
+                range(values.clone().map(|m| m.2))
+            ));
+        }
+        without.push(format!("{} on {triplet}", range(values.map(|m| m.3))));
+    }
+    format!(
+        "- Resolution tests outside glibc's testsuite ({} scenarios: each step of the search order for DT_NEEDED, dlopen, dlmopen and static dlopen, secure mode, -z nodefaultlib, --inhibit-cache): with the series {}; without it the scenarios that depend on it fail ({}) and the others pass.",
+        in_words(&total.iter().map(|n| n.to_string()).collect::<Vec<_>>()),
+        with.join(", "),
+        without.join(", ")
+    )
+}
+
+fn tested_nothing(tested: &Tested) -> bool {
+    tested.matrix.is_empty()
+}
+
+/// `355` or `355 to 537`.
+fn range(values: impl Iterator<Item = usize>) -> String {
+    let values: Vec<usize> = values.collect();
+    match (values.iter().min(), values.iter().max()) {
+        (Some(min), Some(max)) if min == max => min.to_string(),
+        (Some(min), Some(max)) => format!("{min} to {max}"),
+        _ => "no".to_string(),
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn in_words(items: &[impl AsRef<str>]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_string(),
+        [rest @ .., last] => format!(
+            "{} and {}",
+            rest.iter()
+                .map(AsRef::as_ref)
+                .collect::<Vec<_>>()
+                .join(", "),
+            last.as_ref()
+        ),
+    }
+}
+
+/// `text` broken into lines of at most `width` characters at spaces (a word longer than
+/// that stands alone); a line that starts with `- ` continues indented by two.
+pub(crate) fn fill(text: &str, width: usize) -> String {
+    let indent = if text.starts_with("- ") { "  " } else { "" };
+    let mut out = String::new();
+    let mut line = String::new();
+    // Two spaces after a sentence, as glibc's texts have them, are kept inside a line.
+    for word in text.split(' ') {
+        let word_is_gap = word.is_empty();
+        if line.is_empty() {
+            if word_is_gap {
+                continue;
+            }
+            line.push_str(word);
+        } else if line.chars().count() + 1 + word.chars().count() > width && !word_is_gap {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = format!("{indent}{word}");
+        } else {
+            line.push(' ');
+            line.push_str(word);
+        }
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::outcome::{CellRun, Step};
+    use crate::verify::render::tests::{run_mut, verified};
+    use crate::verify::support::{Provenance, WrittenBy};
+
+    fn doc(cells: Vec<CellReport>) -> SupportDoc {
+        SupportDoc::new(
+            Provenance {
+                written_at: "2026-12-01 12:00 UTC".into(),
+                commit: "abcdef123456".into(),
+                by: WrittenBy::Verify { cached_only: true },
+            },
+            cells,
+        )
+    }
+
+    #[test]
+    fn every_verified_cell_in_a_few_plain_lines() {
+        let cells = ["2.43", "2.44"]
+            .iter()
+            .flat_map(|r| Target::ALL.map(|t| verified(r, t, "id")))
+            .collect();
+        assert_eq!(
+            statement(&doc(cells)),
+            "\
+Tested on glibc 2.43 and 2.44, with the series rebased onto each
+release:
+- x86_64-linux-gnu: make check subdirs=elf with and without the series,
+  compared test by test: no new failures (484 tests per release); the 2
+  tests the series adds pass.
+- aarch64-linux-gnu: cross-compiled, every program run under QEMU user
+  mode through binfmt_misc: make check subdirs=elf with and without the
+  series, compared test by test: no new failures (484 tests per
+  release); the 2 tests the series adds pass.
+- Resolution tests outside glibc's testsuite (63 scenarios: each step of
+  the search order for DT_NEEDED, dlopen, dlmopen and static dlopen,
+  secure mode, -z nodefaultlib, --inhibit-cache): with the series all 63
+  pass on x86_64-linux-gnu, 61 on aarch64-linux-gnu (2 do not apply
+  under QEMU user mode); without it the scenarios that depend on it fail
+  (36 on x86_64-linux-gnu, 35 on aarch64-linux-gnu) and the others pass.
+
+"
+        );
+    }
+
+    #[test]
+    fn cells_that_are_not_verified_are_named_and_claim_nothing() {
+        let mut failing = verified("2.44", Target::X86_64, "id");
+        if let Step::Done(diff) = &mut run_mut(&mut failing).steps.elf_regressions {
+            diff.regressions.push(crate::verify::testsuite::Change {
+                test: "elf/tst-x".into(),
+                unpatched: crate::verify::testsuite::Status::Pass,
+                patched: crate::verify::testsuite::Status::Fail,
+                reason: None,
+            });
+        }
+        let mut unproven = verified("2.44", Target::Aarch64, "id");
+        unproven.run = None::<CellRun>;
+        let text = statement(&doc(vec![
+            verified("2.43", Target::X86_64, "id"),
+            failing,
+            unproven,
+        ]));
+        assert_eq!(
+            text,
+            "\
+Tested on glibc 2.43, with the series applied to that release:
+- x86_64-linux-gnu: make check subdirs=elf with and without the series,
+  compared test by test: no new failures (484 tests per release); the 2
+  tests the series adds pass.
+- Resolution tests outside glibc's testsuite (63 scenarios: each step of
+  the search order for DT_NEEDED, dlopen, dlmopen and static dlopen,
+  secure mode, -z nodefaultlib, --inhibit-cache): with the series all 63
+  pass on x86_64-linux-gnu; without it the scenarios that depend on it
+  fail (36 on x86_64-linux-gnu) and the others pass.
+
+Not verified: 2.44 x86_64-linux-gnu (failed), 2.44 aarch64-linux-gnu
+(not verified).
+
+"
+        );
+        assert_eq!(
+            statement(&doc(Vec::new())),
+            "Not tested: no release and target is verified in the project's support\nrecord (docs/support.json).\n\n"
+        );
+    }
+}

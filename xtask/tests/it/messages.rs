@@ -1,0 +1,355 @@
+//! Every message true, and no exit 0 on failure: the real binary on synthetic projects, one
+//! test per input issue 33 found to end in a wrong status or a misleading line. Each asserts
+//! the exit status (0 ok, 2 needs attention, 1 failure) and what the command says.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::common::project::*;
+
+/// `cmd` with its stdout into `/dev/full`: every write fails with ENOSPC.
+fn into_a_full_disk(mut cmd: Command) -> Ran {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = cmd.stdout(full).stderr(Stdio::piped()).output().unwrap();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::new(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A report written into a full disk is cut short: the command fails and says why (it used
+/// to end 0 with nothing said, or with its finding's status). Only a reader that left ends
+/// quietly (`safety::a_closed_pipe_ends_quietly_and_the_work_is_done`).
+#[test]
+fn a_write_error_on_the_output_fails_the_command_with_its_cause() {
+    let p = Project::new();
+    let ran = into_a_full_disk(p.command(&["glibc", "list"])).expect(1);
+    assert_eq!(
+        ran.stderr,
+        "error: cannot write to standard output, so what the command printed there is cut short: No space left on device (os error 28)\n"
+    );
+    // clap's help, too.
+    let ran = into_a_full_disk(p.command(&["--help"])).expect(1);
+    assert_eq!(
+        ran.stderr,
+        "error: cannot write the help: No space left on device (os error 28)\n"
+    );
+    // A finding (exit status 2) whose report is lost is a failure too.
+    let ran = into_a_full_disk(p.command(&["rebase-glibc", "--check"])).expect(1);
+    assert!(
+        ran.stderr.ends_with(
+            "error: cannot write to standard output, so what the command printed there is cut short: No space left on device (os error 28)\n"
+        ),
+        "{ran:?}"
+    );
+}
+
+/// The file size limit behind `> out.txt` is named as such.
+#[test]
+fn the_file_size_limit_on_the_output_is_named() {
+    use std::os::unix::process::CommandExt;
+    let p = Project::new();
+    let out = p.root().join("out.txt");
+    let mut cmd = p.command(&["glibc", "list"]);
+    cmd.stdout(std::fs::File::create(&out).unwrap());
+    // SAFETY: setrlimit is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 10,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.stderr(Stdio::piped()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: a file outgrew the file size limit (`ulimit -f`, now 10 bytes) of this process: raise it and run the command again: cannot write to standard output, so what the command printed there is cut short: File too large (os error 27)\n"
+    );
+}
+
+/// The table of `patches status` after `patches/` was replaced by `what`.
+fn status_with_patches(p: &Project, patches: &Path) -> Ran {
+    let mut cmd = p.command(&["patches", "status"]);
+    cmd.env("LD_FALLBACK_PATCHES", patches);
+    let out = cmd.output().unwrap();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Every row of a table whose rows all say `state` and `detail`.
+fn table_of(state: &str, detail: &str) -> String {
+    let mut table = format!(
+        "{:<8} {:<16} {}\n",
+        "release", "state", "series base / details"
+    );
+    for release in model::SUPPORTED {
+        table.push_str(&format!("{:<8} {state:<16} {detail}\n", release.version()));
+    }
+    table
+}
+
+/// `patches status` with no series at all says what `patches/` is, and needs attention, as
+/// `rebase-glibc --check` does (it said "nothing in ..." and exited 0); a file in its place
+/// fails the command, as it fails `--check`.
+#[test]
+fn status_without_a_series_says_what_patches_is_and_exits_2() {
+    let p = Project::new();
+    let gone = p.root().join("no-such-dir");
+    let ran = status_with_patches(&p, &gone).expect(2);
+    assert_eq!(
+        ran.stdout,
+        table_of("no series", &format!("{} does not exist", gone.display()))
+    );
+    // A file there is bad input, as `--check` says too (exit status 1), before any row.
+    let file = p.root().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let ran = status_with_patches(&p, &file).expect(1);
+    assert_eq!(ran.stdout, "");
+    assert_eq!(
+        ran.stderr,
+        format!("error: {} is not a directory: `$LD_FALLBACK_PATCHES` (or the checkout's patches/) names the directory of the series\n", file.display())
+    );
+    let empty = p.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let ran = status_with_patches(&p, &empty).expect(2);
+    assert_eq!(
+        ran.stdout,
+        table_of("no series", &format!("{} holds no series", empty.display()))
+    );
+}
+
+/// A release that is imported but lost its series is not "not imported" when the release
+/// missing from the store is the one whose series was tried on it.
+#[test]
+fn a_row_names_the_release_that_is_missing_not_its_own() {
+    let p = Project::new();
+    // The newest series is 2.43's, whose release the store lacks; 2.42 is there, series-less.
+    let dir = p.patches().join("2.43");
+    copy_project(&p.patches().join("2.41"), &dir);
+    let series = std::fs::read_to_string(dir.join("series")).unwrap();
+    std::fs::write(
+        dir.join("series"),
+        series.replace("glibc-2.41", "glibc-2.43"),
+    )
+    .unwrap();
+    let ran = p.run(&["patches", "status"]).expect(2);
+    let row = ran.stdout.lines().find(|l| l.starts_with("2.42 ")).unwrap();
+    let store = p.store();
+    assert_eq!(
+        row,
+        format!(
+            "2.42     no series        no series of its own, and patches/2.43 cannot be tried on it: glibc 2.43 is not in the store {}; import it with `cargo xtask --store {} glibc import 2.43`, or run `cargo xtask patches status --import-missing`",
+            store.display(),
+            store.display()
+        )
+    );
+}
+
+/// `cargo xtask explain` on `--root /`: `args` after the program.
+fn explain(program: &str, args: &[&str]) -> Ran {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("explain")
+        .arg(program)
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// This machine's `true`, a dynamic program every Debian machine has; a test that needs it
+/// fails under CI when it is not there.
+fn host_program() -> Option<&'static str> {
+    let path = "/usr/bin/true";
+    if Path::new(path).is_file() {
+        return Some(path);
+    }
+    assert!(std::env::var_os("CI").is_none(), "{path} is missing");
+    eprintln!("SKIPPED: {path} is missing");
+    None
+}
+
+/// A newline or an escape sequence in a fallback entry is printed escaped: the line stays
+/// one line and the terminal's colours stay as they were.
+#[test]
+fn control_characters_in_values_are_escaped() {
+    let Some(program) = host_program() else {
+        return;
+    };
+    let ran = explain(program, &["--fallback-path", "/opt/a\nb:/opt/\x1b[31mred"]);
+    assert!(!ran.both().contains('\x1b'), "{ran:?}");
+    let fallback: Vec<&str> = ran
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("  fallback:"))
+        .collect();
+    assert_eq!(fallback, ["  fallback: /opt/a\\nb/ /opt/\\u{1b}[31mred/"]);
+    // An error quoting a value says it escaped too.
+    let ran = explain("/no/such\x1b[2Jprogram", &[]).expect(1);
+    assert_eq!(
+        ran.stderr,
+        "error: cannot open /no/such\\u{1b}[2Jprogram in /: no such file\n"
+    );
+}
+
+/// A program that cannot be read is said to be unreadable, with the system's reason, not
+/// to be something other than an ELF program.
+#[test]
+fn explain_says_why_a_program_cannot_be_read() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let program = dir.path().display().to_string();
+    let ran = explain(&program, &[]).expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!("error: cannot read {program} in /: Is a directory (os error 21)\n")
+    );
+}
+
+/// A dlopen from a caller that is not loaded is not followed: the summary does not say that
+/// every library is found, and the command fails naming the request.
+#[test]
+fn explain_does_not_claim_every_library_after_an_unfollowed_dlopen() {
+    let Some(program) = host_program() else {
+        return;
+    };
+    let ran = explain(program, &["--dlopen", "nosuchcaller:libm.so.6"]).expect(1);
+    let tail: Vec<&str> = ran
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("not followed"))
+        .take(2)
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "not followed: dlopen libm.so.6 from nosuchcaller: nosuchcaller is not loaded (name a loaded library by path, soname or file name)",
+            "every library of the requests followed is found; 1 request not followed",
+        ]
+    );
+    assert!(
+        ran.stderr.ends_with(
+            "error: a --dlopen was not followed (dlopen libm.so.6 from nosuchcaller: nosuchcaller is not loaded (name a loaded library by path, soname or file name)): --dlopen CALLER:NAME names its caller by a loaded library's path, soname or file name\n"
+        ),
+        "{ran:?}"
+    );
+}
+
+/// A patch file that is a symlink out of patches/ is refused by every command that reads
+/// the series, with a message naming the link (`--check` said ok, `format-series` mailed what
+/// it pointed at, and `--onto` called it "not part of its series").
+#[test]
+fn a_patch_that_is_a_symlink_is_refused_by_every_command_naming_it() {
+    let p = Project::new();
+    let name = "0002-elf-Parse-LD_FALLBACK_PATH.patch";
+    let patch = p.patches().join("2.41").join(name);
+    let elsewhere = p.root().join("elsewhere.patch");
+    std::fs::rename(&patch, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &patch).unwrap();
+    let said = format!(
+        "{} is a symlink (to {}): the files of patches/ are regular files",
+        patch.display(),
+        elsewhere.display()
+    );
+    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
+    assert!(ran.stdout.contains(&said), "--check: {ran:?}");
+    let out = p.root().join("mails");
+    let out = out.display().to_string();
+    let ran = p
+        .run(&[
+            "format-series",
+            "--release",
+            "2.41",
+            "--author",
+            "Ada Lovelace <ada@gnu.org>",
+            "--out",
+            &out,
+        ])
+        .expect(1);
+    assert!(ran.stderr.contains(&said), "format-series: {ran:?}");
+    let ran = p
+        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(1);
+    assert!(ran.stderr.contains(&said), "--onto: {ran:?}");
+    let ran = p.run(&["patches", "status"]).expect(2);
+    assert!(ran.stdout.contains(&said), "status: {ran:?}");
+    let ran = p.run(&["build-glibc", "--release", "2.41"]).expect(1);
+    assert!(ran.stderr.contains(&said), "build-glibc: {ran:?}");
+}
+
+/// A FIFO (or a socket) in the work tree of a stopped rebase is the tree not being ready:
+/// exit status 2, naming it, as README documents (it was exit 1, as if reading had failed).
+#[test]
+fn a_fifo_in_the_work_tree_is_not_ready_exit_2() {
+    let p = Project::new();
+    p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
+        .expect(2);
+    p.resolve(0);
+    let fifo = p.tree().join("elf/pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: the work tree {} is not ready to continue:\n  - neither a file, a directory nor a symlink, so git cannot hold it: {} (a FIFO). Remove it (a series holds regular files)\nthen run `cargo xtask rebase-glibc --continue` again (the rebase state is unchanged)\n",
+            p.tree().display(),
+            fifo.display()
+        )
+    );
+    assert_eq!(stopped_at(p.root()), Some(0));
+    std::fs::remove_file(&fifo).unwrap();
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert_eq!(stopped_at(p.root()), Some(1));
+    // A work tree that is gone is not ready either (it was exit 1).
+    std::fs::remove_dir_all(p.tree()).unwrap();
+    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: the work tree {} is gone; drop the rebase with --abort and start it again\n",
+            p.tree().display()
+        )
+    );
+}
+
+/// `build-glibc` runs the guard a rebase and `format-series` run: a series `--check`
+/// refuses (here a patch edited by hand, which still applies) is not built.
+#[test]
+fn build_glibc_refuses_a_series_that_check_refuses() {
+    let p = Project::new();
+    let patch = p
+        .patches()
+        .join("2.41/0002-elf-Parse-LD_FALLBACK_PATH.patch");
+    let text = std::fs::read_to_string(&patch).unwrap();
+    std::fs::write(&patch, text.replace("Parse LD_FALLBACK_PATH", "Parse it")).unwrap();
+    let ran = p.run(&["build-glibc", "--release", "2.41"]).expect(1);
+    assert!(
+        ran.stderr.contains(&format!(
+            "refusing to use the series in {}: `cargo xtask rebase-glibc --check` does not pass it",
+            p.patches().join("2.41").display()
+        )),
+        "{ran:?}"
+    );
+    assert!(
+        !ran.stderr.contains("writing sources"),
+        "nothing is built: {ran:?}"
+    );
+}
