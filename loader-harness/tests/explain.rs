@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_harness::differential::{self, Checked, LoaderUnderTest, Mode};
@@ -23,7 +23,6 @@ use loader_harness::replay::{
     self, Approach, Column, HostLibs, JetsonFixtures, RunKey, APPROACHES, COLUMNS,
 };
 use loader_harness::root::{Bench, Ctx};
-use loader_model::Release;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const FLAVOURS: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
@@ -128,12 +127,15 @@ type Results = BTreeMap<String, Row>;
 
 /// The results of one (target, flavour), computed once per test binary.
 fn results(target: Target, flavour: Flavour) -> Result<&'static Results, String> {
-    static CELLS: [[OnceLock<Result<Results, String>>; 2]; 2] = [
-        [OnceLock::new(), OnceLock::new()],
-        [OnceLock::new(), OnceLock::new()],
-    ];
-    CELLS[target as usize][flavour as usize]
-        .get_or_init(|| compute(target, flavour))
+    // Keyed by name: a variant (fallback-first) is a key like the series' two flavours.
+    type Cells = BTreeMap<(Target, Flavour), &'static OnceLock<Result<Results, String>>>;
+    static CELLS: Mutex<Cells> = Mutex::new(BTreeMap::new());
+    let cell: &'static OnceLock<_> = *CELLS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry((target, flavour))
+        .or_insert_with(|| Box::leak(Box::default()));
+    cell.get_or_init(|| compute(target, flavour))
         .as_ref()
         .map_err(Clone::clone)
 }
@@ -145,8 +147,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))?;
     let cache = cache_dir().map_err(|e| format!("{e:#}"))?;
     let sysroot = Sysroot::at(Path::new(&path), target, flavour).map_err(|e| format!("{e:#}"))?;
-    let release = Release::parse(sysroot.release.version())
-        .ok_or_else(|| format!("cannot read the release {}", sysroot.release))?;
+    let release = sysroot.release.into();
     let bench = Bench::new(sysroot, &cache).map_err(|e| format!("{e:#}"))?;
     let host = HostLibs::ensure(target, &cache).map_err(|e| e.reason())?;
     let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host)
@@ -155,7 +156,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         path: bench.layout.loader(),
         release,
         target,
-        patched: flavour.is_patched(),
+        flavour,
     };
     let mut rows = Results::new();
     for scenario in MATRIX {

@@ -137,6 +137,25 @@ pub(crate) fn decompose(
     dirs
 }
 
+/// The fallback list as `_dl_init_fallback_paths` keeps it: decomposed exactly as
+/// LD_LIBRARY_PATH is (the same `fillin_rpath` call, so an empty entry becomes the current
+/// directory "" there too), then every directory whose name does not start with `/` dropped:
+/// an empty entry, and an entry that is relative after `$ORIGIN`, `$LIB` and `$PLATFORM` are
+/// expanded. Returns the directories kept and the relative ones dropped (empty entries
+/// aside), in list order. The fallback-first variant only moves the search, so it keeps the
+/// same list.
+pub(crate) fn decompose_fallback(
+    list: &str,
+    origin: &Origin,
+    facts: &LoaderFacts,
+) -> (Vec<Dir>, Vec<Dir>) {
+    let (kept, dropped): (Vec<Dir>, Vec<Dir>) = decompose(list, &[':', ';'], origin, facts, false)
+        .into_iter()
+        .partition(|dir| dir.starts_with('/'));
+    let relative = dropped.into_iter().filter(|dir| !dir.is_empty()).collect();
+    (kept, relative)
+}
+
 /// What the loader remembers about a directory and subdirectory (`r_dir_status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
@@ -215,16 +234,16 @@ pub(super) fn lexical_dir(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::{Cpu, Release};
+    use crate::platform::{Cpu, GlibcVersion};
     use model::Target;
 
     fn facts() -> LoaderFacts {
         LoaderFacts::new(
             Some("/lib64/ld-linux-x86-64.so.2".into()),
             b"\0/lib64/\0/usr/lib64/\0",
-            Release::parse("2.44").unwrap(),
+            GlibcVersion::parse("2.44").unwrap(),
             Target::X86_64,
-            true,
+            model::Flavour::Patched,
             Cpu {
                 platform: "haswell".into(),
                 isa_levels: 1,
@@ -289,5 +308,50 @@ mod tests {
             ["/a/", "/b/", "", "/c/"]
         );
         assert_eq!(decompose("/", &[':'], &o, &f, false), ["/"]);
+    }
+
+    #[test]
+    fn the_fallback_list_keeps_only_absolute_directories() {
+        let f = facts();
+        let o = program("/opt/app/bin");
+        let fallback = |list: &str| decompose_fallback(list, &o, &f);
+        // Empty entries: dropped, and not reported (they have no name).
+        assert_eq!(fallback(":/x::"), (vec!["/x/".to_string()], vec![]));
+        assert_eq!(fallback(""), (vec![], vec![]));
+        // Relative entries, as written or after the expansion of $LIB and $PLATFORM.
+        assert_eq!(
+            fallback(".:lib:/x;$LIB;$PLATFORM/fb;./"),
+            (
+                vec!["/x/".to_string()],
+                vec![
+                    "./".to_string(),
+                    "lib/".to_string(),
+                    "lib64/".to_string(),
+                    "haswell/fb/".to_string()
+                ]
+            )
+        );
+        // Absolute once expanded: kept; an $ORIGIN without a value: dropped as it is for
+        // LD_LIBRARY_PATH, not reported as relative.
+        assert_eq!(
+            fallback("$ORIGIN/../lib:/$LIB"),
+            (
+                vec!["/opt/app/bin/../lib/".to_string(), "/lib64/".to_string()],
+                vec![]
+            )
+        );
+        let unknown = Origin {
+            dir: None,
+            is_program: true,
+        };
+        assert_eq!(
+            decompose_fallback("$ORIGIN/lib:/x", &unknown, &f),
+            (vec!["/x/".to_string()], vec![])
+        );
+        // LD_LIBRARY_PATH, decomposed by the same code, keeps them all.
+        assert_eq!(
+            decompose(".::lib:/x", &[':', ';'], &o, &f, false),
+            ["./", "", "lib/", "/x/"]
+        );
     }
 }

@@ -227,7 +227,7 @@ impl Model<'_> {
         let Some(list) = &c.fallback_path else {
             return None;
         };
-        if !self.facts.patched {
+        if !self.facts.flavour.is_patched() {
             if list.source.starts_with("--") {
                 return Some(format!(
                     "ld.so: unrecognized option '{}': the unpatched loader does not know it",
@@ -247,17 +247,16 @@ impl Model<'_> {
             ));
             return None;
         }
-        // Unlike LD_LIBRARY_PATH, an empty entry is dropped, never the current directory.
-        let entries: Vec<&str> = list
-            .value
-            .split([':', ';'])
-            .filter(|e| !e.is_empty())
-            .collect();
-        let dirs = if entries.is_empty() {
-            Vec::new()
-        } else {
-            paths::decompose(&entries.join(":"), &[':'], &origin, &self.facts, false)
-        };
+        // Unlike LD_LIBRARY_PATH, only absolute directories: an empty or relative entry is
+        // dropped, never the current directory or one below it.
+        let (dirs, relative) = paths::decompose_fallback(&list.value, &origin, &self.facts);
+        for dir in relative {
+            self.notes.push(format!(
+                "{}: the relative directory {:?} is ignored: only absolute directories are searched",
+                list.source,
+                dir.trim_end_matches('/')
+            ));
+        }
         if dirs.is_empty() {
             self.notes.push(format!(
                 "{} has no usable entry: no fallback search",

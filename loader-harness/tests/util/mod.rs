@@ -6,9 +6,10 @@
 //! hit once built). aarch64 runs only with its variables set (building it from a test would
 //! take many minutes): without them the tests are ignored, and under CI they fail.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 use loader_harness::host::{cache_dir, in_ci};
@@ -16,14 +17,18 @@ use loader_harness::report::{Outcome, Verdict};
 use loader_harness::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
-/// One bench per (target, flavour), or why there is none.
-static BENCHES: [[OnceLock<Result<Bench, String>>; 2]; 2] = [
-    [OnceLock::new(), OnceLock::new()],
-    [OnceLock::new(), OnceLock::new()],
-];
+/// One bench per (target, flavour), or why there is none. Keyed by name: a variant
+/// (fallback-first) is a key like the series' two flavours, not a position past the end.
+type Cells = BTreeMap<(Target, Flavour), &'static OnceLock<Result<Bench, String>>>;
+static BENCHES: Mutex<Cells> = Mutex::new(BTreeMap::new());
 
 pub(crate) fn bench(target: Target, flavour: Flavour) -> Result<&'static Bench, String> {
-    let cell = &BENCHES[target as usize][flavour as usize];
+    // The map's lock is held to find the cell only: benches of other cells are made meanwhile.
+    let cell: &'static OnceLock<_> = *BENCHES
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry((target, flavour))
+        .or_insert_with(|| Box::leak(Box::default()));
     cell.get_or_init(|| {
         let make = || -> Result<Bench> {
             let sysroot = sysroot(target, flavour)?;

@@ -13,6 +13,20 @@ fn stop_at_first_conflict(p: &Project) {
     assert_eq!(stopped_at(p.root()), Some(0));
 }
 
+/// The rebase stopped at its first conflict, resolved in the work tree, not continued yet.
+fn stop_with_the_first_conflict_resolved(p: &Project) {
+    stop_at_first_conflict(p);
+    p.resolve(0);
+}
+
+/// The rebase stopped at its last patch (the second conflict), both conflicts resolved: the
+/// next `--continue` writes the series.
+fn stop_at_the_last_patch_resolved(p: &Project) {
+    stop_with_the_first_conflict_resolved(p);
+    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    p.resolve(1);
+}
+
 #[test]
 fn a_conflict_exits_2_and_a_failure_exits_1() {
     let p = Project::new();
@@ -90,8 +104,7 @@ fn abort_with_nothing_to_abort_fails() {
 #[test]
 fn a_missing_file_is_not_a_deletion() {
     let p = Project::new();
-    stop_at_first_conflict(&p);
-    p.resolve(0);
+    stop_with_the_first_conflict_resolved(&p);
     std::fs::remove_file(p.tree().join("NEWS")).unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
     assert!(
@@ -135,8 +148,7 @@ fn a_missing_file_is_not_a_deletion() {
 #[test]
 fn a_half_deleted_tree_is_refused_naming_what_is_missing() {
     let p = Project::new();
-    stop_at_first_conflict(&p);
-    p.resolve(0);
+    stop_with_the_first_conflict_resolved(&p);
     for i in 0..25 {
         std::fs::remove_file(p.tree().join(format!("misc/file{i:02}.c"))).unwrap();
     }
@@ -154,8 +166,7 @@ fn a_half_deleted_tree_is_refused_naming_what_is_missing() {
 #[test]
 fn stray_files_are_refused_and_editor_leftovers_ignored() {
     let p = Project::new();
-    stop_at_first_conflict(&p);
-    p.resolve(0);
+    stop_with_the_first_conflict_resolved(&p);
     // A backup with conflict markers inside, as an editor leaves it.
     let conflicted = std::fs::read(p.tree().join("elf/dl-load.c")).unwrap();
     std::fs::write(
@@ -199,8 +210,7 @@ fn stray_files_are_refused_and_editor_leftovers_ignored() {
 #[test]
 fn markers_are_searched_in_every_changed_file() {
     let p = Project::new();
-    stop_at_first_conflict(&p);
-    p.resolve(0);
+    stop_with_the_first_conflict_resolved(&p);
     // README did not conflict; a marker pasted into it must not slip through.
     std::fs::write(
         p.tree().join("elf/rtld.c"),
@@ -577,10 +587,7 @@ fn rejected_import_input_does_not_create_a_store() {
 fn a_series_write_deletes_no_file_it_did_not_write() {
     let p = Project::new();
     // The rebase onto 2.42, at its end: the series it writes goes where notes wait.
-    stop_at_first_conflict(&p);
-    p.resolve(0);
-    p.run(&["rebase-glibc", "--continue"]).expect(2);
-    p.resolve(1);
+    stop_at_the_last_patch_resolved(&p);
     let target = p.patches().join("2.42");
     std::fs::create_dir_all(&target).unwrap();
     std::fs::write(target.join("NOTES.md"), "plans for 2.42\n").unwrap();
@@ -613,10 +620,7 @@ fn a_series_write_deletes_no_file_it_did_not_write() {
 #[test]
 fn a_resolutions_write_deletes_no_file_it_did_not_write() {
     let p = Project::new();
-    stop_at_first_conflict(&p);
-    p.resolve(0);
-    p.run(&["rebase-glibc", "--continue"]).expect(2);
-    p.resolve(1);
+    stop_at_the_last_patch_resolved(&p);
     let records = p.patches().join("resolutions/2.42");
     std::fs::create_dir_all(&records).unwrap();
     std::fs::write(records.join(".notes"), "to review\n").unwrap();
@@ -1160,10 +1164,7 @@ fn check_refuses_a_resolutions_path_that_is_not_a_directory() {
 #[test]
 fn a_series_and_its_records_are_written_both_or_neither() {
     let p = Project::new();
-    stop_at_first_conflict(&p);
-    p.resolve(0);
-    p.run(&["rebase-glibc", "--continue"]).expect(2);
-    p.resolve(1);
+    stop_at_the_last_patch_resolved(&p);
     // The series' files are under 900 bytes, the records over.
     let out = with_file_size_limit(p.command(&["rebase-glibc", "--continue"]), 900);
     let stderr = String::from_utf8_lossy(&out.stderr);
