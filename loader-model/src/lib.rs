@@ -335,7 +335,11 @@ impl Program {
     pub fn read(root: &std::path::Path, program: &str, cwd: &str) -> Result<Program, ReadError> {
         let tree = fs::Tree::new(root);
         let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
-        let bytes = std::fs::read(&opened.host).map_err(ReadError::Read)?;
+        // The error goes back typed; each caller names the program and the tree with it.
+        let bytes = match std::fs::read(&opened.host) {
+            Ok(bytes) => bytes,
+            Err(err) => return Err(ReadError::Read(err)),
+        };
         let dynamic = elf::dynamic(&bytes).map_err(|why| why.to_string());
         let loader = dynamic
             .as_ref()
