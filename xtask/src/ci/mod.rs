@@ -82,10 +82,25 @@ impl Args {
             Step::xtask(&["verify", "check-support"])?,
             // The check reads the store only; the builds after it need the releases anyway.
             Step::xtask(&["rebase-glibc", "--check", "--import-missing"])?,
-            // The series on nixpkgs' own glibc patches (docs/nix.md): SKIPPED without
-            // nixpkgs checkouts ($LD_FALLBACK_NIXPKGS), except under CI.
-            Step::xtask(&["nix-stack", "--release", "all", "--target", "all"])?,
         ];
+        // The series on nixpkgs' own glibc patches (docs/nix.md) needs nixpkgs checked out,
+        // which only a machine that reaches nixpkgs' repository has (the workflow's nix-stack
+        // job); the project commits none of nixpkgs' files. Run where the checkouts are named,
+        // and say so where they are not: the check is then not part of this run, never a pass.
+        if std::env::var_os("LD_FALLBACK_NIXPKGS").is_some_and(|v| !v.is_empty()) {
+            steps.push(Step::xtask(&[
+                "nix-stack",
+                "--release",
+                "all",
+                "--target",
+                "all",
+            ])?);
+        } else {
+            outln!(
+                "ci: nix-stack is not part of this run: it needs nixpkgs checkouts \
+                 ($LD_FALLBACK_NIXPKGS), which the workflow's nix-stack job makes"
+            );
+        }
         for target in targets {
             steps.push(Step::xtask(&[
                 "build-glibc",
@@ -118,7 +133,7 @@ impl Args {
         tests.wants_sysroots = true;
         steps.push(tests);
         // The default release's cells: the matrix patched and unpatched on each target, and
-        // glibc's own elf tests patched vs unpatched natively.
+        // glibc's own elf tests patched vs unpatched on each (aarch64's under QEMU).
         let target = match targets {
             [one] => one.name(),
             _ => "all",

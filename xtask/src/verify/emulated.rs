@@ -345,6 +345,19 @@ int main (int argc, char **argv)
             "{}",
             sandbox.runs
         );
+        // The way `make check` runs in it: through the logged runner, started from outside.
+        let log = dir.path().join("log");
+        let status = crate::util::logged::run_to_end_started(
+            &mut sandbox.command(&inner),
+            &log,
+            "probe",
+            |_| None,
+            &mut |child| sandbox.start(child),
+        )
+        .unwrap();
+        assert!(status.success());
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.ends_with(expected), "{text}");
     }
 
     #[test]
