@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use loader_model::fs::{OpenError, Tree};
-use loader_model::{Config, Cpu, Dlopen, PathList};
-use model::{printable, Release, Target, SUPPORTED};
+use loader_model::{Config, Cpu, Dlopen, GlibcVersion, PathList};
+use model::{printable, Flavour, Release, Target, SUPPORTED};
 
 /// The command line.
 #[derive(clap::Args, Debug, Clone)]
@@ -44,8 +44,13 @@ pub struct Args {
     /// Target [default: the program's architecture].
     #[arg(long, value_parser = target())]
     pub target: Option<Target>,
-    /// Model the release as it is, without the LD_FALLBACK_PATH series.
-    #[arg(long)]
+    /// The loader modelled: `patched` (the series), `unpatched` (the release as it is) or
+    /// `fallback-first` (the variant that searches the fallback list right after DT_RUNPATH,
+    /// before ld.so.cache and the default directories, as NixOS/nixpkgs#248547 proposed).
+    #[arg(long, value_parser = flavour(), default_value = "patched")]
+    pub flavour: Flavour,
+    /// Model the release as it is, without the LD_FALLBACK_PATH series: `--flavour unpatched`.
+    #[arg(long, conflicts_with = "flavour")]
     pub unpatched: bool,
     /// Secure mode (AT_SECURE: setuid, setgid, capabilities).
     #[arg(long)]
@@ -99,6 +104,17 @@ fn release() -> impl TypedValueParser<Value = Release> {
         .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
 }
 
+/// A flavour by name.
+fn flavour() -> impl TypedValueParser<Value = Flavour> {
+    PossibleValuesParser::new(
+        Flavour::ALL
+            .into_iter()
+            .chain(Flavour::VARIANTS)
+            .map(Flavour::name),
+    )
+    .map(|text| Flavour::parse(&text).expect("a possible value is a flavour"))
+}
+
 /// `x86_64` or `aarch64`.
 fn target() -> impl TypedValueParser<Value = Target> {
     PossibleValuesParser::new(Target::ALL.map(Target::name))
@@ -133,10 +149,10 @@ impl Args {
             .with_context(|| format!("cannot read {program} in {root}"))?;
         let detected = loader_model::release_in(&self.root, &self.program, &self.cwd);
         let (release, release_note) = match (&self.release, detected) {
-            (Some(r), _) => (parse(r), None),
-            (None, Some(found)) if SUPPORTED.iter().any(|r| parse(r) == found) => (found, None),
+            (Some(r), _) => (GlibcVersion::from(*r), None),
+            (None, Some(found)) if found.supported().is_some() => (found, None),
             (None, found) => {
-                let newest = parse(&Release::newest());
+                let newest = GlibcVersion::from(Release::newest());
                 let why = match found {
                     Some(found) => format!("its loader is glibc {found}, not a supported release"),
                     None => "its loader says no release".to_string(),
@@ -167,7 +183,11 @@ impl Args {
             cwd: self.cwd.clone(),
             release,
             target,
-            patched: !self.unpatched,
+            flavour: if self.unpatched {
+                Flavour::Unpatched
+            } else {
+                self.flavour
+            },
             library_path: self.library_path.clone().map(|value| PathList {
                 value,
                 source: "LD_LIBRARY_PATH".into(),
@@ -207,9 +227,4 @@ impl Args {
             not_followed: explanation.not_followed,
         })
     }
-}
-
-/// The model's release from the shared vocabulary's.
-fn parse(release: &Release) -> loader_model::Release {
-    loader_model::Release::parse(release.version()).expect("supported releases are X.Y")
 }

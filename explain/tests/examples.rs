@@ -20,7 +20,6 @@ use loader_harness::replay::{
     self, App, HostLibs, JetsonFixtures, Linkage, Origin, RunKey, APPROACHES, COLUMNS,
 };
 use loader_harness::root::Bench;
-use loader_model::Release;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const TARGET: Target = Target::Aarch64;
@@ -56,8 +55,7 @@ fn examples() -> Result<(), String> {
     let e = |e: anyhow::Error| format!("{e:#}");
     let cache = cache_dir().map_err(e)?;
     let sysroot = Sysroot::at(Path::new(&path), TARGET, Flavour::Patched).map_err(e)?;
-    let release = Release::parse(sysroot.release.version())
-        .ok_or_else(|| format!("cannot read the release {}", sysroot.release))?;
+    let release = sysroot.release.into();
     let bench = Bench::new(sysroot, &cache).map_err(e)?;
     let host = HostLibs::ensure(TARGET, &cache).map_err(|e| e.reason())?;
     let fixtures =
@@ -88,7 +86,7 @@ fn examples() -> Result<(), String> {
         path: bench.layout.loader(),
         release,
         target: TARGET,
-        patched: true,
+        flavour: Flavour::Patched,
     };
     // The program and its dlopens as the real loader's trace shows them; the model must agree
     // with that trace, or the example would show a wrong answer.
@@ -127,6 +125,7 @@ fn examples() -> Result<(), String> {
             dlmopen: Vec::new(),
             release: None,
             target: None,
+            flavour: Flavour::Patched,
             unpatched: false,
             secure: false,
             inhibit_cache: false,

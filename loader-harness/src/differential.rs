@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use crate::probe::Invocation;
 use crate::trace::{self, Traced};
-use loader_model::{Config, Cpu, Dlopen, Explanation, How, PathList, Release, Verdict};
-use model::Target;
+use loader_model::{Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList, Verdict};
+use model::{Flavour, Target};
 
 /// One search as both sides tell it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -63,9 +63,9 @@ pub struct Checked {
 pub struct LoaderUnderTest<'a> {
     /// Its path inside the root (an `argv[0]` equal to it is `ld.so PROGRAM`).
     pub path: &'a str,
-    pub release: Release,
+    pub release: GlibcVersion,
     pub target: Target,
-    pub patched: bool,
+    pub flavour: Flavour,
 }
 
 /// Runs `invocation` again, traced, and holds the model against it.
@@ -218,7 +218,7 @@ pub(crate) fn config_for(
         cwd: invocation.cwd.clone(),
         release: loader.release,
         target: loader.target,
-        patched: loader.patched,
+        flavour: loader.flavour,
         library_path: list(library_option, "--library-path", "LD_LIBRARY_PATH"),
         fallback_path: list(fallback_option, "--fallback-path", "LD_FALLBACK_PATH"),
         dlopens: Vec::new(),

@@ -23,7 +23,6 @@ use loader_harness::replay::{
     self, Approach, Column, HostLibs, JetsonFixtures, RunKey, APPROACHES, COLUMNS,
 };
 use loader_harness::root::{Bench, Ctx};
-use loader_model::Release;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const FLAVOURS: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
@@ -148,8 +147,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))?;
     let cache = cache_dir().map_err(|e| format!("{e:#}"))?;
     let sysroot = Sysroot::at(Path::new(&path), target, flavour).map_err(|e| format!("{e:#}"))?;
-    let release = Release::parse(sysroot.release.version())
-        .ok_or_else(|| format!("cannot read the release {}", sysroot.release))?;
+    let release = sysroot.release.into();
     let bench = Bench::new(sysroot, &cache).map_err(|e| format!("{e:#}"))?;
     let host = HostLibs::ensure(target, &cache).map_err(|e| e.reason())?;
     let fixtures = JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host)
@@ -158,7 +156,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         path: bench.layout.loader(),
         release,
         target,
-        patched: flavour.is_patched(),
+        flavour,
     };
     let mut rows = Results::new();
     for scenario in MATRIX {

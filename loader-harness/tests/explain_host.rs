@@ -20,8 +20,8 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use loader_harness::differential::{self, LoaderUnderTest, Mode};
 use loader_harness::host::{find_program, in_ci, require_dirs, tools, AARCH64_CROSS_LIBC};
 use loader_harness::probe::Invocation;
-use loader_model::Release;
-use model::Target;
+use loader_model::GlibcVersion;
+use model::{Flavour, Target};
 
 /// Debian's aarch64 cross libc: its loader and libraries.
 const CROSS_LIBC: &str = "/usr/aarch64-linux-gnu/lib";
@@ -75,7 +75,7 @@ fn why_not_here(target: Target) -> Option<String> {
     if let Some(tool) = needed.iter().find(|t| find_program(t.program).is_none()) {
         return Some(format!("no {} (package {})", tool.program, tool.package));
     }
-    let known = |r: Release| r == Release::parse("2.36").unwrap() || r.minor >= 40;
+    let known = |r: GlibcVersion| r == GlibcVersion::parse("2.36").unwrap() || r.minor >= 40;
     let binary = match target {
         Target::X86_64 => PathBuf::from(loader(target)),
         Target::Aarch64 => Path::new(CROSS_LIBC).join("ld-linux-aarch64.so.1"),
@@ -226,7 +226,7 @@ struct ContractCheck {
     dlopen: Option<&'static str>,
     secure: bool,
     inhibit_cache: bool,
-    patched: bool,
+    flavour: Flavour,
     cwd: &'static str,
     /// The library looked at.
     library: &'static str,
@@ -242,7 +242,7 @@ const CHECK: ContractCheck = ContractCheck {
     dlopen: Some("libcuda.so.1"),
     secure: false,
     inhibit_cache: false,
-    patched: true,
+    flavour: Flavour::Patched,
     cwd: "/",
     library: "libcuda.so.1",
     expect: Some("{D}/driver/libcuda.so.1"),
@@ -255,7 +255,7 @@ const CONTRACT: &[ContractCheck] = &[
     },
     ContractCheck {
         name: "23-not-without-the-patch",
-        patched: false,
+        flavour: Flavour::Unpatched,
         expect: None,
         ..CHECK
     },
@@ -342,6 +342,17 @@ const CONTRACT: &[ContractCheck] = &[
         expect: Some("/lib/x86_64-linux-gnu/libm.so.6"),
         ..CHECK
     },
+    // Not a row of the contract: the variant that breaks rows 08-09 on purpose, modelled so
+    // that `--flavour fallback-first` shows what the other placement would take.
+    ContractCheck {
+        name: "variant-fallback-first-shadows-the-default-dirs",
+        fallback: Some("{D}/fbm"),
+        dlopen: Some("libm.so.6"),
+        library: "libm.so.6",
+        flavour: Flavour::FallbackFirst,
+        expect: Some("{D}/fbm/libm.so.6"),
+        ..CHECK
+    },
     ContractCheck {
         name: "19-missing-dirs-then-found",
         fallback: Some("/nope:/nope/too:{D}/driver"),
@@ -362,7 +373,7 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
         cwd: expand(check.cwd),
         release,
         target: Target::X86_64,
-        patched: check.patched,
+        flavour: check.flavour,
         library_path: check.library_path.map(|v| PathList {
             value: expand(v),
             source: "LD_LIBRARY_PATH".into(),
@@ -434,7 +445,7 @@ fn run(target: Target, case: &Case) -> Result<(), String> {
             path: loader(target),
             release,
             target,
-            patched: false,
+            flavour: Flavour::Unpatched,
         },
     );
     if checked.mode != Mode::Traced {

@@ -7,7 +7,7 @@
 //! It follows glibc's `elf/dl-load.c` (`_dl_map_new_object`, `open_path`, `fillin_rpath`,
 //! `_dl_dst_substitute`), `elf/dl-deps.c` (the breadth-first walk), `elf/dl-cache.c`
 //! (ld.so.cache) and `elf/dl-hwcaps.c` (the subdirectories), per release where they differ
-//! ([`platform::Release`]). One function per tier ([`tiers`]); every candidate carries the
+//! ([`platform::GlibcVersion`]). One function per tier ([`tiers`]); every candidate carries the
 //! reason it was taken or passed over. Not modelled: LD_PRELOAD, LD_AUDIT modules, filters
 //! (DT_AUXILIARY, DT_FILTER), `--glibc-hwcaps-prepend`/`-mask`, GLIBC_TUNABLES, and what
 //! happens after a file is chosen (symbol versions, relocation, constructors' own effects).
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use model::Target;
+use model::{Flavour, Target};
 
 pub(crate) mod cache;
 pub mod elf;
@@ -30,7 +30,7 @@ mod tiers;
 mod walk;
 
 pub(crate) use hazards::Hazard;
-pub use platform::{Cpu, LoaderFacts, Release};
+pub use platform::{Cpu, GlibcVersion, LoaderFacts};
 
 /// What to explain: a program in a tree, and what the user sets.
 #[derive(Debug, Clone)]
@@ -42,10 +42,10 @@ pub struct Config {
     /// The working directory inside the tree.
     pub cwd: String,
     /// The release whose loader is modelled.
-    pub release: Release,
+    pub release: GlibcVersion,
     pub target: Target,
-    /// With the LD_FALLBACK_PATH series, or the release as is.
-    pub patched: bool,
+    /// With the LD_FALLBACK_PATH series, the release as is, or the fallback-first variant.
+    pub flavour: Flavour,
     /// `LD_LIBRARY_PATH`, or `ld.so --library-path`.
     pub library_path: Option<PathList>,
     /// `LD_FALLBACK_PATH`, or `ld.so --fallback-path`.
@@ -305,7 +305,7 @@ impl Explanation {
 
 /// The release of the glibc a program would run with in `root`: its loader's (or, for a
 /// static program, its own libc's) version string; `None` when there is none to read.
-pub fn release_in(root: &std::path::Path, program: &str, cwd: &str) -> Option<Release> {
+pub fn release_in(root: &std::path::Path, program: &str, cwd: &str) -> Option<GlibcVersion> {
     let tree = fs::Tree::new(root);
     let bytes = tree.read(&tree.open(program, cwd).ok()?).ok()?;
     let binary = match elf::dynamic(&bytes).ok()?.interpreter {
@@ -371,7 +371,7 @@ pub fn explain(config: &Config) -> Result<Explanation> {
         &loader_bytes,
         config.release,
         config.target,
-        config.patched,
+        config.flavour,
         config.cpu.clone(),
     );
     let (m, starts) = walk::run(config, tree, facts, dynamic, opened);

@@ -234,16 +234,16 @@ pub(super) fn lexical_dir(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::{Cpu, Release};
+    use crate::platform::{Cpu, GlibcVersion};
     use model::Target;
 
     fn facts() -> LoaderFacts {
         LoaderFacts::new(
             Some("/lib64/ld-linux-x86-64.so.2".into()),
             b"\0/lib64/\0/usr/lib64/\0",
-            Release::parse("2.44").unwrap(),
+            GlibcVersion::parse("2.44").unwrap(),
             Target::X86_64,
-            true,
+            model::Flavour::Patched,
             Cpu {
                 platform: "haswell".into(),
                 isa_levels: 1,

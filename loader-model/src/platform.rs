@@ -6,23 +6,30 @@
 use serde::Serialize;
 
 use super::cache::LegacyHwcaps;
-use model::Target;
+use model::{Flavour, Release, Target};
 
-/// A glibc release, as far as the search differs between releases.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Release {
+/// The version of a glibc, as far as the search differs between versions: any `X.Y`, as a
+/// loader says it is (the host's may be one this project does not support, and the model
+/// still reads it). The project's releases are [`model::Release`]; each converts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GlibcVersion {
     pub major: u32,
     pub minor: u32,
 }
 
-impl Release {
+impl GlibcVersion {
     /// `X.Y`.
-    pub fn parse(text: &str) -> Option<Release> {
+    pub fn parse(text: &str) -> Option<GlibcVersion> {
         let (major, minor) = text.trim().split_once('.')?;
-        Some(Release {
+        Some(GlibcVersion {
             major: major.parse().ok()?,
             minor: minor.parse().ok()?,
         })
+    }
+
+    /// The supported release of this version, if it is one.
+    pub fn supported(self) -> Option<Release> {
+        Release::parse(&self.to_string()).ok()
     }
 
     /// 2.36 and older search the legacy hwcap subdirectories (`tls/`, `x86_64/`, ...) and
@@ -38,9 +45,22 @@ impl Release {
     }
 }
 
-impl std::fmt::Display for Release {
+impl From<Release> for GlibcVersion {
+    fn from(release: Release) -> GlibcVersion {
+        GlibcVersion::parse(release.version()).expect("a supported release is X.Y")
+    }
+}
+
+impl std::fmt::Display for GlibcVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// Written as `"2.44"`, as the project's releases are.
+impl Serialize for GlibcVersion {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
@@ -235,9 +255,11 @@ mod x86 {
 pub struct LoaderFacts {
     /// The loader inside the tree (PT_INTERP), or `None` for a static program.
     pub path: Option<String>,
-    pub release: Release,
+    pub release: GlibcVersion,
     pub target: Target,
-    pub patched: bool,
+    /// With the series, without it, or the fallback-first variant (which searches the
+    /// fallback list right after DT_RUNPATH).
+    pub flavour: Flavour,
     /// The default directories, each ending in `/`, in search order.
     pub system_dirs: Vec<String>,
     /// Where they were read from.
@@ -261,9 +283,9 @@ impl LoaderFacts {
     pub(crate) fn new(
         path: Option<String>,
         binary: &[u8],
-        release: Release,
+        release: GlibcVersion,
         target: Target,
-        patched: bool,
+        flavour: Flavour,
         cpu: Cpu,
     ) -> LoaderFacts {
         let (system_dirs, source) = match system_dirs(binary) {
@@ -297,7 +319,7 @@ impl LoaderFacts {
             path,
             release,
             target,
-            patched,
+            flavour,
             system_dirs,
             system_dirs_source: source,
             dst_lib,
@@ -343,7 +365,7 @@ impl LoaderFacts {
 }
 
 /// The release a glibc binary says it is (`... stable release version 2.36.`).
-pub fn release_of(binary: &[u8]) -> Option<Release> {
+pub fn release_of(binary: &[u8]) -> Option<GlibcVersion> {
     const MARK: &[u8] = b"release version ";
     let at = binary.windows(MARK.len()).position(|w| w == MARK)? + MARK.len();
     let text: String = binary[at..]
@@ -352,7 +374,7 @@ pub fn release_of(binary: &[u8]) -> Option<Release> {
         .map(|&b| b as char)
         .take_while(|c| c.is_ascii_digit() || *c == '.')
         .collect();
-    Release::parse(text.trim_end_matches('.'))
+    GlibcVersion::parse(text.trim_end_matches('.'))
 }
 
 /// 2.36's legacy subdirectories: every subset of (hwcap names in bit order, the platform,
@@ -464,14 +486,27 @@ mod tests {
 
     #[test]
     fn releases_differ_where_glibc_changed() {
-        let r = |t| Release::parse(t).unwrap();
+        let r = |t| GlibcVersion::parse(t).unwrap();
         assert!(r("2.36").has_legacy_hwcaps());
         assert!(!r("2.40").has_legacy_hwcaps());
         assert!(r("2.36").enotdir_ends_a_list());
         assert!(!r("2.44").enotdir_ends_a_list());
-        assert_eq!(Release::parse("2.x"), None);
+        assert_eq!(GlibcVersion::parse("2.x"), None);
         let ld_so = b"\0ld.so (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.\0";
-        assert_eq!(release_of(ld_so), Release::parse("2.36"));
+        assert_eq!(release_of(ld_so), GlibcVersion::parse("2.36"));
         assert_eq!(release_of(b"no version here"), None);
+    }
+
+    /// A supported release converts and comes back; a version outside the table is still a
+    /// version, but no release; either is written as `X.Y`.
+    #[test]
+    fn a_version_is_a_release_only_when_supported() {
+        let newest = Release::newest();
+        assert_eq!(GlibcVersion::from(newest).supported(), Some(newest));
+        assert_eq!(GlibcVersion::parse("2.39").unwrap().supported(), None);
+        assert_eq!(
+            serde_json::to_string(&GlibcVersion::parse("2.36").unwrap()).unwrap(),
+            "\"2.36\""
+        );
     }
 }

@@ -17,13 +17,13 @@ use super::{Candidate, Explanation, How, Load, Match, Outcome, Verdict};
 pub fn text(x: &Explanation) -> String {
     let mut out = String::new();
     let l = &x.loader;
-    let flavour = if l.patched { "patched" } else { "unpatched" };
     let _ = writeln!(
         out,
-        "{}: glibc {} {} loader, {flavour}{}",
+        "{}: glibc {} {} loader, {}{}",
         p(&x.program),
         l.release,
         l.target,
+        l.flavour,
         match &l.path {
             Some(path) => format!(" ({})", p(path)),
             None => " (a static program: its own libc searches)".into(),

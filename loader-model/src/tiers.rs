@@ -1,8 +1,10 @@
 //! The search for a name without a slash, one function per tier, in the loader's order
 //! (`_dl_map_new_object`): DT_RPATH of the loading chain, LD_LIBRARY_PATH, DT_RUNPATH of the
 //! loading object, ld.so.cache, the default directories, and — with the patch — the fallback
-//! list last. [`Model::open_path`] is glibc's `open_path`: every directory with every
+//! list last (the fallback-first variant: right after DT_RUNPATH). [`Model::open_path`] is glibc's `open_path`: every directory with every
 //! subdirectory, the directory memory, and the rule for giving up on a list.
+
+use model::Flavour;
 
 use super::cache::{Cache, Selector};
 use super::elf::{self, Verified};
@@ -38,14 +40,26 @@ impl<'c> Model<'c> {
         load: &mut Load,
     ) -> Step {
         type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &str, usize, &mut Load) -> Step;
-        let tiers: [Tier<'c>; 6] = [
-            Model::rpath,
-            Model::library_path,
-            Model::runpath,
-            Model::cache,
-            Model::default_dirs,
-            Model::fallback,
-        ];
+        let tiers: [Tier<'c>; 6] = match self.facts.flavour {
+            Flavour::Patched | Flavour::Unpatched => [
+                Model::rpath,
+                Model::library_path,
+                Model::runpath,
+                Model::cache,
+                Model::default_dirs,
+                Model::fallback,
+            ],
+            // The variant's patch moves the fallback list right after DT_RUNPATH (its
+            // `_dl_map_new_object`), where it can shadow the cache and the default dirs.
+            Flavour::FallbackFirst => [
+                Model::rpath,
+                Model::library_path,
+                Model::runpath,
+                Model::fallback,
+                Model::cache,
+                Model::default_dirs,
+            ],
+        };
         for tier in tiers {
             match tier(self, loader, name, ns, load) {
                 Step::Continue => {}
@@ -223,7 +237,7 @@ impl<'c> Model<'c> {
         self.open_path(&dirs, &rule, name, load).into_step(rule)
     }
 
-    /// 6. The fallback list (patched loader only), after everything else, whatever the
+    /// 6. The fallback list (patched loaders only), after everything else, whatever the
     ///    loading object's flags and `--inhibit-cache`.
     fn fallback(&mut self, _: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
         let Some((dirs, source)) = self.fallback.clone() else {

@@ -227,7 +227,7 @@ impl Model<'_> {
         let Some(list) = &c.fallback_path else {
             return None;
         };
-        if !self.facts.patched {
+        if !self.facts.flavour.is_patched() {
             if list.source.starts_with("--") {
                 return Some(format!(
                     "ld.so: unrecognized option '{}': the unpatched loader does not know it",

@@ -42,6 +42,7 @@ struct Step {
 }
 
 impl Step {
+    /// A check or a run of this binary: its failure is counted and the rest still run.
     fn xtask(args: &[&str]) -> Result<Step> {
         let exe = std::env::current_exe().context("cannot find the xtask binary")?;
         let mut command = Command::new(exe);
@@ -50,8 +51,23 @@ impl Step {
             shown: format!("cargo xtask {}", args.join(" ")),
             command,
             wants_sysroots: false,
-            gates_the_rest: args[0] == "build-glibc" && !args.contains(&"--check-kept-headers"),
+            gates_the_rest: false,
         })
+    }
+
+    /// `build-glibc` of the newest release's `flavour` (`None`: both flavours) on `target`:
+    /// the steps after it need the build, so its failure ends the run.
+    fn build(target: Target, flavour: Option<Flavour>) -> Result<Step> {
+        let flavour = flavour.map_or("both", Flavour::name);
+        let mut step = Step::xtask(&[
+            "build-glibc",
+            "--target",
+            target.name(),
+            "--flavour",
+            flavour,
+        ])?;
+        step.gates_the_rest = true;
+        Ok(step)
     }
 
     fn cargo(args: &[&str]) -> Step {
@@ -76,79 +92,18 @@ impl Args {
         } else {
             &Target::ALL
         };
-        let mut steps = vec![
-            Step::cargo(&["test", "--package", "xtask", "--test", "it", "--", "tidy::"]),
-            Step::xtask(&["ci", "--workflow", "--check"])?,
-            Step::xtask(&["verify", "check-support"])?,
-            // The check reads the store only; the builds after it need the releases anyway.
-            Step::xtask(&["rebase-glibc", "--check", "--import-missing"])?,
-        ];
         // The series on nixpkgs' own glibc patches (docs/nix.md) needs nixpkgs checked out,
         // which only a machine that reaches nixpkgs' repository has (the workflow's nix-stack
         // job); the project commits none of nixpkgs' files. Run where the checkouts are named,
         // and say so where they are not: the check is then not part of this run, never a pass.
-        if std::env::var_os("LD_FALLBACK_NIXPKGS").is_some_and(|v| !v.is_empty()) {
-            steps.push(Step::xtask(&[
-                "nix-stack",
-                "--release",
-                "all",
-                "--target",
-                "all",
-            ])?);
-        } else {
+        let nix_stack = std::env::var_os("LD_FALLBACK_NIXPKGS").is_some_and(|v| !v.is_empty());
+        if !nix_stack {
             outln!(
                 "ci: nix-stack is not part of this run: it needs nixpkgs checkouts \
                  ($LD_FALLBACK_NIXPKGS), which the workflow's nix-stack job makes"
             );
         }
-        for target in targets {
-            steps.push(Step::xtask(&[
-                "build-glibc",
-                "--target",
-                target.name(),
-                "--flavour",
-                "both",
-            ])?);
-        }
-        // The second flavour came from the first one's tree with the series' headers kept:
-        // a sample of the objects that kept them, compiled again, must be the same programs.
-        steps.push(Step::xtask(&[
-            "build-glibc",
-            "--target",
-            "x86_64",
-            "--check-kept-headers",
-        ])?);
-        // The Jetson replay's approach 8 runs under the fallback-first variant (aarch64 only).
-        let jetson = targets.contains(&Target::Aarch64);
-        if jetson {
-            steps.push(Step::xtask(&[
-                "build-glibc",
-                "--target",
-                "aarch64",
-                "--flavour",
-                "fallback-first",
-            ])?);
-        }
-        let mut tests = Step::cargo(&["test", "--workspace"]);
-        tests.wants_sysroots = true;
-        steps.push(tests);
-        // The default release's cells: the matrix patched and unpatched on each target, and
-        // glibc's own elf tests patched vs unpatched on each (aarch64's under QEMU).
-        let target = match targets {
-            [one] => one.name(),
-            _ => "all",
-        };
-        steps.push(Step::xtask(&["verify", "--target", target])?);
-        // Every cuda_compat approach on every host, and docs/jetson.md up to date with it.
-        if jetson {
-            steps.push(Step::xtask(&[
-                "jetson-replay",
-                "--target",
-                "aarch64",
-                "--check",
-            ])?);
-        }
-
+        let steps = plan(targets, nix_stack)?;
         let ran = run_steps(
             steps,
             |step| {
@@ -181,6 +136,62 @@ impl Args {
         }
         Ok(())
     }
+}
+
+/// Every step of a CI run on `targets`, in order; `nix_stack`: with the nix-stack check.
+fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
+    let mut steps = vec![
+        Step::cargo(&["test", "--package", "xtask", "--test", "it", "--", "tidy::"]),
+        Step::xtask(&["ci", "--workflow", "--check"])?,
+        Step::xtask(&["verify", "check-support"])?,
+        // The check reads the store only; the builds after it need the releases anyway.
+        Step::xtask(&["rebase-glibc", "--check", "--import-missing"])?,
+    ];
+    if nix_stack {
+        steps.push(Step::xtask(&[
+            "nix-stack",
+            "--release",
+            "all",
+            "--target",
+            "all",
+        ])?);
+    }
+    for target in targets {
+        steps.push(Step::build(*target, None)?);
+    }
+    // The second flavour came from the first one's tree with the series' headers kept:
+    // a sample of the objects that kept them, compiled again, must be the same programs.
+    steps.push(Step::xtask(&[
+        "build-glibc",
+        "--target",
+        "x86_64",
+        "--check-kept-headers",
+    ])?);
+    // The Jetson replay's approach 8 runs under the fallback-first variant (aarch64 only).
+    let jetson = targets.contains(&Target::Aarch64);
+    if jetson {
+        steps.push(Step::build(Target::Aarch64, Some(Flavour::FallbackFirst))?);
+    }
+    let mut tests = Step::cargo(&["test", "--workspace"]);
+    tests.wants_sysroots = true;
+    steps.push(tests);
+    // The default release's cells: the matrix patched and unpatched on each target, and
+    // glibc's own elf tests patched vs unpatched on each (aarch64's under QEMU).
+    let target = match targets {
+        [one] => one.name(),
+        _ => "all",
+    };
+    steps.push(Step::xtask(&["verify", "--target", target])?);
+    // Every cuda_compat approach on every host, and docs/jetson.md up to date with it.
+    if jetson {
+        steps.push(Step::xtask(&[
+            "jetson-replay",
+            "--target",
+            "aarch64",
+            "--check",
+        ])?);
+    }
+    Ok(steps)
 }
 
 /// How a run of the steps ended.
@@ -302,5 +313,44 @@ mod tests {
         };
         assert_eq!((total.steps, total.ran), (2, 2));
         assert_eq!(failed, ["exit 3"]);
+    }
+
+    /// Only the glibc builds end the run when they fail: the kept-headers check and the
+    /// test suite after them are counted and the rest still run.
+    #[test]
+    fn only_the_builds_gate_the_rest() {
+        let gated: Vec<(String, bool)> = plan(&Target::ALL, true)
+            .unwrap()
+            .into_iter()
+            .map(|step| (step.shown, step.gates_the_rest))
+            .collect();
+        let expected = [
+            ("cargo test --package xtask --test it -- tidy::", false),
+            ("cargo xtask ci --workflow --check", false),
+            ("cargo xtask verify check-support", false),
+            ("cargo xtask rebase-glibc --check --import-missing", false),
+            ("cargo xtask nix-stack --release all --target all", false),
+            (
+                "cargo xtask build-glibc --target x86_64 --flavour both",
+                true,
+            ),
+            (
+                "cargo xtask build-glibc --target aarch64 --flavour both",
+                true,
+            ),
+            (
+                "cargo xtask build-glibc --target x86_64 --check-kept-headers",
+                false,
+            ),
+            (
+                "cargo xtask build-glibc --target aarch64 --flavour fallback-first",
+                true,
+            ),
+            ("cargo test --workspace", false),
+            ("cargo xtask verify --target all", false),
+            ("cargo xtask jetson-replay --target aarch64 --check", false),
+        ]
+        .map(|(shown, gates)| (shown.to_string(), gates));
+        assert_eq!(gated, expected);
     }
 }

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use super::testing::{fill, WIDTH};
-use super::{manual, next_version, Request};
+use super::{next_version, Request};
 use crate::series::mail::{content_headers, file_stats, header_name};
 use crate::series::{diffstat, mail_date, TRAILER};
 
@@ -53,7 +53,7 @@ impl Letter<'_> {
             "{}",
             fill(
                 &format!(
-                    "{} to the glibc-{} release; the NEWS entry is written for {}.  Patch {} applies to manual/dynlink.texi of master at {} (Debian's release tarballs, from which the series is built and tested, have no manual/).",
+                    "{} to the glibc-{} release; the NEWS entry is written for {}.  Patch {} applies to {} (Debian's release tarballs, from which the series is built and tested, have no manual/).",
                     match series_patches.len() {
                         1 => "Patch 1 applies".to_string(),
                         2 => "Patches 1 and 2 apply".to_string(),
@@ -62,7 +62,7 @@ impl Letter<'_> {
                     request.release,
                     next_version(request.release),
                     self.patches.len(),
-                    manual::UPSTREAM_COMMIT
+                    request.manual.source
                 ),
                 WIDTH
             )

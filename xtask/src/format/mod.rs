@@ -6,7 +6,9 @@
 //! contributions), the files the series adds carry the DCO copyright line, the subjects carry
 //! `[PATCH vN m/n]`, the NEWS entry moves into a section of its own for the development
 //! version (a contribution targets the next release, not a released one), the manual's
-//! change follows as a patch of its own (manual.rs), and a cover letter (cover.rs) says
+//! change follows as a patch of its own (manual.rs: checked against upstream's file in the
+//! sender's checkout, `--upstream`, without which nothing is written), and a cover letter
+//! (cover.rs) says
 //! what and why, how it was tested (testing.rs, from docs/support.json), and, from v2 on,
 //! what changed since the previous version. Where the mails go is outdir.rs's.
 
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature};
+use loader_harness::host::non_empty_env;
 
 use crate::cli::{self, Env, OneRelease};
 use crate::merge::news;
@@ -30,6 +33,7 @@ mod outdir;
 mod testing;
 
 pub use author::Author;
+pub use manual::{Checkout, Manual};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -50,6 +54,12 @@ pub(crate) struct Args {
     /// letter's "Changes since" list and range diff.
     #[arg(long, value_name = "DIR")]
     pub previous: Option<PathBuf>,
+    /// Your checkout of upstream glibc (`git clone git://sourceware.org/git/glibc.git`, on
+    /// master): the manual's patch, the last mail, must apply exactly to its
+    /// manual/dynlink.texi, which this project does not carry. Required [default:
+    /// $LD_FALLBACK_GLIBC_UPSTREAM].
+    #[arg(long, value_name = "DIR")]
+    pub upstream: Option<PathBuf>,
     /// Where to write the patches [default: target/format-series/v<N>/].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -63,6 +73,9 @@ impl Args {
             Some(text) => Author::parse(text)?,
             None => Author::from_git_config()?,
         };
+        let checkout =
+            manual::checkout(self.upstream.clone(), non_empty_env(manual::UPSTREAM_ENV))?;
+        let manual = Manual::read(&manual::patch_path(), &checkout)?;
         let previous = match (&self.previous, self.version) {
             (Some(dir), _) => Some(read_patches(dir)?),
             (None, 1) => None,
@@ -92,6 +105,7 @@ impl Args {
             author,
             previous,
             testing,
+            manual,
         };
         let out = self.out.unwrap_or_else(|| {
             paths::project_root()
@@ -119,6 +133,8 @@ pub struct Request {
     pub previous: Option<Vec<(String, String)>>,
     /// The cover letter's testing statement (made from docs/support.json by the command).
     pub testing: Option<String>,
+    /// The manual's change, checked against upstream's file of the sender's checkout.
+    pub manual: Manual,
 }
 
 /// The mails, in order: (file name, text).
@@ -136,7 +152,7 @@ pub fn format(ws: &Workspace, request: &Request) -> Result<Vec<(String, String)>
         .find_commit(*rewritten.last().context("an empty series")?)?
         .author()
         .when();
-    let manual = manual::commit(repo, &paths::project_root(), &request.author, &last_time)?;
+    let manual = request.manual.commit(repo, &request.author, &last_time)?;
     let patches: Vec<Oid> = rewritten.iter().copied().chain([manual]).collect();
     let total = patches.len();
     let tag = |n: usize| match request.version {

@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use model::Release;
 
+use super::range_diff::{Change, RangeDiff};
+
 /// How a rebase ended.
 pub enum Outcome {
     /// Every patch went through: the series (and its records) are written.
@@ -21,7 +23,7 @@ pub struct Written {
     /// What `--continue` noted while taking the work tree.
     pub notes: Vec<String>,
     /// What happened to each patch, as the range diff tells it (`range_diff::summarize`).
-    pub summary: String,
+    pub summary: RangeDiff,
     /// The recorded resolutions written with it, when they changed.
     pub records: Option<RecordsWritten>,
     /// Where the series went.
@@ -107,7 +109,7 @@ impl Written {
         for note in &self.notes {
             let _ = writeln!(text, "note: {note}");
         }
-        text.push_str(&self.summary);
+        text.push_str(&self.summary.render());
         if let Some(records) = &self.records {
             let _ = writeln!(
                 text,
@@ -126,6 +128,35 @@ impl Written {
         }
         let _ = writeln!(text, "wrote {}", self.series_dir.display());
         text
+    }
+}
+
+impl RangeDiff {
+    /// One line per patch, its notes under it, and the content diff under a changed one.
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "rebased {} patch{} from glibc {} onto glibc {}:\n",
+            self.count,
+            if self.count == 1 { "" } else { "es" },
+            self.from,
+            self.onto
+        );
+        for patch in &self.patches {
+            let (what, diff) = match &patch.change {
+                Change::Dropped => (format!("dropped: already in glibc {}", self.onto), None),
+                Change::Unchanged { now } => (format!("unchanged -> {now}"), None),
+                Change::Moved { now, diff } => (
+                    format!("unchanged, hunks now in other functions -> {now}"),
+                    Some(diff),
+                ),
+                Change::Changed { now, diff } => (format!("changed -> {now}"), Some(diff)),
+            };
+            let _ = writeln!(out, "  {:<50} {what}", patch.name);
+            for line in patch.notes.iter().chain(diff.into_iter().flatten()) {
+                let _ = writeln!(out, "      {line}");
+            }
+        }
+        out
     }
 }
 
@@ -230,6 +261,7 @@ fn write_hunk(out: &mut String, hunk: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebase::range_diff::PatchDiff;
 
     #[test]
     fn long_conflict_sides_are_counted_not_printed() {
@@ -273,6 +305,69 @@ mod tests {
              cargo xtask rebase-glibc --continue\n\
              (the checks run again on the fixed patch) or give up with:\n    cargo xtask rebase-glibc --abort\n\
              /p is untouched.\n"
+        );
+    }
+
+    /// The range diff as data, rendered whole: each kind of change, its notes, its diff.
+    #[test]
+    fn a_range_diff_renders_each_change_with_its_notes_and_diff() {
+        let patch = |name: &str, change, notes: &[&str]| PatchDiff {
+            name: name.into(),
+            change,
+            notes: notes.iter().map(|n| n.to_string()).collect(),
+        };
+        let diff = vec!["--- 2.41/0003-c.patch".to_string(), "+new".to_string()];
+        let written = Written {
+            notes: vec!["took NEWS".into()],
+            summary: RangeDiff {
+                from: Release::parse("2.41").unwrap(),
+                onto: Release::parse("2.42").unwrap(),
+                count: 4,
+                patches: vec![
+                    patch("0001-a.patch", Change::Dropped, &[]),
+                    patch(
+                        "0002-b.patch",
+                        Change::Unchanged {
+                            now: "0001-b.patch".into(),
+                        },
+                        &["NEWS: entry placed"],
+                    ),
+                    patch(
+                        "0003-c.patch",
+                        Change::Moved {
+                            now: "0002-c.patch".into(),
+                            diff: diff.clone(),
+                        },
+                        &[],
+                    ),
+                    patch(
+                        "0004-d.patch",
+                        Change::Changed {
+                            now: "0003-d.patch".into(),
+                            diff,
+                        },
+                        &["resolved from record"],
+                    ),
+                ],
+            },
+            records: None,
+            series_dir: PathBuf::from("/p/2.42"),
+        };
+        assert_eq!(
+            written.render(),
+            "note: took NEWS\n\
+             rebased 4 patches from glibc 2.41 onto glibc 2.42:\n  \
+             0001-a.patch                                       dropped: already in glibc 2.42\n  \
+             0002-b.patch                                       unchanged -> 0001-b.patch\n      \
+             NEWS: entry placed\n  \
+             0003-c.patch                                       unchanged, hunks now in other functions -> 0002-c.patch\n      \
+             --- 2.41/0003-c.patch\n      \
+             +new\n  \
+             0004-d.patch                                       changed -> 0003-d.patch\n      \
+             resolved from record\n      \
+             --- 2.41/0003-c.patch\n      \
+             +new\n\
+             wrote /p/2.42\n"
         );
     }
 }

@@ -1,10 +1,8 @@
-//! A range-diff-like summary of a rebase: per patch, unchanged / changed / dropped, and for a
+//! A range-diff-like summary of a rebase, as data ([`RangeDiff`], rendered by `outcome`): per patch, unchanged / changed / dropped, and for a
 //! changed patch the diff of its content with line numbers, `index` lines, commit ids and
 //! numbering stripped, so a reviewer sees only what really changed. NEWS, whose entry the
 //! rebase places by rule, shows its added and removed lines only: the release's lines around
 //! the entry change with every release, and say nothing about the patch.
-
-use std::fmt::Write;
 
 use similar::TextDiff;
 
@@ -52,68 +50,94 @@ fn without_hunk_context(normalized: &str) -> String {
         .join("\n")
 }
 
-/// One line per patch of `from`, its `notes` (what the rebase did to it: NEWS, resolutions,
-/// checks), and the content diff under each changed one.
+/// What a rebase did to each patch of the old series, as data; `outcome` renders it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeDiff {
+    pub from: Release,
+    pub onto: Release,
+    /// How many patches the old series had.
+    pub count: usize,
+    /// One per patch of the old series the rebase got to, in series order.
+    pub patches: Vec<PatchDiff>,
+}
+
+/// One patch of the old series and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatchDiff {
+    /// Its file name in the old series.
+    pub name: String,
+    pub change: Change,
+    /// What the rebase did to it: NEWS by rule, resolutions, checks.
+    pub notes: Vec<String>,
+}
+
+/// What became of a patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// Already in the release rebased onto.
+    Dropped,
+    /// Its content is the same; `now` is its file name in the new series.
+    Unchanged { now: String },
+    /// Only the functions named in hunk headers differ: the code moved upstream. `diff`: the
+    /// lines of the unified diff of the normalized texts, line numbers stripped.
+    Moved { now: String, diff: Vec<String> },
+    /// Its content changed.
+    Changed { now: String, diff: Vec<String> },
+}
+
+/// Each patch of `from` against its counterpart in `new`, with its `notes` (what the rebase
+/// did to it: NEWS, resolutions, checks).
 pub(crate) fn summarize(
     from: &Series,
     onto: Release,
     new: &Series,
     steps: &[Step],
     notes: &[Vec<String>],
-) -> String {
-    let mut out = format!(
-        "rebased {} patch{} from glibc {} onto glibc {onto}:\n",
-        from.patches.len(),
-        if from.patches.len() == 1 { "" } else { "es" },
-        from.base
-    );
+) -> RangeDiff {
+    let mut patches = Vec::new();
     let mut next = new.patches.iter();
     for (at, (old, step)) in from.patches.iter().zip(steps).enumerate() {
-        let notes = notes.get(at).map(Vec::as_slice).unwrap_or_default();
-        match step {
-            Step::Dropped => {
-                let _ = writeln!(out, "  {:<50} dropped: already in glibc {onto}", old.name);
-                write_notes(&mut out, notes);
-            }
+        let notes = notes.get(at).cloned().unwrap_or_default();
+        let change = match step {
+            Step::Dropped => Change::Dropped,
             Step::Applied(_) => {
                 let Some(patch) = next.next() else { break };
+                let now = patch.name.clone();
                 let (a, b) = (normalize(&old.text), normalize(&patch.text));
                 if a == b {
-                    let _ = writeln!(out, "  {:<50} unchanged -> {}", old.name, patch.name);
-                    write_notes(&mut out, notes);
+                    Change::Unchanged { now }
                 } else {
-                    // Only the functions named in hunk headers differ: the code moved upstream.
-                    let label = if without_hunk_context(&a) == without_hunk_context(&b) {
-                        "unchanged, hunks now in other functions"
-                    } else {
-                        "changed"
-                    };
-                    let _ = writeln!(out, "  {:<50} {label} -> {}", old.name, patch.name);
-                    write_notes(&mut out, notes);
-                    let diff = TextDiff::from_lines(&a, &b);
                     let old_name = format!("{}/{}", from.base, old.name);
                     let new_name = format!("{onto}/{}", patch.name);
-                    for line in diff
+                    let diff = TextDiff::from_lines(&a, &b)
                         .unified_diff()
                         .context_radius(3)
                         .header(&old_name, &new_name)
                         .to_string()
                         .lines()
-                    {
                         // Line numbers into the normalized text would only be noise too.
-                        let line = if line.starts_with("@@ -") { "@@" } else { line };
-                        let _ = writeln!(out, "      {line}");
+                        .map(|line| if line.starts_with("@@ -") { "@@" } else { line })
+                        .map(str::to_string)
+                        .collect();
+                    if without_hunk_context(&a) == without_hunk_context(&b) {
+                        Change::Moved { now, diff }
+                    } else {
+                        Change::Changed { now, diff }
                     }
                 }
             }
-        }
+        };
+        patches.push(PatchDiff {
+            name: old.name.clone(),
+            change,
+            notes,
+        });
     }
-    out
-}
-
-fn write_notes(out: &mut String, notes: &[String]) {
-    for note in notes {
-        let _ = writeln!(out, "      {note}");
+    RangeDiff {
+        from: from.base,
+        onto,
+        count: from.patches.len(),
+        patches,
     }
 }
 

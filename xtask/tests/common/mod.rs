@@ -257,3 +257,63 @@ pub(crate) fn parse_patch(t: &TestStore, parent: Oid) -> Oid {
         1_764_000_100,
     )
 }
+
+/// A synthetic `manual/dynlink.texi`, the project's own text (it carries no copy of
+/// upstream's), standing for upstream's file in a sender's checkout.
+pub(crate) const MANUAL: &str = "@node Dynamic Linker
+@chapter Dynamic Linker
+
+A chapter written for the tests of format-series.
+
+@table @env
+@item LD_LIBRARY_PATH
+Searched before the default directories.
+@end table
+";
+
+/// What the synthetic manual patch adds, before `@end table`.
+pub(crate) const MANUAL_ADDED: &str = "@item LD_FALLBACK_PATH\nSearched after every other place.\n";
+
+/// [`MANUAL`] with the patch applied.
+pub(crate) fn patched_manual() -> String {
+    MANUAL.replace("@end table\n", &format!("{MANUAL_ADDED}@end table\n"))
+}
+
+/// The first 12 hex digits of the git blob id of `text`, as `git diff` with
+/// `core.abbrev=12` writes it in `index` lines.
+pub(crate) fn short_blob(text: &str) -> String {
+    Oid::hash_object(git2::ObjectType::Blob, text.as_bytes())
+        .unwrap()
+        .to_string()[..12]
+        .to_string()
+}
+
+/// The manual patch of [`MANUAL`], as `git -c core.abbrev=12 diff` writes it.
+pub(crate) fn manual_patch() -> String {
+    let added: String = MANUAL_ADDED.lines().map(|l| format!("+{l}\n")).collect();
+    format!(
+        "diff --git a/manual/dynlink.texi b/manual/dynlink.texi
+index {}..{} 100644
+--- a/manual/dynlink.texi
++++ b/manual/dynlink.texi
+@@ -6,4 +6,6 @@ A chapter written for the tests of format-series.
+ @table @env
+ @item LD_LIBRARY_PATH
+ Searched before the default directories.
+{added} @end table
+",
+        short_blob(MANUAL),
+        short_blob(&patched_manual())
+    )
+}
+
+/// A sender's checkout under `dir` (`upstream-glibc/`, a plain tree with [`MANUAL`]) and the
+/// manual patch made against it (`manual-dynlink.texi.patch`): (checkout, patch).
+pub(crate) fn synthetic_manual(dir: &Path) -> (PathBuf, PathBuf) {
+    let checkout = dir.join("upstream-glibc");
+    std::fs::create_dir_all(checkout.join("manual")).unwrap();
+    std::fs::write(checkout.join("manual/dynlink.texi"), MANUAL).unwrap();
+    let patch = dir.join("manual-dynlink.texi.patch");
+    std::fs::write(&patch, manual_patch()).unwrap();
+    (checkout, patch)
+}

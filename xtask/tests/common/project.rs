@@ -1,7 +1,9 @@
 //! A synthetic project for running the real `cargo xtask` binary: a store with two
-//! glibc-like releases, a two-patch series in its own `patches/`, and a cache of its own, all
-//! in one temp dir (`--store`, `$LD_FALLBACK_PATCHES`, `$LD_FALLBACK_CACHE`), so that a test
-//! can copy the whole of it, kill the binary anywhere, and never touch the user's files.
+//! glibc-like releases, a two-patch series in its own `patches/`, a cache of its own, and a
+//! sender's checkout of upstream with a manual patch made against it (`format-series`), all
+//! in one temp dir (`--store`, `$LD_FALLBACK_PATCHES`, `$LD_FALLBACK_CACHE`,
+//! `$LD_FALLBACK_GLIBC_UPSTREAM`, `$LD_FALLBACK_MANUAL_PATCH`), so that a test can copy the
+//! whole of it, kill the binary anywhere, and never touch the user's files.
 //!
 //! The series is on 2.41: patch 1 changes NEWS and the search in elf/dl-load.c, patch 2 adds a
 //! line to elf/rtld.c. 2.42 changed both places, so moving the series there stops at a
@@ -12,7 +14,7 @@ use std::process::{Command, Output};
 
 use xtask::series::Series;
 
-use super::{dl_load, TestStore};
+use super::{dl_load, synthetic_manual, TestStore};
 
 pub(crate) const OLD_LINE: &str = "  return default_path ();\n";
 pub(crate) const NEW_LINES: &str =
@@ -33,7 +35,7 @@ pub(crate) struct Ran {
 }
 
 impl Ran {
-    fn of(out: Output) -> Ran {
+    pub(crate) fn of(out: Output) -> Ran {
         Ran {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -141,6 +143,7 @@ impl Project {
             .write(&project.patches().join("2.41"))
             .unwrap();
         std::fs::write(project.patches().join("scope"), "NEWS\nelf/**\n").unwrap();
+        synthetic_manual(project.root());
         project
     }
 
@@ -202,10 +205,16 @@ pub(crate) fn command_in(root: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// The project's own cache and patches, and nothing inherited that could steer the binary.
+/// The project's own cache, patches and upstream checkout, and nothing inherited that could
+/// steer the binary.
 fn isolate(cmd: &mut Command, root: &Path) {
     cmd.env("LD_FALLBACK_CACHE", root.join("cache"))
         .env("LD_FALLBACK_PATCHES", root.join("patches"))
+        .env("LD_FALLBACK_GLIBC_UPSTREAM", root.join("upstream-glibc"))
+        .env(
+            "LD_FALLBACK_MANUAL_PATCH",
+            root.join("manual-dynlink.texi.patch"),
+        )
         .env_remove("LD_FALLBACK_STORE")
         .env_remove("LD_FALLBACK_FAULT")
         .env_remove("LD_FALLBACK_FAULT_LOG")

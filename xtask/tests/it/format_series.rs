@@ -1,10 +1,13 @@
 //! `cargo xtask format-series`: a mail-ready patch set from a series, tested on a synthetic
 //! release: a real author and sign-off, `[PATCH vN m/n]`, the NEWS entry in a development
-//! section, a cover letter with a range diff against the previous version, and mails that
-//! `git am` takes on the release.
+//! section, a cover letter with a range diff against the previous version, the manual's
+//! patch checked against a synthetic sender's checkout of upstream, and mails that `git am`
+//! takes on the release.
+
+use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use xtask::format::{format, Author, Request};
+use xtask::format::{format, Author, Checkout, Manual, Request};
 use xtask::series::Workspace;
 
 const NEWS: &str = "GNU C Library NEWS\n\nVersion 2.41\n\nMajor new features:\n\n* Something.\n";
@@ -19,6 +22,9 @@ const NEW_TEST: &str =
 struct Fixture {
     t: TestStore,
     ws: Workspace,
+    /// The sender's checkout of upstream (synthetic) and the manual patch made against it.
+    checkout: PathBuf,
+    manual_patch: PathBuf,
 }
 
 fn fixture(dl_change: &str) -> Fixture {
@@ -46,7 +52,19 @@ fn fixture(dl_change: &str) -> Fixture {
     );
     let c2 = parse_patch(&t, c1);
     let ws = t.workspace_with_series(release, &[c1, c2], "NEWS\nelf/**\n");
-    Fixture { t, ws }
+    let (checkout, manual_patch) = synthetic_manual(t.tmp.path());
+    Fixture {
+        t,
+        ws,
+        checkout,
+        manual_patch,
+    }
+}
+
+impl Fixture {
+    fn manual(&self) -> anyhow::Result<Manual> {
+        Manual::read(&self.manual_patch, &Checkout::new(&self.checkout))
+    }
 }
 
 fn request(f: &Fixture, version: u32, previous: Option<Vec<(String, String)>>) -> Request {
@@ -57,6 +75,7 @@ fn request(f: &Fixture, version: u32, previous: Option<Vec<(String, String)>>) -
         author: Author::parse("Ada Lovelace <ada@gnu.org>").unwrap(),
         previous,
         testing: Some("Tested on glibc 2.41.\n\n".into()),
+        manual: f.manual().unwrap(),
     }
 }
 
@@ -141,12 +160,7 @@ fn a_second_version_is_ready_to_mail() {
         .unwrap();
     // Upstream's tree has the manual the last patch changes.
     std::fs::create_dir(am.join("manual")).unwrap();
-    std::fs::copy(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../docs/upstream/glibc-manual/dynlink.texi"),
-        am.join("manual/dynlink.texi"),
-    )
-    .unwrap();
+    std::fs::write(am.join("manual/dynlink.texi"), MANUAL).unwrap();
     run(&am, "git", &["init", "-q"]);
     run(&am, "git", &["add", "-A"]);
     run(
@@ -181,7 +195,7 @@ fn a_second_version_is_ready_to_mail() {
     args.extend(files.iter().map(String::as_str));
     run(&am, "git", &args);
     let manual = std::fs::read_to_string(am.join("manual/dynlink.texi")).unwrap();
-    assert!(manual.contains("@item LD_FALLBACK_PATH\n"), "{manual}");
+    assert_eq!(manual, patched_manual());
     let news = std::fs::read_to_string(am.join("NEWS")).unwrap();
     assert!(
         news.starts_with(
@@ -248,11 +262,242 @@ fn a_later_version_needs_the_previous_one() {
     assert_eq!(format(&f.ws, &req).unwrap().len(), 3);
 }
 
+// --- the manual's mail: from the sender's checkout of upstream -----------------------------
+
+/// `text` with its runs of white space as one space: a filled paragraph as one line.
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The manual's mail is the manual patch applied to the sender's file: the same diff (its
+/// `index` line naming that file's blob), last; the cover letter names the file by its blob
+/// when the checkout is not a git work tree.
+#[test]
+fn the_manual_mail_is_the_patch_made_against_the_sender_s_file() {
+    let f = fixture("  return 1;\n");
+    let mails = format(&f.ws, &request(&f, 1, None)).unwrap();
+    let (name, mail) = mails.last().unwrap();
+    assert_eq!(
+        name,
+        "0003-manual-Document-LD_FALLBACK_PATH-and-ld.so-fallback.patch"
+    );
+    let diff = &mail[mail.find("diff --git ").unwrap()..];
+    assert_eq!(
+        diff,
+        format!("{}{}", manual_patch(), xtask::series::TRAILER)
+    );
+    assert!(
+        words(&mails[0].1).contains(&format!(
+            " Patch 3 applies to manual/dynlink.texi as of blob {} (Debian's release tarballs",
+            short_blob(MANUAL)
+        )),
+        "{}",
+        mails[0].1
+    );
+}
+
+/// A git checkout is named by its branch and commit in the cover letter, and its file must be
+/// the one committed there (the letter would name a commit the patch was not checked against).
+#[test]
+fn a_git_checkout_is_named_by_its_commit_and_holds_the_file_as_committed() {
+    let f = fixture("  return 1;\n");
+    let c = &f.checkout;
+    let git = |args: &[&str]| {
+        let mut all = vec!["-c", "user.name=u", "-c", "user.email=u@e.invalid"];
+        all.extend(args);
+        run(c, "git", &all)
+    };
+    git(&["init", "-q", "-b", "master"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "upstream"]);
+    let head = git(&["rev-parse", "HEAD"]);
+    let mails = format(&f.ws, &request(&f, 1, None)).unwrap();
+    assert!(
+        words(&mails[0].1).contains(&format!(
+            " Patch 3 applies to manual/dynlink.texi of master at {} (Debian's release tarballs",
+            &head[..12]
+        )),
+        "{}",
+        mails[0].1
+    );
+    // Detached, the commit alone.
+    git(&["checkout", "-q", "--detach"]);
+    let mails = format(&f.ws, &request(&f, 1, None)).unwrap();
+    assert!(
+        words(&mails[0].1).contains(&format!(
+            " Patch 3 applies to manual/dynlink.texi of {} (Debian's",
+            &head[..12]
+        )),
+        "{}",
+        mails[0].1
+    );
+    // Changed in the work tree since: refused, whatever the patch.
+    std::fs::write(c.join("manual/dynlink.texi"), format!("{MANUAL}@c mine\n")).unwrap();
+    assert_eq!(
+        format!("{:#}", f.manual().err().unwrap()),
+        format!(
+            "{}/manual/dynlink.texi is not the one committed at HEAD ({}) of {}: the mail names that commit as upstream's, so the file must be as committed there; restore it (`git -C {} checkout HEAD -- manual/dynlink.texi`) or stash the change",
+            c.display(),
+            &head[..12],
+            c.display(),
+            c.display()
+        )
+    );
+}
+
+/// Each way the sender's file and the patch can disagree is refused with its cause, and the
+/// way out.
+#[test]
+fn a_patch_not_made_against_the_sender_s_file_is_refused_with_its_cause() {
+    let f = fixture("  return 1;\n");
+    let file = f.checkout.join("manual/dynlink.texi");
+    let patch = f.manual_patch.display();
+    // Another version of upstream's file: the patch was made against another blob.
+    let newer = MANUAL.replace("Searched before", "Looked in before");
+    std::fs::write(&file, &newer).unwrap();
+    assert_eq!(
+        format!("{:#}", f.manual().err().unwrap()),
+        format!(
+            "{patch} was made against blob {} of manual/dynlink.texi, not against {}, blob {}: make it again against that file: in {}, `git apply --3way {patch}` (and resolve what it cannot merge), then `git -c core.abbrev=12 diff HEAD -- manual/dynlink.texi > {patch}` and `git checkout HEAD -- manual/dynlink.texi`",
+            short_blob(MANUAL),
+            file.display(),
+            short_blob(&newer),
+            f.checkout.display()
+        )
+    );
+    std::fs::write(&file, MANUAL).unwrap();
+    // A patch without an `index` line cannot say what it was made against.
+    let no_index: String = manual_patch()
+        .lines()
+        .filter(|l| !l.starts_with("index "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&f.manual_patch, no_index).unwrap();
+    assert_eq!(
+        format!("{:#}", f.manual().err().unwrap()),
+        format!("{patch} has no `index` line naming the blob it was made against: make it with git diff")
+    );
+    // The right blob named, but a hunk whose context is not the file's.
+    let broken = manual_patch().replace(" @item LD_LIBRARY_PATH\n", " @item LD_PRELOAD\n");
+    std::fs::write(&f.manual_patch, broken).unwrap();
+    let err = format(&f.ws, &request(&f, 1, None)).unwrap_err();
+    assert_eq!(
+        format!("{err:#}"),
+        format!(
+            "{patch} does not apply to manual/dynlink.texi as of blob {}: hunk at line 6 did not apply",
+            short_blob(MANUAL)
+        )
+    );
+    // Not a checkout of upstream: no manual/ (a release tarball's tree), no directory.
+    std::fs::remove_dir_all(f.checkout.join("manual")).unwrap();
+    assert_eq!(
+        format!("{:#}", f.manual().err().unwrap()),
+        format!(
+            "--upstream {} has no manual/dynlink.texi: it must be a checkout of upstream glibc (`git clone git://sourceware.org/git/glibc.git`); a release tarball's tree has no manual/",
+            f.checkout.display()
+        )
+    );
+    let missing = f.checkout.join("nowhere");
+    assert_eq!(
+        format!(
+            "{:#}",
+            Manual::read(&f.manual_patch, &Checkout::new(&missing))
+                .err()
+                .unwrap()
+        ),
+        format!(
+            "--upstream {} is not a directory: name your checkout of upstream glibc (`git clone git://sourceware.org/git/glibc.git`)",
+            missing.display()
+        )
+    );
+}
+
+/// What `format-series` says without a checkout of upstream, through the binary.
+const NO_CHECKOUT: &str = "error: the mails need upstream glibc's manual/dynlink.texi, which the manual's patch (docs/upstream/manual-dynlink.texi.patch) must apply to, and this project carries no copy of it (Debian's release tarballs have no manual/, and upstream's file is not the project's to ship): pass --upstream DIR, your checkout of upstream glibc's master (`git clone git://sourceware.org/git/glibc.git`), or set $LD_FALLBACK_GLIBC_UPSTREAM; nothing was written\n";
+
+/// Without `--upstream` or `$LD_FALLBACK_GLIBC_UPSTREAM` (unset or empty) the command is
+/// refused as bad input (exit 1) and writes nothing: a v1 without the manual is not what a
+/// contributor sends. Failed before the change (exit 0: the manual came from a copy of
+/// upstream's file in the repository).
+#[test]
+fn without_a_checkout_of_upstream_nothing_is_written() {
+    let p = Project::new();
+    let out = p.root().join("mails");
+    for unset in [None, Some("")] {
+        let mut cmd = p.command(&[
+            "format-series",
+            "--release",
+            "2.41",
+            "--author",
+            AUTHOR,
+            "--out",
+            &out.display().to_string(),
+        ]);
+        match unset {
+            None => cmd.env_remove("LD_FALLBACK_GLIBC_UPSTREAM"),
+            Some(empty) => cmd.env("LD_FALLBACK_GLIBC_UPSTREAM", empty),
+        };
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        assert_eq!(
+            (ran.stdout.as_str(), ran.stderr.as_str()),
+            ("", NO_CHECKOUT)
+        );
+        assert!(!out.exists(), "{unset:?}");
+    }
+    let help = p.run(&["format-series", "--help"]).expect(0).stdout;
+    assert!(
+        words(&help).contains("--upstream <DIR> Your checkout of upstream glibc"),
+        "{help}"
+    );
+    assert!(
+        words(&help).contains("[default: $LD_FALLBACK_GLIBC_UPSTREAM]"),
+        "{help}"
+    );
+}
+
+/// `--upstream` is taken before the variable, and a checkout whose file the patch was not
+/// made against is refused, through the binary, with nothing written. Failed before the
+/// change (no such option).
+#[test]
+fn upstream_names_the_checkout_before_the_variable() {
+    let p = Project::new();
+    let other = p.root().join("other-glibc");
+    std::fs::create_dir_all(other.join("manual")).unwrap();
+    let newer = MANUAL.replace("Searched before", "Looked in before");
+    std::fs::write(other.join("manual/dynlink.texi"), &newer).unwrap();
+    let out = p.root().join("mails");
+    let ran = format_into(&p, &out, &["--upstream", &other.display().to_string()]).expect(1);
+    let patch = p.root().join("manual-dynlink.texi.patch");
+    let patch = patch.display();
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: {patch} was made against blob {} of manual/dynlink.texi, not against {}/manual/dynlink.texi, blob {}: make it again against that file: in {}, `git apply --3way {patch}` (and resolve what it cannot merge), then `git -c core.abbrev=12 diff HEAD -- manual/dynlink.texi > {patch}` and `git checkout HEAD -- manual/dynlink.texi`\n",
+            short_blob(MANUAL),
+            other.display(),
+            short_blob(&newer),
+            other.display()
+        )
+    );
+    assert!(!out.exists());
+    // The variable's checkout, which the patch was made against, when the option is not given.
+    format_into(&p, &out, &[]).expect(0);
+    let names: Vec<String> = visible_files(&out).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "0001-elf-Search-LD_FALLBACK_PATH-last.patch",
+            "0002-elf-Parse-LD_FALLBACK_PATH.patch",
+            "0003-manual-Document-LD_FALLBACK_PATH-and-ld.so-fallback.patch"
+        ]
+    );
+}
+
 // --- where the mails go: `--out` never destroys what format-series did not write -----------
 
 const AUTHOR: &str = "Ada Lovelace <ada@gnu.org>";
 
-fn format_into(p: &crate::common::project::Project, out: &std::path::Path, extra: &[&str]) -> Ran {
+fn format_into(p: &Project, out: &Path, extra: &[&str]) -> Ran {
     let out = out.display().to_string();
     let mut args = vec![
         "format-series",
