@@ -10,8 +10,9 @@
 //!
 //! So a changed header keeps its old mtime, and make leaves the objects that include it alone,
 //! when the change is proven to be of that kind:
-//! 1. the lines it inserts or deletes (none replaced) are whole declarations, with no
-//!    preprocessor line, brace or initializer among them ([`parse`]);
+//! 1. the lines it inserts or deletes are whole declarations, with no preprocessor line,
+//!    brace or initializer among them, and the lines it replaces differ only in their
+//!    comments ([`parse`]);
 //! 2. each declares exactly one name that the tree without the declaration never mentions,
 //!    every other word outside its parentheses (types, attributes) being known there; for a
 //!    function, that name is the one before the parameter list;
@@ -52,8 +53,16 @@ pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
     let diff = similar::TextDiff::from_lines(old, new);
     let mut declarations = Vec::new();
     for group in diff.grouped_ops(0) {
+        // Only changes at file scope: a line inserted into a struct changes its layout, one
+        // inserted into an inline function its code, whatever names they mention.
+        let first = group.first()?;
+        if !at_file_scope(old, first.old_range().start)
+            || !at_file_scope(new, first.new_range().start)
+        {
+            return None;
+        }
         let (mut inserted, mut deleted) = (String::new(), String::new());
-        for op in group {
+        for op in &group {
             for change in diff.iter_changes(&op) {
                 match change.tag() {
                     similar::ChangeTag::Insert => inserted.push_str(change.value()),
@@ -65,7 +74,10 @@ pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
         let (text, was_inserted) = match (inserted.is_empty(), deleted.is_empty()) {
             (false, true) => (inserted, true),
             (true, false) => (deleted, false),
-            // A replaced line: what it changes is anybody's guess.
+            // Replaced lines that differ only in their comments (0001 rewords the comment
+            // of LA_SER_LIBPATH in elf/link.h) declare nothing.
+            _ if same_code(&deleted, &inserted) => continue,
+            // Any other replaced line: what it changes is anybody's guess.
             _ => return None,
         };
         declarations.extend(parse_block(&text, was_inserted)?);
@@ -169,6 +181,43 @@ fn parse_declaration(statement: &str, inserted: bool) -> Option<Declaration> {
         function,
         text: statement.split_whitespace().collect::<Vec<_>>().join(" "),
     })
+}
+
+/// Whether line `line` (0-based) of `text` starts outside every brace: the lines before it,
+/// comments removed, open as many braces as they close. A prefix that ends inside a comment,
+/// or a brace inside a string or character literal, counts as not at file scope.
+fn at_file_scope(text: &str, line: usize) -> bool {
+    let prefix: String = text.split_inclusive('\n').take(line).collect();
+    let Some(code) = strip_comments(&prefix) else {
+        return false;
+    };
+    if code.contains(['"', '\'']) && code.contains(['{', '}']) {
+        // Braces and quotes together: not worth telling apart here.
+        return false;
+    }
+    let mut depth = 0i64;
+    for c in code.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
+}
+
+/// Whether two runs of whole lines are the same code once their comments are removed and
+/// their blanks are folded: a comment cannot change what the compiler makes of them. A run
+/// that starts or ends inside a comment is not seen as one (its comment does not open or
+/// close in it), so it compares as code and is not the same.
+fn same_code(old: &str, new: &str) -> bool {
+    let code = |text: &str| {
+        strip_comments(text).map(|code| code.split_whitespace().collect::<Vec<_>>().join(" "))
+    };
+    matches!((code(old), code(new)), (Some(old), Some(new)) if old == new)
 }
 
 /// `text` without C comments; `None` when a comment does not end in it.
@@ -398,6 +447,40 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             assert_eq!(parse(base, new), None, "{what}");
         }
         assert_eq!(parse(base, base), Some(vec![]), "no change");
+        // A comment reworded: nothing declared, nothing else changed.
+        let la_ser = "    LA_SER_ORIG = 0x01,\t\t/* Original name.  */\n    LA_SER_LIBPATH = 0x02,\t/* Directory from LD_LIBRARY_PATH.  */\n";
+        let reworded = la_ser.replace(
+            "Directory from LD_LIBRARY_PATH.",
+            "LD_LIBRARY_PATH or\n\t\t\t\t   LD_FALLBACK_PATH.",
+        );
+        assert_eq!(parse(la_ser, &reworded), Some(vec![]), "a reworded comment");
+        // Lines inside braces are never declarations of the file: a member changes the
+        // struct's layout, a statement the inline function's code (dl-main.h's
+        // call_init_paths gains a call of _dl_init_fallback_paths).
+        let state = "struct s\n{\n  const char *a;\n};\n";
+        let with_member = state.replace("a;\n", "a;\n  const char *fallback_path;\n");
+        assert_eq!(parse(state, &with_member), None, "a struct member");
+        let helper = "static inline void\nf (void)\n{\n  g (1);\n}\n";
+        let with_call = helper.replace("  g (1);\n", "  g (1);\n  h (2);\n");
+        assert_eq!(parse(helper, &with_call), None, "a statement of an inline function");
+        let after = format!("{helper}extern int b;\n");
+        assert_eq!(parse(helper, &after).unwrap().len(), 1, "after the function");
+        let inside = "/* first\n   second */\n";
+        for (what, old, new) in [
+            ("a value beside the comment", la_ser, la_ser.replace("0x02", "0x03")),
+            (
+                "code moved into the comment",
+                la_ser,
+                la_ser.replace("0x02,\t/*", "/* 0x02,"),
+            ),
+            (
+                "a line inside a comment",
+                inside,
+                inside.replace("second", "other"),
+            ),
+        ] {
+            assert_eq!(parse(old, &new), None, "{what}");
+        }
         let commented = "extern int a;\n/* b; */ extern int b; // c;\n";
         assert_eq!(
             parse(base, commented).unwrap()[0].outer_words,

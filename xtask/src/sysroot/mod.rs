@@ -288,11 +288,15 @@ impl Builder {
             started.elapsed().as_secs_f64()
         );
         for (header, names) in &stats.kept_headers {
-            diagln!(
-                "{label}: {header} keeps its mtime: its change only declares {}, which \
-                 nothing but rewritten files mentions",
-                names.join(", ")
-            );
+            if names.is_empty() {
+                diagln!("{label}: {header} keeps its mtime: its change only rewords comments");
+            } else {
+                diagln!(
+                    "{label}: {header} keeps its mtime: its change only declares {}, which \
+                     nothing but rewritten files mentions (and rewords comments, if anything)",
+                    names.join(", ")
+                );
+            }
         }
         for (header, why) in &stats.rebuilt_headers {
             diagln!("{label}: {header} is rebuilt with what includes it: {why}");

@@ -297,7 +297,7 @@ fn kept_headers(
         let (Some(old_text), Some(new_text)) = (text(before.id()), text(after.id())) else {
             continue;
         };
-        if declarations::parse(&old_text, &new_text).is_some_and(|d| !d.is_empty()) {
+        if declarations::parse(&old_text, &new_text).is_some() {
             candidates.push((path.to_path_buf(), old_text, new_text));
         }
     }
