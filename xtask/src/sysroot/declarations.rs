@@ -53,14 +53,8 @@ pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
     let diff = similar::TextDiff::from_lines(old, new);
     let mut declarations = Vec::new();
     for group in diff.grouped_ops(0) {
-        // Only changes at file scope: a line inserted into a struct changes its layout, one
-        // inserted into an inline function its code, whatever names they mention.
         let first = group.first()?;
-        if !at_file_scope(old, first.old_range().start)
-            || !at_file_scope(new, first.new_range().start)
-        {
-            return None;
-        }
+        let (old_start, new_start) = (first.old_range().start, first.new_range().start);
         let (mut inserted, mut deleted) = (String::new(), String::new());
         for op in &group {
             for change in diff.iter_changes(&op) {
@@ -75,11 +69,18 @@ pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
             (false, true) => (inserted, true),
             (true, false) => (deleted, false),
             // Replaced lines that differ only in their comments (0001 rewords the comment
-            // of LA_SER_LIBPATH in elf/link.h) declare nothing.
+            // of LA_SER_LIBPATH in elf/link.h, inside an enum) declare nothing, wherever
+            // they are.
             _ if same_code(&deleted, &inserted) => continue,
             // Any other replaced line: what it changes is anybody's guess.
             _ => return None,
         };
+        // Declarations only at file scope: a line inserted into a struct changes its
+        // layout, one inserted into an inline function its code, whatever names they
+        // mention.
+        if !at_file_scope(old, old_start) || !at_file_scope(new, new_start) {
+            return None;
+        }
         declarations.extend(parse_block(&text, was_inserted)?);
     }
     Some(declarations)
@@ -184,22 +185,34 @@ fn parse_declaration(statement: &str, inserted: bool) -> Option<Declaration> {
 }
 
 /// Whether line `line` (0-based) of `text` starts outside every brace: the lines before it,
-/// comments removed, open as many braces as they close. A prefix that ends inside a comment,
-/// or a brace inside a string or character literal, counts as not at file scope.
+/// comments removed, open as many braces as they close (braces in string and character
+/// literals aside). A prefix that ends inside a comment or a literal counts as not at file
+/// scope.
 fn at_file_scope(text: &str, line: usize) -> bool {
     let prefix: String = text.split_inclusive('\n').take(line).collect();
     let Some(code) = strip_comments(&prefix) else {
         return false;
     };
-    if code.contains(['"', '\'']) && code.contains(['{', '}']) {
-        // Braces and quotes together: not worth telling apart here.
-        return false;
-    }
     let mut depth = 0i64;
-    for c in code.chars() {
+    let mut chars = code.chars();
+    while let Some(c) = chars.next() {
         match c {
             '{' => depth += 1,
             '}' => depth -= 1,
+            '"' | '\'' => {
+                // Skip the literal, escapes included; an unterminated one ends the scan.
+                let quote = c;
+                loop {
+                    match chars.next() {
+                        Some('\\') => {
+                            chars.next();
+                        }
+                        Some(c) if c == quote => break,
+                        Some('\n') | None => return false,
+                        Some(_) => {}
+                    }
+                }
+            }
             _ => {}
         }
         if depth < 0 {
@@ -454,6 +467,13 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             "LD_LIBRARY_PATH or\n\t\t\t\t   LD_FALLBACK_PATH.",
         );
         assert_eq!(parse(la_ser, &reworded), Some(vec![]), "a reworded comment");
+        let in_enum = format!("enum\n  {{\n{la_ser}  }};\n");
+        let reworded_in_enum = format!("enum\n  {{\n{reworded}  }};\n");
+        assert_eq!(
+            parse(&in_enum, &reworded_in_enum),
+            Some(vec![]),
+            "a reworded comment inside an enum, as in elf/link.h"
+        );
         // Lines inside braces are never declarations of the file: a member changes the
         // struct's layout, a statement the inline function's code (dl-main.h's
         // call_init_paths gains a call of _dl_init_fallback_paths).
@@ -462,12 +482,33 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
         assert_eq!(parse(state, &with_member), None, "a struct member");
         let helper = "static inline void\nf (void)\n{\n  g (1);\n}\n";
         let with_call = helper.replace("  g (1);\n", "  g (1);\n  h (2);\n");
-        assert_eq!(parse(helper, &with_call), None, "a statement of an inline function");
+        assert_eq!(
+            parse(helper, &with_call),
+            None,
+            "a statement of an inline function"
+        );
         let after = format!("{helper}extern int b;\n");
-        assert_eq!(parse(helper, &after).unwrap().len(), 1, "after the function");
+        assert_eq!(
+            parse(helper, &after).unwrap().len(),
+            1,
+            "after the function"
+        );
+        // Braces in literals are not scopes (ldsodefs.h has strings and braces before the
+        // series' declaration).
+        let literals = "#define A \"{\"\nstatic const char b = '}';\nextern int c;\n";
+        let more = format!("{literals}extern int d;\n");
+        assert_eq!(
+            parse(literals, &more).unwrap().len(),
+            1,
+            "braces in literals"
+        );
         let inside = "/* first\n   second */\n";
         for (what, old, new) in [
-            ("a value beside the comment", la_ser, la_ser.replace("0x02", "0x03")),
+            (
+                "a value beside the comment",
+                la_ser,
+                la_ser.replace("0x02", "0x03"),
+            ),
             (
                 "code moved into the comment",
                 la_ser,
