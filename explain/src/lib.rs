@@ -7,13 +7,12 @@
 //! The crate is the stand-alone form users install (`cargo install --path explain`);
 //! `cargo xtask explain` runs the same [`Args`].
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use loader_model::fs::{OpenError, Tree};
-use loader_model::{Config, Cpu, Dlopen, GlibcVersion, PathList};
+use loader_model::fs::OpenError;
+use loader_model::{Config, Cpu, Dlopen, GlibcVersion, PathList, Program, ReadError};
 use model::{printable, Flavour, Release, Target, SUPPORTED};
 
 /// The command line.
@@ -129,10 +128,10 @@ impl Args {
         let program = printable(&self.program);
         let root = self.root.display().to_string();
         let root = printable(&root);
-        let opened = Tree::new(&self.root)
-            .open(&self.program, &self.cwd)
-            .map_err(|why| {
-                anyhow::anyhow!(
+        // Read once: the release, the target and the walk all look at this reading.
+        let read =
+            Program::read(&self.root, &self.program, &self.cwd).map_err(|err| match err {
+                ReadError::Open(why) => anyhow::anyhow!(
                     "cannot open {program} in {root}: {}",
                     match why {
                         OpenError::Absent => "no such file",
@@ -140,14 +139,12 @@ impl Args {
                         OpenError::Loop => "too many symlinks",
                         OpenError::Denied => "permission denied",
                     }
-                )
+                ),
+                // A file that cannot be read is said as such, with the system's reason, before
+                // its content is judged: "not an ELF program" would blame bytes nobody looked at.
+                ReadError::Read(err) => anyhow::anyhow!("cannot read {program} in {root}: {err}"),
             })?;
-        // A file that cannot be read is said as such, with the system's reason, before its
-        // content is judged: "not an ELF program" would blame bytes nobody looked at.
-        std::fs::File::open(&opened.host)
-            .and_then(|mut file| file.read(&mut [0u8; 1]))
-            .with_context(|| format!("cannot read {program} in {root}"))?;
-        let detected = loader_model::release_in(&self.root, &self.program, &self.cwd);
+        let detected = read.release();
         let (release, release_note) = match (&self.release, detected) {
             (Some(r), _) => (GlibcVersion::from(*r), None),
             (None, Some(found)) if found.supported().is_some() => (found, None),
@@ -160,10 +157,7 @@ impl Args {
                 (newest, Some(format!("modelled as glibc {newest}: {why}")))
             }
         };
-        let target = match (
-            self.target,
-            loader_model::target_of(&self.root, &self.program, &self.cwd),
-        ) {
+        let target = match (self.target, read.target()) {
             (Some(asked), Some(built)) if asked != built => {
                 bail!("{program} is a {built} program, not {asked}")
             }
@@ -204,8 +198,11 @@ impl Args {
             via_loader: false,
             cpu: Cpu::detect(target),
         };
-        let mut explanation =
-            loader_model::explain(&config).with_context(|| format!("cannot explain {program}"))?;
+        if !config.root.is_dir() {
+            bail!("{root} is not a directory");
+        }
+        let mut explanation = loader_model::explain_program(&config, read)
+            .with_context(|| format!("cannot explain {program}"))?;
         explanation.notes.extend(release_note);
         let text = if self.json {
             let mut json = serde_json::to_string_pretty(&explanation)

@@ -40,13 +40,6 @@ fn main() {
     libtest_mimic::run(&args, vec![trial]).exit();
 }
 
-/// A page's generated block: its name and the page.
-struct Block {
-    page: &'static str,
-    name: &'static str,
-    text: String,
-}
-
 fn examples() -> Result<(), String> {
     let var = sysroot_env_var(TARGET, Flavour::Patched);
     let path = std::env::var_os(&var)
@@ -167,46 +160,44 @@ fn examples() -> Result<(), String> {
     )?;
     let json_load = json_load_of(&json.text, "libnvrm_gpu.so")?;
     let blocks = [
-        Block {
-            page: "README.md",
-            name: "explain-example",
-            text: format!("```text\n{command}\n{excerpt}```\n"),
-        },
-        Block {
-            page: "docs/explain.md",
-            name: "explain-example-full",
-            text: format!("```text\n{command}\n{}```\n", text.text),
-        },
-        Block {
-            page: "docs/explain.md",
-            name: "explain-json-example",
-            text: format!(
+        (
+            generated::README_EXPLAIN_EXAMPLE,
+            format!("```text\n{command}\n{excerpt}```\n"),
+        ),
+        (
+            generated::EXPLAIN_EXAMPLE_FULL,
+            format!("```text\n{command}\n{}```\n", text.text),
+        ),
+        (
+            generated::EXPLAIN_JSON_EXAMPLE,
+            format!(
                 "With `--json`, the same answer as data; its fields are {}, and the search for \
                  `libnvrm_gpu.so` is this element of `loads`:\n\n```json\n{json_load}\n```\n",
                 json_fields(&json.text)?
             ),
-        },
-        Block {
-            page: "docs/troubleshooting.md",
-            name: "ld-debug-example",
-            text: format!(
+        ),
+        (
+            generated::LD_DEBUG_EXAMPLE,
+            format!(
                 "```text\n$ LD_DEBUG=libs LD_FALLBACK_PATH={fallback} {}\n...\n{search}...\n```\n",
                 invocation.argv.join(" ")
             ),
-        },
-        Block {
-            page: "docs/troubleshooting.md",
-            name: "ld-so-help-example",
-            text: format!(
+        ),
+        (
+            generated::LD_SO_HELP_EXAMPLE,
+            format!(
                 "```text\n$ LD_FALLBACK_PATH={fallback} {} --help\n{help}```\n",
                 TARGET.loader_path()
             ),
-        },
+        ),
     ];
     let mut stale = Vec::new();
-    for block in &blocks {
-        if write_block(&workspace().join(block.page), block.name, &block.text)? {
-            stale.push(format!("{} ({})", block.page, block.name));
+    for (part, text) in &blocks {
+        if part
+            .write(&workspace(), text)
+            .map_err(|e| format!("{e:#}"))?
+        {
+            stale.push(part.label());
         }
     }
     if !stale.is_empty() {
@@ -365,31 +356,4 @@ fn search_of(trace: &str, name: &str) -> Result<String, String> {
         ));
     }
     Ok(out)
-}
-
-/// Replaces the block `name` of `page` with `text`; whether it was different. A page without
-/// the block is an error: the markers say where it goes.
-fn write_block(page: &Path, name: &str, text: &str) -> Result<bool, String> {
-    let old = std::fs::read_to_string(page)
-        .map_err(|e| format!("cannot read {}: {e}", page.display()))?;
-    let begin = format!("<!-- {name}: begin");
-    let end = format!("<!-- {name}: end -->");
-    let start = old
-        .find(&begin)
-        .ok_or_else(|| format!("{} has no `{begin}` line", page.display()))?;
-    let body = start
-        + old[start..]
-            .find('\n')
-            .ok_or("an unterminated begin line")?
-        + 1;
-    let stop = body
-        + old[body..]
-            .find(&end)
-            .ok_or_else(|| format!("{} has no `{end}` line", page.display()))?;
-    if old[body..stop] == *text {
-        return Ok(false);
-    }
-    let new = format!("{}{text}{}", &old[..body], &old[stop..]);
-    std::fs::write(page, new).map_err(|e| format!("cannot write {}: {e}", page.display()))?;
-    Ok(true)
 }

@@ -14,7 +14,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::Serialize;
 
 use model::{Flavour, Target};
@@ -303,25 +303,89 @@ impl Explanation {
     }
 }
 
+/// A program as read from its tree, once: its file, its bytes, its dynamic section and, for
+/// a dynamic program, its loader's file. [`Program::release`], [`Program::target`] and
+/// [`explain_program`] all look at this one reading.
+pub struct Program {
+    tree: fs::Tree,
+    opened: fs::Opened,
+    bytes: Vec<u8>,
+    /// Its dynamic section, or why it is no ELF program.
+    dynamic: Result<elf::Dynamic, String>,
+    /// A dynamic program's loader (PT_INTERP): its path, and its file and bytes or why it
+    /// cannot be read.
+    loader: Option<(String, LoaderFile)>,
+}
+
+/// A loader's file and bytes, or why it cannot be read.
+type LoaderFile = Result<(fs::Opened, Vec<u8>), String>;
+
+/// Why a program could not be read at all.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Its path does not lead to a file in the tree.
+    Open(fs::OpenError),
+    /// It is there, but the system refused to read it (a directory, no permission).
+    Read(std::io::Error),
+}
+
+impl Program {
+    /// Opens `program` in `root` (from `cwd`) as the kernel would, and reads it and its
+    /// loader.
+    pub fn read(root: &std::path::Path, program: &str, cwd: &str) -> Result<Program, ReadError> {
+        let tree = fs::Tree::new(root);
+        let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
+        // The error goes back typed; each caller names the program and the tree with it.
+        let bytes = match std::fs::read(&opened.host) {
+            Ok(bytes) => bytes,
+            Err(err) => return Err(ReadError::Read(err)),
+        };
+        let dynamic = elf::dynamic(&bytes).map_err(|why| why.to_string());
+        let loader = dynamic
+            .as_ref()
+            .ok()
+            .and_then(|d| d.interpreter.clone())
+            .map(|interp| {
+                let file = match tree.open(&interp, "/") {
+                    Ok(file) => std::fs::read(&file.host)
+                        .map(|bytes| (file, bytes))
+                        .map_err(|err| format!("cannot read it: {err}")),
+                    Err(err) => Err(format!("{err:?}")),
+                };
+                (interp, file)
+            });
+        Ok(Program {
+            tree,
+            opened,
+            bytes,
+            dynamic,
+            loader,
+        })
+    }
+
+    /// The release of the glibc it would run with: its loader's (or, for a static program,
+    /// its own libc's) version string; `None` when there is none to read.
+    pub fn release(&self) -> Option<GlibcVersion> {
+        match (&self.dynamic, &self.loader) {
+            (Err(_), _) | (Ok(_), Some((_, Err(_)))) => None,
+            (Ok(_), Some((_, Ok((_, loader))))) => platform::release_of(loader),
+            (Ok(_), None) => platform::release_of(&self.bytes),
+        }
+    }
+
+    /// The target it is built for, from its ELF header.
+    pub fn target(&self) -> Option<Target> {
+        let head = &self.bytes[..self.bytes.len().min(64)];
+        Target::ALL
+            .into_iter()
+            .find(|t| elf::verify(head, *t) == elf::Verified::Usable)
+    }
+}
+
 /// The release of the glibc a program would run with in `root`: its loader's (or, for a
 /// static program, its own libc's) version string; `None` when there is none to read.
 pub fn release_in(root: &std::path::Path, program: &str, cwd: &str) -> Option<GlibcVersion> {
-    let tree = fs::Tree::new(root);
-    let bytes = tree.read(&tree.open(program, cwd).ok()?).ok()?;
-    let binary = match elf::dynamic(&bytes).ok()?.interpreter {
-        Some(interp) => tree.read(&tree.open(&interp, "/").ok()?).ok()?,
-        None => bytes,
-    };
-    platform::release_of(&binary)
-}
-
-/// The target a program is built for, from its ELF header.
-pub fn target_of(root: &std::path::Path, program: &str, cwd: &str) -> Option<Target> {
-    let tree = fs::Tree::new(root);
-    let head = tree.head(&tree.open(program, cwd).ok()?, 64).ok()?;
-    Target::ALL
-        .into_iter()
-        .find(|t| elf::verify(&head, *t) == elf::Verified::Usable)
+    Program::read(root, program, cwd).ok()?.release()
 }
 
 /// Explains `config`: reads the program, its loader and the tree, and walks the search.
@@ -329,19 +393,31 @@ pub fn explain(config: &Config) -> Result<Explanation> {
     if !config.root.is_dir() {
         bail!("{} is not a directory", config.root.display());
     }
-    let tree = fs::Tree::new(&config.root);
-    let opened = tree.open(&config.program, &config.cwd).map_err(|err| {
-        anyhow::anyhow!(
-            "cannot open the program {} in {}: {err:?}",
-            config.program,
-            config.root.display()
-        )
-    })?;
-    let bytes = tree
-        .read(&opened)
-        .with_context(|| format!("cannot read {}", opened.host.display()))?;
-    let dynamic = elf::dynamic(&bytes)
-        .map_err(|why| anyhow::anyhow!("{} is not a program: {why}", config.program))?;
+    let program =
+        Program::read(&config.root, &config.program, &config.cwd).map_err(|err| match err {
+            ReadError::Open(err) => anyhow::anyhow!(
+                "cannot open the program {} in {}: {err:?}",
+                config.program,
+                config.root.display()
+            ),
+            ReadError::Read(err) => {
+                anyhow::anyhow!("cannot read {}: {err}", config.program)
+            }
+        })?;
+    explain_program(config, program)
+}
+
+/// Explains `config` for `program`, read from `config.root` already: walks the search.
+pub fn explain_program(config: &Config, program: Program) -> Result<Explanation> {
+    let Program {
+        tree,
+        opened,
+        bytes,
+        dynamic,
+        loader,
+    } = program;
+    let dynamic =
+        dynamic.map_err(|why| anyhow::anyhow!("{} is not a program: {why}", config.program))?;
     match elf::verify(&bytes, config.target) {
         elf::Verified::Usable => {}
         other => bail!(
@@ -350,31 +426,24 @@ pub fn explain(config: &Config) -> Result<Explanation> {
             config.target
         ),
     }
-    let (loader_path, loader_bytes) = match &dynamic.interpreter {
-        Some(interp) => {
-            let file = tree.open(interp, "/").map_err(|err| {
-                anyhow::anyhow!(
-                    "the program's loader {interp} is not in {} ({err:?})",
-                    config.root.display()
-                )
-            })?;
-            let bytes = tree
-                .read(&file)
-                .with_context(|| format!("cannot read {}", file.host.display()))?;
-            (Some(interp.clone()), bytes)
-        }
-        // A static program carries its own copy of the tables.
-        None => (None, bytes.clone()),
+    let (loader_path, loader_file) = match loader {
+        Some((interp, Ok((file, bytes)))) => (Some(interp), Some((file, bytes))),
+        Some((interp, Err(why))) => bail!(
+            "the program's loader {interp} is not in {} ({why})",
+            config.root.display()
+        ),
+        None => (None, None),
     };
+    // A static program carries its own copy of the tables.
     let facts = LoaderFacts::new(
         loader_path,
-        &loader_bytes,
+        loader_file.as_ref().map_or(&bytes, |(_, bytes)| bytes),
         config.release,
         config.target,
         config.flavour,
         config.cpu.clone(),
     );
-    let (m, starts) = walk::run(config, tree, facts, dynamic, opened);
+    let (m, starts) = walk::run(config, tree, facts, dynamic, opened, loader_file);
     // Found in the walk's end state, after the walk: hazards read the model, the walk never
     // reads them.
     let hazards = hazards::find(&m);
@@ -412,5 +481,52 @@ mod tests {
             by_path.from.as_deref(),
             Some("/nix/store/x-cudart/lib/libcudart.so.12")
         );
+    }
+
+    /// The program and its loader are read once, by `Program::read`: the walk takes them
+    /// from that reading (here both files are gone before it runs), and still maps the
+    /// loader and searches the program's DT_NEEDED entry.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_program_is_read_once() {
+        let root = tempfile::TempDir::new().unwrap();
+        let interp = "/lib64/ld-linux-x86-64.so.2";
+        let copy = |from: &str, to: &str| {
+            let to = root.path().join(to.trim_start_matches('/'));
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(from, &to).unwrap();
+            to
+        };
+        let files = [copy("/bin/true", "/bin/true"), copy(interp, interp)];
+        let program = Program::read(root.path(), "/bin/true", "/").unwrap();
+        assert_eq!(program.target(), Some(Target::X86_64));
+        let release = program.release().expect("the loader says its release");
+        for file in files {
+            std::fs::remove_file(file).unwrap();
+        }
+        let config = Config {
+            root: root.path().to_path_buf(),
+            program: "/bin/true".into(),
+            cwd: "/".into(),
+            release,
+            target: Target::X86_64,
+            flavour: Flavour::Patched,
+            library_path: None,
+            fallback_path: None,
+            dlopens: Vec::new(),
+            audit: Vec::new(),
+            inhibit_cache: false,
+            secure: false,
+            trace: false,
+            via_loader: false,
+            cpu: Cpu::detect(Target::X86_64),
+        };
+        let x = explain_program(&config, program).unwrap();
+        assert_eq!(x.loader.path.as_deref(), Some(interp));
+        let searched: Vec<(&str, Option<&str>)> = x
+            .searches()
+            .map(|l| (l.name.as_str(), l.mapped()))
+            .collect();
+        assert_eq!(searched, [("libc.so.6", None)]);
     }
 }

@@ -94,6 +94,7 @@ pub(super) fn run<'c>(
     facts: LoaderFacts,
     dynamic: Dynamic,
     opened: Opened,
+    loader: Option<(Opened, Vec<u8>)>,
 ) -> (Model<'c>, bool) {
     let mut m = Model {
         config,
@@ -112,7 +113,7 @@ pub(super) fn run<'c>(
         auditing: false,
     };
     m.add_program(dynamic, &opened);
-    m.add_loader();
+    m.add_loader(loader);
     let refused = m.init_lists();
     let mut starts = refused.is_none();
     if let Some(why) = refused {
@@ -170,20 +171,13 @@ impl Model<'_> {
         self.namespaces[0].push(0);
     }
 
-    /// The loader's own map: named by the program's PT_INTERP and its soname.
-    fn add_loader(&mut self) {
-        let Some(path) = self.facts.path.clone() else {
+    /// The loader's own map: named by the program's PT_INTERP and its soname; `loader` is
+    /// its file, as the program's reading found it.
+    fn add_loader(&mut self, loader: Option<(Opened, Vec<u8>)>) {
+        let (Some(path), Some((opened, bytes))) = (self.facts.path.clone(), loader) else {
             return;
         };
-        let Ok(opened) = self.tree.open(&path, "/") else {
-            return;
-        };
-        let dynamic = self
-            .tree
-            .read(&opened)
-            .ok()
-            .and_then(|bytes| elf::dynamic(&bytes).ok())
-            .unwrap_or_default();
+        let dynamic = elf::dynamic(&bytes).unwrap_or_default();
         let mut names = vec![path.clone()];
         names.extend(dynamic.soname.clone());
         let id = self.objects.len();

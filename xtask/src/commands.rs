@@ -12,7 +12,7 @@ use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output};
 use crate::{bench, ci, explain, format, jetson, nixpkgs, rebase, resolution, series, store};
-use crate::{update, verify};
+use crate::{regenerate, update, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -71,6 +71,10 @@ pub(crate) enum Command {
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(bench::Bench),
+    /// Write every generated file and block this command can make (the workflow, the support
+    /// page, docs/contract.md's scenarios); --check: compare every generated part and name
+    /// each stale one with the command that writes it.
+    Regenerate(regenerate::Args),
     /// Run everything CI checks (tidy, series, builds, tests, matrix on x86_64 and aarch64).
     Ci(ci::Args),
 }
@@ -144,6 +148,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Explain(args) => explain::run(&args),
         Command::Bench(bench) => bench.run(&env()?),
         Command::Ci(args) => args.run(&env()?),
+        Command::Regenerate(args) => args.run(),
     }
 }
 

@@ -12,7 +12,8 @@
 //!    runs it);
 //! 3. the commands that take several stages at once: `update` (one release through all of
 //!    them), `format` (a series as mails for libc-alpha), `jetson` (the Jetson replay),
-//!    `explain` (the loader's search for a program, modelled), `bench` (timings);
+//!    `explain` (the loader's search for a program, modelled), `bench` (timings),
+//!    `regenerate` (every generated file and block, written or compared);
 //! 4. `commands`: the command tree, which dispatches to all of the above.
 
 // First, so that its output macros (`outln!`, `diagln!`, ...) are in scope in every module.
@@ -35,6 +36,7 @@ pub mod bench;
 mod explain;
 pub mod format;
 mod jetson;
+mod regenerate;
 mod update;
 
 pub mod commands;

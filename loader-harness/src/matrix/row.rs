@@ -26,6 +26,8 @@ pub enum Dir {
     Cached,
     /// The working directory of every run.
     Cwd,
+    /// A directory below the working directory, by its name relative to it.
+    InCwd(&'static str),
     /// A: an LD_LIBRARY_PATH directory without a copy.
     Empty,
     /// U: another fallback directory.
@@ -44,6 +46,7 @@ impl Dir {
             Dir::Default => l.libdir.clone(),
             Dir::Cached => l.cached.clone(),
             Dir::Cwd => l.cwd.clone(),
+            Dir::InCwd(name) => format!("{}/{name}", l.cwd),
             Dir::Empty => l.empty.clone(),
             Dir::Other => l.other.clone(),
             Dir::Tegra32 => l.tegra32.clone(),

@@ -187,13 +187,24 @@ pub const MATRIX: &[Scenario] = &[
         how: row(&[Cuda("cache", Cached), Cuda("driver", Tegra), Cache(&[Cached])], LdSo(&["--inhibit-cache"], "probe", &["dlopen", CUDA]), FB_T),
         expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
 
-    // 16. Empty entries are ignored: never the current directory.
+    // 16. Empty and relative entries are ignored: never the current directory, nor a
+    // directory named relative to it (also after $LIB expands). The copies reached through
+    // the working directory report "cwd"; an absolute entry after them shows that the list
+    // itself is searched, so the unpatched loader (no list at all) fails these rows.
     Scenario { id: "16-empty-entry", contract: R(16), title: "FB=\":T\" with a copy in the cwd",
         how: row(&[Cuda("cwd", Cwd), Cuda("driver", Tegra)], DLOPEN, &[fb(":{T}")]), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
     Scenario { id: "16-semicolon-empty-entries", contract: R(16), title: "FB=\";;T;\" with a copy in the cwd",
         how: row(&[Cuda("cwd", Cwd), Cuda("driver", Tegra)], DLOPEN, &[fb(";;{T};")]), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
     Scenario { id: "16-only-empty-entries", contract: R(16), title: "FB=\"::\" with a copy in the cwd: never the cwd",
         how: row(&[Cuda("cwd", Cwd)], DLOPEN, &[fb("::")]), expected: "not found", ..DEFAULT },
+    Scenario { id: "16-dot-entry", contract: R(16), title: "FB=\".:T\" with a copy in the cwd",
+        how: row(&[Cuda("cwd", Cwd), Cuda("driver", Tegra)], DLOPEN, &[fb(".:{T}")]), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
+    Scenario { id: "16-relative-entry", contract: R(16), title: "FB=\"lib:T\" with a copy in the cwd's lib/",
+        how: row(&[Cuda("cwd", InCwd("lib")), Cuda("driver", Tegra)], DLOPEN, &[fb("lib:{T}")]), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
+    Scenario { id: "16-relative-after-expansion", contract: R(16), title: "FB='$LIB:T' with a copy in the cwd's lib64/ and lib/",
+        how: row(&[Cuda("cwd", InCwd("lib64")), Cuda("cwd", InCwd("lib")), Cuda("driver", Tegra)], DLOPEN, &[fb("$LIB:{T}")]), expected: "driver", unpatched: Gives("not found"), ..DEFAULT },
+    Scenario { id: "16-only-relative-entries", contract: R(16), title: "FB=\".:lib\" with a copy in the cwd and its lib/: never either",
+        how: row(&[Cuda("cwd", Cwd), Cuda("cwd", InCwd("lib"))], DLOPEN, &[fb(".:lib")]), expected: "not found", ..DEFAULT },
 
     // 17. $ORIGIN, $LIB and $PLATFORM expand (against the program). A copy sits in every
     // directory the token may expand to (which one depends on the target and, for $PLATFORM

@@ -15,7 +15,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use model::Target;
 
 use model::{Release, SUPPORTED};
@@ -23,7 +23,7 @@ use model::{Release, SUPPORTED};
 use crate::nixpkgs::{GLIBC_DIR, PINS};
 
 /// Where the workflow lives in the checkout.
-pub(crate) const PATH: &str = ".github/workflows/verify.yml";
+pub(crate) const PATH: &str = generated::WORKFLOW.path;
 
 /// The cache root inside the container: restored and saved by the cache action.
 const CACHE: &str = "/ld-fallback-cache";
@@ -216,8 +216,11 @@ pub(crate) fn write_or_check(root: &Path, check: bool) -> Result<()> {
     let path = path(root);
     let wanted = render();
     if check {
-        let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current != wanted {
+        let fresh = matches!(
+            generated::WORKFLOW.compare(root, &wanted),
+            Ok(generated::Freshness::Fresh)
+        );
+        if !fresh {
             // A finding (exit status 2), like every check's.
             return Err(crate::util::exit::NeedsAttention(format!(
                 "{} is stale (the supported releases changed?): regenerate it with `cargo xtask ci --workflow`",
@@ -228,9 +231,7 @@ pub(crate) fn write_or_check(root: &Path, check: bool) -> Result<()> {
         outln!("{PATH} is up to date");
         return Ok(());
     }
-    let dir = path.parent().context("the workflow path has a directory")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    crate::util::durable::replace_file(&path, wanted.as_bytes())?;
+    generated::WORKFLOW.write(root, &wanted)?;
     outln!("wrote {}", path.display());
     Ok(())
 }

@@ -274,12 +274,17 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
     }
     for release in releases.iter().copied() {
         let dir = ws.series_dir(release);
+        let mut applied = None;
         let verdict = match check_release(ws, release) {
-            Ok((series, drift)) if drift.is_empty() => Verdict::Applies {
-                patches: series.patches.len(),
-                base: series.base,
-                tree: series.base_tree,
-            },
+            Ok((series, drift)) if drift.is_empty() => {
+                let verdict = Verdict::Applies {
+                    patches: series.patches.len(),
+                    base: series.base,
+                    tree: series.base_tree,
+                };
+                applied = Some(series);
+                verdict
+            }
             Ok((_, lines)) => Verdict::Drift { release, lines },
             Err(e) if e.downcast_ref::<ReleaseNotImported>().is_some() => Verdict::Missing {
                 why: format!("{e:#}"),
@@ -295,10 +300,9 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
                 wrote: true,
             },
         };
-        let applies = matches!(verdict, Verdict::Applies { .. });
         report.push(&dir, verdict);
-        if applies {
-            check_variants(ws, release, &mut report);
+        if let Some(series) = applied {
+            check_variants(ws, series, &mut report);
         }
     }
     check_resolutions(ws, &mut report);
@@ -307,7 +311,8 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
 
 /// Each variant of the release's series (which applies) applies on top of it, so that
 /// building the variant's flavour cannot be the first to find out.
-fn check_variants(ws: &Workspace, release: Release, report: &mut CheckReport) {
+fn check_variants(ws: &Workspace, series: Series, report: &mut CheckReport) {
+    let release = series.base;
     for flavour in Flavour::VARIANTS {
         let Some(variant) = flavour.variant() else {
             continue;
@@ -316,11 +321,10 @@ fn check_variants(ws: &Workspace, release: Release, report: &mut CheckReport) {
         if !dir.exists() {
             continue;
         }
-        let applied = ws.load_series(release).and_then(|mut series| {
-            variant::append(&mut series, &ws.patches_dir, variant, release)
-                .map_err(|e| crate::series::defect(format!("{e:#}")))?;
-            ws.commit_series(&series)
-        });
+        let mut series = series.clone();
+        let applied = variant::append(&mut series, &ws.patches_dir, variant, release)
+            .map_err(|e| crate::series::defect(format!("{e:#}")))
+            .and_then(|()| ws.commit_series(&series));
         match applied {
             Ok(_) => report.push(&dir, Verdict::VariantApplies { variant, release }),
             Err(e) if is_defect(&e) => report.push(
@@ -414,11 +418,16 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
 /// re-exports byte for byte). An error is a [`crate::series::SeriesDefect`], a
 /// [`ReleaseNotImported`], or a failure to read or write.
 pub(crate) fn check_release(ws: &Workspace, release: Release) -> Result<(Series, Vec<String>)> {
-    let series = ws.load_series(release)?;
+    check_read(ws, ws.load_series(release)?)
+}
+
+/// [`check_release`] of a series read from `patches/<X.Y>/` already.
+pub(crate) fn check_read(ws: &Workspace, series: Series) -> Result<(Series, Vec<String>)> {
+    let release = series.base;
     let (_, commits) = ws.commit_series(&series)?;
     let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
     let dir = ws.series_dir(release);
-    let drift = again.drift_against(&dir)?;
+    let drift = again.drift_against_read(&series, &dir)?;
     if drift.is_empty() {
         return Ok((series, Vec::new()));
     }
@@ -431,6 +440,20 @@ pub(crate) fn check_release(ws: &Workspace, release: Release) -> Result<(Series,
 /// defect; one whose files drifted from what its commits export (a patch cut short by hand
 /// still applies, and would be moved smaller) with what drifted.
 pub(crate) fn passing_series(ws: &Workspace, release: Release) -> Result<Series> {
+    passing(ws, release, check_release(ws, release))
+}
+
+/// [`passing_series`] of a series read from `patches/<X.Y>/` already.
+pub(crate) fn passing_read(ws: &Workspace, series: Series) -> Result<Series> {
+    let release = series.base;
+    passing(ws, release, check_read(ws, series))
+}
+
+fn passing(
+    ws: &Workspace,
+    release: Release,
+    checked: Result<(Series, Vec<String>)>,
+) -> Result<Series> {
     let dir = ws.series_dir(release);
     let refused = || {
         format!(
@@ -438,7 +461,7 @@ pub(crate) fn passing_series(ws: &Workspace, release: Release) -> Result<Series>
             dir.display()
         )
     };
-    let (series, drift) = check_release(ws, release).with_context(refused)?;
+    let (series, drift) = checked.with_context(refused)?;
     if drift.is_empty() {
         return Ok(series);
     }

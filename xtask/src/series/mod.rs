@@ -433,6 +433,38 @@ impl Series {
     /// Files of `dir` that differ from this series (missing, extra, or other bytes, with the
     /// first differing line).
     pub fn drift_against(&self, dir: &Path) -> Result<Vec<Drift>> {
+        self.drift(dir, |name| {
+            let path = dir.join(name);
+            match std::fs::read(&path) {
+                Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+            }
+        })
+    }
+
+    /// [`Series::drift_against`] the files of `dir` as `read` (`Series::load(dir)`) holds
+    /// them: none is read again, the directory is only listed for files the series does
+    /// not name.
+    pub fn drift_against_read(&self, read: &Series, dir: &Path) -> Result<Vec<Drift>> {
+        self.drift(dir, |name| {
+            Ok(if name == SERIES_FILE {
+                Some(read.series_text.clone())
+            } else {
+                read.patches
+                    .iter()
+                    .find(|p| p.name == name)
+                    .map(|p| p.text.clone())
+            })
+        })
+    }
+
+    /// How `dir` differs from this series: `file` gives a file's text, `None` when absent.
+    fn drift(
+        &self,
+        dir: &Path,
+        file: impl Fn(&str) -> Result<Option<String>>,
+    ) -> Result<Vec<Drift>> {
         let mut expected: Vec<(&str, &str)> = vec![(SERIES_FILE, self.series_text.as_str())];
         expected.extend(
             self.patches
@@ -441,11 +473,9 @@ impl Series {
         );
         let mut drift = Vec::new();
         for (name, text) in &expected {
-            let path = dir.join(name);
-            match std::fs::read(&path) {
-                Ok(bytes) if bytes == text.as_bytes() => {}
-                Ok(bytes) => {
-                    let file = String::from_utf8_lossy(&bytes);
+            match file(name)? {
+                Some(file) if file == *text => {}
+                Some(file) => {
                     let (line, in_file, exported) =
                         first_difference(&file, text).unwrap_or((1, None, None));
                     drift.push(Drift::Differs {
@@ -455,10 +485,9 @@ impl Series {
                         exported: exported.map(str::to_string),
                     });
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => drift.push(Drift::Missing {
+                None => drift.push(Drift::Missing {
                     name: name.to_string(),
                 }),
-                Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
             }
         }
         for entry in

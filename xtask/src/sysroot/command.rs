@@ -5,7 +5,7 @@ use clap::Subcommand;
 
 use model::Cell;
 
-use super::{default_jobs, print_list, source, BuildCache, Builder};
+use super::{default_jobs, print_list, BuildCache, Builder};
 use crate::cli::{self, Env, Selection};
 
 #[derive(clap::Args)]
@@ -77,7 +77,7 @@ impl Args {
         // Fail before hours of `--release all` builds, not in the middle of them: a series
         // that is missing, or that `rebase-glibc --check` would refuse.
         for (cell, flavour) in self.selection.iter() {
-            source::series_for(&builder.patches_dir, cell.release, flavour)?;
+            builder.series_for(cell.release, flavour)?;
             if !self.print_key {
                 builder.guard_series(cell.release, flavour)?;
             }

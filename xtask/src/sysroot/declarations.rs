@@ -57,7 +57,7 @@ pub(crate) fn parse(old: &str, new: &str) -> Option<Vec<Declaration>> {
         let (old_start, new_start) = (first.old_range().start, first.new_range().start);
         let (mut inserted, mut deleted) = (String::new(), String::new());
         for op in &group {
-            for change in diff.iter_changes(&op) {
+            for change in diff.iter_changes(op) {
                 match change.tag() {
                     similar::ChangeTag::Insert => inserted.push_str(change.value()),
                     similar::ChangeTag::Delete => deleted.push_str(change.value()),

@@ -13,6 +13,7 @@ pub(crate) mod command;
 pub(crate) mod compare;
 pub mod compile_check;
 pub(crate) mod declarations;
+pub(crate) mod memo;
 pub(crate) mod quick;
 pub(crate) mod recipe;
 pub(crate) mod source;
@@ -66,6 +67,8 @@ pub struct Builder {
     pub patches_dir: PathBuf,
     pub jobs: usize,
     pub rebuild: bool,
+    /// What this builder has read and checked already (a clone's starts empty).
+    pub(crate) memo: memo::Memo,
 }
 
 /// What `Builder::ensure` did.
@@ -107,6 +110,7 @@ impl Builder {
             patches_dir: env.patches.clone(),
             jobs: default_jobs(),
             rebuild: false,
+            memo: memo::Memo::default(),
         }
     }
 
@@ -150,13 +154,32 @@ impl Builder {
         if flavour == Flavour::Unpatched {
             return Ok(());
         }
-        let ws = crate::series::Workspace {
-            store: SourceStore::open(&self.store)?,
-            patches_dir: self.patches_dir.clone(),
-            // Never used by the check; where the environment keeps rebases.
-            rebase_dir: self.layout.work.with_file_name("rebase"),
-        };
-        crate::rebase::series_check::passing_series(&ws, release).map(drop)
+        self.memo.guard(&self.patches_dir, release, || {
+            let ws = crate::series::Workspace {
+                store: SourceStore::open(&self.store)?,
+                patches_dir: self.patches_dir.clone(),
+                // Never used by the check; where the environment keeps rebases.
+                rebase_dir: self.layout.work.with_file_name("rebase"),
+            };
+            let series = self.series(release)?;
+            crate::rebase::series_check::passing_read(&ws, series).map(drop)
+        })
+    }
+
+    /// `patches/<X.Y>/`, read once per builder (`source::load_series`).
+    fn series(&self, release: Release) -> Result<crate::series::Series> {
+        self.memo.series(&self.patches_dir, release, || {
+            source::load_series(&self.patches_dir, release)
+        })
+    }
+
+    /// The series a flavour builds from (`source::series_for`), its base read once.
+    pub(crate) fn series_for(
+        &self,
+        release: Release,
+        flavour: Flavour,
+    ) -> Result<Option<crate::series::Series>> {
+        source::series_on(&self.patches_dir, release, flavour, || self.series(release))
     }
 
     /// The cache key of a flavour's build, and whether that build is cached.
@@ -225,9 +248,12 @@ impl Builder {
         target: Target,
         flavour: Flavour,
     ) -> Result<Prepared> {
-        let series = source::series_for(&self.patches_dir, release, flavour)?;
+        let series = self.series_for(release, flavour)?;
         let recipe = Recipe::for_target(target);
-        recipe.require()?;
+        let compiler = self.memo.compiler(target, || {
+            recipe.require()?;
+            recipe.compiler_version()
+        })?;
         let store = match store {
             Some(store) => store,
             None => SourceStore::open(&self.store)?,
@@ -245,7 +271,7 @@ impl Builder {
                 .into_iter()
                 .map(|(var, value)| (var.to_string(), value))
                 .collect(),
-            compiler: recipe.compiler_version()?,
+            compiler,
             recipe: recipe::RECIPE_VERSION,
         };
         Ok(Prepared {

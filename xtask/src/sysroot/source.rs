@@ -120,10 +120,22 @@ pub(crate) fn series_for(
     release: Release,
     flavour: Flavour,
 ) -> Result<Option<Series>> {
+    series_on(patches_dir, release, flavour, || {
+        load_series(patches_dir, release)
+    })
+}
+
+/// [`series_for`], with the release's series from `load` (a builder's, read once).
+pub(crate) fn series_on(
+    patches_dir: &Path,
+    release: Release,
+    flavour: Flavour,
+    load: impl FnOnce() -> Result<Series>,
+) -> Result<Option<Series>> {
     if flavour == Flavour::Unpatched {
         return Ok(None);
     }
-    let mut series = load_series(patches_dir, release)?;
+    let mut series = load()?;
     let Some(variant) = flavour.variant() else {
         return Ok(Some(series));
     };

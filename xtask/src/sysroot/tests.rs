@@ -103,3 +103,50 @@ fn a_variant_builds_from_the_series_plus_its_own_patches() {
         "{err:#}"
     );
 }
+
+/// A builder reads a release's series once: the variant and every later flavour take it
+/// from that reading (here `patches/2.44/` is gone before they ask); a builder given
+/// another `patches/` reads that one.
+#[test]
+fn a_builder_reads_each_series_once() {
+    let release = Release::newest();
+    let copy = tempfile::tempdir().unwrap();
+    let project = crate::util::paths::patches_dir();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(&project)
+        .arg(copy.path().join("patches"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let patches = copy.path().join("patches");
+    let builder = Builder {
+        layout: Layout::under(copy.path()),
+        store: copy.path().join("store"),
+        patches_dir: patches.clone(),
+        jobs: 1,
+        rebuild: false,
+        memo: Default::default(),
+    };
+    let first = builder.series_for(release, Flavour::Patched).unwrap();
+    std::fs::remove_file(patches.join(release.version()).join("series")).unwrap();
+    let again = builder.series_for(release, Flavour::Patched).unwrap();
+    assert_eq!(
+        again.map(|s| s.content_id()),
+        first.as_ref().map(|s| s.content_id())
+    );
+    let variant = builder
+        .series_for(release, Flavour::FallbackFirst)
+        .unwrap()
+        .unwrap();
+    assert_eq!(variant.patches.len(), first.unwrap().patches.len() + 1);
+    let elsewhere = Builder {
+        patches_dir: copy.path().join("none"),
+        ..builder
+    };
+    let err = elsewhere.series_for(release, Flavour::Patched).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("has no patch series"),
+        "{err:#}"
+    );
+}
