@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::Context;
 use model::{Flavour, Target};
 
-use super::emulated::Sandbox;
+use super::emulated::{self, Sandbox};
 use super::outcome::{
     Applies, Build, CellReport, CellRun, Machine, Matrix, Origin, Seconds, Sensitivity,
     SeriesTests, Step, Steps,
@@ -177,22 +177,32 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds, machine: &mut Machin
             return steps;
         }
     };
+    let tests: Vec<Named> = own
+        .iter()
+        .map(|name| match patched_results.get(name) {
+            Some(r) => Named {
+                test: name.clone(),
+                status: r.status,
+                reason: r.reason.clone(),
+            },
+            None => Named {
+                test: name.clone(),
+                status: Status::Unresolved,
+                reason: Some("the patched tree's summary does not list it".into()),
+            },
+        })
+        .collect();
+    let imposed_by_qemu = tests
+        .iter()
+        .filter(|t| !target.is_native() && t.status == Status::Unsupported)
+        .filter_map(|t| {
+            let why = emulated::imposed_by_qemu(t.reason.as_deref()?)?;
+            Some((t.test.clone(), why.to_string()))
+        })
+        .collect();
     steps.series_tests = Step::Done(SeriesTests {
-        tests: own
-            .iter()
-            .map(|name| match patched_results.get(name) {
-                Some(r) => Named {
-                    test: name.clone(),
-                    status: r.status,
-                    reason: r.reason.clone(),
-                },
-                None => Named {
-                    test: name.clone(),
-                    status: Status::Unresolved,
-                    reason: Some("the patched tree's summary does not list it".into()),
-                },
-            })
-            .collect(),
+        tests,
+        imposed_by_qemu,
     });
     let (diff, facts) = Diff::between(&unpatched_results, &patched_results, &own);
     steps.elf_regressions = Step::Done(diff);

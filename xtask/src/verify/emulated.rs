@@ -30,6 +30,26 @@ use anyhow::{bail, Context, Result};
 use loader_harness::host::{self, tools, Tool};
 use model::Target;
 
+/// What QEMU user mode itself keeps a test of the target from doing, told by what the test
+/// printed (a line of its `.out`), with why: (what the line says, why QEMU imposes it). A
+/// test that ends UNSUPPORTED with one of these reasons did not fail to look at the patch;
+/// it cannot look under emulation, and is declared as such instead of leaving its cell
+/// incomplete. Each entry is a fact about QEMU measured here, never a way to pass a test.
+pub(crate) const IMPOSED_BY_QEMU: &[(&str, &str)] = &[(
+    "unable to unshare user/fs: Invalid argument",
+    "QEMU user mode runs the program in a process with threads of its own, and \
+     unshare(CLONE_NEWUSER) refuses a multi-threaded caller (EINVAL), so test-container \
+     cannot make the namespace of its container",
+)];
+
+/// Why QEMU user mode, not the patch or the machine, ended a test that printed `reason`.
+pub(crate) fn imposed_by_qemu(reason: &str) -> Option<&'static str> {
+    IMPOSED_BY_QEMU
+        .iter()
+        .find(|(says, _)| reason.contains(says))
+        .map(|(_, why)| *why)
+}
+
 /// `unshare(1)`, which makes the namespace.
 const UNSHARE: Tool = Tool::new("unshare", "util-linux");
 

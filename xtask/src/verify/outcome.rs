@@ -313,15 +313,28 @@ impl Figures for Sensitivity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SeriesTests {
     pub tests: Vec<Named>,
+    /// On an emulated target, the tests among them that ended UNSUPPORTED for a reason QEMU
+    /// user mode imposes (`emulated::IMPOSED_BY_QEMU`), with why: declared, not missing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub imposed_by_qemu: BTreeMap<String, String>,
+}
+
+impl SeriesTests {
+    /// The UNSUPPORTED tests nothing declares: each is a look the series' tests did not take.
+    fn undeclared_unsupported(&self) -> impl Iterator<Item = &Named> {
+        self.tests.iter().filter(|t| {
+            t.status == Status::Unsupported && !self.imposed_by_qemu.contains_key(&t.test)
+        })
+    }
 }
 
 impl Figures for SeriesTests {
-    /// None ran, or one failed: fail. One UNSUPPORTED: the series' own test did not look,
-    /// so the step is incomplete.
+    /// None ran, or one failed: fail. One UNSUPPORTED that QEMU does not impose: the series'
+    /// own test did not look, so the step is incomplete.
     fn verdict(&self) -> Verdict {
         if self.tests.is_empty() || self.tests.iter().any(|t| t.status.is_failure()) {
             Verdict::Fail
-        } else if self.tests.iter().any(|t| t.status == Status::Unsupported) {
+        } else if self.undeclared_unsupported().next().is_some() {
             Verdict::Incomplete
         } else {
             Verdict::Pass
@@ -329,9 +342,7 @@ impl Figures for SeriesTests {
     }
 
     fn missing(&self) -> Vec<String> {
-        self.tests
-            .iter()
-            .filter(|t| t.status == Status::Unsupported)
+        self.undeclared_unsupported()
             .map(|t| {
                 format!(
                     "series test {} UNSUPPORTED: {}",
@@ -827,7 +838,10 @@ mod tests {
             status,
             reason: reason.map(str::to_string),
         };
-        let tests = |tests| SeriesTests { tests };
+        let tests = |tests| SeriesTests {
+            tests,
+            imposed_by_qemu: BTreeMap::new(),
+        };
         assert_eq!(tests(vec![]).verdict(), Verdict::Fail);
         assert_eq!(
             tests(vec![test(Status::Pass, None)]).verdict(),
@@ -849,6 +863,38 @@ mod tests {
             ])
             .verdict(),
             Verdict::Fail
+        );
+    }
+
+    #[test]
+    fn an_unsupported_series_test_qemu_imposes_is_declared_not_missing() {
+        let container = Named {
+            test: "elf/tst-fallback-path-container".into(),
+            status: Status::Unsupported,
+            reason: Some(
+                "error: test-container.c:1123: unable to unshare user/fs: Invalid argument".into(),
+            ),
+        };
+        let why = super::super::emulated::imposed_by_qemu(container.reason.as_deref().unwrap())
+            .expect("the container's unshare failure is one QEMU imposes");
+        let declared = SeriesTests {
+            tests: vec![container.clone()],
+            imposed_by_qemu: BTreeMap::from([(container.test.clone(), why.to_string())]),
+        };
+        assert_eq!(declared.verdict(), Verdict::Pass);
+        assert_eq!(declared.missing(), Vec::<String>::new());
+        // The same test without the declaration (a native target) leaves the step incomplete.
+        let undeclared = SeriesTests {
+            tests: vec![container],
+            imposed_by_qemu: BTreeMap::new(),
+        };
+        assert_eq!(undeclared.verdict(), Verdict::Incomplete);
+        // Only what QEMU imposes is declared: another reason is not.
+        assert_eq!(
+            super::super::emulated::imposed_by_qemu(
+                "error: tst-env-setuid.c:146: dynamic test requires --enable-hardcoded-path-in-tests"
+            ),
+            None
         );
     }
 

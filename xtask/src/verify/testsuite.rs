@@ -86,8 +86,9 @@ pub(crate) struct TestResult {
 /// read: v1 kept glibc's second line, `original exit status N`, in each test's name; v2 was
 /// read from the result files on disk, and so could not see the tests that never ran; v3 took
 /// whatever tests.sum there was, a first make's included; v4 could run a container test in
-/// the other flavour's test root.
-const RESULTS_FORMAT: &str = "v5";
+/// the other flavour's test root; v5 took a container test's last line (`running post-clean
+/// rsync`) as its reason.
+const RESULTS_FORMAT: &str = "v6";
 
 /// Results by test name (`elf/tst-foo`).
 pub(crate) type Results = BTreeMap<String, TestResult>;
@@ -296,14 +297,15 @@ pub(crate) fn read_summary(build: &Path) -> Result<Results> {
     Ok(results)
 }
 
-/// The last non-empty line a test printed, shortened: why it failed or was unsupported.
+/// Why a test failed or was unsupported, shortened: the last line it printed that starts with
+/// `error:` (what the support framework's FAIL_* print), else its last non-empty line. The
+/// container tests print `running post-clean rsync` after the error that ended them.
 fn last_words(out: &Path) -> String {
     let text = fs::read_to_string(out).unwrap_or_default();
-    let line = text
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
+    let lines = || text.lines().rev().map(str::trim);
+    let line = lines()
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| lines().find(|l| !l.is_empty()))
         .unwrap_or("(the test printed nothing)");
     line.chars().take(160).collect()
 }
