@@ -13,73 +13,59 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-/// docs/contract.md's list of scenarios: the matrix table of loader-harness.
-pub const CONTRACT_SCENARIOS: Part = Part {
-    path: "docs/contract.md",
-    kind: Kind::Block("scenarios"),
-    generator: "cargo xtask regenerate",
-};
+/// A block of `path` named `name`, written by `generator`.
+const fn block(path: &'static str, name: &'static str, generator: &'static str) -> Part {
+    Part {
+        path,
+        kind: Kind::Block(name),
+        generator,
+    }
+}
+
+/// A whole file, written by `generator`.
+const fn whole(path: &'static str, generator: &'static str) -> Part {
+    Part {
+        path,
+        kind: Kind::Whole,
+        generator,
+    }
+}
 
 /// The CI engine's workflow, one job per cell.
-pub const WORKFLOW: Part = Part {
-    path: ".github/workflows/verify.yml",
-    kind: Kind::Whole,
-    generator: "cargo xtask ci --workflow",
-};
-
+pub const WORKFLOW: Part = whole(".github/workflows/verify.yml", "cargo xtask ci --workflow");
 /// The support page, rendered from docs/support.json.
-pub const SUPPORT_PAGE: Part = Part {
-    path: "docs/support.md",
-    kind: Kind::Whole,
-    generator: "cargo xtask verify --write-support",
-};
+pub const SUPPORT_PAGE: Part = whole("docs/support.md", "cargo xtask verify --write-support");
+/// docs/contract.md's list of scenarios: the matrix table of loader-harness.
+pub const CONTRACT_SCENARIOS: Part =
+    block("docs/contract.md", "scenarios", "cargo xtask regenerate");
 
 /// The example outputs of `ld-fallback-explain` and the loader: a real run each.
 const EXAMPLES: &str = "cargo test -p ld-fallback-explain --test examples";
-pub const README_EXPLAIN_EXAMPLE: Part = Part {
-    path: "README.md",
-    kind: Kind::Block("explain-example"),
-    generator: EXAMPLES,
-};
-pub const EXPLAIN_EXAMPLE_FULL: Part = Part {
-    path: "docs/explain.md",
-    kind: Kind::Block("explain-example-full"),
-    generator: EXAMPLES,
-};
-pub const EXPLAIN_JSON_EXAMPLE: Part = Part {
-    path: "docs/explain.md",
-    kind: Kind::Block("explain-json-example"),
-    generator: EXAMPLES,
-};
-pub const LD_DEBUG_EXAMPLE: Part = Part {
-    path: "docs/troubleshooting.md",
-    kind: Kind::Block("ld-debug-example"),
-    generator: EXAMPLES,
-};
-pub const LD_SO_HELP_EXAMPLE: Part = Part {
-    path: "docs/troubleshooting.md",
-    kind: Kind::Block("ld-so-help-example"),
-    generator: EXAMPLES,
-};
+pub const README_EXPLAIN_EXAMPLE: Part = block("README.md", "explain-example", EXAMPLES);
+pub const EXPLAIN_EXAMPLE_FULL: Part = block("docs/explain.md", "explain-example-full", EXAMPLES);
+pub const EXPLAIN_JSON_EXAMPLE: Part = block("docs/explain.md", "explain-json-example", EXAMPLES);
+pub const LD_DEBUG_EXAMPLE: Part = block("docs/troubleshooting.md", "ld-debug-example", EXAMPLES);
+pub const LD_SO_HELP_EXAMPLE: Part =
+    block("docs/troubleshooting.md", "ld-so-help-example", EXAMPLES);
 
 /// The model against lddtree, from the explain differential's runs.
-pub const LDDTREE: Part = Part {
-    path: "docs/explain.md",
-    kind: Kind::Block("lddtree"),
-    generator: "cargo test -p loader-harness --test explain",
-};
+pub const LDDTREE: Part = block(
+    "docs/explain.md",
+    "lddtree",
+    "cargo test -p loader-harness --test explain",
+);
 
 /// docs/jetson.md's tables, from a replay under the real aarch64 loaders.
-pub const JETSON_SUMMARY: Part = Part {
-    path: "docs/jetson.md",
-    kind: Kind::Block("jetson-replay summary"),
-    generator: "cargo xtask jetson-replay --write-doc",
-};
-pub const JETSON_TABLE: Part = Part {
-    path: "docs/jetson.md",
-    kind: Kind::Block("jetson-replay"),
-    generator: "cargo xtask jetson-replay --markdown",
-};
+pub const JETSON_SUMMARY: Part = block(
+    "docs/jetson.md",
+    "jetson-replay summary",
+    "cargo xtask jetson-replay --write-doc",
+);
+pub const JETSON_TABLE: Part = block(
+    "docs/jetson.md",
+    "jetson-replay",
+    "cargo xtask jetson-replay --markdown",
+);
 
 /// Every generated part of the project, page by page.
 pub const PARTS: &[Part] = &[

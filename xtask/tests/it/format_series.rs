@@ -101,57 +101,14 @@ fn a_second_version_is_ready_to_mail() {
         ]
     );
     let (cover, patch) = (&mails[0].1, &mails[1].1);
-    assert!(cover.contains("Subject: [PATCH v2 0/3] "), "{cover}");
-    let changes = &cover[cover.find("Changes since v1:\n").expect(cover)..];
-    assert_eq!(
-        &changes[..changes.find("\n\n").unwrap()],
-        "Changes since v1:
-- 1/3 elf: Search LD_FALLBACK_PATH last: changed: elf/dl-load.c
-- 2/3 elf: Parse LD_FALLBACK_PATH: unchanged
-- 3/3 manual: Document LD_FALLBACK_PATH and ld.so --fallback-path: unchanged"
-    );
-    assert!(cover.contains("\nRange-diff against v1:\n"), "{cover}");
-    assert!(
-        cover.contains("v2-0001-elf-Search-LD_FALLBACK_PATH-last.patch: changed"),
-        "{cover}"
-    );
-    assert!(
-        cover.contains("+  return default_path () || fallback_path ();"),
-        "{cover}"
-    );
-    assert!(
-        cover.contains("v2-0002-elf-Parse-LD_FALLBACK_PATH.patch: unchanged"),
-        "{cover}"
-    );
-    assert!(cover.contains("\nTested on glibc 2.41.\n"), "{cover}");
-    assert!(
-        patch.contains("From: Ada Lovelace <ada@gnu.org>\n"),
-        "{patch}"
-    );
-    assert!(patch.contains("Subject: [PATCH v2 1/3] elf: Search LD_FALLBACK_PATH last\n"));
-    assert!(
-        patch.contains(
-            "After the default path.\n\nSigned-off-by: Ada Lovelace <ada@gnu.org>\n---\n"
-        ),
-        "{patch}"
-    );
-    assert!(
-        patch.contains(
-            "+Version 2.42\n+\n+Major new features:\n+\n+* LD_FALLBACK_PATH is searched last.\n"
-        ),
-        "{patch}"
-    );
+    // The cover letter: `[PATCH v2 0/3]`, what changed since v1 and its range diff, and the
+    // testing note.
+    insta::assert_snapshot!("v2_cover_letter", cover);
+    // The first patch: its author and sign-off, `[PATCH v2 1/3]`, the NEWS entry in a
+    // development section; the file the series adds carries the DCO copyright line, the
+    // upstream file it changes keeps its own.
+    insta::assert_snapshot!("v2_first_patch", patch);
     assert!(!mails.iter().any(|(_, t)| t.contains("example.invalid")));
-    // A DCO contribution's new files carry the DCO copyright line; upstream's keep theirs.
-    assert!(
-        patch.contains("+   Copyright The GNU Toolchain Authors.\n"),
-        "{patch}"
-    );
-    assert!(!patch.contains("+   Copyright (C) 2026"), "{patch}");
-    assert!(
-        patch.contains(" /* Copyright (C) 1995-2026 Free Software Foundation, Inc.  */\n"),
-        "{patch}"
-    );
 
     // git am takes them on the release.
     let am = v2.t.tmp.path().join("am");

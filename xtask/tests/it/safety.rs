@@ -7,6 +7,27 @@ use std::path::Path;
 use crate::common::project::*;
 use crate::common::{source_dir, tarball};
 
+/// `text` with the project's directory written as `ROOT`: a whole output, for a snapshot.
+fn scrubbed(p: &Project, text: &str) -> String {
+    text.replace(&p.root().display().to_string(), "ROOT")
+}
+
+/// What `--continue` says (scrubbed) when the work tree is not ready for the one `reason`.
+fn not_ready(reason: &str) -> String {
+    format!(
+        "error: the work tree ROOT/cache/rebase/2.42/tree is not ready to continue:\n  - {reason}\n\
+         then run `cargo xtask rebase-glibc --continue` again (the rebase state is unchanged)\n"
+    )
+}
+
+/// [`not_ready`] for conflict markers left in `file`.
+fn markers_remain(file: &str) -> String {
+    not_ready(&format!(
+        "conflict markers remain in {file}: resolve them (remove every `<<<<<<<`, `|||||||`, \
+         `=======` and `>>>>>>>` line)"
+    ))
+}
+
 fn stop_at_first_conflict(p: &Project) {
     p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
         .expect(2);
@@ -32,7 +53,7 @@ fn a_conflict_exits_2_and_a_failure_exits_1() {
     let p = Project::new();
     let conflict = p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"]);
     assert_eq!(conflict.code, 2, "{}", conflict.both());
-    assert!(conflict.stderr.contains("conflict in elf/dl-load.c"));
+    insta::assert_snapshot!(scrubbed(&p, &conflict.stderr));
     // A release with no series to move is a failure of the command.
     let failure = p.run(&["rebase-glibc", "--onto", "2.43", "--from", "2.40"]);
     assert_eq!(failure.code, 1, "{}", failure.both());
@@ -49,14 +70,16 @@ fn the_jetson_page_is_checked_and_written_only_on_its_target() {
         let ran = p
             .run(&["jetson-replay", "--target", "x86_64", mode])
             .expect(1);
-        assert!(
-            ran.stderr
-                .contains("docs/jetson.md is the aarch64 replay (Jetson boards are aarch64), not x86_64's: run with --target aarch64"),
-            "{ran:?}"
+        assert_eq!(
+            ran.stderr,
+            "error: docs/jetson.md is the aarch64 replay (Jetson boards are aarch64), not \
+             x86_64's: run with --target aarch64\n",
+            "{mode}"
         );
     }
     // Without --target, the check is the page's: it reads the page (made from a series this
-    // project does not hold, so stale: a finding) before building anything.
+    // project does not hold, so stale: a finding) before building anything. The finding names
+    // this checkout's page and the digests it was made from: not a fixed text.
     let ran = p.run(&["jetson-replay", "--check"]).expect(2);
     assert!(
         ran.stderr
@@ -86,18 +109,11 @@ fn a_user_error_prints_no_backtrace() {
 fn abort_with_nothing_to_abort_fails() {
     let p = Project::new();
     let ran = p.run(&["rebase-glibc", "--abort"]).expect(1);
-    assert!(
-        ran.stderr.contains("nothing to continue or abort"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     let ran = p
         .run(&["rebase-glibc", "--abort", "--onto", "2.42"])
         .expect(1);
-    assert!(
-        ran.stderr
-            .contains("no rebase onto glibc 2.42 is in progress: there is nothing to drop"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(!ran.stdout.contains("aborted"), "{ran:?}");
 }
 
@@ -107,23 +123,14 @@ fn a_missing_file_is_not_a_deletion() {
     stop_with_the_first_conflict_resolved(&p);
     std::fs::remove_file(p.tree().join("NEWS")).unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-    assert!(
-        ran.stderr
-            .contains("1 file(s) are missing from the work tree")
-            && ran.stderr.contains(": NEWS."),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert_eq!(stopped_at(p.root()), Some(0), "the state is unchanged");
 
     // Saying so is not enough: patches/scope allows no deletion.
     let ran = p
         .run(&["rebase-glibc", "--continue", "--delete", "NEWS"])
         .expect(1);
-    assert!(
-        ran.stderr.contains("deletes 1 file(s), which ")
-            && ran.stderr.contains("does not allow: NEWS"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(!p.patches().join("2.42").exists());
 
     // The restore command the refusal prints puts the file back.
@@ -153,13 +160,7 @@ fn a_half_deleted_tree_is_refused_naming_what_is_missing() {
         std::fs::remove_file(p.tree().join(format!("misc/file{i:02}.c"))).unwrap();
     }
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-    assert!(
-        ran.stderr
-            .contains("25 file(s) are missing from the work tree")
-            && ran.stderr.contains("misc/file00.c")
-            && ran.stderr.contains("and 15 more"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(!p.patches().join("2.42").exists());
 }
 
@@ -177,24 +178,19 @@ fn stray_files_are_refused_and_editor_leftovers_ignored() {
     std::fs::write(p.tree().join("elf/dl-load.c.orig"), &conflicted).unwrap();
     std::fs::write(p.tree().join("elf/notes.txt"), "my notes\n").unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-    assert!(
-        ran.stderr
-            .contains("1 file(s) in the work tree are neither in the release")
-            && ran.stderr.contains("elf/notes.txt"),
-        "{ran:?}"
-    );
-    assert!(
-        !ran.stderr.contains("NEWS~"),
-        "leftovers are not refused: {ran:?}"
+    // The leftovers are not refused, nor named.
+    assert_eq!(
+        scrubbed(&p, &ran.stderr),
+        not_ready(
+            "1 file(s) in the work tree are neither in the release (with the patches so far) nor \
+             touched by 0001-elf-Search-LD_FALLBACK_PATH-last.patch: elf/notes.txt. Remove them \
+             (editor leftovers like *~, *.orig, *.rej and .#* are ignored)"
+        )
     );
 
     std::fs::remove_file(p.tree().join("elf/notes.txt")).unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-    assert!(
-        ran.stderr
-            .contains("note: ignored editor leftovers in the work tree: NEWS~, elf/dl-load.c.orig"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     p.resolve(1);
     p.run(&["rebase-glibc", "--continue"]).expect(0);
     for file in visible_files(&p.patches().join("2.42")) {
@@ -218,10 +214,7 @@ fn markers_are_searched_in_every_changed_file() {
     )
     .unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-    assert!(
-        ran.stderr.contains("conflict markers remain in elf/rtld.c"),
-        "{ran:?}"
-    );
+    assert_eq!(scrubbed(&p, &ran.stderr), markers_remain("elf/rtld.c"));
 }
 
 #[test]
@@ -477,15 +470,14 @@ fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
     let release = series.base;
     let bad_series =
         xtask::series::Series::from_commits(repo, release, &[commits[0], commits[1], bad]).unwrap();
+    let why = "0003-elf-Oops.patch deletes 12 file(s), which ROOT/patches/scope does not allow: \
+               misc/file00.c, misc/file01.c, misc/file02.c, misc/file03.c, misc/file04.c, \
+               misc/file05.c, misc/file06.c, misc/file07.c, misc/file08.c, misc/file09.c and 2 \
+               more (if the patch must delete them, add `delete <path>` lines there); and changes \
+               1 path(s) outside the scope declared in ROOT/patches/scope: README (if the patch \
+               must change them, add them there)";
     let ran = import_replacing(&p, &bad_series).expect(1);
-    assert!(
-        ran.stderr.contains("deletes 12 file(s)")
-            && ran.stderr.contains("misc/file00.c")
-            && ran.stderr.contains("and 2 more")
-            && ran.stderr.contains("outside the scope")
-            && ran.stderr.contains("README"),
-        "{ran:?}"
-    );
+    assert_eq!(scrubbed(&p, &ran.stderr), import_refused(why));
     assert_eq!(
         xtask::series::Series::load(&p.patches().join("2.41"))
             .unwrap()
@@ -496,7 +488,7 @@ fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
     );
 
     // The same series written by hand: --check and a rebase refuse it too.
-    check_and_rebase_refuse(&p, &bad_series, "deletes 12 file(s)");
+    check_and_rebase_refuse(&p, &bad_series, why);
 }
 
 /// `patches import --release 2.41 --replace` of `series`' patches, written as mails outside
@@ -526,18 +518,12 @@ fn an_interrupted_series_write_is_recovered_and_said() {
     // Killed between the two renames of the fallback: the series is aside.
     std::fs::rename(&dir, p.patches().join(".old-2.41")).unwrap();
     let ran = p.run(&["patches", "status"]);
-    assert!(
-        ran.stderr.contains("restored") && ran.stderr.contains(".old-2.41"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&dir), before);
     // Killed after: the old copy is left beside the new series.
     copy_project(&dir, &p.patches().join(".old-2.41"));
     let ran = p.check();
-    assert!(
-        ran.stderr.contains("removed") && ran.stderr.contains(".old-2.41"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(hidden_entries(&p.patches()).is_empty());
 }
 
@@ -556,7 +542,7 @@ fn rejected_import_input_does_not_create_a_store() {
         ],
     );
     assert_eq!(missing.code, 1, "{missing:?}");
-    assert!(missing.stderr.contains("does not exist"), "{missing:?}");
+    insta::assert_snapshot!(scrubbed(&p, &missing.stderr));
     let other = source_dir(
         &p.root().join("other"),
         "2.42",
@@ -574,6 +560,7 @@ fn rejected_import_input_does_not_create_a_store() {
         ],
     );
     assert_eq!(wrong.code, 1, "{wrong:?}");
+    // Its progress lines carry timings: the error only.
     assert!(
         wrong.stderr.contains("does not hold glibc 2.42 as pinned"),
         "{wrong:?}"
@@ -593,12 +580,7 @@ fn a_series_write_deletes_no_file_it_did_not_write() {
     std::fs::write(target.join("NOTES.md"), "plans for 2.42\n").unwrap();
     std::fs::write(target.join(".review-status"), "half done\n").unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(1);
-    assert!(
-        ran.stderr.contains("NOTES.md")
-            && ran.stderr.contains(".review-status")
-            && ran.stderr.contains("not part of its series"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(target.join("NOTES.md").is_file() && target.join(".review-status").is_file());
     assert_eq!(stopped_at(p.root()), Some(1), "the state is kept");
 
@@ -608,7 +590,7 @@ fn a_series_write_deletes_no_file_it_did_not_write() {
     std::fs::write(dir.join(".review-status"), "half done\n").unwrap();
     let series = xtask::series::Series::load(&dir).unwrap();
     let ran = import_replacing(&p, &series).expect(1);
-    assert!(ran.stderr.contains("NOTES.md"), "{ran:?}");
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(dir.join("NOTES.md").is_file());
 
     std::fs::remove_file(dir.join("NOTES.md")).unwrap();
@@ -625,7 +607,7 @@ fn a_resolutions_write_deletes_no_file_it_did_not_write() {
     std::fs::create_dir_all(&records).unwrap();
     std::fs::write(records.join(".notes"), "to review\n").unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(1);
-    assert!(ran.stderr.contains(".notes"), "{ran:?}");
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(records.join(".notes").is_file());
     assert!(!p.patches().join("2.42").exists(), "{ran:?}");
     assert_eq!(stopped_at(p.root()), Some(1), "the state is kept");
@@ -657,11 +639,14 @@ fn a_closed_pipe_ends_quietly_and_the_work_is_done() {
     let p = Project::new();
     let ran = with_reader_gone(p.command(&["glibc", "list"]), "stdout");
     assert_eq!(ran.code, 141, "{ran:?}");
-    assert!(!ran.stderr.contains("panicked"), "{ran:?}");
+    assert_eq!(ran.stderr, "", "{ran:?}");
     // A finding is the command's own status, read or not (the project lacks most series).
     let ran = with_reader_gone(p.command(&["rebase-glibc", "--check"]), "stdout");
     assert_eq!(ran.code, 2, "{ran:?}");
-    assert!(!ran.stderr.contains("panicked"), "{ran:?}");
+    assert_eq!(
+        scrubbed(&p, &ran.stderr),
+        "error: the series in ROOT/patches need attention (see above)\n"
+    );
     // An error still says what it is, in its own status, when stderr is the closed one.
     let ran = with_reader_gone(p.command(&["rebase-glibc", "--abort"]), "stderr");
     assert_eq!(ran.code, 1, "{ran:?}");
@@ -676,7 +661,7 @@ fn a_closed_pipe_ends_quietly_and_the_work_is_done() {
     p.resolve(1);
     let ran = with_reader_gone(p.command(&["rebase-glibc", "--continue"]), "stdout");
     assert_eq!(ran.code, 141, "{ran:?}");
-    assert!(!ran.stderr.contains("panicked"), "{ran:?}");
+    assert_eq!(ran.stderr, "", "{ran:?}");
     assert_eq!(stopped_at(p.root()), None);
     p.check();
     assert!(p.patches().join("2.42/series").is_file());
@@ -775,6 +760,7 @@ fn the_cpu_time_limit_ends_a_command_with_a_message() {
         "kill -XCPU $PPID; sleep 10",
     ]);
     assert_eq!(ran.code, 1, "{ran:?}");
+    // Its progress lines name a scratch directory of the run's pid: the error only.
     assert!(
         ran.stderr
             .contains("error: this command used up the CPU time limit"),
@@ -812,10 +798,10 @@ fn every_form_of_a_marker_line_is_refused() {
         )
         .unwrap();
         let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-        assert!(
-            ran.stderr
-                .contains("conflict markers remain in elf/dl-load.c"),
-            "{marker:?}: {ran:?}"
+        assert_eq!(
+            scrubbed(&p, &ran.stderr),
+            markers_remain("elf/dl-load.c"),
+            "{marker:?}"
         );
         assert_eq!(stopped_at(p.root()), Some(0), "{marker:?}");
     }
@@ -846,14 +832,11 @@ fn a_series_carrying_a_marker_is_refused_everywhere() {
         1_764_000_100,
     );
     let bad = xtask::series::Series::from_commits(repo, release, &[commits[0], marked]).unwrap();
+    let why = "0002-elf-Parse-LD_FALLBACK_PATH.patch adds conflict markers, left from a merge: \
+               elf/rtld.c line 2: `=======`";
     let ran = import_replacing(&p, &bad).expect(1);
-    assert!(
-        ran.stderr.contains("adds conflict markers")
-            && ran.stderr.contains("elf/rtld.c line 2: `=======`"),
-        "{ran:?}"
-    );
-
-    check_and_rebase_refuse(&p, &bad, "adds conflict markers");
+    assert_eq!(scrubbed(&p, &ran.stderr), import_refused(why));
+    check_and_rebase_refuse(&p, &bad, why);
     assert!(!p.patches().join("2.42").exists());
 }
 
@@ -899,10 +882,12 @@ fn a_symlink_or_a_mode_change_in_the_work_tree_is_refused() {
     std::fs::remove_file(&file).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", &file).unwrap();
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-    assert!(
-        ran.stderr
-            .contains("elf/dl-load.c is a symlink (to /etc/passwd)"),
-        "{ran:?}"
+    assert_eq!(
+        scrubbed(&p, &ran.stderr),
+        not_ready(
+            "elf/dl-load.c is a symlink (to /etc/passwd): make it the file it was (a series \
+             holds regular files)"
+        )
     );
     assert_eq!(stopped_at(p.root()), Some(0));
 
@@ -910,11 +895,12 @@ fn a_symlink_or_a_mode_change_in_the_work_tree_is_refused() {
     p.resolve(0);
     crate::common::make_executable(&file);
     let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
-    assert!(
-        ran.stderr
-            .contains("elf/dl-load.c changed mode from 100644 to 100755")
-            && ran.stderr.contains("chmod"),
-        "{ran:?}"
+    assert_eq!(
+        scrubbed(&p, &ran.stderr),
+        not_ready(
+            "elf/dl-load.c changed mode from 100644 to 100755: `chmod -x elf/dl-load.c` puts it \
+             back (a resolution changes text, not modes)"
+        )
     );
     assert_eq!(stopped_at(p.root()), Some(0));
 
@@ -934,13 +920,15 @@ fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
     let last = repo.find_commit(commits[1]).unwrap();
     for (what, path, mode, content) in [
         (
-            "changes the mode of elf/rtld.c from 100644 to 100755",
+            "0003-elf-Odd.patch changes the mode of elf/rtld.c from 100644 to 100755: a series \
+             holds regular files and keeps their modes",
             "elf/rtld.c",
             git2::FileMode::BlobExecutable,
             &b"int rtld;\nint fallback;\n"[..],
         ),
         (
-            "adds a symlink elf/passwd (to /etc/passwd)",
+            "0003-elf-Odd.patch adds a symlink elf/passwd (to /etc/passwd): a series holds \
+             regular files and keeps their modes",
             "elf/passwd",
             git2::FileMode::Link,
             b"/etc/passwd",
@@ -959,7 +947,7 @@ fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
             xtask::series::Series::from_commits(repo, release, &[commits[0], commits[1], bad])
                 .unwrap();
         let ran = import_replacing(&p, &bad).expect(1);
-        assert!(ran.stderr.contains(what), "{what}: {ran:?}");
+        assert_eq!(scrubbed(&p, &ran.stderr), import_refused(what));
         check_and_rebase_refuse(&p, &bad, what);
         series.write(&p.patches().join("2.41")).unwrap();
     }
@@ -999,12 +987,7 @@ fn a_rebase_refuses_a_source_series_that_check_does_not_pass() {
         ],
     ] {
         let ran = p.run(args).expect(1);
-        assert!(
-            ran.stderr
-                .contains("0001-elf-Search-LD_FALLBACK_PATH-last.patch")
-                && ran.stderr.contains("rebase-glibc --check"),
-            "{args:?}: {ran:?}"
-        );
+        insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
         assert!(!p.patches().join("2.42").exists(), "{args:?}");
         assert_eq!(stopped_at(p.root()), None, "{args:?}");
     }
@@ -1048,10 +1031,7 @@ fn a_series_line_naming_a_file_elsewhere_is_refused() {
         let ran = p
             .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
             .expect(1);
-        assert!(
-            ran.stderr.contains("which is not a file of"),
-            "{line}: {ran:?}"
-        );
+        insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     }
 }
 
@@ -1080,11 +1060,7 @@ fn a_rebase_refuses_recorded_resolutions_that_check_refuses() {
     let ran = p
         .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
         .expect(1);
-    assert!(
-        ran.stderr.contains("rebase-glibc --check")
-            && ran.stderr.contains("does not allow: README"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert_eq!(stopped_at(p.root()), None);
 }
 
@@ -1115,8 +1091,9 @@ fn check_names_a_supported_release_whose_series_is_gone() {
 fn check_support_reads_the_patches_the_environment_names() {
     let p = Project::new();
     let ran = p.run(&["verify", "check-support"]).expect(1);
+    // Which series it misses first is the checkout's docs/support.json's: only the directory.
     assert!(
-        ran.stderr.contains(&p.patches().display().to_string()),
+        scrubbed(&p, &ran.stderr).starts_with("error: cannot load the series ROOT/patches/"),
         "{ran:?}"
     );
 }
@@ -1228,6 +1205,7 @@ fn an_abort_waits_for_a_continue_on_the_same_rebase() {
             && !abort.stdout.contains("unchanged"),
         "{abort:?}"
     );
+    // How long it waited is in its lines: not a fixed text.
     assert!(abort.stderr.contains("waiting for"), "{abort:?}");
 }
 
@@ -1242,25 +1220,39 @@ fn recovery_leaves_a_series_alone_while_its_writer_works() {
     std::fs::rename(&dir, p.patches().join(".old-2.41")).unwrap();
     let lock = xtask::util::lock::acquire(&p.cache().join("rebase/2.41.lock"), "test").unwrap();
     let ran = p.run(&["patches", "status"]);
-    assert!(!ran.stderr.contains("restored"), "{ran:?}");
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(!dir.exists() && p.patches().join(".old-2.41").exists());
     drop(lock);
     let ran = p.run(&["patches", "status"]);
-    assert!(ran.stderr.contains("restored"), "{ran:?}");
+    insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&dir), before);
 }
 
-/// `series` written by hand into patches/2.41: `--check` calls it FAILED for `why`, and a
-/// rebase from it refuses it for the same reason.
+/// `series` written by hand into patches/2.41: `--check` calls it FAILED for `why` (a patch's
+/// file name and what is wrong with it, the project's directory written `ROOT`), and a rebase
+/// from it refuses it for that reason.
 fn check_and_rebase_refuse(p: &Project, series: &xtask::series::Series, why: &str) {
     series.write(&p.patches().join("2.41")).unwrap();
     let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
     assert!(
-        ran.stdout.contains("FAILED") && ran.stdout.contains(why),
+        ran.stdout.contains("FAILED") && scrubbed(p, &ran.stdout).contains(why),
         "{why}: {ran:?}"
     );
     let ran = p
         .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
         .expect(1);
-    assert!(ran.stderr.contains(why), "{why}: {ran:?}");
+    assert_eq!(
+        scrubbed(p, &ran.stderr),
+        format!(
+            "error: refusing to use the series in ROOT/patches/2.41: `cargo xtask rebase-glibc \
+             --check` does not pass it: {why}\n"
+        )
+    );
+}
+
+/// What `patches import` of a bad series written as mails says (scrubbed) for `why`.
+fn import_refused(why: &str) -> String {
+    format!(
+        "error: refusing to import the series; ROOT/patches/2.41 is unchanged: ROOT/mails/{why}\n"
+    )
 }
