@@ -35,12 +35,19 @@ use model::Target;
 /// test that ends UNSUPPORTED with one of these reasons did not fail to look at the patch;
 /// it cannot look under emulation, and is declared as such instead of leaving its cell
 /// incomplete. Each entry is a fact about QEMU measured here, never a way to pass a test.
-pub(crate) const IMPOSED_BY_QEMU: &[(&str, &str)] = &[(
-    "unable to unshare user/fs: Invalid argument",
-    "QEMU user mode runs the program in a process with threads of its own, and \
-     unshare(CLONE_NEWUSER) refuses a multi-threaded caller (EINVAL), so test-container \
-     cannot make the namespace of its container",
-)];
+pub(crate) const IMPOSED_BY_QEMU: &[(&str, &str)] = &[
+    (
+        "unable to unshare user/fs: Invalid argument",
+        "QEMU user mode runs the program in a process with threads of its own, and \
+         unshare(CLONE_NEWUSER) refuses a multi-threaded caller (EINVAL), so test-container \
+         cannot make the namespace of its container",
+    ),
+    (
+        "copying from \"/proc/self/exe\"",
+        "QEMU user mode answers stat of /proc/self/exe with QEMU's own binary, so \
+         support_capture_subprogram_self_sgid copies fewer bytes than it expects",
+    ),
+];
 
 /// Why QEMU user mode, not the patch or the machine, ended a test that printed `reason`.
 pub(crate) fn imposed_by_qemu(reason: &str) -> Option<&'static str> {

@@ -6,13 +6,14 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use super::emulated;
 use super::outcome::Machine;
 use super::outcome::{
     Applies, Build, CellReport, CellRun, CellState, Matrix, Origin, Sensitivity, SeriesTests, Step,
     StepName, Unrun, Verdict,
 };
 use super::support::{Provenance, WrittenBy};
-use super::testsuite::{Diff, Status, SuiteFacts};
+use super::testsuite::{Diff, Named, Status, SuiteFacts};
 use crate::series::mail_date;
 
 /// `2026-11-30 14:05 UTC`.
@@ -393,7 +394,7 @@ pub(crate) fn details(report: &CellReport) -> String {
     for gap in report.gaps() {
         let _ = writeln!(out, "    FIGURES NOT WHOLE: {gap}");
     }
-    machine_details(&mut out, &run.machine);
+    machine_details(&mut out, &run.machine, !report.target.is_native());
     let s = run.seconds;
     let _ = writeln!(
         out,
@@ -435,18 +436,30 @@ fn elf_details(out: &mut String, diff: &Diff) {
 }
 
 /// What describes the machine: never part of the proof.
-fn machine_details(out: &mut String, machine: &Machine) {
+fn machine_details(out: &mut String, machine: &Machine, emulated: bool) {
     let _ = writeln!(
         out,
         "  machine (facts, not proof): {}, {}; the target's programs ran {}",
         machine.cpu, machine.kernel, machine.runs
     );
     if let Some(facts) = &machine.elf_suite {
-        suite_facts(out, facts);
+        suite_facts(out, facts, emulated);
     }
 }
 
-fn suite_facts(out: &mut String, facts: &SuiteFacts) {
+/// A test's reason, with why QEMU user mode imposes it where it does (an emulated target).
+fn reason_of(t: &Named, emulated: bool) -> String {
+    let reason = t.reason.as_deref().unwrap_or("-");
+    match emulated
+        .then(|| emulated::imposed_by_qemu(reason))
+        .flatten()
+    {
+        Some(why) => format!("{reason} (imposed by QEMU user mode: {why})"),
+        None => reason.to_string(),
+    }
+}
+
+fn suite_facts(out: &mut String, facts: &SuiteFacts, emulated: bool) {
     let (p, u) = (&facts.patched, &facts.unpatched);
     let _ = writeln!(out, "    elf suite on this machine: {}", facts.summary());
     if !p.adds_up() || !u.adds_up() {
@@ -466,7 +479,7 @@ fn suite_facts(out: &mut String, facts: &SuiteFacts) {
             out,
             "    fails in both (this machine, not the patch) {}: {}",
             t.test,
-            t.reason.as_deref().unwrap_or("-")
+            reason_of(t, emulated)
         );
     }
     for c in &facts.other_changes {
@@ -491,7 +504,7 @@ fn suite_facts(out: &mut String, facts: &SuiteFacts) {
             out,
             "    UNSUPPORTED {}: {}",
             t.test,
-            t.reason.as_deref().unwrap_or("-")
+            reason_of(t, emulated)
         );
     }
 }
@@ -815,6 +828,24 @@ pub(crate) mod tests {
                 CellState::Verified,
             ]
         );
+    }
+
+    /// Issue 30: what QEMU user mode imposes is named as such under emulation, and only there.
+    #[test]
+    fn what_qemu_imposes_is_named_on_an_emulated_target_only() {
+        let copy = named(
+            "elf/tst-dlopen-sgid",
+            Status::Fail,
+            Some("error: support_copy_file.c:37: copying from \"/proc/self/exe\" to \"/tmp/x\": only 4 of 12 bytes copied"),
+        );
+        let imposed = " (imposed by QEMU user mode: QEMU user mode answers stat of /proc/self/exe \
+                       with QEMU's own binary, so support_capture_subprogram_self_sgid copies \
+                       fewer bytes than it expects)";
+        let reason = copy.reason.clone().unwrap();
+        assert_eq!(reason_of(&copy, true), format!("{reason}{imposed}"));
+        assert_eq!(reason_of(&copy, false), reason);
+        let other = named("elf/tst-x", Status::Unsupported, Some("error: no AVX512"));
+        assert_eq!(reason_of(&other, true), "error: no AVX512");
     }
 
     #[test]

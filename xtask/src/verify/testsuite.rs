@@ -87,8 +87,8 @@ pub(crate) struct TestResult {
 /// read from the result files on disk, and so could not see the tests that never ran; v3 took
 /// whatever tests.sum there was, a first make's included; v4 could run a container test in
 /// the other flavour's test root; v5 took a container test's last line (`running post-clean
-/// rsync`) as its reason.
-const RESULTS_FORMAT: &str = "v6";
+/// rsync`) as its reason, v6 the support framework's closing count (`error: 1 test failures`).
+const RESULTS_FORMAT: &str = "v7";
 
 /// Results by test name (`elf/tst-foo`).
 pub(crate) type Results = BTreeMap<String, TestResult>;
@@ -298,16 +298,25 @@ pub(crate) fn read_summary(build: &Path) -> Result<Results> {
 }
 
 /// Why a test failed or was unsupported, shortened: the last line it printed that starts with
-/// `error:` (what the support framework's FAIL_* print), else its last non-empty line. The
-/// container tests print `running post-clean rsync` after the error that ended them.
+/// `error:` (what the support framework's FAIL_* print) and is not the framework's closing
+/// count (`error: 1 test failures`), else its last non-empty line. The container tests print
+/// `running post-clean rsync` after the error that ended them.
 fn last_words(out: &Path) -> String {
     let text = fs::read_to_string(out).unwrap_or_default();
+    words_of(&text).chars().take(160).collect()
+}
+
+fn words_of(text: &str) -> &str {
     let lines = || text.lines().rev().map(str::trim);
-    let line = lines()
-        .find(|l| l.starts_with("error:"))
+    let closing_count = |l: &str| {
+        l.strip_prefix("error: ")
+            .and_then(|rest| rest.split_once(' '))
+            .is_some_and(|(n, rest)| n.parse::<u32>().is_ok() && rest.starts_with("test failure"))
+    };
+    lines()
+        .find(|l| l.starts_with("error:") && !closing_count(l))
         .or_else(|| lines().find(|l| !l.is_empty()))
-        .unwrap_or("(the test printed nothing)");
-    line.chars().take(160).collect()
+        .unwrap_or("(the test printed nothing)")
 }
 
 /// What glibc's tests prove of the patch: the tests each tree listed, and what the patch
@@ -734,6 +743,23 @@ mod tests {
         let mut counts = facts.patched;
         counts.pass = 100;
         assert!(!counts.adds_up());
+    }
+
+    #[test]
+    fn a_reason_is_the_error_that_ended_the_test() {
+        let copy = "error: support_copy_file.c:37: copying from \"/proc/self/exe\": only 4 of 12 bytes copied";
+        assert_eq!(words_of(&format!("{copy}\nerror: 1 test failures\n")), copy);
+        let unshare = "error: test-container.c:1123: unable to unshare user/fs: Invalid argument";
+        assert_eq!(
+            words_of(&format!("{unshare}\nrunning post-clean rsync\n")),
+            unshare
+        );
+        assert_eq!(
+            words_of("error: 2 test failures\n"),
+            "error: 2 test failures"
+        );
+        assert_eq!(words_of("activity: consistent\n\n"), "activity: consistent");
+        assert_eq!(words_of(""), "(the test printed nothing)");
     }
 
     #[test]
