@@ -174,7 +174,9 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
     if jetson {
         steps.push(Step::build(Target::Aarch64, Some(Flavour::FallbackFirst))?);
     }
-    let mut tests = Step::cargo(&["test", "--workspace"]);
+    // --no-fail-fast: a failing test binary must not hide the failures of the binaries after
+    // it (a failing docs example once hid fifteen failing unit tests for a whole session).
+    let mut tests = Step::cargo(&["test", "--workspace", "--no-fail-fast"]);
     tests.wants_sysroots = true;
     steps.push(tests);
     // The default release's cells: the matrix patched and unpatched on each target, and
@@ -348,7 +350,7 @@ mod tests {
                 "cargo xtask build-glibc --target aarch64 --flavour fallback-first",
                 true,
             ),
-            ("cargo test --workspace", false),
+            ("cargo test --workspace --no-fail-fast", false),
             ("cargo xtask verify --target all", false),
             ("cargo xtask jetson-replay --target aarch64 --check", false),
         ]
