@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_harness::host::{cache_dir, in_ci};
 use loader_harness::replay::{self, report, Benches, HostLibs, JetsonFixtures, ReplayReport};
-use loader_harness::replay::{Kernel, Origin};
+use loader_harness::replay::{App, Kernel, Linkage, Origin, RunKey, APPROACHES, COLUMNS};
 use loader_harness::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
@@ -50,7 +50,7 @@ fn main() {
         ("docs-jetson-md-is-the-replay", doc_is_the_replay),
         ("cells-that-need-the-patch-fail-without-it", need_the_patch),
     ];
-    let trials = tests
+    let mut trials: Vec<Trial> = tests
         .into_iter()
         .map(|(name, test)| {
             Trial::test(format!("{TARGET}::{name}"), move || {
@@ -59,6 +59,13 @@ fn main() {
             .with_ignored_flag(ignored)
         })
         .collect();
+    trials.push(
+        Trial::test(
+            format!("{TARGET}::the-cache-rows-are-decided-by-their-cache"),
+            || decided_by_the_cache().map_err(Failed::from),
+        )
+        .with_ignored_flag(ignored),
+    );
     libtest_mimic::run(&args, trials).exit();
 }
 
@@ -204,3 +211,114 @@ fn need_the_patch(report: &ReplayReport) -> Result<(), String> {
         Err(wrong.join("\n"))
     }
 }
+
+/// Rows 12 and 13 read the `ld.so.cache` their roots declare, and it decides: the container
+/// toolkit's root with and without the `00-compat-*.conf` entry (nothing else changed) gets
+/// cuda_compat's driver and the board's; row 13's packages are row 1's, which without the
+/// cache find no `libnvrm_*` on a JetPack host. Only the unpatched loader is needed: a few
+/// runs, not the whole replay.
+fn decided_by_the_cache() -> Result<(), String> {
+    let e = |e: anyhow::Error| format!("{e:#}");
+    let var = sysroot_env_var(TARGET, Flavour::Unpatched);
+    let path = std::env::var_os(&var)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("${var} is not set"))?;
+    let cache = cache_dir().map_err(e)?;
+    let host = HostLibs::ensure(TARGET, &cache).map_err(|why| why.reason())?;
+    let sysroot = Sysroot::at(Path::new(&path), TARGET, Flavour::Unpatched).map_err(e)?;
+    let bench = Bench::new(sysroot, &cache).map_err(e)?;
+    let fixtures =
+        JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host).map_err(e)?;
+    let column = |id: &str| COLUMNS.iter().find(|c| c.id == id).unwrap();
+    let approach = |n: u8| APPROACHES.iter().find(|a| a.number == n).unwrap();
+    let key = RunKey {
+        flavour: Flavour::Unpatched,
+        way: None,
+        linkage: Linkage::Needed,
+        app: App::Cxx,
+        origin: Origin::Last,
+        kernel: Kernel::Ptx,
+    };
+    let driver_of = |loaded: &[String]| {
+        loaded
+            .iter()
+            .find(|p| {
+                p.rsplit('/')
+                    .next()
+                    .is_some_and(|f| f.starts_with("libcuda.so"))
+            })
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut seen = Vec::new();
+    for compat_entry in [true, false] {
+        let run = replay::run_container_with_compat_entry(
+            &bench,
+            &fixtures,
+            &host,
+            column("gate-newer"),
+            key,
+            compat_entry,
+        );
+        seen.push((
+            format!("toolkit, gate-newer, 00-compat entry {compat_entry}"),
+            run.outcome.clone(),
+            driver_of(&run.loaded),
+        ));
+    }
+    for (number, id) in [
+        (12, "gate-newer"),
+        (12, "gate-same"),
+        (13, "jetpack5"),
+        (1, "jetpack5"),
+    ] {
+        let run = replay::run_one(&bench, &fixtures, &host, approach(number), column(id), key);
+        seen.push((
+            format!("row {number}, {id}"),
+            run.outcome.clone(),
+            driver_of(&run.loaded),
+        ));
+    }
+    let expected = EXPECTED_CACHE_RUNS
+        .iter()
+        .map(|(what, outcome, driver)| (what.to_string(), outcome.to_string(), driver.to_string()))
+        .collect::<Vec<_>>();
+    if seen == expected {
+        Ok(())
+    } else {
+        Err(format!("expected\n{expected:#?}\nran\n{seen:#?}"))
+    }
+}
+
+/// What [`decided_by_the_cache`] runs see: (run, outcome, the `libcuda.so.1` mapped).
+const EXPECTED_CACHE_RUNS: &[(&str, &str, &str)] = &[
+    (
+        "toolkit, gate-newer, 00-compat entry true",
+        "runs: compat 12.8 + libnvrm from /usr/lib/aarch64-linux-gnu/nvidia, own JIT helper",
+        "/usr/local/cuda/compat/libcuda.so.1",
+    ),
+    (
+        "toolkit, gate-newer, 00-compat entry false",
+        "fails: driver 12.6 too old",
+        "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1",
+    ),
+    // The hook's own decision: compat 12.8 is newer than the board's 12.6, so the entry...
+    (
+        "row 12, gate-newer",
+        "runs: compat 12.8 + libnvrm from /usr/lib/aarch64-linux-gnu/nvidia, own JIT helper",
+        "/usr/local/cuda/compat/libcuda.so.1",
+    ),
+    // ...and not for compat 12.6 on driver 12.6 (not strictly greater).
+    (
+        "row 12, gate-same",
+        "runs: driver 12.6, own JIT helper",
+        "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1",
+    ),
+    (
+        "row 13, jetpack5",
+        "runs: compat 12.2 + libnvrm from /usr/lib/aarch64-linux-gnu/tegra, own JIT helper",
+        "/nix/store/nzmmcf65il90laghlxik3sc7zjlf3ahy-cuda_compat-12.2/compat/libcuda.so.1",
+    ),
+    // Row 13's packages without the cache.
+    ("row 1, jetpack5", "fails: libnvrm_gpu.so not found", ""),
+];

@@ -14,8 +14,12 @@
 //!
 //! The loader under test reads `/etc/ld.so.cache`; a Nix glibc reads its own prefix's cache,
 //! which nixpkgs deletes. No root has either file ([`scene`] checks it before every run), so
-//! the two loaders search the same places in every cell (docs/jetson.md, "The loader").
+//! the two loaders search the same places in every cell (docs/jetson.md, "The loader"); the
+//! only exceptions are the rows that declare a cache ([`DeclaredCache`], made in [`cache`] by
+//! the sysroot's own `ldconfig`): NVIDIA's container toolkit in an FHS container, whose glibc
+//! reads it, and nixpkgs #248777's `NIX_LD_SO_CACHE`, for which it stands in.
 
+mod cache;
 pub(crate) mod fixtures;
 pub(crate) mod host;
 mod outcome;
@@ -482,7 +486,8 @@ pub struct Approach {
     pub title: &'static str,
     /// What the user (or the system) sets, for the lead table; `{dir}` is the driver directory.
     pub user_sets: &'static str,
-    /// The loader it runs under (patched, or the fallback-first variant).
+    /// The loader it runs under (patched, the fallback-first variant, or unpatched for the rows
+    /// whose glibc is not this project's: a container's, #248777's).
     pub flavour: Flavour,
     pub cudart_runpath: CudartRunpath,
     /// The runtime has cuda_compat's `libcuda.so.1` as an absolute DT_NEEDED.
@@ -496,6 +501,26 @@ pub struct Approach {
     pub launcher: Launcher,
     /// The ways a user tries to opt out for one run, each run in the opt-out column.
     pub opt_out: &'static [OptOut],
+    /// The `ld.so.cache` the row's roots have, if any: every other root is refused with one.
+    pub cache: Option<DeclaredCache>,
+}
+
+/// A row whose loader reads an `ld.so.cache` that `ldconfig` made in its root: the only
+/// exceptions to "no root has a cache" (docs/jetson.md, "The loader").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeclaredCache {
+    /// NVIDIA's container toolkit: an FHS container (the app, its runtime and NVIDIA's
+    /// cuda-compat package as a CUDA image has them, no RUNPATH), the host's driver directory
+    /// mounted at its JetPack path, the `update-ldcache` hook's `00-nvcr-*.conf` naming it, the
+    /// `enable-cuda-compat` hook's `00-compat-*.conf` naming the compat directory when
+    /// [`cache::toolkit_enables_compat`], then `ldconfig`. The container's glibc reads the cache.
+    ContainerToolkit,
+    /// nixpkgs #248777: a Nix glibc reads the `ldconfig` cache `NIX_LD_SO_CACHE` names, a cache
+    /// of the driver directory (in the NSS column also of the host's multiarch directory). The
+    /// loader under test reads its compiled-in `/etc/ld.so.cache` at the same step: that file
+    /// stands in for the variable's.
+    NixLdSoCache,
 }
 
 const APPROACH: Approach = Approach {
@@ -510,6 +535,7 @@ const APPROACH: Approach = Approach {
     variable: None,
     launcher: Launcher::None,
     opt_out: &[OptOut::LibraryPathAtDriver],
+    cache: None,
 };
 
 pub const APPROACHES: &[Approach] = &[
@@ -596,6 +622,24 @@ pub const APPROACHES: &[Approach] = &[
         variable: Some(Variable::FallbackPath),
         ..APPROACH
     },
+    Approach {
+        number: 12,
+        title: "NVIDIA's container toolkit: an FHS container (a CUDA image with cuda-compat), the host's driver mounted; its hooks add the driver directory and, when compat is newer than the host's CUDA, the compat directory (`00-compat-*.conf`) to ld.so.conf.d, then run ldconfig",
+        user_sets: "nothing (the container toolkit's hooks)",
+        // The container's glibc is a distribution's: no LD_FALLBACK_PATH.
+        flavour: Flavour::Unpatched,
+        cache: Some(DeclaredCache::ContainerToolkit),
+        ..APPROACH
+    },
+    Approach {
+        number: 13,
+        title: "`NIX_LD_SO_CACHE` (nixpkgs #248777, open): a Nix glibc reads an ldconfig cache of the driver dir, with approach 1's packages",
+        user_sets: "`NIX_LD_SO_CACHE=<an ldconfig cache of {dir}>` (a glibc with #248777)",
+        // #248777's glibc has no LD_FALLBACK_PATH: the cache step is glibc's own.
+        flavour: Flavour::Unpatched,
+        cache: Some(DeclaredCache::NixLdSoCache),
+        ..APPROACH
+    },
 ];
 
 impl Approach {
@@ -627,6 +671,9 @@ impl Approach {
             }
             Launcher::Probe if column.program == Program::Wheel => {
                 Some("n/a: the probe is in nixpkgs' runtime")
+            }
+            _ if self.cache == Some(DeclaredCache::ContainerToolkit) => {
+                cache::container_not_applicable(column)
             }
             _ => None,
         }
@@ -761,7 +808,7 @@ fn run_cell(benches: &Benches<'_>, approach: &Approach, column: &Column) -> Cell
         .into_iter()
         .map(|key| match benches.benches.get(&key.flavour) {
             Some(Ok((bench, fixtures))) => {
-                scene::run(bench, fixtures, &benches.host, approach, column, key)
+                scene::run(bench, fixtures, &benches.host, approach, column, key, None)
             }
             Some(Err(why)) => RunReport::not_run(key, why),
             None => RunReport::not_run(key, "no sysroot of this flavour"),
@@ -781,7 +828,33 @@ pub fn run_one(
     column: &Column,
     key: RunKey,
 ) -> RunReport {
-    scene::run(bench, fixtures, host, approach, column, key)
+    scene::run(bench, fixtures, host, approach, column, key, None)
+}
+
+/// The container row's run in `column` with the `enable-cuda-compat` hook's decision forced
+/// (its `00-compat-*.conf` written or not, whatever the versions): the same root but for that
+/// entry, to show that the cache it leads to is what decides.
+pub fn run_container_with_compat_entry(
+    bench: &Bench,
+    fixtures: &JetsonFixtures,
+    host: &HostLibs,
+    column: &Column,
+    key: RunKey,
+    compat_entry: bool,
+) -> RunReport {
+    let approach = APPROACHES
+        .iter()
+        .find(|a| a.cache == Some(DeclaredCache::ContainerToolkit))
+        .expect("the container toolkit's row");
+    scene::run(
+        bench,
+        fixtures,
+        host,
+        approach,
+        column,
+        key,
+        Some(compat_entry),
+    )
 }
 
 /// `12020` as `12.2`.
@@ -819,14 +892,24 @@ mod tests {
     #[test]
     fn rows_using_the_fallback_also_run_unpatched() {
         for approach in APPROACHES {
-            let unpatched = approach.flavours().contains(&Flavour::Unpatched);
+            let expected = match approach.variable {
+                Some(Variable::FallbackPath) => vec![approach.flavour, Flavour::Unpatched],
+                _ => vec![approach.flavour],
+            };
             assert_eq!(
-                unpatched,
-                approach.variable == Some(Variable::FallbackPath),
+                approach.flavours(),
+                expected,
                 "approach {}",
                 approach.number
             );
         }
+        // The rows that read a cache run only under the loader without this patch.
+        let unpatched_only: Vec<u8> = APPROACHES
+            .iter()
+            .filter(|a| a.flavours() == [Flavour::Unpatched])
+            .map(|a| a.number)
+            .collect();
+        assert_eq!(unpatched_only, [12, 13]);
     }
 
     #[test]

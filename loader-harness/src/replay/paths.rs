@@ -85,6 +85,20 @@ impl Paths {
     }
 }
 
+impl Paths {
+    /// The paths of the container row's root ([`super::cache`]): the app, its runtime and
+    /// cuda_compat where a CUDA image has them, the host's directories of `column` (the
+    /// container's view of its host, [`super::cache::container_column`]).
+    pub(super) fn container(column: &Column, triplet: &str) -> Paths {
+        Paths {
+            app: super::cache::CONTAINER_APP.to_string(),
+            cudart_dir: super::cache::container_cudart_dir(triplet),
+            compat_dir: super::cache::CONTAINER_COMPAT.to_string(),
+            ..Paths::new(column, triplet)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -493,7 +493,14 @@ impl ReplayReport {
         }
         let unpatched: Vec<String> = APPROACHES
             .iter()
-            .filter(|a| a.flavours().contains(&Flavour::Unpatched))
+            .filter(|a| {
+                a.flavour != Flavour::Unpatched && a.flavours().contains(&Flavour::Unpatched)
+            })
+            .map(|a| a.number.to_string())
+            .collect();
+        let cached: Vec<String> = APPROACHES
+            .iter()
+            .filter(|a| a.cache.is_some())
             .map(|a| a.number.to_string())
             .collect();
         let _ = writeln!(
@@ -506,7 +513,9 @@ impl ReplayReport {
              the rule's cited source, `[? rule]` unknown ([The modelled rules](#the-modelled-rules)). \
              Rows {} were also run under the unpatched loader; \"without the patch\" shows where \
              that changes the outcome. Row 8 runs under the fallback-first variant \
-             (patches/variants/fallback-first/). \"JIT helper\" is the \
+             (patches/variants/fallback-first/). Rows {} run under the unpatched loader, the \
+             only ones whose roots have an `/etc/ld.so.cache`, made by the sysroot's own \
+             `ldconfig` from the configuration the row's source writes. \"JIT helper\" is the \
              `libnvidia-ptxjitcompiler.so.1` the winning driver loaded when the app's PTX module \
              was loaded: its own, or another driver's (a mismatch). The host's own libraries are \
              Debian 12's (the versions are on the first line).",
@@ -517,7 +526,8 @@ impl ReplayReport {
             } else {
                 ", under QEMU"
             },
-            unpatched.join(", ")
+            unpatched.join(", "),
+            cached.join(" and ")
         );
         for group in Group::ALL {
             let _ = writeln!(out, "\n#### {}\n", group.title());

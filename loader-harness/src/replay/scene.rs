@@ -11,8 +11,8 @@ use super::fixtures::{board_libs, nvrm_dependencies, HELPERS};
 use super::outcome::{self, Places};
 use super::paths::Paths;
 use super::{
-    l4t_release, App, Approach, Column, CompatRunpath, CudartRunpath, Host, HostLibs,
-    JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program, RunKey, RunReport,
+    cache, l4t_release, App, Approach, Column, CompatRunpath, CudartRunpath, DeclaredCache, Host,
+    HostLibs, JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program, RunKey, RunReport,
 };
 use crate::root::{Bench, Ctx, Root};
 
@@ -47,7 +47,8 @@ fn way_name(way: OptOut) -> &'static str {
     }
 }
 
-/// Builds the run's root, runs the app, and says what happened.
+/// Builds the run's root, runs the app, and says what happened. `compat_entry` forces the
+/// container toolkit's `00-compat-*.conf` (written or not) instead of the hook's decision.
 pub(super) fn run(
     bench: &Bench,
     fixtures: &JetsonFixtures,
@@ -55,9 +56,23 @@ pub(super) fn run(
     approach: &Approach,
     column: &Column,
     key: RunKey,
+    compat_entry: Option<bool>,
 ) -> RunReport {
     let cx = Ctx::new(bench, &run_name(approach, column, key));
-    let paths = Paths::new(column, bench.sysroot.target.triplet());
+    let triplet = bench.sysroot.target.triplet();
+    // The container row's root is the container: its host as the container sees it.
+    let container = approach.cache == Some(DeclaredCache::ContainerToolkit);
+    let seen_column = if container {
+        cache::container_column(column)
+    } else {
+        *column
+    };
+    let column = &seen_column;
+    let paths = if container {
+        Paths::container(column, triplet)
+    } else {
+        Paths::new(column, triplet)
+    };
     let mut root = cx.root();
     let uses_compat_system_wide = approach.impure_binding
         && column.host == Host::NixOs
@@ -80,6 +95,7 @@ pub(super) fn run(
         uses_compat_system_wide,
     );
     match column.program {
+        _ if container => cache::container_image(&mut root, fixtures, column, &paths, key),
         Program::Nix => app(&mut root, fixtures, approach, column, &paths, key, slibdir),
         Program::Wheel => wheel(&mut root, fixtures, column, &paths, key, slibdir),
     }
@@ -87,13 +103,16 @@ pub(super) fn run(
         gl_host(&mut root, fixtures, column, &paths);
     }
 
+    let made = cache::make(&mut root, approach.cache, column, &paths, compat_entry);
     let (env, action) = environment(approach, column, &paths, key);
     let mut run = root.command(&paths.app);
     for (name, value) in &env {
         run = run.env(name, value);
     }
     let places = Places::new(&paths, &bench.layout, column);
-    let result = nix_like_loader_holds(&root.path).and_then(|()| run.output());
+    let result = made
+        .and_then(|()| loader_reads_as_declared(&root.path, approach.cache))
+        .and_then(|()| run.output());
     let invocation = cx.last_invocation();
     let command = invocation.as_ref().map(|i| i.display()).unwrap_or_default();
     match result {
@@ -191,13 +210,10 @@ fn environment(
 /// The loader under test reads `/etc/ld.so.cache` and `/etc/ld.so.preload`; a Nix glibc reads
 /// `<its prefix>/etc/ld.so.cache` (which nixpkgs deletes) and `/etc/ld-nix.so.preload`. With
 /// none of these files in the root the two search the same places: the replay's stand-in
-/// for a Nix glibc holds only then.
-pub(super) fn nix_like_loader_holds(root: &Path) -> Result<()> {
-    for file in [
-        "etc/ld.so.cache",
-        "etc/ld.so.preload",
-        "etc/ld-nix.so.preload",
-    ] {
+/// for a Nix glibc holds only then. The one exception is a row that declares its cache
+/// ([`DeclaredCache`]): its root must have the cache, and still no preload file.
+pub(super) fn loader_reads_as_declared(root: &Path, declared: Option<DeclaredCache>) -> Result<()> {
+    for file in ["etc/ld.so.preload", "etc/ld-nix.so.preload"] {
         if root.join(file).exists() {
             bail!(
                 "the root has /{file}: the loader under test would read what a Nix glibc does not \
@@ -205,7 +221,18 @@ pub(super) fn nix_like_loader_holds(root: &Path) -> Result<()> {
             );
         }
     }
-    Ok(())
+    let has_cache = root.join("etc/ld.so.cache").exists();
+    match declared {
+        None if has_cache => bail!(
+            "the root has /etc/ld.so.cache, which its row does not declare: the loader under \
+             test would read what a Nix glibc does not (docs/jetson.md, \"The loader\")"
+        ),
+        Some(cache) if !has_cache => bail!(
+            "the row declares {} but its root has no /etc/ld.so.cache",
+            cache.name()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// gcc's `lib` output of the Nix closures: what a C++ app and the l4t store paths link.
@@ -513,20 +540,51 @@ mod tests {
     use crate::replay::COLUMNS;
 
     #[test]
-    fn a_root_with_a_cache_or_a_preload_file_is_refused() {
+    fn a_root_with_an_undeclared_cache_or_a_preload_file_is_refused() {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("etc")).unwrap();
-        assert!(nix_like_loader_holds(root.path()).is_ok());
-        for file in [
-            "etc/ld.so.cache",
-            "etc/ld.so.preload",
-            "etc/ld-nix.so.preload",
-        ] {
+        let refused = |declared| {
+            loader_reads_as_declared(root.path(), declared)
+                .map_err(|e| format!("{e:#}"))
+                .err()
+        };
+        assert_eq!(refused(None), None);
+        assert_eq!(
+            refused(Some(DeclaredCache::NixLdSoCache)).as_deref(),
+            Some("the row declares a NIX_LD_SO_CACHE cache but its root has no /etc/ld.so.cache")
+        );
+        std::fs::write(root.path().join("etc/ld.so.cache"), "").unwrap();
+        assert_eq!(
+            refused(None).as_deref(),
+            Some(
+                "the root has /etc/ld.so.cache, which its row does not declare: the loader \
+                 under test would read what a Nix glibc does not (docs/jetson.md, \"The loader\")"
+            )
+        );
+        assert_eq!(refused(Some(DeclaredCache::ContainerToolkit)), None);
+        for file in ["etc/ld.so.preload", "etc/ld-nix.so.preload"] {
             std::fs::write(root.path().join(file), "").unwrap();
-            let err = nix_like_loader_holds(root.path()).unwrap_err();
-            assert!(format!("{err:#}").contains(file), "{err:#}");
+            for declared in [None, Some(DeclaredCache::ContainerToolkit)] {
+                assert_eq!(
+                    refused(declared),
+                    Some(format!(
+                        "the root has /{file}: the loader under test would read what a Nix \
+                         glibc does not (docs/jetson.md, \"The loader\")"
+                    ))
+                );
+            }
             std::fs::remove_file(root.path().join(file)).unwrap();
         }
+    }
+
+    #[test]
+    fn every_row_but_the_declared_ones_is_refused_a_cache() {
+        let declaring: Vec<u8> = crate::replay::APPROACHES
+            .iter()
+            .filter(|a| a.cache.is_some())
+            .map(|a| a.number)
+            .collect();
+        assert_eq!(declaring, [12, 13]);
     }
 
     #[test]
