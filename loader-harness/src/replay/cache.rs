@@ -21,6 +21,7 @@ use anyhow::{bail, Context, Result};
 
 use super::fixtures::HELPERS;
 use super::paths::Paths;
+use super::rules::Rule;
 use super::{Board, Column, Compat, DeclaredCache, Host, JetsonFixtures, Program, RunKey};
 use crate::root::Root;
 
@@ -61,6 +62,19 @@ fn host_has_nvml(l4t: u32) -> bool {
 /// hook writes nothing.
 pub(crate) fn toolkit_enables_compat(board: Board, compat: Compat) -> bool {
     host_has_nvml(board.l4t) && compat.version > board.driver
+}
+
+/// The rule a run of the container row rests on besides the loader, where the hook decides:
+/// no hook on an R35 host, or the compat CUDA version read from the ELF note where the entry
+/// is written. Where the hook exists and compat is not newer, the comparison alone decides.
+pub(super) fn toolkit_rule(board: Board, compat: Compat) -> Option<Rule> {
+    if !host_has_nvml(board.l4t) {
+        Some(Rule::ToolkitNoNvml)
+    } else if toolkit_enables_compat(board, compat) {
+        Some(Rule::ToolkitNote)
+    } else {
+        None
+    }
 }
 
 /// Why the container row has no runs in `column`, if it has none.
@@ -299,6 +313,19 @@ mod tests {
                 (11040, 12080, false),
                 (12060, 12080, true),
             ]
+        );
+    }
+
+    #[test]
+    fn the_hooks_decision_rests_on_nvml_and_the_note_where_they_decide() {
+        let (jp5, jp6) = (BOARDS[0], BOARDS[1]);
+        let rules: Vec<Option<Rule>> = [(jp5, COMPATS[0]), (jp6, COMPATS[2]), (jp6, COMPATS[3])]
+            .iter()
+            .map(|(board, compat)| toolkit_rule(*board, *compat))
+            .collect();
+        assert_eq!(
+            rules,
+            [Some(Rule::ToolkitNoNvml), None, Some(Rule::ToolkitNote)]
         );
     }
 

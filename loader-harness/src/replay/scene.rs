@@ -117,7 +117,12 @@ pub(super) fn run(
     let command = invocation.as_ref().map(|i| i.display()).unwrap_or_default();
     match result {
         Ok(out) => {
-            let seen = outcome::classify(&out, &places, column);
+            let mut seen = outcome::classify(&out, &places, column);
+            if container && compat_entry.is_none() {
+                if let Some(rule) = cache::toolkit_rule(column.board, column.compat) {
+                    seen.basis = seen.basis.max(rule.basis());
+                }
+            }
             RunReport {
                 key,
                 action,
