@@ -489,15 +489,8 @@ fn a_run_killed_while_checking_leaves_a_scratch_tree_the_next_run_removes() {
     let outcome = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["--store"])
         .arg(f.t.store.dir())
-        .args([
-            "rebase-glibc",
-            "--onto",
-            "2.42",
-            "--from",
-            "2.41",
-            "--exec",
-            "kill -9 $PPID",
-        ])
+        .args(crate::common::project::ONTO)
+        .args(["--exec", "kill -9 $PPID"])
         .env("LD_FALLBACK_PATCHES", &f.ws.patches_dir)
         .env("LD_FALLBACK_CACHE", f.t.tmp.path().join("cache"))
         .output()
