@@ -144,6 +144,11 @@ impl TestStore {
         TestStore { tmp, store }
     }
 
+    /// `text` with this store's temp dir written as `ROOT`: a whole output, for a snapshot.
+    pub(crate) fn scrubbed(&self, text: &str) -> String {
+        text.replace(&self.tmp.path().display().to_string(), "ROOT")
+    }
+
     /// A workspace on this store whose patches/ (in the temp dir) holds `commits` on `release`
     /// as a series, and a scope file of `scope`.
     pub(crate) fn workspace_with_series(
