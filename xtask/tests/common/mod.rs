@@ -17,6 +17,29 @@ use xtask::store::import::Source;
 use xtask::store::snapshot::Snapshot;
 use xtask::store::SourceStore;
 
+/// Puts `cmd` under a file size limit (`ulimit -f`) of `bytes`. With `ignore_sigxfsz` the
+/// signal the limit sends is ignored, so that the write that meets it fails with EFBIG
+/// instead of the process dying.
+pub(crate) fn limit_file_size(cmd: &mut Command, bytes: u64, ignore_sigxfsz: bool) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal and setrlimit are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if ignore_sigxfsz {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            }
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// A supported release played by a synthetic tree: the tree its import must produce instead
 /// of the pinned one (tests cannot use the real pins).
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +142,11 @@ impl TestStore {
             .unwrap()
             .with_downloads(&tmp.path().join("downloads"));
         TestStore { tmp, store }
+    }
+
+    /// `text` with this store's temp dir written as `ROOT`: a whole output, for a snapshot.
+    pub(crate) fn scrubbed(&self, text: &str) -> String {
+        text.replace(&self.tmp.path().display().to_string(), "ROOT")
     }
 
     /// A workspace on this store whose patches/ (in the temp dir) holds `commits` on `release`

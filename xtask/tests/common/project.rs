@@ -19,6 +19,13 @@ use super::{dl_load, synthetic_manual, TestStore};
 pub(crate) const OLD_LINE: &str = "  return default_path ();\n";
 pub(crate) const NEW_LINES: &str =
     "  if (default_path () == 0)\n    return 0;\n  return fallback_path ();\n";
+/// The rebase of the project's series onto 2.42, which stops at a conflict in each patch.
+pub(crate) const ONTO: &[&str] = &["rebase-glibc", "--onto", "2.42", "--from", "2.41"];
+pub(crate) const CONTINUE: &[&str] = &["rebase-glibc", "--continue"];
+pub(crate) const CHECK: &[&str] = &["rebase-glibc", "--check"];
+/// The file names of the project's two patches.
+pub(crate) const PATCH_1: &str = "0001-elf-Search-LD_FALLBACK_PATH-last.patch";
+pub(crate) const PATCH_2: &str = "0002-elf-Parse-LD_FALLBACK_PATH.patch";
 /// Files nobody patches, so that a damaged work tree has something to lose.
 pub(crate) const OTHER_FILES: usize = 30;
 
@@ -191,10 +198,35 @@ impl Project {
         check_in(self.root())
     }
 
+    /// Rewrites the patch file `name` of the 2.41 series as a hand edit would: `edit` of its
+    /// text.
+    pub(crate) fn edit_patch<T: AsRef<[u8]>>(&self, name: &str, edit: impl FnOnce(&str) -> T) {
+        let path = self.patches().join("2.41").join(name);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, edit(&text)).unwrap();
+    }
+
+    /// Adds a series for 2.43, a release the store lacks (a copy of 2.41's, its base renamed).
+    pub(crate) fn add_series_of_a_release_not_imported(&self) {
+        let dir = self.patches().join("2.43");
+        copy_project(&self.patches().join("2.41"), &dir);
+        let series = std::fs::read_to_string(dir.join("series")).unwrap();
+        std::fs::write(
+            dir.join("series"),
+            series.replace("glibc-2.41", "glibc-2.43"),
+        )
+        .unwrap();
+    }
+
     /// The resolution of the conflict of patch `at` (0-based) in the work tree.
     pub(crate) fn resolve(&self, at: usize) {
         resolve_in(&self.tree(), at);
     }
+}
+
+/// `text` with the project's directory written as `ROOT`: a whole output, for a snapshot.
+pub(crate) fn scrubbed(p: &Project, text: &str) -> String {
+    text.replace(&p.root().display().to_string(), "ROOT")
 }
 
 /// `cargo xtask <args>` on the project rooted at `root` (a copy of a [`Project`]'s).

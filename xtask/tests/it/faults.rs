@@ -22,9 +22,6 @@ use tempfile::TempDir;
 use xtask::store::import::Source;
 use xtask::store::SourceStore;
 
-const ONTO: &[&str] = &["rebase-glibc", "--onto", "2.42", "--from", "2.41"];
-const CONTINUE: &[&str] = &["rebase-glibc", "--continue"];
-
 /// A project at each stage of the rebase, and the series before and after it.
 struct Stages {
     _tmp: TempDir,
@@ -477,7 +474,6 @@ fn an_import_killed_anywhere_recovers() {
 /// ignores it) fails, and leaves neither the release nor a temporary pack behind.
 #[test]
 fn an_import_over_the_file_size_limit_leaves_no_temporary_pack() {
-    use std::os::unix::process::CommandExt;
     let tmp = TempDir::new().unwrap();
     // Text that does not compress: the pack is about as large as the files.
     let mut state = 0x2545_f491_4f6c_dd1d_u64;
@@ -497,20 +493,7 @@ fn an_import_over_the_file_size_limit_leaves_no_temporary_pack() {
     let (tree, tar) = release_tarball(tmp.path(), &files);
     let store = tmp.path().join("glibc.git");
     let mut cmd = import_child_command(&store, &tar, &tree, &[]);
-    // SAFETY: signal and setrlimit are async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let limit = libc::rlimit {
-                rlim_cur: 100_000,
-                rlim_max: libc::RLIM_INFINITY,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::common::limit_file_size(&mut cmd, 100_000, true);
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

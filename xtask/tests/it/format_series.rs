@@ -464,7 +464,7 @@ fn format_into(p: &Project, out: &Path, extra: &[&str]) -> Ran {
     p.run(&args)
 }
 
-use crate::common::project::{visible_files, Project, Ran};
+use crate::common::project::{scrubbed, visible_files, Project, Ran};
 
 #[test]
 fn out_refuses_a_directory_it_did_not_write_and_deletes_nothing() {
@@ -476,12 +476,7 @@ fn out_refuses_a_directory_it_did_not_write_and_deletes_nothing() {
     std::fs::write(checkout.join("work.c"), "int uncommitted;\n").unwrap();
     let before = visible_files(&checkout);
     let ran = format_into(&p, &checkout, &[]).expect(1);
-    assert!(
-        ran.stderr.contains("is not an output of format-series")
-            && ran.stderr.contains(".git")
-            && ran.stderr.contains("work.c"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!("out_is_a_checkout", scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&checkout), before);
     assert!(checkout.join(".git/HEAD").is_file());
 
@@ -489,10 +484,7 @@ fn out_refuses_a_directory_it_did_not_write_and_deletes_nothing() {
     let series = p.patches().join("2.41");
     let before = visible_files(&series);
     let ran = format_into(&p, &series, &[]).expect(1);
-    assert!(
-        ran.stderr.contains("is not an output of format-series"),
-        "{ran:?}"
-    );
+    insta::assert_snapshot!("out_is_the_series", scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&series), before);
 }
 
@@ -511,25 +503,39 @@ fn out_replaces_only_its_own_output_of_the_same_version() {
     // A file added beside the output is not the command's to delete.
     std::fs::write(v1.join("notes.txt"), "my notes\n").unwrap();
     let ran = format_into(&p, &v1, &[]).expect(1);
-    assert!(ran.stderr.contains("notes.txt"), "{ran:?}");
+    insta::assert_snapshot!("out_holds_a_file_beside", scrubbed(&p, &ran.stderr));
     assert!(v1.join("notes.txt").is_file());
     std::fs::remove_file(v1.join("notes.txt")).unwrap();
 
     // v2 over the v1 it is compared with: v1 would be gone.
     let v1_arg = v1.display().to_string();
     let ran = format_into(&p, &v1, &["--version", "2", "--previous", &v1_arg]).expect(1);
-    assert!(ran.stderr.contains("--previous"), "{ran:?}");
+    insta::assert_snapshot!("out_is_the_previous", scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&v1), first);
     // v2 over another v1 output: another version's mails are not replaced either.
     let other = p.root().join("other");
     format_into(&p, &other, &[]).expect(0);
     let ran = format_into(&p, &other, &["--version", "2", "--previous", &v1_arg]).expect(1);
-    assert!(ran.stderr.contains("holds v1"), "{ran:?}");
+    insta::assert_snapshot!("out_holds_another_version", scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&other), first);
     // A new directory takes v2.
     let v2 = p.root().join("v2");
     format_into(&p, &v2, &["--version", "2", "--previous", &v1_arg]).expect(0);
     assert_eq!(visible_files(&v2).len(), 3);
+}
+
+/// `format-series --out out` refuses (exit 1) to replace what it cannot prove it wrote:
+/// `what`, the name and why.
+fn refused_unproven(p: &Project, out: &Path, what: &str) {
+    let ran = format_into(p, out, &[]).expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: --out {}: format-series cannot prove it wrote {what}; nothing was written or \
+             deleted. Name a new or empty directory, or move those files away\n",
+            out.display()
+        )
+    );
 }
 
 /// Issue 33, item 1: the manifest is anyone's to write, so what it names is deleted only when
@@ -553,14 +559,7 @@ fn out_deletes_only_the_mails_it_can_prove_it_wrote() {
         "# Written by `cargo xtask format-series`\nversion 1\nrelease 2.41\nmail sub\n",
     )
     .unwrap();
-    let ran = format_into(&p, &forged, &[]).expect(1);
-    assert_eq!(
-        ran.stderr.trim_end(),
-        format!(
-            "error: --out {}: format-series cannot prove it wrote sub (not a name it gives its mails); nothing was written or deleted. Name a new or empty directory, or move those files away",
-            forged.display()
-        )
-    );
+    refused_unproven(&p, &forged, "sub (not a name it gives its mails)");
     assert_eq!(
         std::fs::read_to_string(forged.join("sub/keep.c")).unwrap(),
         "int keep;\n"
@@ -575,26 +574,16 @@ fn out_deletes_only_the_mails_it_can_prove_it_wrote() {
         format!("version 1\nrelease 2.41\nmail {name}\n"),
     )
     .unwrap();
-    let ran = format_into(&p, &forged, &[]).expect(1);
-    assert_eq!(
-        ran.stderr.trim_end(),
-        format!(
-            "error: --out {}: format-series cannot prove it wrote {name} (not a plain file); nothing was written or deleted. Name a new or empty directory, or move those files away",
-            forged.display()
-        )
-    );
+    refused_unproven(&p, &forged, &format!("{name} (not a plain file)"));
     assert!(forged.join(format!("{name}/inside")).is_dir());
 
     // A mail edited since it was written.
     let before = visible_files(&out);
     std::fs::write(out.join(name), "my own text\n").unwrap();
-    let ran = format_into(&p, &out, &[]).expect(1);
-    assert_eq!(
-        ran.stderr.trim_end(),
-        format!(
-            "error: --out {}: format-series cannot prove it wrote {name} (its content is not what format-series wrote there: edited since?); nothing was written or deleted. Name a new or empty directory, or move those files away",
-            out.display()
-        )
+    refused_unproven(
+        &p,
+        &out,
+        &format!("{name} (its content is not what format-series wrote there: edited since?)"),
     );
     assert_eq!(
         std::fs::read_to_string(out.join(name)).unwrap(),

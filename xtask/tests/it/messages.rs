@@ -39,7 +39,7 @@ fn a_write_error_on_the_output_fails_the_command_with_its_cause() {
         "error: cannot write the help: No space left on device (os error 28)\n"
     );
     // A finding (exit status 2) whose report is lost is a failure too.
-    let ran = into_a_full_disk(p.command(&["rebase-glibc", "--check"])).expect(1);
+    let ran = into_a_full_disk(p.command(CHECK)).expect(1);
     assert!(
         ran.stderr.ends_with(
             "error: cannot write to standard output, so what the command printed there is cut short: No space left on device (os error 28)\n"
@@ -51,24 +51,11 @@ fn a_write_error_on_the_output_fails_the_command_with_its_cause() {
 /// The file size limit behind `> out.txt` is named as such.
 #[test]
 fn the_file_size_limit_on_the_output_is_named() {
-    use std::os::unix::process::CommandExt;
     let p = Project::new();
     let out = p.root().join("out.txt");
     let mut cmd = p.command(&["glibc", "list"]);
     cmd.stdout(std::fs::File::create(&out).unwrap());
-    // SAFETY: setrlimit is async-signal-safe.
-    unsafe {
-        cmd.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 10,
-                rlim_max: libc::RLIM_INFINITY,
-            };
-            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::common::limit_file_size(&mut cmd, 10, false);
     let out = cmd.stderr(Stdio::piped()).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -138,14 +125,7 @@ fn status_without_a_series_says_what_patches_is_and_exits_2() {
 fn a_row_names_the_release_that_is_missing_not_its_own() {
     let p = Project::new();
     // The newest series is 2.43's, whose release the store lacks; 2.42 is there, series-less.
-    let dir = p.patches().join("2.43");
-    copy_project(&p.patches().join("2.41"), &dir);
-    let series = std::fs::read_to_string(dir.join("series")).unwrap();
-    std::fs::write(
-        dir.join("series"),
-        series.replace("glibc-2.41", "glibc-2.43"),
-    )
-    .unwrap();
+    p.add_series_of_a_release_not_imported();
     let ran = p.run(&["patches", "status"]).expect(2);
     let row = ran.stdout.lines().find(|l| l.starts_with("2.42 ")).unwrap();
     let store = p.store();
@@ -263,35 +243,32 @@ fn a_patch_that_is_a_symlink_is_refused_by_every_command_naming_it() {
     let elsewhere = p.root().join("elsewhere.patch");
     std::fs::rename(&patch, &elsewhere).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &patch).unwrap();
-    let said = format!(
-        "{} is a symlink (to {}): the files of patches/ are regular files",
-        patch.display(),
-        elsewhere.display()
-    );
-    let ran = p.run(&["rebase-glibc", "--check"]).expect(2);
-    assert!(ran.stdout.contains(&said), "--check: {ran:?}");
     let out = p.root().join("mails");
     let out = out.display().to_string();
-    let ran = p
-        .run(&[
-            "format-series",
-            "--release",
-            "2.41",
-            "--author",
-            "Ada Lovelace <ada@gnu.org>",
-            "--out",
-            &out,
-        ])
-        .expect(1);
-    assert!(ran.stderr.contains(&said), "format-series: {ran:?}");
-    let ran = p
-        .run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
-        .expect(1);
-    assert!(ran.stderr.contains(&said), "--onto: {ran:?}");
-    let ran = p.run(&["patches", "status"]).expect(2);
-    assert!(ran.stdout.contains(&said), "status: {ran:?}");
-    let ran = p.run(&["build-glibc", "--release", "2.41"]).expect(1);
-    assert!(ran.stderr.contains(&said), "build-glibc: {ran:?}");
+    let format_series = [
+        "format-series",
+        "--release",
+        "2.41",
+        "--author",
+        "Ada Lovelace <ada@gnu.org>",
+        "--out",
+        &out,
+    ];
+    // What each says, whole, one after the other.
+    let said: String = [
+        (CHECK, 2),
+        (&format_series[..], 1),
+        (ONTO, 1),
+        (&["patches", "status"][..], 2),
+        (&["build-glibc", "--release", "2.41"][..], 1),
+    ]
+    .into_iter()
+    .map(|(args, code)| {
+        let ran = p.run(args).expect(code);
+        scrubbed(&p, &format!("$ {}\n{}", args.join(" "), ran.both()))
+    })
+    .collect();
+    insta::assert_snapshot!(said);
 }
 
 /// A FIFO (or a socket) in the work tree of a stopped rebase is the tree not being ready:
@@ -299,13 +276,12 @@ fn a_patch_that_is_a_symlink_is_refused_by_every_command_naming_it() {
 #[test]
 fn a_fifo_in_the_work_tree_is_not_ready_exit_2() {
     let p = Project::new();
-    p.run(&["rebase-glibc", "--onto", "2.42", "--from", "2.41"])
-        .expect(2);
+    p.run(ONTO).expect(2);
     p.resolve(0);
     let fifo = p.tree().join("elf/pipe");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
-    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    let ran = p.run(CONTINUE).expect(2);
     assert_eq!(
         ran.stderr,
         format!(
@@ -316,11 +292,11 @@ fn a_fifo_in_the_work_tree_is_not_ready_exit_2() {
     );
     assert_eq!(stopped_at(p.root()), Some(0));
     std::fs::remove_file(&fifo).unwrap();
-    p.run(&["rebase-glibc", "--continue"]).expect(2);
+    p.run(CONTINUE).expect(2);
     assert_eq!(stopped_at(p.root()), Some(1));
     // A work tree that is gone is not ready either (it was exit 1).
     std::fs::remove_dir_all(p.tree()).unwrap();
-    let ran = p.run(&["rebase-glibc", "--continue"]).expect(2);
+    let ran = p.run(CONTINUE).expect(2);
     assert_eq!(
         ran.stderr,
         format!(
@@ -335,21 +311,10 @@ fn a_fifo_in_the_work_tree_is_not_ready_exit_2() {
 #[test]
 fn build_glibc_refuses_a_series_that_check_refuses() {
     let p = Project::new();
-    let patch = p
-        .patches()
-        .join("2.41/0002-elf-Parse-LD_FALLBACK_PATH.patch");
-    let text = std::fs::read_to_string(&patch).unwrap();
-    std::fs::write(&patch, text.replace("Parse LD_FALLBACK_PATH", "Parse it")).unwrap();
+    p.edit_patch(PATCH_2, |text| {
+        text.replace("Parse LD_FALLBACK_PATH", "Parse it")
+    });
     let ran = p.run(&["build-glibc", "--release", "2.41"]).expect(1);
-    assert!(
-        ran.stderr.contains(&format!(
-            "refusing to use the series in {}: `cargo xtask rebase-glibc --check` does not pass it",
-            p.patches().join("2.41").display()
-        )),
-        "{ran:?}"
-    );
-    assert!(
-        !ran.stderr.contains("writing sources"),
-        "nothing is built: {ran:?}"
-    );
+    // The whole output: the refusal, and nothing built before it.
+    insta::assert_snapshot!(scrubbed(&p, &ran.both()));
 }

@@ -109,19 +109,35 @@ fn pub_means_reachable_in_every_crate() {
         lints.contains("unreachable_pub = \"warn\""),
         "Cargo.toml's [workspace.lints.rust] must warn unreachable_pub"
     );
-    for krate in [
-        "model",
-        "generated",
-        "loader-model",
-        "loader-harness",
-        "explain",
-        "xtask",
-    ] {
+    for (krate, _) in CRATES {
         let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
         assert!(
             manifest.contains("[lints]\nworkspace = true\n"),
             "{krate}/Cargo.toml does not take the workspace's lints ([lints] workspace = true)"
         );
+    }
+}
+
+/// Fails listing what was `found`, one a line, under `what` (what they are, and the fix).
+fn assert_none_found(found: &[String], what: &str) {
+    assert!(found.is_empty(), "{what}:\n  {}", found.join("\n  "));
+}
+
+/// Calls `visit` with each line of the code (what comes before any `#[cfg(test)]`: unit
+/// tests may do as they like) of the sources whose path (from the workspace) `wanted` keeps:
+/// the path, the line's 0-based index, and all the code's lines.
+fn for_each_code_line(wanted: impl Fn(&str) -> bool, mut visit: impl FnMut(&str, usize, &[&str])) {
+    for path in sources() {
+        let rel = relative(&path);
+        if !wanted(&rel) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        let lines: Vec<&str> = code.lines().collect();
+        for i in 0..lines.len() {
+            visit(&rel, i, &lines);
+        }
     }
 }
 
@@ -135,10 +151,9 @@ fn every_module_says_what_it_is() {
         })
         .map(|path| relative(path))
         .collect();
-    assert!(
-        missing.is_empty(),
-        "modules without a `//!` header saying what they are for:\n  {}",
-        missing.join("\n  ")
+    assert_none_found(
+        &missing,
+        "modules without a `//!` header saying what they are for",
     );
 }
 
@@ -147,32 +162,24 @@ fn every_module_says_what_it_is() {
 #[test]
 fn filesystem_errors_carry_context() {
     let mut bare = Vec::new();
-    for path in sources() {
-        if path.components().any(|c| c.as_os_str() == "tests") {
-            continue;
+    let outside_tests = |rel: &str| !rel.split('/').any(|c| c == "tests");
+    for_each_code_line(outside_tests, |rel, i, lines| {
+        let line = lines[i];
+        if line.trim_start().starts_with("//") || !is_fs_call(line) {
+            return;
         }
-        let text = std::fs::read_to_string(&path).unwrap();
-        // Unit tests may unwrap as they like.
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        let lines: Vec<&str> = code.lines().collect();
-        for (i, line) in lines.iter().enumerate() {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with("//") || !is_fs_call(line) {
-                continue;
-            }
-            let statement = statement_from(&lines, i);
-            // `.ok()?` turns the error into `None` on purpose: nothing is passed on.
-            let propagates = statement.replace(".ok()?", "").contains(")?");
-            let described = statement.contains("context(") || statement.contains("with_context(");
-            if propagates && !described {
-                bare.push(format!("{}:{}: {}", relative(&path), i + 1, line.trim()));
-            }
+        let statement = statement_from(lines, i);
+        // `.ok()?` turns the error into `None` on purpose: nothing is passed on.
+        let propagates = statement.replace(".ok()?", "").contains(")?");
+        let described = statement.contains("context(") || statement.contains("with_context(");
+        if propagates && !described {
+            bare.push(format!("{rel}:{}: {}", i + 1, line.trim()));
         }
-    }
-    assert!(
-        bare.is_empty(),
-        "filesystem errors passed on without naming the path (add .with_context(|| format!(\"cannot ... {{}}\", path.display()))):\n  {}",
-        bare.join("\n  ")
+    });
+    assert_none_found(
+        &bare,
+        "filesystem errors passed on without naming the path (add .with_context(|| \
+         format!(\"cannot ... {}\", path.display())))",
     );
 }
 
@@ -181,26 +188,20 @@ fn filesystem_errors_carry_context() {
 #[test]
 fn output_survives_a_closed_pipe() {
     let mut std_macros = Vec::new();
-    for path in sources() {
-        let rel = relative(&path);
-        if !rel.starts_with("xtask/src/") || rel == "xtask/src/util/output.rs" {
-            continue;
+    let commands = |rel: &str| rel.starts_with("xtask/src/") && rel != "xtask/src/util/output.rs";
+    for_each_code_line(commands, |rel, i, lines| {
+        let line = lines[i];
+        let uses_std = ["println!", "print!(", "eprintln!", "eprint!("]
+            .iter()
+            .any(|m| line.contains(m));
+        if uses_std && !line.trim_start().starts_with("//") {
+            std_macros.push(format!("{rel}:{}: {}", i + 1, line.trim()));
         }
-        let text = std::fs::read_to_string(&path).unwrap();
-        let code = text.split("#[cfg(test)]").next().unwrap();
-        for (i, line) in code.lines().enumerate() {
-            let uses_std = ["println!", "print!(", "eprintln!", "eprint!("]
-                .iter()
-                .any(|m| line.contains(m));
-            if uses_std && !line.trim_start().starts_with("//") {
-                std_macros.push(format!("{rel}:{}: {}", i + 1, line.trim()));
-            }
-        }
-    }
-    assert!(
-        std_macros.is_empty(),
-        "std's print macros panic when the reader of a pipe is gone; use outln!/out! (stdout) or diagln!/diag! (stderr):\n  {}",
-        std_macros.join("\n  ")
+    });
+    assert_none_found(
+        &std_macros,
+        "std's print macros panic when the reader of a pipe is gone; use outln!/out! (stdout) \
+         or diagln!/diag! (stderr)",
     );
 }
 
@@ -417,11 +418,10 @@ fn stages_import_only_downward() {
         let files = files_under(&workspace().join(krate).join("src"));
         wrong.extend(layer_violations(krate, layers, &files));
     }
-    assert!(
-        wrong.is_empty(),
+    assert_none_found(
+        &wrong,
         "imports against the layers (see LAYERS and the crates' layers beside it: move the \
-         code to the lower module, or pass what it needs in from above):\n  {}",
-        wrong.join("\n  ")
+         code to the lower module, or pass what it needs in from above)",
     );
 }
 
@@ -478,11 +478,7 @@ fn crates_import_only_downward() {
         let tests = files_under(&dir.join("tests"));
         wrong.extend(crate_violations(krate, "tests", &tests, true));
     }
-    assert!(
-        wrong.is_empty(),
-        "crates naming crates above them (see CRATES):\n  {}",
-        wrong.join("\n  ")
-    );
+    assert_none_found(&wrong, "crates naming crates above them (see CRATES)");
 }
 
 /// The checks above find an upward import, in a module and across crates.
@@ -543,14 +539,7 @@ fn statement_from(lines: &[&str], i: usize) -> String {
 #[test]
 fn every_dependency_is_used() {
     let mut unused = Vec::new();
-    for krate in [
-        "model",
-        "generated",
-        "loader-model",
-        "loader-harness",
-        "explain",
-        "xtask",
-    ] {
+    for (krate, _) in CRATES {
         let dir = workspace().join(krate);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         for (section, code_dirs) in [
@@ -573,10 +562,9 @@ fn every_dependency_is_used() {
             }
         }
     }
-    assert!(
-        unused.is_empty(),
-        "dependencies no code uses (remove them from Cargo.toml):\n  {}",
-        unused.join("\n  ")
+    assert_none_found(
+        &unused,
+        "dependencies no code uses (remove them from Cargo.toml)",
     );
 }
 
@@ -731,10 +719,9 @@ fn docs_quote_durations_from_one_page() {
             quoted.push(format!("{}:{line}: {figure}", relative(&page)));
         }
     }
-    assert!(
-        quoted.is_empty(),
-        "durations quoted outside docs/measurements.md (move the figure there and link to it):\n  {}",
-        quoted.join("\n  ")
+    assert_none_found(
+        &quoted,
+        "durations quoted outside docs/measurements.md (move the figure there and link to it)",
     );
 }
 
