@@ -31,6 +31,7 @@ fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     let mut missing = Vec::new();
+    let mut loaders = Vec::new();
     for target in Target::ALL {
         for flavour in FLAVOURS {
             let var = sysroot_env_var(target, flavour);
@@ -38,15 +39,21 @@ fn main() {
             if unset {
                 missing.push(var);
             }
-            let ignored = unset && !in_ci();
-            for id in run_ids() {
-                trials.push(
-                    Trial::test(format!("{target}::{flavour}::{id}"), move || {
-                        one(target, flavour, &id).map_err(Failed::from)
-                    })
-                    .with_ignored_flag(ignored),
-                );
-            }
+            loaders.push((target, flavour, unset && !in_ci()));
+        }
+    }
+    // Run by run, each run under every loader in turn: the first trials of the test threads
+    // (one per CPU) then ask for different loaders' results, which are computed side by side
+    // instead of one after the other while the other threads wait for the first.
+    for id in run_ids() {
+        for &(target, flavour, ignored) in &loaders {
+            let id = id.clone();
+            trials.push(
+                Trial::test(format!("{target}::{flavour}::{id}"), move || {
+                    one(target, flavour, &id).map_err(Failed::from)
+                })
+                .with_ignored_flag(ignored),
+            );
         }
     }
     // With every sysroot the table is checked against docs/explain.md; with some, outside
