@@ -127,6 +127,34 @@ fn replace_after(
     out
 }
 
+/// glibc's NEWS shape: the newest version first with its `features`, older versions after.
+pub(crate) fn news_of(version: &str, features: &[&str]) -> String {
+    let mut text = format!(
+        "GNU C Library NEWS -- history of user-visible changes.\n\nVersion {version}\n\nMajor \
+         new features:\n\n"
+    );
+    for feature in features {
+        text.push_str(&format!("* {feature}\n\n"));
+    }
+    text.push_str(
+        "Deprecated and removed features, and other changes affecting compatibility:\n\n* \
+         None.\n\nVersion 2.40\n\nMajor new features:\n\n* Old.\n",
+    );
+    text
+}
+
+/// NEWS of the synthetic 2.41 and of a 2.42 that rewrote the section around where the
+/// series' entry goes (which a rebase places by rule, not by merging).
+pub(crate) fn news_2_41() -> String {
+    news_of("2.41", &["Tunables 2.41."])
+}
+pub(crate) fn news_2_42() -> String {
+    news_of(
+        "2.42",
+        &["Support for a new CPU.", "Tunables 2.42, longer."],
+    )
+}
+
 /// A supported release played by a synthetic tree: the tree its import must produce instead
 /// of the pinned one (tests cannot use the real pins).
 #[derive(Debug, Clone, Copy)]

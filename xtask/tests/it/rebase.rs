@@ -409,18 +409,6 @@ fn patches_import_takes_git_format_patch_files() {
     assert!(!f.ws.series_dir(rel("2.43")).exists());
 }
 
-/// glibc's NEWS shape: the newest version first with its features, older versions after.
-fn news_of(version: &str, features: &[&str]) -> String {
-    let mut text = format!(
-        "GNU C Library NEWS -- history of user-visible changes.\n\nVersion {version}\n\nMajor new features:\n\n"
-    );
-    for feature in features {
-        text.push_str(&format!("* {feature}\n\n"));
-    }
-    text.push_str("Deprecated and removed features, and other changes affecting compatibility:\n\n* None.\n\nVersion 2.40\n\nMajor new features:\n\n* Old.\n");
-    text
-}
-
 const NEWS_ENTRY: &str =
     "* The dynamic linker searches LD_FALLBACK_PATH last.\n  It is ignored in secure mode.\n\n";
 
@@ -429,7 +417,7 @@ const NEWS_ENTRY: &str =
 /// `news_41` is what the patch makes of 2.41's NEWS.
 fn news_fixture(news_41: impl Fn(&str) -> String) -> Fixture {
     let t = TestStore::new();
-    let news41 = news_of("2.41", &["Tunables 2.41."]);
+    let news41 = news_2_41();
     let (r41, base) = t.add(
         "2.41",
         &[("NEWS", &news41), ("elf/dl-load.c", &dl_load("2.41", ""))],
@@ -437,13 +425,7 @@ fn news_fixture(news_41: impl Fn(&str) -> String) -> Fixture {
     t.add(
         "2.42",
         &[
-            (
-                "NEWS",
-                &news_of(
-                    "2.42",
-                    &["Support for a new CPU.", "Tunables 2.42, longer."],
-                ),
-            ),
+            ("NEWS", &news_2_42()),
             ("elf/dl-load.c", &dl_load("2.42", "int moved;\n")),
         ],
     );
@@ -480,10 +462,7 @@ fn the_news_entry_is_placed_by_rule_and_the_series_stays_consumable() {
     // The entry placed by rule; only the entry shows in the summary's diff, not the
     // release's lines around it.
     insta::assert_snapshot!("news_summary", scrubbed(&f, &summary));
-    let news42 = news_of(
-        "2.42",
-        &["Support for a new CPU.", "Tunables 2.42, longer."],
-    );
+    let news42 = news_2_42();
     assert_eq!(
         file_in_series_tree(&f, rel("2.42"), "NEWS"),
         news::place(&news42, NEWS_ENTRY).unwrap()

@@ -25,16 +25,6 @@ fn rel(v: &str) -> Release {
     Release::parse(v).unwrap()
 }
 
-/// glibc's NEWS shape: the newest version first, its features, older versions after.
-fn news_of(version: &str, features: &[&str]) -> String {
-    let mut text = format!("GNU C Library NEWS -- history of user-visible changes.\n\nVersion {version}\n\nMajor new features:\n\n");
-    for feature in features {
-        text.push_str(&format!("* {feature}\n\n"));
-    }
-    text.push_str("Deprecated and removed features, and other changes affecting compatibility:\n\n* None.\n\nVersion 2.40\n\nMajor new features:\n\n* Old.\n");
-    text
-}
-
 struct Fixture {
     t: TestStore,
     ws: Workspace,
@@ -49,7 +39,7 @@ fn fixture() -> Fixture {
     let (r41, base) = t.add(
         "2.41",
         &[
-            ("NEWS", &news_of("2.41", &["Tunables 2.41."])),
+            ("NEWS", &news_2_41()),
             ("elf/dl-load.c", &dl_load("2.41", "")),
             ("elf/rtld.c", "int rtld;\n"),
             ("README", "glibc\n"),
@@ -58,13 +48,7 @@ fn fixture() -> Fixture {
     t.add(
         "2.42",
         &[
-            (
-                "NEWS",
-                &news_of(
-                    "2.42",
-                    &["Support for a new CPU.", "Tunables 2.42, longer."],
-                ),
-            ),
+            ("NEWS", &news_2_42()),
             (
                 "elf/dl-load.c",
                 &dl_load("2.42", "int moved_a;\nint moved_b;\n"),
@@ -85,7 +69,7 @@ fn fixture() -> Fixture {
             ("README", "glibc\n"),
         ],
     );
-    let news41 = news_of("2.41", &["Tunables 2.41."]);
+    let news41 = news_2_41();
     let c1 = t.commit(
         base,
         "elf: Search LD_FALLBACK_PATH last\n",
@@ -237,7 +221,7 @@ fn a_conflict_resolution_is_replayed_only_on_the_text_it_was_made_for() {
     // rebase stops and points at the record, and the new resolution replaces the stale one.
     let r41 = rel("2.41");
     let base = f.ws.store.release_commit(r41).unwrap().unwrap();
-    let news41 = news_of("2.41", &["Tunables 2.41."]);
+    let news41 = news_2_41();
     let c1 = f.t.commit(
         base,
         "elf: Search LD_FALLBACK_PATH last\n",
