@@ -357,6 +357,19 @@ fn replace_path<'r>(
 }
 
 /// Runs a command in `dir`, panicking with its output on failure.
+/// What `cmd` printed on stdout, asserting it ran and succeeded (its stderr shown if not).
+pub(crate) fn stdout_of(cmd: &mut Command) -> Vec<u8> {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
         .args(args)

@@ -93,16 +93,11 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     if loader_harness::host::find_program("quilt").is_some() {
         let q = t.tmp.path().join("quilt");
         t.store.export_tree(release, &q).unwrap();
-        let out = std::process::Command::new("quilt")
-            .args(["push", "-a", "--quiltrc=-"])
-            .env("QUILT_PATCHES", &dir)
-            .current_dir(&q)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        stdout_of(
+            std::process::Command::new("quilt")
+                .args(["push", "-a", "--quiltrc=-"])
+                .env("QUILT_PATCHES", &dir)
+                .current_dir(&q),
         );
         std::fs::remove_dir_all(q.join(".pc")).unwrap();
         assert_eq!(Snapshot::of_dir(&q, &[]).unwrap().root, expected_tree);

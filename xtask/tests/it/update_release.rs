@@ -44,12 +44,17 @@ fn an_update_stops_at_each_conflict_goes_on_and_runs_unattended_the_next_time() 
     );
 }
 
-#[test]
-fn a_killed_update_goes_on_with_the_same_command() {
-    let p = Project::new();
+/// The update stopped at its second conflict, the first resolved.
+fn stop_at_the_second_conflict(p: &Project) {
     p.run(UPDATE).expect(2);
     p.resolve(0);
     p.run(CONTINUE).expect(2);
+}
+
+#[test]
+fn a_killed_update_goes_on_with_the_same_command() {
+    let p = Project::new();
+    stop_at_the_second_conflict(&p);
     p.resolve(1);
     let uninterrupted = p.root().parent().unwrap().join(format!(
         "{}-uninterrupted",
@@ -99,9 +104,7 @@ fn an_abort_leaves_patches_as_it_was() {
 #[test]
 fn exec_runs_after_each_patch_of_an_update() {
     let p = Project::new();
-    p.run(UPDATE).expect(2);
-    p.resolve(0);
-    p.run(CONTINUE).expect(2);
+    stop_at_the_second_conflict(&p);
     p.run(ABORT).expect(0);
     // With a check that fails on patch 1's fallback search: the stop names the check.
     let ran = p
