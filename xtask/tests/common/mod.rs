@@ -356,33 +356,30 @@ fn replace_path<'r>(
     repo.find_tree(builder.write().unwrap()).unwrap()
 }
 
-/// Runs a command in `dir`, panicking with its output on failure.
-/// What `cmd` printed on stdout, asserting it ran and succeeded (its stderr shown if not).
-pub(crate) fn stdout_of(cmd: &mut Command) -> Vec<u8> {
+/// What `cmd` output, asserting it ran and succeeded; if not, the panic shows `why` (what to
+/// do about it) and the output.
+pub(crate) fn succeeded(cmd: &mut Command, why: &str) -> std::process::Output {
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed:\n{}{}",
+        "{cmd:?} failed{why}\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    out
+}
+
+/// What `cmd` printed on stdout, asserting it ran and succeeded.
+pub(crate) fn stdout_of(cmd: &mut Command) -> Vec<u8> {
+    succeeded(cmd, "").stdout
+}
+
+/// Runs a command in `dir`, panicking with its output on failure; its stdout.
+pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = stdout_of(Command::new(program).args(args).current_dir(dir));
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether a `rebase-glibc --check` report passes every series there is, and its only

@@ -19,15 +19,7 @@ fn cargo() -> Command {
 }
 
 fn run(cmd: &mut Command, fix: &str) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed; to fix: {fix}\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::succeeded(cmd, &format!("; to fix: {fix}"));
 }
 
 /// The Rust sources of both crates: `src/` and `tests/`.
