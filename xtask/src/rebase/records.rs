@@ -567,6 +567,13 @@ mod tests {
         Release::parse("2.36").unwrap()
     }
 
+    /// A resolution of the file `f` in the patch `p` (on 2.36): from `produced` to `resolved`
+    /// (`None`: deleted).
+    fn resolution(kind: Kind, produced: &str, resolved: Option<&str>) -> Resolution {
+        let resolved = resolved.map(str::as_bytes);
+        Resolution::make("p", "f", kind, rel(), produced.as_bytes(), resolved).unwrap()
+    }
+
     #[test]
     fn a_resolution_replays_exactly_and_round_trips_through_its_file() {
         let produced = "a\nb\n<<<<<<< x\nc\n=======\nd\n>>>>>>> y\ne\nf\ng\nh\n";
@@ -645,15 +652,7 @@ mod tests {
                 Some("0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n"),
             ),
         ] {
-            let r = Resolution::make(
-                "p",
-                "f",
-                Kind::FixUp,
-                rel(),
-                old.as_bytes(),
-                new.map(str::as_bytes),
-            )
-            .unwrap();
+            let r = resolution(Kind::FixUp, old, new);
             let replayed = r.replay(old.as_bytes()).unwrap();
             assert_eq!(
                 replayed.as_deref(),
@@ -672,18 +671,16 @@ mod tests {
     fn a_record_edited_by_hand_is_refused_not_applied() {
         let old = "1\n2\n3\n4\n5\n6\n7\n8\n9\n";
         let new = old.replace("5\n", "five\n");
-        let mut r = Resolution::make(
-            "p",
-            "f",
-            Kind::FixUp,
-            rel(),
-            old.as_bytes(),
-            Some(new.as_bytes()),
-        )
-        .unwrap();
+        let mut r = resolution(Kind::FixUp, old, Some(&new));
         r.diff = r.diff.replace("+five", "+FIVE");
         let err = format!("{:#}", r.replay(old.as_bytes()).unwrap_err());
-        assert!(err.contains("is damaged"), "{err}");
+        assert_eq!(
+            err,
+            "the recorded resolution of f for p is damaged (edited by hand?): its diff makes blob \
+             a16574e47858a36f40dbe0803404c9e099200da3, not the recorded result \
+             4c5701d775286e43e9f53ee570f38b6070b09616; delete its section and let the rebase \
+             stop there again"
+        );
         assert!(crate::series::is_defect(
             &r.replay(old.as_bytes()).unwrap_err()
         ));
@@ -694,18 +691,14 @@ mod tests {
         // The marker is outside the hunk: only the whole result shows it.
         let old = "<<<<<<< a\n1\n=======\n2\n>>>>>>> b\n3\n4\n5\n6\n7\n8\n9\n";
         let new = "<<<<<<< a\n1\n=======\n2\n>>>>>>> b\n3\n4\n5\n6\n7\n8\nnine\n";
-        let r = Resolution::make(
-            "p",
-            "f",
-            Kind::Conflict,
-            rel(),
-            old.as_bytes(),
-            Some(new.as_bytes()),
-        )
-        .unwrap();
+        let r = resolution(Kind::Conflict, old, Some(new));
         assert!(!r.keeps_markers(), "{}", r.diff);
         let err = format!("{:#}", r.replay(old.as_bytes()).unwrap_err());
-        assert!(err.contains("keeps conflict markers"), "{err}");
+        assert_eq!(
+            err,
+            "the recorded resolution of f for p is damaged (edited by hand?): what it makes keeps \
+             conflict markers; delete its section and let the rebase stop there again"
+        );
     }
 
     #[test]

@@ -370,18 +370,13 @@ pub(crate) fn written_before_abort(ws: &Workspace, onto: Release) -> Option<Path
 /// Returns a sentence per removal, for the user.
 pub(crate) fn recover(ws: &Workspace) -> Result<Vec<String>> {
     let mut said = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&ws.rebase_dir) else {
+    let Some(names) = crate::util::paths::sorted_entry_names(&ws.rebase_dir) else {
         return Ok(said);
     };
     let live: Vec<PathBuf> = SUPPORTED
         .iter()
         .filter_map(|r| generation_of(&state_dir(ws, *r)).ok())
         .collect();
-    let mut names: Vec<String> = entries
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
     for name in names {
         let path = ws.rebase_dir.join(&name);
         let (is_link, rest) = match (name.strip_prefix(".state-"), name.strip_prefix(".link-")) {

@@ -59,14 +59,9 @@ impl Workspace {
             (self.patches_dir.clone(), "series"),
             (self.patches_dir.join(RESOLUTIONS_DIR), "resolutions"),
         ] {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
+            let Some(names) = crate::util::paths::sorted_entry_names(&dir) else {
                 continue;
             };
-            let mut names: Vec<String> = entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            names.sort();
             for name in names {
                 let Some(series) = name.strip_prefix(".old-") else {
                     continue;

@@ -261,6 +261,16 @@ impl SourceStore {
         if let Some(commit) = self.release_commit(release)? {
             return Ok(commit);
         }
+        self.refuse_to_import_if_read_only(release)?;
+        diagln!(
+            "glibc {release} is not in the store ({}): importing it from Debian",
+            self.dir.display()
+        );
+        self.import(release, &Source::Debian)
+    }
+
+    /// A read-only store cannot take `release`: it says which release is missing.
+    fn refuse_to_import_if_read_only(&self, release: Release) -> Result<()> {
         if self.access == Access::ReadOnly {
             return Err(ReleaseNotImported {
                 release,
@@ -268,11 +278,7 @@ impl SourceStore {
             }
             .into());
         }
-        diagln!(
-            "glibc {release} is not in the store ({}): importing it from Debian",
-            self.dir.display()
-        );
-        self.import(release, &Source::Debian)
+        Ok(())
     }
 
     /// Imports `release` from `source`; a no-op if it is already stored.
@@ -287,13 +293,7 @@ impl SourceStore {
             diagln!("glibc {release} is already in the store as {commit}");
             return Ok(commit);
         }
-        if self.access == Access::ReadOnly {
-            return Err(ReleaseNotImported {
-                release,
-                store: self.dir.clone(),
-            }
-            .into());
-        }
+        self.refuse_to_import_if_read_only(release)?;
         let parent = self.dir.parent().unwrap_or(Path::new("."));
         let verified = VerifiedRelease::prepare(release, tree, source, &self.downloads, parent)?;
         self.write_verified(verified)

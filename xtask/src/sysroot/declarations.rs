@@ -548,6 +548,22 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             }
         }
 
+        /// What [`keeps_mtime`] says of HEADER switching from `old_header` (in the tree `old`)
+        /// to `new_header` (in `new`), the switch rewriting the files `rewritten`.
+        fn switch(
+            &self,
+            (old, old_header): (Oid, &str),
+            (new, new_header): (Oid, &str),
+            rewritten: &BTreeSet<String>,
+        ) -> Verdict {
+            let trees = Trees {
+                store: &self.path,
+                old,
+                new,
+            };
+            keeps_mtime(&trees, HEADER, old_header, new_header, rewritten).unwrap()
+        }
+
         fn tree(&self, files: &[(&str, &str)]) -> Oid {
             let empty = self.repo.treebuilder(None).unwrap().write().unwrap();
             let empty = self.repo.find_tree(empty).unwrap();
@@ -581,24 +597,14 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             ),
             ("elf/rtld.c", "int attribute_hidden;\n"),
         ]);
-        let trees = Trees {
-            store: &store.path,
-            old,
-            new,
-        };
         let rewritten: BTreeSet<String> = ["elf/dl-load.c".to_string()].into();
-        let verdict = keeps_mtime(&trees, HEADER, LDSODEFS_OLD, LDSODEFS_NEW, &rewritten).unwrap();
+        let verdict = store.switch((old, LDSODEFS_OLD), (new, LDSODEFS_NEW), &rewritten);
         assert_eq!(
             verdict,
             Verdict::Keep(vec!["_dl_init_fallback_paths".into()])
         );
         // Switching back deletes the declaration: kept as well.
-        let back = Trees {
-            store: &store.path,
-            old: new,
-            new: old,
-        };
-        let verdict = keeps_mtime(&back, HEADER, LDSODEFS_NEW, LDSODEFS_OLD, &rewritten).unwrap();
+        let verdict = store.switch((new, LDSODEFS_NEW), (old, LDSODEFS_OLD), &rewritten);
         assert_eq!(
             verdict,
             Verdict::Keep(vec!["_dl_init_fallback_paths".into()])
@@ -606,7 +612,7 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
 
         // A file the switch does not rewrite mentions the name: its objects must rebuild.
         let nothing_else = BTreeSet::new();
-        match keeps_mtime(&trees, HEADER, LDSODEFS_OLD, LDSODEFS_NEW, &nothing_else).unwrap() {
+        match store.switch((old, LDSODEFS_OLD), (new, LDSODEFS_NEW), &nothing_else) {
             Verdict::Rebuild(why) => assert!(why.contains("elf/dl-load.c"), "{why}"),
             keep => panic!("{keep:?}"),
         }
@@ -621,24 +627,13 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             "extern int attribute_hidden;\nextern int existing (void) attribute_hidden;\n";
         let old = store.tree(&[(HEADER, old_header), ("x.c", "int existing (void);\n")]);
         let new = store.tree(&[(HEADER, new_header), ("x.c", "int existing (void);\n")]);
-        let trees = Trees {
-            store: &store.path,
-            old,
-            new,
-        };
-        let verdict =
-            keeps_mtime(&trees, HEADER, old_header, new_header, &BTreeSet::new()).unwrap();
+        let none = BTreeSet::new();
+        let verdict = store.switch((old, old_header), (new, new_header), &none);
         assert!(matches!(verdict, Verdict::Rebuild(_)), "{verdict:?}");
         // So does a declaration with a second unknown word (a new attribute macro, a new type).
         let new_header = "extern int attribute_hidden;\nextern int fresh attribute_fresh;\n";
         let new = store.tree(&[(HEADER, new_header)]);
-        let trees = Trees {
-            store: &store.path,
-            old,
-            new,
-        };
-        let verdict =
-            keeps_mtime(&trees, HEADER, old_header, new_header, &BTreeSet::new()).unwrap();
+        let verdict = store.switch((old, old_header), (new, new_header), &none);
         assert!(matches!(verdict, Verdict::Rebuild(_)), "{verdict:?}");
     }
 }

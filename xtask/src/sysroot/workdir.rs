@@ -467,15 +467,27 @@ mod tests {
     const FILE: git2::FileMode = git2::FileMode::Blob;
     const EXEC: git2::FileMode = git2::FileMode::BlobExecutable;
 
+    /// A bare store and a work directory, in a fresh temp dir (the first, kept alive).
+    fn store_and_work_dir() -> (tempfile::TempDir, Repository, WorkDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
+        let work = WorkDir::new(dir.path().join("w"));
+        (dir, repo, work)
+    }
+
+    /// `work`'s source made `tree` by a full export (a first sync).
+    fn export_whole(work: &WorkDir, repo: &Repository, tree: Oid) -> SyncStats {
+        work.update_source(repo, tree, |dest| worktree::write_tree(repo, tree, dest))
+            .unwrap()
+    }
+
     fn no_export(_: &Path) -> Result<()> {
         panic!("a known previous tree must be updated from the diff, not a full export")
     }
 
     #[test]
     fn patch_edit_rewrites_only_the_changed_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
-        let work = WorkDir::new(dir.path().join("w"));
+        let (_dir, repo, work) = store_and_work_dir();
         let first = tree_of(
             &repo,
             &[
@@ -486,11 +498,7 @@ mod tests {
                 ("gone/gone.c", "x", FILE),
             ],
         );
-        let stats = work
-            .update_source(&repo, first, |dest| {
-                worktree::write_tree(&repo, first, dest)
-            })
-            .unwrap();
+        let stats = export_whole(&work, &repo, first);
         assert_eq!(stats.written, 7, "{stats:?}"); // 5 files and the manual stub's 2
         let src = work.src();
         for name in [
@@ -542,9 +550,7 @@ mod tests {
     /// and a macro change (unsecvars.h's) is a change like any other.
     #[test]
     fn a_declaration_only_header_keeps_its_mtime_across_a_switch() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
-        let work = WorkDir::new(dir.path().join("w"));
+        let (_dir, repo, work) = store_and_work_dir();
         let header = "include/link.h";
         let decl = "extern struct r_search_path_struct __rtld_env_path_list attribute_hidden;\n";
         let added =
@@ -583,10 +589,7 @@ mod tests {
                 ("elf/dl-misc.c", "int attribute_hidden;\n", FILE),
             ],
         );
-        work.update_source(&repo, unpatched, |dest| {
-            worktree::write_tree(&repo, unpatched, dest)
-        })
-        .unwrap();
+        export_whole(&work, &repo, unpatched);
         let src = work.src();
         for name in [header, "sysdeps/generic/unsecvars.h", "elf/dl-load.c"] {
             age(&src.join(name));
@@ -618,9 +621,7 @@ mod tests {
 
     #[test]
     fn files_written_together_share_one_mtime() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
-        let work = WorkDir::new(dir.path().join("w"));
+        let (_dir, repo, work) = store_and_work_dir();
         let files: Vec<(String, String)> = (0..200)
             .map(|i| (format!("locale/programs/f{i:03}.h"), format!("{i}")))
             .collect();
@@ -644,10 +645,7 @@ mod tests {
                 .map(|(p, _)| mtime(&work.src().join(p)))
                 .collect()
         };
-        work.update_source(&repo, first, |dest| {
-            worktree::write_tree(&repo, first, dest)
-        })
-        .unwrap();
+        export_whole(&work, &repo, first);
         assert_eq!(mtimes(&work).len(), 1, "full sync");
         work.update_source(&repo, second, no_export).unwrap();
         assert_eq!(mtimes(&work).len(), 1, "diff update");
@@ -655,9 +653,7 @@ mod tests {
 
     #[test]
     fn interrupted_update_is_finished_by_a_full_comparison() {
-        let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init_bare(dir.path().join("store.git")).unwrap();
-        let work = WorkDir::new(dir.path().join("w"));
+        let (_dir, repo, work) = store_and_work_dir();
         let first = tree_of(&repo, &[("a.c", "1", FILE), ("b.c", "1", FILE)]);
         let second = tree_of(&repo, &[("a.c", "2", FILE), ("b.c", "2", FILE)]);
         let repo = &repo;

@@ -36,3 +36,15 @@ pub(crate) fn store_dir(flag: Option<&Path>) -> Result<PathBuf> {
 pub fn downloads_dir() -> Result<PathBuf> {
     Ok(cache_dir()?.join("downloads"))
 }
+
+/// The names of `dir`'s entries, sorted (so that what a recovery says comes in one order);
+/// `None` where `dir` cannot be listed: for a recovery, nothing to recover there.
+pub(crate) fn sorted_entry_names(dir: &Path) -> Option<Vec<String>> {
+    let entries = std::fs::read_dir(dir).ok()?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Some(names)
+}

@@ -40,6 +40,121 @@ pub(crate) fn limit_file_size(cmd: &mut Command, bytes: u64, ignore_sigxfsz: boo
     }
 }
 
+/// A report, summary or progress of a command, whole but for what changes from run to run:
+/// the temp dir `root` (written `ROOT`), a scratch name (`.check-<pid>-<random>`,
+/// `.state-<release>-<pid>-<random>`: `.check-N`), a log's time stamp (`-1796189671.log`:
+/// `-N.log`), a duration (`0.3 s`: `T s`; `[0:07]`: `[T]`), and the compiler's diagnostics,
+/// which the host's gcc words (one line stands for them, so the report around them is still
+/// compared whole).
+pub(crate) fn normalised(root: &Path, text: &str) -> String {
+    let mut out = String::new();
+    let mut in_compiler_output = false;
+    for line in text.replace(&root.display().to_string(), "ROOT").lines() {
+        if in_compiler_output && line.starts_with("    ") {
+            continue;
+        }
+        in_compiler_output = line.starts_with("build check: ") && line.ends_with("configuration:");
+        let mut line = line.to_string();
+        for scratch in [".check-", ".state-"] {
+            line = replace_after(
+                &line,
+                scratch,
+                |c| c.is_ascii_alphanumeric() || "-.".contains(c),
+                |_, _| true,
+            );
+        }
+        line = replace_after(
+            &line,
+            "-",
+            |c| c.is_ascii_digit(),
+            |run, rest| run.len() >= 9 && rest.starts_with(".log"),
+        );
+        line = replace_after(
+            &line,
+            "[",
+            |c| c.is_ascii_digit() || c == ':',
+            |run, rest| run.contains(':') && rest.starts_with(']'),
+        )
+        .replace("[N]", "[T]");
+        let words: Vec<&str> = line.split(' ').collect();
+        line = words
+            .iter()
+            .enumerate()
+            .map(|(i, word)| {
+                let seconds = words
+                    .get(i + 1)
+                    .is_some_and(|unit| unit.trim_end_matches([')', ',', ';']) == "s");
+                if seconds && word.contains('.') && word.parse::<f64>().is_ok() {
+                    "T"
+                } else {
+                    word
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        out.push_str(&line);
+        out.push('\n');
+        if in_compiler_output {
+            out.push_str("    (the compiler's diagnostics)\n");
+        }
+    }
+    out
+}
+
+/// `line` with each run of `part` characters after a `marker` written `N` where `variable`
+/// (the run, and what follows it) says it is one.
+fn replace_after(
+    line: &str,
+    marker: &str,
+    part: impl Fn(char) -> bool,
+    variable: impl Fn(&str, &str) -> bool,
+) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at + marker.len()]);
+        let after = &rest[at + marker.len()..];
+        let len = after.find(|c: char| !part(c)).unwrap_or(after.len());
+        let (run, following) = after.split_at(len);
+        if !run.is_empty() && variable(run, following) {
+            out.push('N');
+            rest = following;
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// glibc's NEWS shape: the newest version first with its `features`, older versions after.
+pub(crate) fn news_of(version: &str, features: &[&str]) -> String {
+    let mut text = format!(
+        "GNU C Library NEWS -- history of user-visible changes.\n\nVersion {version}\n\nMajor \
+         new features:\n\n"
+    );
+    for feature in features {
+        text.push_str(&format!("* {feature}\n\n"));
+    }
+    text.push_str(
+        "Deprecated and removed features, and other changes affecting compatibility:\n\n* \
+         None.\n\nVersion 2.40\n\nMajor new features:\n\n* Old.\n",
+    );
+    text
+}
+
+/// NEWS of the synthetic 2.41 and of a 2.42 that rewrote the section around where the
+/// series' entry goes (which a rebase places by rule, not by merging).
+pub(crate) fn news_2_41() -> String {
+    news_of("2.41", &["Tunables 2.41."])
+}
+pub(crate) fn news_2_42() -> String {
+    news_of(
+        "2.42",
+        &["Support for a new CPU.", "Tunables 2.42, longer."],
+    )
+}
+
 /// A supported release played by a synthetic tree: the tree its import must produce instead
 /// of the pinned one (tests cannot use the real pins).
 #[derive(Debug, Clone, Copy)]
@@ -149,6 +264,11 @@ impl TestStore {
         text.replace(&self.tmp.path().display().to_string(), "ROOT")
     }
 
+    /// [`normalised`] for this store's temp dir.
+    pub(crate) fn normalised(&self, text: &str) -> String {
+        normalised(self.tmp.path(), text)
+    }
+
     /// A workspace on this store whose patches/ (in the temp dir) holds `commits` on `release`
     /// as a series, and a scope file of `scope`.
     pub(crate) fn workspace_with_series(
@@ -236,20 +356,30 @@ fn replace_path<'r>(
     repo.find_tree(builder.write().unwrap()).unwrap()
 }
 
-/// Runs a command in `dir`, panicking with its output on failure.
-pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
+/// What `cmd` output, asserting it ran and succeeded; if not, the panic shows `why` (what to
+/// do about it) and the output.
+pub(crate) fn succeeded(cmd: &mut Command, why: &str) -> std::process::Output {
+    let out = cmd
         .output()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
-        "{program} {args:?} failed:\n{}{}",
+        "{cmd:?} failed{why}\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    out
+}
+
+/// What `cmd` printed on stdout, asserting it ran and succeeded.
+pub(crate) fn stdout_of(cmd: &mut Command) -> Vec<u8> {
+    succeeded(cmd, "").stdout
+}
+
+/// Runs a command in `dir`, panicking with its output on failure; its stdout.
+pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) -> String {
+    let out = stdout_of(Command::new(program).args(args).current_dir(dir));
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Whether a `rebase-glibc --check` report passes every series there is, and its only

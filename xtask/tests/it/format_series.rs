@@ -376,15 +376,7 @@ fn without_a_checkout_of_upstream_nothing_is_written() {
     let p = Project::new();
     let out = p.root().join("mails");
     for unset in [None, Some("")] {
-        let mut cmd = p.command(&[
-            "format-series",
-            "--release",
-            "2.41",
-            "--author",
-            AUTHOR,
-            "--out",
-            &out.display().to_string(),
-        ]);
+        let mut cmd = format_command(&p, &out, &[]);
         match unset {
             None => cmd.env_remove("LD_FALLBACK_GLIBC_UPSTREAM"),
             Some(empty) => cmd.env("LD_FALLBACK_GLIBC_UPSTREAM", empty),
@@ -450,6 +442,11 @@ fn upstream_names_the_checkout_before_the_variable() {
 const AUTHOR: &str = "Ada Lovelace <ada@gnu.org>";
 
 fn format_into(p: &Project, out: &Path, extra: &[&str]) -> Ran {
+    Ran::of(format_command(p, out, extra).output().unwrap())
+}
+
+/// `cargo xtask format-series` of the project's 2.41 series into `out`, `extra` after.
+fn format_command(p: &Project, out: &Path, extra: &[&str]) -> std::process::Command {
     let out = out.display().to_string();
     let mut args = vec![
         "format-series",
@@ -461,7 +458,7 @@ fn format_into(p: &Project, out: &Path, extra: &[&str]) -> Ran {
         &out,
     ];
     args.extend(extra);
-    p.run(&args)
+    p.command(&args)
 }
 
 use crate::common::project::{scrubbed, visible_files, Project, Ran};

@@ -357,18 +357,13 @@ fn every_makefile_a_series_changes_passes_the_release_s_lint() {
             let text = file(makefile).unwrap();
             let input = tmp.path().join("Makefile");
             std::fs::write(&input, &text).unwrap();
-            let sorted = Command::new("python3")
-                .arg(&script_path)
-                .stdin(std::fs::File::open(&input).unwrap())
-                .output()
-                .expect("python3 runs glibc's lint");
-            assert!(
-                sorted.status.success(),
-                "{}",
-                String::from_utf8_lossy(&sorted.stderr)
+            let sorted = crate::common::stdout_of(
+                Command::new("python3")
+                    .arg(&script_path)
+                    .stdin(std::fs::File::open(&input).unwrap()),
             );
-            if sorted.stdout != text {
-                let want = String::from_utf8_lossy(&sorted.stdout);
+            if sorted != text {
+                let want = String::from_utf8_lossy(&sorted);
                 let have = String::from_utf8_lossy(&text);
                 let diff = similar::TextDiff::from_lines(&*want, &*have);
                 panic!(

@@ -16,27 +16,9 @@ fn error_lines(stderr: &str) -> &str {
 
 /// What `rebase-glibc --check` reports (scrubbed), asserting it needs attention (exit 2),
 /// without the lines of the supported releases that have no series (the project has 2.41's
-/// only; check_names_a_supported_release_whose_series_is_gone compares those lines whole).
+/// only).
 fn check_report(p: &Project) -> String {
-    let report = scrubbed(p, &p.run(CHECK).expect(2).stdout);
-    report
-        .lines()
-        .filter(|line| {
-            !model::SUPPORTED
-                .iter()
-                .any(|release| *line == no_series_line(release.version()))
-        })
-        .map(|line| format!("{line}\n"))
-        .collect()
-}
-
-/// `--check`'s line for a supported release `version` without a series.
-fn no_series_line(version: &str) -> String {
-    format!(
-        "FAILED  ROOT/patches/{version}: glibc {version} is a supported release, but it has no \
-         series (the directory is gone): restore it from git, or make it with `cargo xtask \
-         update-release {version}`"
-    )
+    without_absent_series(&scrubbed(p, &p.run(CHECK).expect(2).stdout))
 }
 
 /// `--check`'s line for the project's 2.41 series as it is.

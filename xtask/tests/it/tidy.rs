@@ -19,15 +19,7 @@ fn cargo() -> Command {
 }
 
 fn run(cmd: &mut Command, fix: &str) {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed; to fix: {fix}\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::common::succeeded(cmd, &format!("; to fix: {fix}"));
 }
 
 /// The Rust sources of both crates: `src/` and `tests/`.
@@ -109,8 +101,8 @@ fn pub_means_reachable_in_every_crate() {
         lints.contains("unreachable_pub = \"warn\""),
         "Cargo.toml's [workspace.lints.rust] must warn unreachable_pub"
     );
-    for (krate, _) in CRATES {
-        let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
+    for (krate, dir) in crate_dirs() {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         assert!(
             manifest.contains("[lints]\nworkspace = true\n"),
             "{krate}/Cargo.toml does not take the workspace's lints ([lints] workspace = true)"
@@ -219,6 +211,11 @@ const CRATES: &[(&str, &str)] = &[
     ("explain", "ld_fallback_explain"),
     ("xtask", "xtask"),
 ];
+
+/// Each crate of [`CRATES`] with its directory.
+fn crate_dirs() -> impl Iterator<Item = (&'static str, PathBuf)> {
+    CRATES.iter().map(|(dir, _)| (*dir, workspace().join(dir)))
+}
 
 /// xtask's top-level modules in layers, bottom first: plumbing and vocabulary, the stages in
 /// the order data flows through them, the commands that take several stages, the command
@@ -471,8 +468,7 @@ fn crate_violations(
 #[test]
 fn crates_import_only_downward() {
     let mut wrong = Vec::new();
-    for (krate, _) in CRATES {
-        let dir = workspace().join(krate);
+    for (krate, dir) in crate_dirs() {
         let src = files_under(&dir.join("src"));
         wrong.extend(crate_violations(krate, "src", &src, false));
         let tests = files_under(&dir.join("tests"));
@@ -539,8 +535,7 @@ fn statement_from(lines: &[&str], i: usize) -> String {
 #[test]
 fn every_dependency_is_used() {
     let mut unused = Vec::new();
-    for (krate, _) in CRATES {
-        let dir = workspace().join(krate);
+    for (krate, dir) in crate_dirs() {
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         for (section, code_dirs) in [
             ("[dependencies]", &["src"][..]),
@@ -729,25 +724,17 @@ fn docs_quote_durations_from_one_page() {
 /// without the maintainer tooling, so none of xtask's heavy dependencies may reach it.
 #[test]
 fn explain_installs_without_the_maintainer_tooling() {
-    let out = cargo()
-        .args([
-            "tree",
-            "--offline",
-            "-p",
-            "ld-fallback-explain",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-        ])
-        .output()
-        .expect("cargo tree runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tree = String::from_utf8_lossy(&out.stdout);
+    let tree = crate::common::stdout_of(cargo().args([
+        "tree",
+        "--offline",
+        "-p",
+        "ld-fallback-explain",
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+    ]));
+    let tree = String::from_utf8_lossy(&tree);
     let mut crates: Vec<&str> = tree.lines().filter_map(|l| l.split(' ').next()).collect();
     crates.sort();
     crates.dedup();

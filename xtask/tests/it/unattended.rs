@@ -21,72 +21,8 @@ const FIXED_LINES: &str = "  l = &_dl_rtld_map;\n  return fallback_path ();\n";
 const ENTRY: &str =
     "* The dynamic linker searches LD_FALLBACK_PATH last.\n  It is ignored in secure mode.\n\n";
 
-/// A report or summary of a rebase, whole but for what changes from run to run: the temp dir
-/// (`ROOT`), a check's scratch directory (`.check-<pid>-<random>`), a log's time stamp, how
-/// long a check took, and the compiler's own diagnostics (the host's gcc words them).
-fn normalised(t: &TestStore, text: &str) -> String {
-    let mut out = String::new();
-    let mut in_compiler_output = false;
-    for line in t.scrubbed(text).lines() {
-        if in_compiler_output && line.starts_with("    ") {
-            continue;
-        }
-        in_compiler_output = line.starts_with("build check: ") && line.ends_with("configuration:");
-        if in_compiler_output {
-            out.push_str(line);
-            out.push_str("\n    (the compiler's diagnostics)\n");
-            continue;
-        }
-        let mut line = replace_runs(line, ".check-", |run| !run.is_empty());
-        line = replace_runs(&line, "-", |run| {
-            run.len() >= 9 && run.bytes().all(|b| b.is_ascii_digit())
-        });
-        if let Some(at) = line.rfind(" in ") {
-            if line.ends_with(" s") && line[at + 4..line.len() - 2].parse::<f64>().is_ok() {
-                line.replace_range(at + 4..line.len() - 2, "T");
-            }
-        }
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
-}
-
-/// `line` with each run of letters, digits and `-` after a `marker` written `N` where
-/// `variable` says it is one: a scratch name (`.check-123-AbC`) or a time stamp (`-1796189671`).
-fn replace_runs(line: &str, marker: &str, variable: impl Fn(&str) -> bool) -> String {
-    let mut out = String::new();
-    let mut rest = line;
-    while let Some(at) = rest.find(marker) {
-        out.push_str(&rest[..at + marker.len()]);
-        let after = &rest[at + marker.len()..];
-        let len = after
-            .find(|c: char| !c.is_ascii_alphanumeric() && c != '-')
-            .unwrap_or(after.len());
-        let run = &after[..len];
-        if variable(run) {
-            out.push('N');
-            rest = &after[len..];
-        } else {
-            rest = after;
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
 fn rel(v: &str) -> Release {
     Release::parse(v).unwrap()
-}
-
-/// glibc's NEWS shape: the newest version first, its features, older versions after.
-fn news_of(version: &str, features: &[&str]) -> String {
-    let mut text = format!("GNU C Library NEWS -- history of user-visible changes.\n\nVersion {version}\n\nMajor new features:\n\n");
-    for feature in features {
-        text.push_str(&format!("* {feature}\n\n"));
-    }
-    text.push_str("Deprecated and removed features, and other changes affecting compatibility:\n\n* None.\n\nVersion 2.40\n\nMajor new features:\n\n* Old.\n");
-    text
 }
 
 struct Fixture {
@@ -103,7 +39,7 @@ fn fixture() -> Fixture {
     let (r41, base) = t.add(
         "2.41",
         &[
-            ("NEWS", &news_of("2.41", &["Tunables 2.41."])),
+            ("NEWS", &news_2_41()),
             ("elf/dl-load.c", &dl_load("2.41", "")),
             ("elf/rtld.c", "int rtld;\n"),
             ("README", "glibc\n"),
@@ -112,13 +48,7 @@ fn fixture() -> Fixture {
     t.add(
         "2.42",
         &[
-            (
-                "NEWS",
-                &news_of(
-                    "2.42",
-                    &["Support for a new CPU.", "Tunables 2.42, longer."],
-                ),
-            ),
+            ("NEWS", &news_2_42()),
             (
                 "elf/dl-load.c",
                 &dl_load("2.42", "int moved_a;\nint moved_b;\n"),
@@ -139,7 +69,7 @@ fn fixture() -> Fixture {
             ("README", "glibc\n"),
         ],
     );
-    let news41 = news_of("2.41", &["Tunables 2.41."]);
+    let news41 = news_2_41();
     let c1 = t.commit(
         base,
         "elf: Search LD_FALLBACK_PATH last\n",
@@ -204,7 +134,7 @@ fn series_files(f: &Fixture, release: Release) -> Vec<(String, Vec<u8>)> {
 fn exec_stops_after_the_patch_and_continue_takes_the_fix_then_replays_it() {
     let f = fixture();
     let report = check_failed(start_onto_2_42_checking_gl(&f));
-    insta::assert_snapshot!("exec_check_fails", normalised(&f.t, &report));
+    insta::assert_snapshot!("exec_check_fails", f.t.normalised(&report));
     assert!(
         !f.ws.series_dir(rel("2.42")).exists(),
         "patches/ is untouched"
@@ -229,7 +159,7 @@ fn exec_stops_after_the_patch_and_continue_takes_the_fix_then_replays_it() {
     )
     .unwrap();
     let summary = written(rebase::continue_rebase(&f.ws, rel("2.42"), &[]).unwrap());
-    insta::assert_snapshot!("exec_fix_recorded", normalised(&f.t, &summary));
+    insta::assert_snapshot!("exec_fix_recorded", f.t.normalised(&summary));
     let fixed = dl_load("2.42", "int moved_a;\nint moved_b;\n").replace(OLD_LINE, FIXED_LINES);
     assert_eq!(file_in_series(&f, rel("2.42"), "elf/dl-load.c"), fixed);
     let record =
@@ -257,7 +187,7 @@ fn exec_stops_after_the_patch_and_continue_takes_the_fix_then_replays_it() {
     let first = series_files(&f, rel("2.42"));
     std::fs::remove_dir_all(f.ws.series_dir(rel("2.42"))).unwrap();
     let summary = written(start_onto_2_42_checking_gl(&f));
-    insta::assert_snapshot!("exec_fix_replayed", normalised(&f.t, &summary));
+    insta::assert_snapshot!("exec_fix_replayed", f.t.normalised(&summary));
     assert_eq!(series_files(&f, rel("2.42")), first);
     assert_eq!(
         std::fs::read_to_string(&record).unwrap(),
@@ -270,7 +200,7 @@ fn exec_stops_after_the_patch_and_continue_takes_the_fix_then_replays_it() {
 fn a_conflict_resolution_is_replayed_only_on_the_text_it_was_made_for() {
     let f = fixture();
     let report = conflict(rebase::start(&f.ws, None, rel("2.43")).unwrap());
-    insta::assert_snapshot!("conflict_stop", normalised(&f.t, &report));
+    insta::assert_snapshot!("conflict_stop", f.t.normalised(&report));
     let tree = f.ws.rebase_dir.join("2.43/tree");
     let resolved = dl_load("2.43", "").replace(
         OLD_LINE,
@@ -278,20 +208,20 @@ fn a_conflict_resolution_is_replayed_only_on_the_text_it_was_made_for() {
     );
     std::fs::write(tree.join("elf/dl-load.c"), &resolved).unwrap();
     let summary = written(rebase::continue_rebase(&f.ws, rel("2.43"), &[]).unwrap());
-    insta::assert_snapshot!("conflict_recorded", normalised(&f.t, &summary));
+    insta::assert_snapshot!("conflict_recorded", f.t.normalised(&summary));
     let first = series_files(&f, rel("2.43"));
 
     // Again: unattended, the same series.
     std::fs::remove_dir_all(f.ws.series_dir(rel("2.43"))).unwrap();
     let summary = written(rebase::start(&f.ws, None, rel("2.43")).unwrap());
-    insta::assert_snapshot!("conflict_replayed", normalised(&f.t, &summary));
+    insta::assert_snapshot!("conflict_replayed", f.t.normalised(&summary));
     assert_eq!(series_files(&f, rel("2.43")), first);
 
     // The series changed: the conflict's text is another, the record does not apply; the
     // rebase stops and points at the record, and the new resolution replaces the stale one.
     let r41 = rel("2.41");
     let base = f.ws.store.release_commit(r41).unwrap().unwrap();
-    let news41 = news_of("2.41", &["Tunables 2.41."]);
+    let news41 = news_2_41();
     let c1 = f.t.commit(
         base,
         "elf: Search LD_FALLBACK_PATH last\n",
@@ -310,14 +240,14 @@ fn a_conflict_resolution_is_replayed_only_on_the_text_it_was_made_for() {
         .write(&f.ws.series_dir(r41))
         .unwrap();
     let report = conflict(rebase::start(&f.ws, Some(r41), rel("2.43")).unwrap());
-    insta::assert_snapshot!("conflict_record_for_other_text", normalised(&f.t, &report));
+    insta::assert_snapshot!("conflict_record_for_other_text", f.t.normalised(&report));
     std::fs::write(
         tree.join("elf/dl-load.c"),
         dl_load("2.43", "").replace(OLD_LINE, "  return fallback_path_v2 (flags);\n"),
     )
     .unwrap();
     let summary = written(rebase::continue_rebase(&f.ws, rel("2.43"), &[]).unwrap());
-    insta::assert_snapshot!("conflict_stale_record_dropped", normalised(&f.t, &summary));
+    insta::assert_snapshot!("conflict_stale_record_dropped", f.t.normalised(&summary));
     let text = std::fs::read_to_string(
         f.ws.patches_dir
             .join("resolutions/2.43/0001-elf-Search-LD_FALLBACK_PATH-last.patch.resolution"),
@@ -471,7 +401,7 @@ fn the_build_check_stops_at_the_patch_that_no_longer_compiles() {
     };
 
     let report = check_failed(rebase::start_with(&ws, None, rel("2.42"), options(&ws)).unwrap());
-    insta::assert_snapshot!("build_check_fails", normalised(&t, &report));
+    insta::assert_snapshot!("build_check_fails", t.normalised(&report));
     let tree = ws.rebase_dir.join("2.42/tree");
     let applied = std::fs::read_to_string(tree.join("elf/dl-load.c")).unwrap();
     std::fs::write(
@@ -480,7 +410,7 @@ fn the_build_check_stops_at_the_patch_that_no_longer_compiles() {
     )
     .unwrap();
     let summary = written(rebase::continue_with(&ws, rel("2.42"), &[], options(&ws)).unwrap());
-    insta::assert_snapshot!("build_check_passes", normalised(&t, &summary));
+    insta::assert_snapshot!("build_check_passes", t.normalised(&summary));
     let written_series = Series::load(&ws.series_dir(rel("2.42"))).unwrap();
     // A fragment: the patch's From line names the commit the rebase made, at its own time.
     assert!(written_series.patches[0]
@@ -490,7 +420,7 @@ fn the_build_check_stops_at_the_patch_that_no_longer_compiles() {
     // The next time the fix is replayed and the build check passes at once.
     std::fs::remove_dir_all(ws.series_dir(rel("2.42"))).unwrap();
     let summary = written(rebase::start_with(&ws, None, rel("2.42"), options(&ws)).unwrap());
-    insta::assert_snapshot!("build_check_fix_replayed", normalised(&t, &summary));
+    insta::assert_snapshot!("build_check_fix_replayed", t.normalised(&summary));
     // No build check without a compiled tree to take it from.
     std::fs::remove_dir_all(ws.series_dir(rel("2.42"))).unwrap();
     let err = rebase::start_with(
@@ -539,7 +469,7 @@ fn a_run_killed_while_checking_leaves_a_scratch_tree_the_next_run_removes() {
     let stderr = String::from_utf8_lossy(&next.stderr);
     assert_eq!(next.status.code(), Some(0), "{stderr}");
     assert_eq!(
-        normalised(&f.t, &stderr),
+        f.t.normalised(&stderr),
         "removed ROOT/cache/rebase/.check-N, the work tree a killed run checked its patches in\n"
     );
     assert_eq!(project::hidden_entries(&rebase_dir), Vec::<String>::new());

@@ -16,6 +16,13 @@ fn inputs() -> KeyInputs {
     }
 }
 
+/// A build cache in a fresh temp dir (kept alive by the first half).
+fn empty_cache() -> (tempfile::TempDir, BuildCache) {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = BuildCache::new(dir.path());
+    (dir, cache)
+}
+
 #[test]
 fn equal_inputs_give_equal_keys() {
     assert_eq!(inputs().key(), inputs().key());
@@ -167,8 +174,7 @@ fn visible(cache: &BuildCache) -> Vec<String> {
 
 #[test]
 fn published_build_is_found() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BuildCache::new(dir.path());
+    let (_dir, cache) = empty_cache();
     let name = inputs().entry_name();
     assert!(cache.lookup(&name).is_none());
     let entry = fake_build(&cache, &inputs());
@@ -181,8 +187,7 @@ fn published_build_is_found() {
 
 #[test]
 fn failed_build_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BuildCache::new(dir.path());
+    let (_dir, cache) = empty_cache();
     let name = inputs().entry_name();
     let result: Result<Entry> = (|| {
         let staging = cache.stage(&name)?;
@@ -196,8 +201,7 @@ fn failed_build_leaves_nothing() {
 
 #[test]
 fn killed_build_is_never_taken_for_a_finished_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BuildCache::new(dir.path());
+    let (_dir, cache) = empty_cache();
     let name = inputs().entry_name();
     let staging = cache.stage(&name).unwrap();
     fake_install(&staging);
@@ -215,8 +219,7 @@ fn killed_build_is_never_taken_for_a_finished_one() {
 
 #[test]
 fn directory_without_manifest_is_ignored_and_replaced() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BuildCache::new(dir.path());
+    let (dir, cache) = empty_cache();
     let name = inputs().entry_name();
     fs::create_dir_all(dir.path().join(&name).join("sysroot/lib64")).unwrap();
     assert!(cache.lookup(&name).is_none());
@@ -227,8 +230,7 @@ fn directory_without_manifest_is_ignored_and_replaced() {
 
 #[test]
 fn republishing_replaces_the_old_build() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BuildCache::new(dir.path());
+    let (_dir, cache) = empty_cache();
     let first = fake_build(&cache, &inputs());
     fs::write(first.sysroot().join("old-marker"), "").unwrap();
     let second = fake_build(&cache, &inputs());
@@ -239,8 +241,7 @@ fn republishing_replaces_the_old_build() {
 
 #[test]
 fn prune_keeps_the_newest_per_flavour() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BuildCache::new(dir.path());
+    let (_dir, cache) = empty_cache();
     let mut old = inputs();
     old.series_id = Some("old-series".into());
     let old_entry = fake_build(&cache, &old);
@@ -268,8 +269,7 @@ fn prune_keeps_the_newest_per_flavour() {
 
 #[test]
 fn prune_removes_leftovers_of_killed_builds_but_not_of_running_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = BuildCache::new(dir.path());
+    let (_dir, cache) = empty_cache();
     let killed = inputs();
     let mut running = inputs();
     running.target = Target::Aarch64;
