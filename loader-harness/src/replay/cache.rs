@@ -34,18 +34,6 @@ impl DeclaredCache {
     }
 }
 
-/// Where the toolkit looks for the compat driver in the container (`defaultCudaCompatPath`).
-pub(super) const CONTAINER_COMPAT: &str = "/usr/local/cuda/compat";
-/// The app of the container image.
-pub(super) const CONTAINER_APP: &str = "/usr/local/bin/saxpy";
-
-/// The CUDA runtime's directory in a CUDA image, which `cuda-toolkit-config-common`'s
-/// `/etc/ld.so.conf.d/000_cuda.conf` names.
-pub(super) fn container_cudart_dir(triplet: &str) -> String {
-    let arch = triplet.split('-').next().unwrap_or(triplet);
-    format!("/usr/local/cuda/targets/{arch}-linux/lib")
-}
-
 /// L4T R36 ships NVML (`nvidia-l4t-nvml`: `libnvidia-ml.so.1` in R36's container list), R35
 /// does not (jetpack-nixos `pkgs/containers/r35-l4t.json`, `r36-l4t.json`); the toolkit
 /// creates the `enable-cuda-compat` hook in CSV mode only when it finds NVML

@@ -91,12 +91,24 @@ impl Paths {
     /// container's view of its host, [`super::cache::container_column`]).
     pub(super) fn container(column: &Column, triplet: &str) -> Paths {
         Paths {
-            app: super::cache::CONTAINER_APP.to_string(),
-            cudart_dir: super::cache::container_cudart_dir(triplet),
-            compat_dir: super::cache::CONTAINER_COMPAT.to_string(),
+            app: CONTAINER_APP.to_string(),
+            cudart_dir: container_cudart_dir(triplet),
+            compat_dir: CONTAINER_COMPAT.to_string(),
             ..Paths::new(column, triplet)
         }
     }
+}
+
+/// Where the toolkit looks for the compat driver in the container (`defaultCudaCompatPath`).
+const CONTAINER_COMPAT: &str = "/usr/local/cuda/compat";
+/// The app of the container image.
+const CONTAINER_APP: &str = "/usr/local/bin/saxpy";
+
+/// The CUDA runtime's directory in a CUDA image, which `cuda-toolkit-config-common`'s
+/// `/etc/ld.so.conf.d/000_cuda.conf` names.
+fn container_cudart_dir(triplet: &str) -> String {
+    let arch = triplet.split('-').next().unwrap_or(triplet);
+    format!("/usr/local/cuda/targets/{arch}-linux/lib")
 }
 
 #[cfg(test)]
