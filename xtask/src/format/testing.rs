@@ -73,9 +73,12 @@ pub(crate) fn statement(doc: &SupportDoc) -> String {
 struct Tested {
     target: Target,
     /// glibc's own tests ran: per release, (tests compared, new failures, tests the series
-    /// adds, how many of those pass), and the tests failing with and without the series.
-    suite: BTreeMap<Release, (usize, usize, usize, usize)>,
+    /// adds, how many of those pass, how many QEMU user mode cannot run), and the tests
+    /// failing with and without the series.
+    suite: BTreeMap<Release, (usize, usize, usize, usize, usize)>,
     failing_in_both: BTreeSet<String>,
+    /// The series' tests QEMU user mode cannot run (declared by verify), with why.
+    imposed_by_qemu: BTreeMap<String, String>,
     /// The target's programs ran under QEMU user mode.
     emulated: bool,
     /// Per release: scenarios, passing with the series, not applicable, failing without it.
@@ -88,6 +91,7 @@ impl Tested {
             target,
             suite: BTreeMap::new(),
             failing_in_both: BTreeSet::new(),
+            imposed_by_qemu: BTreeMap::new(),
             emulated: !target.is_native(),
             matrix: BTreeMap::new(),
         };
@@ -109,8 +113,10 @@ impl Tested {
                         diff.regressions.len(),
                         own.tests.len(),
                         passing,
+                        own.imposed_by_qemu.len(),
                     ),
                 );
+                tested.imposed_by_qemu.extend(own.imposed_by_qemu.clone());
                 // What the machine made fail in both builds: said, as the machine's.
                 let facts = run.machine.elf_suite.iter();
                 tested
@@ -144,6 +150,21 @@ impl Tested {
         let new_failures: usize = self.suite.values().map(|s| s.1).sum();
         let added = range(self.suite.values().map(|s| s.2));
         let all_pass = self.suite.values().all(|s| s.2 == s.3);
+        // Those that did not pass are all tests QEMU user mode cannot run: named, with why.
+        let all_run_pass = self.suite.values().all(|s| s.2 == s.3 + s.4);
+        let outcome = if all_pass {
+            "pass".to_string()
+        } else if all_run_pass {
+            let names: Vec<&str> = self.imposed_by_qemu.keys().map(String::as_str).collect();
+            let whys: BTreeSet<&str> = self.imposed_by_qemu.values().map(String::as_str).collect();
+            format!(
+                "pass, but for {}, UNSUPPORTED under QEMU user mode: {}",
+                names.join(", "),
+                whys.into_iter().collect::<Vec<_>>().join("; ")
+            )
+        } else {
+            "do not all pass".to_string()
+        };
         let mut line = format!(
             "- {triplet}: {}make check subdirs=elf with and without the series, compared test by test: {} ({compared} tests per release); the {added} tests the series adds {}.",
             if self.emulated {
@@ -156,7 +177,7 @@ impl Tested {
                 1 => "1 new failure".to_string(),
                 n => format!("{n} new failures"),
             },
-            if all_pass { "pass" } else { "do not all pass" }
+            outcome
         );
 
         if !self.failing_in_both.is_empty() {
@@ -310,6 +331,42 @@ release:
 
 "
             )
+        );
+    }
+
+    #[test]
+    fn a_series_test_qemu_cannot_run_is_named_with_why() {
+        let mut cell = verified("2.44", Target::Aarch64, "id");
+        let mut name = String::new();
+        if let Step::Done(own) = &mut run_mut(&mut cell).steps.series_tests {
+            let test = &mut own.tests[0];
+            test.status = crate::verify::testsuite::Status::Unsupported;
+            test.reason = Some("unshare: Invalid argument".into());
+            name = test.test.clone();
+            own.imposed_by_qemu
+                .insert(name.clone(), "no user namespace".into());
+        }
+        let declared = statement(&doc(vec![cell.clone()]));
+        let lines: Vec<&str> = declared.lines().collect();
+        assert_eq!(
+            lines[1..7].join("\n"),
+            format!(
+                "\
+- aarch64-linux-gnu: cross-compiled, every program run under QEMU user
+  mode through binfmt_misc: make check subdirs=elf with and without the
+  series, compared test by test: no new failures (484 tests per
+  release); the 2 tests the series adds pass, but for
+  {name}, UNSUPPORTED under QEMU user mode: no user
+  namespace."
+            )
+        );
+        // Not declared: the cell is incomplete, and the mail claims nothing for it.
+        if let Step::Done(own) = &mut run_mut(&mut cell).steps.series_tests {
+            own.imposed_by_qemu.clear();
+        }
+        assert_eq!(
+            statement(&doc(vec![cell])),
+            "Not tested: no release and target is verified in the project's support\nrecord (docs/support.json).\n\nNot verified: 2.44 aarch64-linux-gnu (incomplete).\n\n"
         );
     }
 
