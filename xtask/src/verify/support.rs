@@ -537,6 +537,16 @@ mod tests {
         Ok(None)
     }
 
+    /// A copy of the record's report of one cell: what this machine's cache would hold for it
+    /// had it made the same proof.
+    fn cell_of(doc: &SupportDoc, release: Release, target: Target) -> CellReport {
+        doc.cells
+            .iter()
+            .find(|c| (c.release, c.target) == (release, target))
+            .unwrap()
+            .clone()
+    }
+
     impl Page {
         fn check(&self) -> Result<()> {
             self.check_with(&nothing_local)
@@ -726,12 +736,7 @@ mod tests {
         let doc = page.doc.clone();
         // The same proof, run again later (when, how fast and built-or-cached differ): fine.
         let again = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = doc
-                .cells
-                .iter()
-                .find(|c| (c.release, c.target) == (release, target))
-                .unwrap()
-                .clone();
+            let mut cell = cell_of(&doc, release, target);
             let run = run_mut(&mut cell);
             run.verified_at = "later".into();
             run.seconds.total += 1.0;
@@ -865,12 +870,7 @@ mod tests {
         let page = page();
         let doc = page.doc.clone();
         let elsewhere = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = doc
-                .cells
-                .iter()
-                .find(|c| (c.release, c.target) == (release, target))
-                .unwrap()
-                .clone();
+            let mut cell = cell_of(&doc, release, target);
             let machine = &mut run_mut(&mut cell).machine;
             machine.cpu = "Other CPU".into();
             if let Some(facts) = &mut machine.elf_suite {
