@@ -219,7 +219,6 @@ fn tokens(text: &str) -> Vec<Tok> {
     let chars: Vec<char> = text.chars().collect();
     let mut toks = Vec::new();
     let mut i = 0;
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
     while i < chars.len() {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
@@ -248,40 +247,42 @@ fn tokens(text: &str) -> Vec<Tok> {
                 }
             }
             push_space(&mut toks);
-        } else if c == 'r'
-            && !(i > 0 && ident(chars[i - 1]))
-            && matches!(next, Some('"' | '#'))
-            && raw_string_at(&chars, i + 1).is_some()
-        {
-            let end = raw_string_at(&chars, i + 1).unwrap_or(chars.len());
+        } else if let Some(end) = literal_end(&chars, i) {
             toks.push(Tok::Literal(chars[i..end].iter().collect()));
             i = end;
-        } else if c == '"' {
-            let mut j = i + 1;
-            while j < chars.len() && chars[j] != '"' {
-                j += if chars[j] == '\\' { 2 } else { 1 };
-            }
-            let end = (j + 1).min(chars.len());
-            toks.push(Tok::Literal(chars[i..end].iter().collect()));
-            i = end;
-        } else if c == '\'' && next == Some('\\') {
-            // '\n', '\'', '\u{..}'
-            let mut j = i + 2;
-            while j < chars.len() && chars[j] != '\'' {
-                j += if chars[j] == '\\' { 2 } else { 1 };
-            }
-            let end = (j + 1).min(chars.len());
-            toks.push(Tok::Literal(chars[i..end].iter().collect()));
-            i = end;
-        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
-            toks.push(Tok::Literal(chars[i..i + 3].iter().collect()));
-            i += 3;
         } else {
             toks.push(Tok::Char(c));
             i += 1;
         }
     }
     toks
+}
+
+/// Where a string or character literal starting at `i` ends (after its closing quote), if
+/// one starts there.
+fn literal_end(chars: &[char], i: usize) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let next = chars.get(i + 1).copied();
+    match chars[i] {
+        'r' if !(i > 0 && ident(chars[i - 1])) && matches!(next, Some('"' | '#')) => {
+            raw_string_at(chars, i + 1)
+        }
+        '"' => Some(quoted_end(chars, i + 1, '"')),
+        // '\n', '\'', '\u{..}'
+        '\'' if next == Some('\\') => Some(quoted_end(chars, i + 2, '\'')),
+        '\'' if chars.get(i + 2) == Some(&'\'') => Some(i + 3),
+        _ => None,
+    }
+}
+
+/// Where a literal closed by `quote` ends (after it), its text starting at `from`; a
+/// backslash escapes the character after it.
+fn quoted_end(chars: &[char], from: usize, quote: char) -> usize {
+    let mut j = from;
+    while j < chars.len() && chars[j] != quote {
+        j += if chars[j] == '\\' { 2 } else { 1 };
+    }
+    (j + 1).min(chars.len())
 }
 
 fn push_space(toks: &mut Vec<Tok>) {

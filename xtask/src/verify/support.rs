@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cell;
 use super::outcome::{CellReport, CellState, Step};
+use super::provenance::{self, Provenance, CHANGES};
 use super::render;
 use crate::series::Series;
 use crate::util::durable;
@@ -39,39 +40,6 @@ pub(crate) struct SupportDoc {
     pub provenance: Provenance,
     /// In table order: release by release, targets as `Target::ALL` lists them.
     pub cells: Vec<CellReport>,
-}
-
-/// When, from which commit and by which command the record was last written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Provenance {
-    pub written_at: String,
-    pub commit: String,
-    pub by: WrittenBy,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "command", rename_all = "kebab-case")]
-pub(crate) enum WrittenBy {
-    /// `verify --write-support`; with `--cached-only` nothing was built or run.
-    Verify { cached_only: bool },
-    /// `verify merge --write-support`: cells verified elsewhere (one CI job each).
-    Merge,
-    /// `update-release X.Y`: that release's cells, the others kept.
-    UpdateRelease { release: Release },
-}
-
-impl Provenance {
-    pub(crate) fn now(root: &Path, by: WrittenBy) -> Provenance {
-        Provenance {
-            written_at: render::now(),
-            commit: render::project_commit(root),
-            by,
-        }
-    }
-
-    pub(crate) fn cached_only(&self) -> bool {
-        self.by == WrittenBy::Verify { cached_only: true }
-    }
 }
 
 /// Releases oldest first, each on its targets in `Target::ALL`'s order: the types' own.
@@ -401,7 +369,7 @@ fn time_problem(time: &str, now: i64) -> Option<String> {
         Err(err) => Some(format!("at an unreadable time: {err:#}")),
         Ok(at) if at > now => Some(format!(
             "at {time}, which is in the future (now: {})",
-            render::now()
+            provenance::now()
         )),
         Ok(_) => None,
     }
@@ -433,7 +401,7 @@ impl History {
             None => (commit, None),
         };
         if let Some(changes) = changes {
-            let digest = changes.strip_prefix(&render::CHANGES[1..]);
+            let digest = changes.strip_prefix(&CHANGES[1..]);
             if !digest.is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit())) {
                 return Ok(Some(format!(
                     "proven from commit {id} with uncommitted changes it does not name (`{commit}`): verify it again from a commit"
@@ -513,6 +481,7 @@ fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
 mod tests {
     use super::*;
     use crate::verify::outcome::{CellRun, Verdict};
+    use crate::verify::provenance::WrittenBy;
     use crate::verify::render::tests::{run_mut, verified, with_series_tests};
 
     /// A scratch checkout: docs/support.json and docs/support.md written by the code, every
@@ -566,6 +535,16 @@ mod tests {
 
     fn nothing_local(_: Release, _: Target) -> Result<Option<CellReport>> {
         Ok(None)
+    }
+
+    /// A copy of the record's report of one cell: what this machine's cache would hold for it
+    /// had it made the same proof.
+    fn cell_of(doc: &SupportDoc, release: Release, target: Target) -> CellReport {
+        doc.cells
+            .iter()
+            .find(|c| (c.release, c.target) == (release, target))
+            .unwrap()
+            .clone()
     }
 
     impl Page {
@@ -757,12 +736,7 @@ mod tests {
         let doc = page.doc.clone();
         // The same proof, run again later (when, how fast and built-or-cached differ): fine.
         let again = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = doc
-                .cells
-                .iter()
-                .find(|c| (c.release, c.target) == (release, target))
-                .unwrap()
-                .clone();
+            let mut cell = cell_of(&doc, release, target);
             let run = run_mut(&mut cell);
             run.verified_at = "later".into();
             run.seconds.total += 1.0;
@@ -896,12 +870,7 @@ mod tests {
         let page = page();
         let doc = page.doc.clone();
         let elsewhere = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = doc
-                .cells
-                .iter()
-                .find(|c| (c.release, c.target) == (release, target))
-                .unwrap()
-                .clone();
+            let mut cell = cell_of(&doc, release, target);
             let machine = &mut run_mut(&mut cell).machine;
             machine.cpu = "Other CPU".into();
             if let Some(facts) = &mut machine.elf_suite {
