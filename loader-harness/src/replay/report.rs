@@ -216,16 +216,11 @@ impl CellReport {
             })
             .collect();
         let helpers = helpers(approach, &runs);
-        let basis = runs
-            .iter()
-            .filter(|r| {
-                r.key.flavour == approach.flavour
-                    && r.key.origin == Origin::Last
-                    && r.key.kernel == Kernel::Ptx
-            })
-            .map(|r| r.basis)
-            .max()
-            .unwrap_or(Basis::Replayed);
+        let basis = weakest(runs.iter().filter(|r| {
+            r.key.flavour == approach.flavour
+                && r.key.origin == Origin::Last
+                && r.key.kernel == Kernel::Ptx
+        }));
         CellReport {
             column: column.id,
             not_applicable,
@@ -252,7 +247,7 @@ impl CellReport {
         if let Some(why) = self.not_applicable {
             return why.to_string();
         }
-        let mut parts = vec![format!("[{}]", self.basis.mark())];
+        let mut parts = Vec::new();
         for way in &self.ways {
             let mut text = match &way.action {
                 Some(action) if action.contains('=') => {
@@ -266,26 +261,56 @@ impl CellReport {
             }
             parts.push(text);
         }
-        let mark = parts.remove(0);
-        format!("{mark} {}", parts.join(line_break))
+        marked(self.basis, &parts.join(line_break))
+    }
+}
+
+/// The weakest basis of `runs`: a cell, or a part of one, is as weak as its weakest run.
+fn weakest<'a>(runs: impl IntoIterator<Item = &'a RunReport>) -> Basis {
+    runs.into_iter()
+        .map(|r| r.basis)
+        .max()
+        .unwrap_or(Basis::Replayed)
+}
+
+/// `text` after the mark of its basis, as every cell of the tables (and every run of a
+/// helpers cell) starts.
+fn marked(basis: Basis, text: &str) -> String {
+    format!("[{}] {text}", basis.mark())
+}
+
+/// A part of a helpers cell: the runs it shows (named by what tells them apart from the
+/// cell's other parts), how far they rest on the rules, and what they show.
+struct HelperPart {
+    label: Option<String>,
+    basis: Basis,
+    text: String,
+}
+
+impl HelperPart {
+    fn render(&self) -> String {
+        match &self.label {
+            Some(label) => marked(self.basis, &format!("{label}: {}", self.text)),
+            None => marked(self.basis, &self.text),
+        }
     }
 }
 
 /// Where cuda_compat's driver got its JIT helper in the helper runs (and nixpkgs' own
-/// RUNPATH, from the main runs), equal neighbours merged.
+/// RUNPATH, from the main runs), equal neighbours merged, each part with its runs' mark.
 fn helpers(approach: &Approach, runs: &[RunReport]) -> String {
     if runs.is_empty() {
         return "n/a".to_string();
     }
-    let origins = origin_helpers(approach, runs);
-    let mut parts = vec![origins.clone()];
-    let mut same = true;
+    let way = runs.first().and_then(|f| f.key.way);
+    let origins = origin_helpers(approach, runs, way);
+    let mut kernels: Vec<(&RunReport, HelperPart)> = Vec::new();
     for kernel in Kernel::VARIANTS {
         let Some(run) = runs.iter().find(|r| {
             r.key.flavour == approach.flavour
                 && r.key.origin == Origin::Last
                 && r.key.kernel == kernel
-                && r.key.way == runs.first().and_then(|f| f.key.way)
+                && r.key.way == way
         }) else {
             continue;
         };
@@ -298,21 +323,45 @@ fn helpers(approach: &Approach, runs: &[RunReport]) -> String {
                 .unwrap_or_else(|| outcome.to_string()),
             _ => outcome.to_string(),
         };
-        same &= text == origins;
-        parts.push(format!("{}: {text}", kernel.label()));
+        let part = HelperPart {
+            label: Some(kernel.label().to_string()),
+            basis: run.basis,
+            text,
+        };
+        kernels.push((run, part));
     }
     // A cell whose every variant stops the same way (before any helper is looked for) says
-    // it once.
-    if same {
-        return origins;
+    // it once, as weak as the weakest of those runs.
+    if let [(origin_runs, only)] = origins.as_slice() {
+        if only.label.is_none() && kernels.iter().all(|(_, part)| part.text == only.text) {
+            let basis = weakest(
+                origin_runs
+                    .iter()
+                    .copied()
+                    .chain(kernels.iter().map(|(run, _)| *run)),
+            );
+            return marked(basis, &only.text);
+        }
     }
-    parts.join("; ")
+    origins
+        .iter()
+        .map(|(_, part)| part)
+        .chain(kernels.iter().map(|(_, part)| part))
+        .map(HelperPart::render)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
-/// Where cuda_compat's driver got its JIT helper, by where `$ORIGIN` is in its RUNPATH.
-fn origin_helpers(approach: &Approach, runs: &[RunReport]) -> String {
+/// Where cuda_compat's driver got its JIT helper, by where `$ORIGIN` is in its RUNPATH:
+/// one unlabelled part when every placement gives the same, else equal neighbours merged;
+/// each with the runs it stands for.
+fn origin_helpers<'a>(
+    approach: &Approach,
+    runs: &'a [RunReport],
+    way: Option<OptOut>,
+) -> Vec<(Vec<&'a RunReport>, HelperPart)> {
     let order = [Origin::Absent, Origin::Last, Origin::First];
-    let mut found: Vec<(Origin, String)> = Vec::new();
+    let mut found: Vec<(Origin, &RunReport, String)> = Vec::new();
     for origin in order {
         let run = runs.iter().find(|r| {
             r.key.flavour == approach.flavour
@@ -320,7 +369,7 @@ fn origin_helpers(approach: &Approach, runs: &[RunReport]) -> String {
                 && r.key.kernel == Kernel::Ptx
                 && r.key.linkage == Linkage::Needed
                 && r.key.app == App::Cxx
-                && r.key.way == runs.first().and_then(|f| f.key.way)
+                && r.key.way == way
         });
         let Some(run) = run else { continue };
         let text = match &run.jit {
@@ -334,29 +383,42 @@ fn origin_helpers(approach: &Approach, runs: &[RunReport]) -> String {
                 .unwrap_or_default()
                 .to_string(),
         };
-        found.push((origin, text));
+        found.push((origin, run, text));
     }
-    if found
-        .iter()
-        .all(|(_, t)| Some(t) == found.first().map(|(_, t)| t))
-    {
-        return found.first().map(|(_, t)| t.clone()).unwrap_or_default();
+    let Some((_, _, first)) = found.first() else {
+        return Vec::new();
+    };
+    if found.iter().all(|(_, _, text)| text == first) {
+        let runs: Vec<&RunReport> = found.iter().map(|(_, run, _)| *run).collect();
+        let part = HelperPart {
+            label: None,
+            basis: weakest(runs.iter().copied()),
+            text: first.clone(),
+        };
+        return vec![(runs, part)];
     }
-    let mut groups: Vec<(Vec<Origin>, String)> = Vec::new();
-    for (origin, text) in found {
+    let mut groups: Vec<(Vec<Origin>, Vec<&RunReport>, String)> = Vec::new();
+    for (origin, run, text) in found {
         match groups.last_mut() {
-            Some((origins, last)) if *last == text => origins.push(origin),
-            _ => groups.push((vec![origin], text)),
+            Some((origins, runs, last)) if *last == text => {
+                origins.push(origin);
+                runs.push(run);
+            }
+            _ => groups.push((vec![origin], vec![run], text)),
         }
     }
     groups
-        .iter()
-        .map(|(origins, text)| {
+        .into_iter()
+        .map(|(origins, runs, text)| {
             let labels: Vec<&str> = origins.iter().map(|o| o.label()).collect();
-            format!("{}: {text}", labels.join(" or "))
+            let part = HelperPart {
+                label: Some(labels.join(" or ")),
+                basis: weakest(runs.iter().copied()),
+                text,
+            };
+            (runs, part)
         })
-        .collect::<Vec<_>>()
-        .join("; ")
+        .collect()
 }
 
 /// `/nix/store/<hash>-name` as `/nix/store/…-name`: the hashes are made up, and long.
@@ -539,7 +601,12 @@ impl ReplayReport {
              `$ORIGIN` (the C++ app, DT_NEEDED linkage, the row's loader; nixpkgs builds it with \
              `$ORIGIN` last, after `/run/opengl-driver/lib`), then nixpkgs' RUNPATH with a \
              SASS-only app, with `CUDA_DISABLE_PTX_JIT=1`, and asking for the driver's other \
-             bare-name helpers (`libnvidia-nvvm.so.4`, `libcudadebugger.so.1`):"
+             bare-name helpers (`libnvidia-nvvm.so.4`, `libcudadebugger.so.1`). Each of those \
+             runs carries its own mark, computed as the cells' above: `[R]` where the loader \
+             decided it (which helper each lookup took, or that none was found), `[E rule]` or \
+             `[? rule]` where it also rests on a modelled rule (a helper of another driver: \
+             `jit-mismatch`; a SASS-only app: `sass`; the variable: `no-jit`); a cell whose runs \
+             all stop the same way says it once, with the weakest of their marks:"
         );
         for group in Group::ALL {
             let _ = writeln!(out, "\n{}:\n", group.title());
@@ -748,8 +815,82 @@ mod tests {
         runs[0].jit = Some("own".into());
         assert_eq!(
             helpers(one, &runs),
-            "no `$ORIGIN`: of driver 11.4 from x (mismatch); `$ORIGIN` last (nixpkgs) or `$ORIGIN` first: own"
+            "[R] no `$ORIGIN`: of driver 11.4 from x (mismatch); [R] `$ORIGIN` last (nixpkgs) or `$ORIGIN` first: own"
         );
+    }
+
+    #[test]
+    fn every_helpers_run_carries_its_mark() {
+        use super::super::rules::Rule;
+        let one = &APPROACHES[0];
+        let mismatch = Rule::JitOfAnotherDriver.basis();
+        let mut runs = all(
+            Flavour::Patched,
+            "unknown: compat 12.2, JIT helper of driver 11.4",
+        );
+        for r in &mut runs {
+            r.jit = Some("of driver 11.4 from x (mismatch)".into());
+            r.basis = mismatch;
+        }
+        let variants = [
+            (Origin::Absent, Kernel::Ptx, "of driver 11.4 from x (mismatch)", mismatch),
+            (Origin::First, Kernel::Ptx, "own", Basis::Replayed),
+            (
+                Origin::Last,
+                Kernel::Sass,
+                "runs: compat 12.2, no JIT helper loaded",
+                Rule::SassNoJit.basis(),
+            ),
+            (
+                Origin::Last,
+                Kernel::PtxJitDisabled,
+                "fails: PTX JIT disabled (223)",
+                Rule::PtxJitDisabled.basis(),
+            ),
+            (
+                Origin::Last,
+                Kernel::PtxOtherHelpers,
+                "unknown: compat 12.2, own JIT helper; libnvidia-nvvm of driver 11.4 from x (mismatch), libcudadebugger own",
+                mismatch,
+            ),
+        ];
+        for (origin, kernel, text, basis) in variants {
+            let mut r = run(Flavour::Patched, Linkage::Needed, App::Cxx, text);
+            r.key.origin = origin;
+            r.key.kernel = kernel;
+            r.basis = basis;
+            if kernel == Kernel::Ptx {
+                r.jit = Some(text.into());
+            }
+            runs.push(r);
+        }
+        assert_eq!(
+            helpers(one, &runs),
+            "[? jit-mismatch] no `$ORIGIN` or `$ORIGIN` last (nixpkgs): of driver 11.4 from x (mismatch); \
+             [R] `$ORIGIN` first: own; \
+             [E sass] SASS-only app: runs: compat 12.2, no JIT helper loaded; \
+             [E no-jit] PTX app, `CUDA_DISABLE_PTX_JIT=1`: fails: PTX JIT disabled (223); \
+             [? jit-mismatch] other helpers: libnvidia-nvvm of driver 11.4 from x (mismatch), libcudadebugger own"
+        );
+        // A cell whose every run stops the same way says it once, with the runs' mark.
+        let refused = "fails: compat 12.2 refuses R36 (803)";
+        let mut runs = all(Flavour::Patched, refused);
+        for (origin, kernel) in [
+            (Origin::Absent, Kernel::Ptx),
+            (Origin::First, Kernel::Ptx),
+            (Origin::Last, Kernel::Sass),
+            (Origin::Last, Kernel::PtxJitDisabled),
+            (Origin::Last, Kernel::PtxOtherHelpers),
+        ] {
+            let mut r = run(Flavour::Patched, Linkage::Needed, App::Cxx, refused);
+            r.key.origin = origin;
+            r.key.kernel = kernel;
+            runs.push(r);
+        }
+        for r in &mut runs {
+            r.basis = Rule::CompatOtherL4t.basis();
+        }
+        assert_eq!(helpers(one, &runs), format!("[E 803-l4t] {refused}"));
     }
 
     #[test]
