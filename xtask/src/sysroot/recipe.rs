@@ -138,15 +138,8 @@ impl Recipe {
     }
 
     pub(crate) fn make(&self, build: &Path, jobs: usize, log: &Path, label: &str) -> Result<()> {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}"));
-        logged::run_timed(
-            &mut cmd,
-            log,
-            &format!("{label}: compile"),
-            make_status,
-            Some(&timeline(build, "compile")),
-        )
+        let what = format!("{label}: compile");
+        self.run_make(build, jobs, &[], log, &what, "compile")
     }
 
     /// `make subdirs=elf`: elf's objects, the loader and the libraries made from them (see
@@ -158,14 +151,14 @@ impl Recipe {
         log: &Path,
         label: &str,
     ) -> Result<()> {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}")).arg("subdirs=elf");
-        logged::run_timed(
-            &mut cmd,
+        let what = format!("{label}: compile (make subdirs=elf)");
+        self.run_make(
+            build,
+            jobs,
+            &["subdirs=elf".into()],
             log,
-            &format!("{label}: compile (make subdirs=elf)"),
-            make_status,
-            Some(&timeline(build, "compile-elf")),
+            &what,
+            "compile-elf",
         )
     }
 
@@ -177,17 +170,32 @@ impl Recipe {
         log: &Path,
         label: &str,
     ) -> Result<()> {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}"))
-            .arg("install")
-            .arg(format!("DESTDIR={}", destdir.display()));
-        logged::run_timed(
-            &mut cmd,
+        let args = ["install".into(), format!("DESTDIR={}", destdir.display())];
+        self.run_make(
+            build,
+            jobs,
+            &args,
             log,
             &format!("{label}: install"),
-            make_status,
-            Some(&timeline(build, "install")),
+            "install",
         )
+    }
+
+    /// `make -j<jobs> ARGS` in `build`, logged to `log` as `what`, its progress estimated
+    /// from (and recorded in) the build's timeline of `step`.
+    fn run_make(
+        &self,
+        build: &Path,
+        jobs: usize,
+        args: &[String],
+        log: &Path,
+        what: &str,
+        step: &str,
+    ) -> Result<()> {
+        let mut cmd = self.command("make", build);
+        cmd.arg(format!("-j{jobs}")).args(args);
+        let timeline = timeline(build, step);
+        logged::run_timed(&mut cmd, log, what, make_status, Some(&timeline))
     }
 }
 

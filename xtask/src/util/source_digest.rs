@@ -391,28 +391,28 @@ mod tests {
     fn the_scenario_table_a_fixture_and_code_change_the_digest() {
         let tree = copy();
         let root = tree.path();
-        let before = judging_digest(root).unwrap();
-
-        edit(
-            root,
-            "c-fixtures/libcuda.c",
-            "#include",
-            "#define EXTRA 1\n#include",
-        );
-        let fixture = judging_digest(root).unwrap();
-        assert_ne!(fixture, before, "a fixture edit");
-
-        edit(
-            root,
-            "loader-harness/src/matrix/table.rs",
-            "NEEDED_RUNPATH, FB_T), expected: \"compat\"",
-            "NEEDED_RUNPATH, FB_T), expected: \"driver\"",
-        );
-        let table = judging_digest(root).unwrap();
-        assert_ne!(table, fixture, "a scenario table edit");
-
-        edit(root, "xtask/src/verify/outcome.rs", "==", "!=");
-        assert_ne!(judging_digest(root).unwrap(), table, "a verdict edit");
+        let mut last = judging_digest(root).unwrap();
+        // Each edit on top of the ones before it: (what, file, from, to).
+        for (what, file, from, to) in [
+            (
+                "a fixture edit",
+                "c-fixtures/libcuda.c",
+                "#include",
+                "#define EXTRA 1\n#include",
+            ),
+            (
+                "a scenario table edit",
+                "loader-harness/src/matrix/table.rs",
+                "NEEDED_RUNPATH, FB_T), expected: \"compat\"",
+                "NEEDED_RUNPATH, FB_T), expected: \"driver\"",
+            ),
+            ("a verdict edit", "xtask/src/verify/outcome.rs", "==", "!="),
+        ] {
+            edit(root, file, from, to);
+            let digest = judging_digest(root).unwrap();
+            assert_ne!(digest, last, "{what}");
+            last = digest;
+        }
     }
 
     #[test]

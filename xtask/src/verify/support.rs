@@ -537,14 +537,22 @@ mod tests {
         Ok(None)
     }
 
-    /// A copy of the record's report of one cell: what this machine's cache would hold for it
-    /// had it made the same proof.
-    fn cell_of(doc: &SupportDoc, release: Release, target: Target) -> CellReport {
-        doc.cells
-            .iter()
-            .find(|c| (c.release, c.target) == (release, target))
-            .unwrap()
-            .clone()
+    /// This machine's verify cache as `check` asks it, holding for each cell the record's
+    /// report with `edit`'s changes: a proof made again, elsewhere or otherwise.
+    fn cache_of<'a>(
+        doc: &'a SupportDoc,
+        edit: impl Fn(&mut CellRun) + 'a,
+    ) -> impl Fn(Release, Target) -> Result<Option<CellReport>> + 'a {
+        move |release, target| {
+            let mut cell = doc
+                .cells
+                .iter()
+                .find(|c| (c.release, c.target) == (release, target))
+                .unwrap()
+                .clone();
+            edit(run_mut(&mut cell));
+            Ok(Some(cell))
+        }
     }
 
     impl Page {
@@ -566,6 +574,20 @@ mod tests {
 
         fn rewrite(&self, doc: &SupportDoc) {
             doc.write(self.root.path()).unwrap();
+        }
+
+        /// The record with the patched matrix figures of its `n`th cell edited.
+        fn with_matrix(
+            &self,
+            n: usize,
+            edit: impl FnOnce(&mut crate::verify::outcome::Matrix),
+        ) -> SupportDoc {
+            let mut doc = self.doc.clone();
+            let Step::Done(matrix) = &mut run_mut(&mut doc.cells[n]).steps.matrix else {
+                panic!("cell {n} of the test record has no matrix figures");
+            };
+            edit(matrix);
+            doc
         }
     }
 
@@ -641,12 +663,10 @@ mod tests {
     #[test]
     fn a_record_whose_verdicts_its_figures_do_not_give_fails() {
         let page = page();
-        let mut doc = page.doc.clone();
-        let steps = &mut run_mut(&mut doc.cells[0]).steps;
-        if let Step::Done(m) = &mut steps.matrix {
+        let doc = page.with_matrix(0, |m| {
             m.pass -= 3;
             m.mismatch = vec!["01-a".into(), "01-b".into(), "01-c".into()];
-        }
+        });
         // The figures, and the page rendered from them, fail the cell: a failed cell fails.
         page.rewrite(&doc);
         fails_with(&page, "2.36 x86_64: failed");
@@ -663,16 +683,17 @@ mod tests {
     #[test]
     fn an_incomplete_cell_fails() {
         let page = page();
-        let mut doc = page.doc.clone();
-        let steps = &mut run_mut(&mut doc.cells[11]).steps;
-        if let Step::Done(m) = &mut steps.matrix {
+        let mut doc = page.with_matrix(11, |m| {
             m.pass -= 1;
             m.skipped = vec![crate::verify::outcome::Unrun {
                 id: "01-real-llp-bug".into(),
                 reason: "Debian archive unreachable: no mirror".into(),
             }];
-        }
-        assert_eq!(steps.matrix.verdict(), Verdict::Incomplete);
+        });
+        assert_eq!(
+            run_mut(&mut doc.cells[11]).steps.matrix.verdict(),
+            Verdict::Incomplete
+        );
         page.rewrite(&doc);
         fails_with(
             &page,
@@ -735,17 +756,14 @@ mod tests {
         let page = page();
         let doc = page.doc.clone();
         // The same proof, run again later (when, how fast and built-or-cached differ): fine.
-        let again = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = cell_of(&doc, release, target);
-            let run = run_mut(&mut cell);
+        let again = cache_of(&doc, |run| {
             run.verified_at = "later".into();
             run.seconds.total += 1.0;
             run.steps.build = Step::Done(crate::verify::outcome::Build {
                 patched: crate::verify::outcome::Origin::Built,
                 unpatched: crate::verify::outcome::Origin::Built,
             });
-            Ok(Some(cell))
-        };
+        });
         page.check_with(&again).unwrap();
         // Other inputs, or other figures: the record is not this machine's proof.
         let rekeyed = |release: Release, target: Target| -> Result<Option<CellReport>> {
@@ -780,10 +798,7 @@ mod tests {
     fn figures_that_agree_with_themselves_but_are_not_whole_fail() {
         let page = page();
         // The matrix: 10 scenarios run, 10 pass, of the table's rows.
-        let mut doc = page.doc.clone();
-        if let Step::Done(m) = &mut run_mut(&mut doc.cells[0]).steps.matrix {
-            (m.total, m.pass) = (10, 10);
-        }
+        let doc = page.with_matrix(0, |m| (m.total, m.pass) = (10, 10));
         page.rewrite(&doc);
         fails_with(
             &page,
@@ -869,9 +884,8 @@ mod tests {
     fn another_machine_s_facts_are_reported_not_judged() {
         let page = page();
         let doc = page.doc.clone();
-        let elsewhere = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = cell_of(&doc, release, target);
-            let machine = &mut run_mut(&mut cell).machine;
+        let elsewhere = cache_of(&doc, |run| {
+            let machine = &mut run.machine;
             machine.cpu = "Other CPU".into();
             if let Some(facts) = &mut machine.elf_suite {
                 for test in [
@@ -887,8 +901,7 @@ mod tests {
                 facts.patched.pass -= 2;
                 facts.patched.fail += 2;
             }
-            Ok(Some(cell))
-        };
+        });
         page.check_with(&elsewhere).unwrap();
         assert_eq!(
             machine_differs(&doc.cells[0], &elsewhere(doc.cells[0].release, doc.cells[0].target).unwrap().unwrap()).unwrap(),
