@@ -149,7 +149,7 @@ impl Model<'_> {
                 .and_then(|real| lexical_dir(&real))
         };
         let runpath_set = dynamic.runpath.is_some();
-        self.objects.push(Object {
+        self.map(Object {
             ns: 0,
             realname: String::new(),
             display: c.program.clone(),
@@ -168,7 +168,6 @@ impl Model<'_> {
             removed: false,
             is_program: true,
         });
-        self.namespaces[0].push(0);
     }
 
     /// The loader's own map: named by the program's PT_INTERP and its soname; `loader` is
@@ -180,8 +179,7 @@ impl Model<'_> {
         let dynamic = elf::dynamic(&bytes).unwrap_or_default();
         let mut names = vec![path.clone()];
         names.extend(dynamic.soname.clone());
-        let id = self.objects.len();
-        self.objects.push(Object {
+        let id = self.map(Object {
             ns: 0,
             realname: path.clone(),
             display: path.clone(),
@@ -196,7 +194,6 @@ impl Model<'_> {
             removed: false,
             is_program: false,
         });
-        self.namespaces[0].push(id);
         self.rtld = Some(id);
     }
 
@@ -479,8 +476,7 @@ impl Model<'_> {
             }
             Step::Continue if self.config.trace => {
                 // ldd goes on with a stand-in that no later lookup matches.
-                let object = self.objects.len();
-                self.objects.push(Object {
+                Ok(self.map(Object {
                     ns,
                     realname: name.to_string(),
                     display: name.to_string(),
@@ -494,9 +490,7 @@ impl Model<'_> {
                     faked: true,
                     removed: false,
                     is_program: false,
-                });
-                self.namespaces[ns].push(object);
-                Ok(object)
+                }))
             }
             Step::Continue => Err(Stopped),
         };
@@ -560,9 +554,8 @@ impl Model<'_> {
             .read(opened)
             .map_err(|e| format!("{path}: cannot read: {e}"))?;
         let dynamic = elf::dynamic(&bytes).map_err(|e| format!("{path}: {e}"))?;
-        let object = self.objects.len();
         let runpath_set = dynamic.runpath.is_some();
-        self.objects.push(Object {
+        Ok(self.map(Object {
             ns,
             realname: path.to_string(),
             display: path.to_string(),
@@ -577,9 +570,15 @@ impl Model<'_> {
             faked: false,
             removed: false,
             is_program: false,
-        });
-        self.namespaces[ns].push(object);
-        Ok(object)
+        }))
+    }
+
+    /// Maps `object` into its namespace, after the objects there: its index.
+    fn map(&mut self, object: Object) -> usize {
+        let index = self.objects.len();
+        self.namespaces[object.ns].push(index);
+        self.objects.push(object);
+        index
     }
 
     /// A note on a tier the search passed without trying a file.

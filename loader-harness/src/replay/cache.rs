@@ -22,7 +22,9 @@ use anyhow::{bail, Context, Result};
 use super::fixtures::HELPERS;
 use super::paths::Paths;
 use super::rules::Rule;
-use super::{Board, Column, Compat, DeclaredCache, Host, JetsonFixtures, Program, RunKey};
+use super::{
+    cudart_soname, Board, Column, Compat, DeclaredCache, Host, JetsonFixtures, Program, RunKey,
+};
 use crate::root::Root;
 
 impl DeclaredCache {
@@ -34,12 +36,34 @@ impl DeclaredCache {
     }
 }
 
-/// L4T R36 ships NVML (`nvidia-l4t-nvml`: `libnvidia-ml.so.1` in R36's container list), R35
-/// does not (jetpack-nixos `pkgs/containers/r35-l4t.json`, `r36-l4t.json`); the toolkit
+/// L4T R36 and later ship NVML (`nvidia-l4t-nvml`: `libnvidia-ml.so.1` in R36's, R38's and
+/// R39's container lists), R35 does not (jetpack-nixos `pkgs/containers/r35-l4t.json`,
+/// `r36-l4t.json`, `r38-l4t.json` before 02d22af, `r39-l4t.json`); the toolkit
 /// creates the `enable-cuda-compat` hook in CSV mode only when it finds NVML
 /// (`getEnableCUDACompatHookOptions`: `HasNvml`).
 fn host_has_nvml(l4t: u32) -> bool {
     l4t >= 36
+}
+
+/// Whether the container toolkit row's `00-compat-*.conf` is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CompatEntry {
+    /// As the `enable-cuda-compat` hook decides ([`toolkit_enables_compat`]): every run of the
+    /// replay.
+    AsTheHookDecides,
+    /// Written (`true`) or not, whatever the versions: a test that shows the cache it leads to
+    /// is what decides.
+    Forced(bool),
+}
+
+impl CompatEntry {
+    /// Whether the entry is written for a container with `compat` on `board`.
+    fn written(self, board: Board, compat: Compat) -> bool {
+        match self {
+            CompatEntry::AsTheHookDecides => toolkit_enables_compat(board, compat),
+            CompatEntry::Forced(written) => written,
+        }
+    }
 }
 
 /// Whether the toolkit writes its `00-compat-*.conf` for a container with `compat` on
@@ -65,10 +89,15 @@ pub(super) fn toolkit_rule(board: Board, compat: Compat) -> Option<Rule> {
     }
 }
 
-/// Why the container row has no runs in `column`, if it has none.
+/// Why the container row has no runs in `column`, if it has none. On R39 the toolkit's list
+/// of driver files names `libcuda.so.1.1` only as NVIDIA's `nv-load-gpu-libs.sh` writes it at
+/// boot (jetpack-nixos `pkgs/containers/l4t-csv.nix`, a stored version), and that script was
+/// not found: what the container is given is not known.
 pub(super) fn container_not_applicable(column: &Column) -> Option<&'static str> {
     if column.program == Program::Wheel || column.opt_out || column.nss {
         Some("n/a: the container brings its own program and sets nothing")
+    } else if column.board.l4t >= 39 {
+        Some("n/a: R39's container list gets `libcuda` at boot from `nv-load-gpu-libs.sh`, which no source read here shows")
     } else {
         None
     }
@@ -77,7 +106,10 @@ pub(super) fn container_not_applicable(column: &Column) -> Option<&'static str> 
 /// The column as the container sees its host: the driver where the CSV mounts it, the JetPack
 /// path of the board's L4T release (jetpack-nixos mounts it there on NixOS too:
 /// `modules/nvidia-container-toolkit.nix`, `discovery-mode = "csv"` with NVIDIA's CSV files),
-/// and the image's own libraries in the multiarch directory.
+/// and the image's own libraries in the multiarch directory. R38 (Thor) has R36's paths
+/// (`pkgs/containers/r38-l4t.json` before 02d22af), and the toolkit takes CSV mode there too
+/// (go-nvlib `IsIntegratedGPUName`: "NVIDIA Thor" is an integrated GPU, so `ResolvePlatform`
+/// says Tegra).
 pub(super) fn container_column(column: &Column) -> Column {
     Column {
         host: if column.board.l4t >= 36 {
@@ -101,18 +133,22 @@ pub(super) fn container_image(
     key: RunKey,
 ) {
     let compat = &paths.compat_dir;
-    root.patched_copy(&fixtures.saxpy(key.app), &paths.app, &["--remove-rpath"])
-        .patched_copy(
-            &fixtures.cudart(column.app_needs),
-            &format!("{}/libcudart.so.12", paths.cudart_dir),
-            &["--remove-rpath"],
-        )
-        .patched_copy(
-            &fixtures.compat_cuda(column.compat, key.linkage),
-            &format!("{compat}/libcuda.so.1.1"),
-            &["--remove-rpath"],
-        )
-        .symlink("libcuda.so.1.1", &format!("{compat}/libcuda.so.1"));
+    root.patched_copy(
+        &fixtures.saxpy(key.app, column.app_needs),
+        &paths.app,
+        &["--remove-rpath"],
+    )
+    .patched_copy(
+        &fixtures.cudart(column.app_needs),
+        &format!("{}/{}", paths.cudart_dir, cudart_soname(column.app_needs)),
+        &["--remove-rpath"],
+    )
+    .patched_copy(
+        &fixtures.compat_cuda(column.compat, key.linkage),
+        &format!("{compat}/libcuda.so.1.1"),
+        &["--remove-rpath"],
+    )
+    .symlink("libcuda.so.1.1", &format!("{compat}/libcuda.so.1"));
     for helper in HELPERS {
         root.host_file(
             &fixtures.helper(column.compat.version, helper),
@@ -132,22 +168,21 @@ struct Configured {
 }
 
 /// Writes the row's ld.so.conf files, makes `/etc/ld.so.cache` with the sysroot's ldconfig and
-/// checks it. Nothing for a row without a cache. `compat_entry` forces the toolkit's
-/// `00-compat-*.conf` (written or not) instead of [`toolkit_enables_compat`].
+/// checks it. Nothing for a row without a cache. `compat_entry` says whether the toolkit's
+/// `00-compat-*.conf` is written.
 pub(super) fn make(
     root: &mut Root,
     declared: Option<DeclaredCache>,
     column: &Column,
     paths: &Paths,
-    compat_entry: Option<bool>,
+    compat_entry: CompatEntry,
 ) -> Result<()> {
     let Some(declared) = declared else {
         return Ok(());
     };
     let configured = match declared {
         DeclaredCache::ContainerToolkit => {
-            let enabled =
-                compat_entry.unwrap_or_else(|| toolkit_enables_compat(column.board, column.compat));
+            let enabled = compat_entry.written(column.board, column.compat);
             container_configuration(root, column, paths, enabled)
         }
         DeclaredCache::NixLdSoCache => nix_configuration(root, column, paths),
@@ -171,29 +206,30 @@ pub(super) fn make(
         .args(&["-p", "-C", "/etc/ld.so.cache"])
         .output_quiet()
         .with_context(|| format!("cannot list {}", declared.name()))?;
+    lists_as_configured(&listing.stdout, &configured, declared)
+}
+
+/// Checks `ldconfig -p`'s `listing` of the cache against what the configuration names: a
+/// library of every directory it names, none of one it leaves out.
+fn lists_as_configured(
+    listing: &str,
+    configured: &Configured,
+    declared: DeclaredCache,
+) -> Result<()> {
     let listed_from = |dir: &str| {
         listing
-            .stdout
             .lines()
             .filter_map(|line| line.split_once(" => ").map(|(_, path)| path.trim()))
             .any(|path| path.rsplit_once('/').is_some_and(|(d, _)| d == dir))
     };
-    for dir in &configured.listed {
-        if !listed_from(dir) {
-            bail!(
-                "{} lists no library of {dir}, which its configuration names:\n{}",
-                declared.name(),
-                listing.stdout
-            );
-        }
-    }
-    for dir in &configured.unlisted {
-        if listed_from(dir) {
-            bail!(
-                "{} lists {dir}, which its configuration leaves out:\n{}",
-                declared.name(),
-                listing.stdout
-            );
+    for (dirs, named) in [(&configured.listed, true), (&configured.unlisted, false)] {
+        if let Some(dir) = dirs.iter().find(|dir| listed_from(dir) != named) {
+            let what = if named {
+                format!("lists no library of {dir}, which its configuration names")
+            } else {
+                format!("lists {dir}, which its configuration leaves out")
+            };
+            bail!("{} {what}:\n{listing}", declared.name());
         }
     }
     Ok(())
@@ -283,7 +319,7 @@ mod tests {
     fn the_toolkit_enables_compat_only_where_it_is_newer_and_the_host_has_nvml() {
         let jp5 = BOARDS[0];
         let jp6 = BOARDS[1];
-        let enabled: Vec<(u32, u32, bool)> = COMPATS
+        let enabled: Vec<(u32, u32, bool)> = COMPATS[..4]
             .iter()
             .flat_map(|c| [jp5, jp6].map(|b| (b.driver, c.version, toolkit_enables_compat(b, *c))))
             .collect();
@@ -302,6 +338,8 @@ mod tests {
                 (12060, 12080, true),
             ]
         );
+        // JetPack 7 (R38, NVML): its release's cuda-compat is of the driver's own version.
+        assert!(!toolkit_enables_compat(BOARDS[2], COMPATS[4]));
     }
 
     #[test]
@@ -314,6 +352,50 @@ mod tests {
         assert_eq!(
             rules,
             [Some(Rule::ToolkitNoNvml), None, Some(Rule::ToolkitNote)]
+        );
+    }
+
+    #[test]
+    fn a_forced_compat_entry_overrides_the_hook_and_only_then() {
+        let (jp6, newer, same) = (BOARDS[1], COMPATS[3], COMPATS[2]);
+        let written: Vec<bool> = [
+            CompatEntry::AsTheHookDecides.written(jp6, newer),
+            CompatEntry::AsTheHookDecides.written(jp6, same),
+            CompatEntry::Forced(false).written(jp6, newer),
+            CompatEntry::Forced(true).written(jp6, same),
+        ]
+        .to_vec();
+        assert_eq!(written, [true, false, false, true]);
+    }
+
+    #[test]
+    fn the_cache_must_list_what_is_named_and_nothing_left_out() {
+        let configured = Configured {
+            listed: vec!["/drv".into()],
+            unlisted: vec!["/compat".into()],
+            ldconfig: Vec::new(),
+        };
+        let check = |listing: &str| {
+            lists_as_configured(listing, &configured, DeclaredCache::ContainerToolkit)
+                .map_err(|e| format!("{e:#}"))
+        };
+        let driver = "\tlibcuda.so.1 (libc6,AArch64) => /drv/libcuda.so.1\n";
+        let compat = "\tlibcuda.so.1 (libc6,AArch64) => /compat/libcuda.so.1\n";
+        assert_eq!(check(driver), Ok(()));
+        assert_eq!(
+            check(""),
+            Err(
+                "the container toolkit's ld.so.cache lists no library of /drv, which its \
+                 configuration names:\n"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            check(&format!("{driver}{compat}")),
+            Err(format!(
+                "the container toolkit's ld.so.cache lists /compat, which its configuration \
+                 leaves out:\n{driver}{compat}"
+            ))
         );
     }
 
@@ -333,8 +415,14 @@ mod tests {
                 "gate-same",
                 "gate-newer",
                 "jetpack5",
-                "jetpack6"
+                "jetpack6",
+                "jetpack7"
             ]
+        );
+        let r39 = COLUMNS.iter().find(|c| c.id == "nixos-jp7").unwrap();
+        assert_eq!(
+            container_not_applicable(r39),
+            Some("n/a: R39's container list gets `libcuda` at boot from `nv-load-gpu-libs.sh`, which no source read here shows")
         );
         let seen = container_column(COLUMNS.iter().find(|c| c.id == "gate-newer").unwrap());
         assert_eq!(seen.host, Host::JetPack6);

@@ -9,13 +9,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{App, Board, Compat, HostLibs, Linkage, BOARDS, COMPATS, RUNTIMES};
+use super::{cudart_soname, App, Board, Compat, HostLibs, Linkage, BOARDS, COMPATS, RUNTIMES};
 use crate::fixtures::{ensure_set, Compiler, FixtureSet};
 use crate::layout::Layout;
 use model::Sysroot;
 
 /// Bump when the recipe below changes in a way the sources hash cannot see.
-const RECIPE: &str = "jetson-v3";
+const RECIPE: &str = "jetson-v4";
 
 const SOURCES: &[&str] = &[
     "jetson.h",
@@ -38,8 +38,9 @@ pub(crate) struct BoardLib {
     needs: &'static [&'static str],
     /// Also needs `libstdc++.so.6` (from outside the driver directory).
     pub needs_libstdcxx: bool,
-    /// Only in this L4T release's driver directory.
-    pub only_in: Option<u32>,
+    /// Only in the driver directories of this L4T release and later ones (R36's, R38's and
+    /// R39's container lists have `libnvtegrahv.so`, R35's has not).
+    pub since: Option<u32>,
 }
 
 /// The driver directory's libraries, dependencies first.
@@ -50,7 +51,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         defines: &["-DL4T_LIB=nvsocsys"],
         needs: &[],
         needs_libstdcxx: false,
-        only_in: None,
+        since: None,
     },
     BoardLib {
         name: "libnvtegrahv.so",
@@ -58,7 +59,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         defines: &["-DL4T_LIB=nvtegrahv"],
         needs: &[],
         needs_libstdcxx: false,
-        only_in: Some(36),
+        since: Some(36),
     },
     BoardLib {
         name: "libnvos.so",
@@ -66,7 +67,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         defines: &[],
         needs: &["libnvsocsys.so", "libnvtegrahv.so"],
         needs_libstdcxx: false,
-        only_in: None,
+        since: None,
     },
     BoardLib {
         name: "libnvrm_chip.so",
@@ -74,7 +75,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         defines: &["-DL4T_LIB=nvrm_chip"],
         needs: &["libnvos.so"],
         needs_libstdcxx: false,
-        only_in: None,
+        since: None,
     },
     BoardLib {
         name: "libnvrm_mem.so",
@@ -86,7 +87,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         ],
         needs: &["libnvos.so", "libnvrm_chip.so"],
         needs_libstdcxx: false,
-        only_in: None,
+        since: None,
     },
     BoardLib {
         name: "libnvrm_host1x.so",
@@ -94,7 +95,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         defines: &["-DL4T_LIB=nvrm_host1x"],
         needs: &["libnvos.so", "libnvrm_mem.so"],
         needs_libstdcxx: false,
-        only_in: None,
+        since: None,
     },
     BoardLib {
         name: "libnvrm_gpu.so",
@@ -107,7 +108,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         ],
         needs: &["libnvrm_mem.so", "libnvrm_host1x.so", "libnvos.so"],
         needs_libstdcxx: true,
-        only_in: None,
+        since: None,
     },
     BoardLib {
         name: "libnvdla_runtime.so",
@@ -120,7 +121,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
         ],
         needs: &["libnvrm_mem.so", "libnvrm_host1x.so", "libnvos.so"],
         needs_libstdcxx: true,
-        only_in: None,
+        since: None,
     },
 ];
 
@@ -128,7 +129,7 @@ pub(crate) const BOARD_LIBS: &[BoardLib] = &[
 pub(crate) fn board_libs(l4t: u32) -> impl Iterator<Item = &'static BoardLib> {
     BOARD_LIBS
         .iter()
-        .filter(move |lib| lib.only_in.is_none_or(|only| only == l4t))
+        .filter(move |lib| lib.since.is_none_or(|since| since <= l4t))
 }
 
 /// What #273389 adds to cuda_compat's DT_NEEDED: the libraries of the driver directory that
@@ -198,14 +199,17 @@ impl JetsonFixtures {
         self.dir.join("stubs/libcuda.so")
     }
 
-    /// `libcudart.so.12` needing a driver of at least `version`.
+    /// The runtime needing a driver of at least `version` ([`cudart_soname`]).
     pub(crate) fn cudart(&self, version: u32) -> PathBuf {
-        self.dir.join(format!("cudart-{version}/libcudart.so.12"))
+        self.dir
+            .join(format!("cudart-{version}"))
+            .join(cudart_soname(version))
     }
 
-    /// The app, without RUNPATH (the scene gives it Nix's).
-    pub(crate) fn saxpy(&self, app: App) -> PathBuf {
-        self.dir.join(format!("saxpy-{}", app.name()))
+    /// The app, without RUNPATH (the scene gives it Nix's), linked against the runtime of
+    /// `runtime`'s CUDA major version (`libcudart.so.12` or `.13`).
+    pub(crate) fn saxpy(&self, app: App, runtime: u32) -> PathBuf {
+        self.dir.join(saxpy_name(app, runtime))
     }
 }
 
@@ -218,6 +222,14 @@ pub(crate) const HELPERS: [&str; 3] = [
     "libnvidia-nvvm.so.4",
     "libcudadebugger.so.1",
 ];
+
+/// One app per runtime SONAME: CUDA 12's keeps the name it had before CUDA 13.
+fn saxpy_name(app: App, runtime: u32) -> String {
+    match runtime / 1000 {
+        12 => format!("saxpy-{}", app.name()),
+        major => format!("saxpy-{}-cuda{major}", app.name()),
+    }
+}
 
 fn board_dir(board: Board) -> String {
     format!("board-{}-r{}", board.driver, board.l4t)
@@ -345,25 +357,42 @@ fn build_all(c: &Compiler, host: &HostLibs) -> Result<()> {
         &[],
     )?;
     for version in RUNTIMES {
+        let soname = cudart_soname(version);
         c.shared(
-            &format!("cudart-{version}/libcudart.so.12"),
+            &format!("cudart-{version}/{soname}"),
             "jetson-cudart.c",
-            "libcudart.so.12",
+            &soname,
             &[format!("-DRUNTIME_VERSION={version}")],
             &[],
         )?;
     }
-    // The app links the oldest runtime; each root places the one its column needs.
-    let cudart = path(&format!("cudart-{}/libcudart.so.12", RUNTIMES[0]));
-    c.compile(
-        "saxpy-c",
-        "jetson-saxpy.c",
-        &[],
-        std::slice::from_ref(&cudart),
-    )?;
-    let mut link = vec![cudart, "-Wl,--no-as-needed".to_string()];
-    link.extend(libstdcxx.iter().cloned());
-    c.compile("saxpy-cxx", "jetson-saxpy.c", &["-DCXX_APP".into()], &link)
+    // Per runtime SONAME, the app links the oldest runtime of that major version; each root
+    // places the one its column needs.
+    let mut majors: Vec<u32> = RUNTIMES.iter().map(|v| v / 1000).collect();
+    majors.dedup();
+    for major in majors {
+        let oldest = RUNTIMES
+            .iter()
+            .copied()
+            .find(|v| v / 1000 == major)
+            .expect("a runtime of each major version");
+        let cudart = path(&format!("cudart-{oldest}/{}", cudart_soname(oldest)));
+        c.compile(
+            &saxpy_name(App::C, oldest),
+            "jetson-saxpy.c",
+            &[],
+            std::slice::from_ref(&cudart),
+        )?;
+        let mut link = vec![cudart, "-Wl,--no-as-needed".to_string()];
+        link.extend(libstdcxx.iter().cloned());
+        c.compile(
+            &saxpy_name(App::Cxx, oldest),
+            "jetson-saxpy.c",
+            &["-DCXX_APP".into()],
+            &link,
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -372,7 +401,7 @@ mod tests {
 
     #[test]
     fn every_dependency_of_a_board_library_comes_before_it() {
-        for l4t in [35, 36] {
+        for l4t in [35, 36, 38, 39] {
             let names: Vec<&str> = board_libs(l4t).map(|lib| lib.name).collect();
             for (i, lib) in board_libs(l4t).enumerate() {
                 for need in lib.needs.iter().filter(|n| names.contains(n)) {
@@ -403,6 +432,11 @@ mod tests {
                 "libnvrm_host1x.so"
             ]
         );
-        assert!(nvrm_dependencies(36).contains(&"libnvtegrahv.so"));
+        for l4t in [36, 38, 39] {
+            assert!(
+                nvrm_dependencies(l4t).contains(&"libnvtegrahv.so"),
+                "R{l4t}"
+            );
+        }
     }
 }

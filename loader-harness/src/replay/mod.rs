@@ -35,6 +35,7 @@ use std::collections::BTreeMap;
 use crate::root::Bench;
 use model::{Flavour, Release, Target};
 
+use cache::CompatEntry;
 pub use fixtures::JetsonFixtures;
 pub use host::HostLibs;
 pub use report::{CellReport, ReplayReport, RowReport, RunReport};
@@ -55,8 +56,10 @@ pub struct Compat {
     pub l4t: u32,
 }
 
-/// JetPack 5 (L4T R35.6.4, CUDA 11.4) and JetPack 6 (L4T R36.5.0, CUDA 12.6): jetpack-nixos
-/// `overlay.nix` (`l4tMajorMinorPatchVersion`, `cudaMajorMinorPatchVersion`).
+/// JetPack 5 (L4T R35.6.4, CUDA 11.4), JetPack 6 (L4T R36.5.0, CUDA 12.6) and JetPack 7: a
+/// Thor on L4T R38.4.0 (CUDA 13.0) and an Orin on R39.2.0 (CUDA 13.2): jetpack-nixos
+/// `overlay.nix` (`l4tMajorMinorPatchVersion`, `cudaMajorMinorPatchVersion`; R38's as it was
+/// before 02d22af "jetpack7: Initial sources bump for 39.2").
 pub(crate) const BOARDS: &[Board] = &[
     Board {
         l4t: 35,
@@ -66,10 +69,21 @@ pub(crate) const BOARDS: &[Board] = &[
         l4t: 36,
         driver: 12060,
     },
+    Board {
+        l4t: 38,
+        driver: 13000,
+    },
+    Board {
+        l4t: 39,
+        driver: 13020,
+    },
 ];
 /// cuda_compat 12.2 for JetPack 5 (only an older nixpkgs has it: today's carries CUDA 12.6 and
 /// newer, and jetpack-nixos sets none for CUDA 11.4); for JetPack 6 12.4 (older than the
-/// board's 12.6, an older nixpkgs), 12.6 (the same) and 12.8 (newer).
+/// board's 12.6, an older nixpkgs), 12.6 (the same) and 12.8 (newer); for JetPack 7 the only
+/// ones its releases' repositories have, each of the board driver's own version: R38.4's
+/// `cuda-compat-13-0` and R39.2's `cuda-compat-orin-13-2` (jetpack-nixos
+/// `sourceinfo/r38.4-debs.json`, `r39.2-debs.json`).
 pub(crate) const COMPATS: &[Compat] = &[
     Compat {
         version: 12020,
@@ -87,16 +101,31 @@ pub(crate) const COMPATS: &[Compat] = &[
         version: 12080,
         l4t: 36,
     },
+    Compat {
+        version: 13000,
+        l4t: 38,
+    },
+    Compat {
+        version: 13020,
+        l4t: 39,
+    },
 ];
 /// The CUDA runtimes the apps are built with: each needs a driver at least this new.
-pub(crate) const RUNTIMES: [u32; 4] = [12020, 12040, 12060, 12080];
+pub(crate) const RUNTIMES: [u32; 6] = [12020, 12040, 12060, 12080, 13000, 13020];
 
 /// The L4T release a board or a store path is named after (jetpack-nixos `overlay.nix`).
 pub(crate) fn l4t_release(l4t: u32) -> &'static str {
     match l4t {
         35 => "35.6.4",
-        _ => "36.5.0",
+        36 => "36.5.0",
+        38 => "38.4.0",
+        _ => "39.2.0",
     }
+}
+
+/// The SONAME of the CUDA runtime of `version`: `libcudart.so.<major>`.
+pub(crate) fn cudart_soname(version: u32) -> String {
+    format!("libcudart.so.{}", version / 1000)
 }
 
 /// How cuda_compat's `libcuda.so.1` gets the board's `libnvrm_*`: DT_NEEDED is what nixpkgs'
@@ -214,6 +243,10 @@ pub enum Host {
     /// Nix on a JetPack 6 host: `/usr/lib/<triplet>/nvidia` (and `tegra/`, which still holds
     /// `libcudadebugger.so.1`).
     JetPack6,
+    /// Nix on a JetPack 7 host on L4T R38 (Thor): JetPack 6's layout, `libcuda.so.1.1`, the
+    /// `libnvrm_*` and the JIT helper in `/usr/lib/<triplet>/nvidia`, `libcudadebugger.so.1` in
+    /// `tegra/` (jetpack-nixos `pkgs/containers/r38-l4t.json` before 02d22af).
+    JetPack7,
 }
 
 impl Host {
@@ -222,7 +255,7 @@ impl Host {
         match self {
             Host::NixOs => "/run/opengl-driver/lib".to_string(),
             Host::JetPack5 => format!("/usr/lib/{triplet}/tegra"),
-            Host::JetPack6 => format!("/usr/lib/{triplet}/nvidia"),
+            Host::JetPack6 | Host::JetPack7 => format!("/usr/lib/{triplet}/nvidia"),
         }
     }
 }
@@ -249,18 +282,27 @@ pub enum Group {
     Gate,
     /// Nix on JetPack hosts.
     JetPack,
+    /// JetPack 7 (CUDA 13): a NixOS Orin on R39, Nix on an R38 Thor.
+    JetPack7,
     /// What a user sets for one run, and the host's multiarch directory in the list.
     Special,
 }
 
 impl Group {
-    pub(crate) const ALL: [Group; 4] = [Group::NixOs, Group::Gate, Group::JetPack, Group::Special];
+    pub(crate) const ALL: [Group; 5] = [
+        Group::NixOs,
+        Group::Gate,
+        Group::JetPack,
+        Group::JetPack7,
+        Group::Special,
+    ];
 
     pub(crate) fn title(self) -> &'static str {
         match self {
             Group::NixOs => "NixOS boards",
             Group::Gate => "The version gate: a NixOS JetPack 6 board (driver 12.6) and cuda_compat older, the same, newer",
             Group::JetPack => "Nix on JetPack hosts (Ubuntu)",
+            Group::JetPack7 => "JetPack 7 (CUDA 13): cuda_compat of the board driver's own version, the only one its releases have",
             Group::Special => "Opting out for one run; the host's multiarch directory in the list",
         }
     }
@@ -384,6 +426,27 @@ pub const COLUMNS: &[Column] = &[
         board: BOARDS[1],
         compat: COMPATS[3],
         app_needs: 12080,
+        ..COLUMN
+    },
+    Column {
+        id: "nixos-jp7",
+        heading: "NixOS, JetPack 7 board, R39.2 Orin (`{dir}`, driver 13.2, compat 13.2: `cuda-compat-orin-13-2`)",
+        short: "NixOS, JetPack 7 board (R39.2, Orin), cuda_compat 13.2 (the driver's version)",
+        group: Group::JetPack7,
+        board: BOARDS[3],
+        compat: COMPATS[5],
+        app_needs: 13020,
+        ..COLUMN
+    },
+    Column {
+        id: "jetpack7",
+        heading: "Nix on JetPack 7, R38.4 Thor (`{dir}`, driver 13.0, compat 13.0: `cuda-compat-13-0`)",
+        short: "Nix on a JetPack 7 host (Ubuntu, R38.4, Thor), cuda_compat 13.0 (the driver's version)",
+        group: Group::JetPack7,
+        host: Host::JetPack7,
+        board: BOARDS[2],
+        compat: COMPATS[4],
+        app_needs: 13000,
         ..COLUMN
     },
     Column {
@@ -807,9 +870,15 @@ fn run_cell(benches: &Benches<'_>, approach: &Approach, column: &Column) -> Cell
     let runs = RunKey::all(approach, column)
         .into_iter()
         .map(|key| match benches.benches.get(&key.flavour) {
-            Some(Ok((bench, fixtures))) => {
-                scene::run(bench, fixtures, &benches.host, approach, column, key, None)
-            }
+            Some(Ok((bench, fixtures))) => scene::run(
+                bench,
+                fixtures,
+                &benches.host,
+                approach,
+                column,
+                key,
+                CompatEntry::AsTheHookDecides,
+            ),
             Some(Err(why)) => RunReport::not_run(key, why),
             None => RunReport::not_run(key, "no sysroot of this flavour"),
         })
@@ -828,7 +897,15 @@ pub fn run_one(
     column: &Column,
     key: RunKey,
 ) -> RunReport {
-    scene::run(bench, fixtures, host, approach, column, key, None)
+    scene::run(
+        bench,
+        fixtures,
+        host,
+        approach,
+        column,
+        key,
+        CompatEntry::AsTheHookDecides,
+    )
 }
 
 /// The container row's run in `column` with the `enable-cuda-compat` hook's decision forced
@@ -853,7 +930,7 @@ pub fn run_container_with_compat_entry(
         approach,
         column,
         key,
-        Some(compat_entry),
+        CompatEntry::Forced(compat_entry),
     )
 }
 

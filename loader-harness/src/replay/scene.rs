@@ -7,12 +7,14 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
+use super::cache::CompatEntry;
 use super::fixtures::{board_libs, nvrm_dependencies, HELPERS};
 use super::outcome::{self, Places};
 use super::paths::Paths;
 use super::{
-    cache, l4t_release, App, Approach, Column, CompatRunpath, CudartRunpath, DeclaredCache, Host,
-    HostLibs, JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program, RunKey, RunReport,
+    cache, cudart_soname, l4t_release, App, Approach, Column, CompatRunpath, CudartRunpath,
+    DeclaredCache, Host, HostLibs, JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program,
+    RunKey, RunReport,
 };
 use crate::root::{Bench, Ctx, Root};
 
@@ -47,8 +49,9 @@ fn way_name(way: OptOut) -> &'static str {
     }
 }
 
-/// Builds the run's root, runs the app, and says what happened. `compat_entry` forces the
-/// container toolkit's `00-compat-*.conf` (written or not) instead of the hook's decision.
+/// Builds the run's root, runs the app, and says what happened. `compat_entry` says whether
+/// the container toolkit's `00-compat-*.conf` is the hook's decision (every run of the
+/// replay) or forced (a test's).
 pub(super) fn run(
     bench: &Bench,
     fixtures: &JetsonFixtures,
@@ -56,7 +59,7 @@ pub(super) fn run(
     approach: &Approach,
     column: &Column,
     key: RunKey,
-    compat_entry: Option<bool>,
+    compat_entry: CompatEntry,
 ) -> RunReport {
     let cx = Ctx::new(bench, &run_name(approach, column, key));
     let triplet = bench.sysroot.target.triplet();
@@ -118,7 +121,8 @@ pub(super) fn run(
     match result {
         Ok(out) => {
             let mut seen = outcome::classify(&out, &places, column);
-            if container && compat_entry.is_none() {
+            // A forced entry is the test's choice, not the hook's: no rule of the hook.
+            if container && compat_entry == CompatEntry::AsTheHookDecides {
                 if let Some(rule) = cache::toolkit_rule(column.board, column.compat) {
                     seen.basis = seen.basis.max(rule.basis());
                 }
@@ -344,7 +348,7 @@ fn board(
             };
             root.symlink(&libcuda, &format!("{driver}/libcuda.so.1"));
         }
-        Host::JetPack5 | Host::JetPack6 => {
+        Host::JetPack5 | Host::JetPack6 | Host::JetPack7 => {
             // As L4T installs them: no RUNPATH (the host's ld.so.cache finds them for the
             // host's glibc; a Nix glibc does not read it).
             let driver = &paths.driver_dir;
@@ -362,7 +366,8 @@ fn board(
             )
             .symlink("libcuda.so.1.1", &format!("{driver}/libcuda.so.1"));
             for helper in &board_helpers {
-                // R36 keeps the debugger library in tegra/, the directory R35 used for all.
+                // R36 and R38 keep the debugger library in tegra/, the directory R35 used for
+                // all.
                 let dir = if *helper == "libcudadebugger.so.1" {
                     format!("{}/tegra", paths.host_lib)
                 } else {
@@ -403,7 +408,7 @@ fn app(
         App::C => format!("{}:{glibc_lib}", paths.cudart_dir),
     };
     root.patched_copy(
-        &fixtures.saxpy(key.app),
+        &fixtures.saxpy(key.app, column.app_needs),
         &paths.app,
         &["--set-rpath", &app_runpath],
     );
@@ -430,7 +435,7 @@ fn app(
     }
     root.patched_copy(
         &fixtures.cudart(column.app_needs),
-        &format!("{}/libcudart.so.12", paths.cudart_dir),
+        &format!("{}/{}", paths.cudart_dir, cudart_soname(column.app_needs)),
         &cudart_edit,
     );
     let compat_runpath = compat_runpath(approach.compat_runpath, key.origin, paths);
@@ -499,13 +504,13 @@ fn wheel(
         App::C => format!("$ORIGIN:{glibc_lib}"),
     };
     root.patched_copy(
-        &fixtures.saxpy(key.app),
+        &fixtures.saxpy(key.app, column.app_needs),
         &paths.app,
         &["--set-rpath", &app_runpath],
     )
     .patched_copy(
         &fixtures.cudart(column.app_needs),
-        &format!("{}/libcudart.so.12", paths.wheel_dir),
+        &format!("{}/{}", paths.wheel_dir, cudart_soname(column.app_needs)),
         &["--set-rpath", "$ORIGIN"],
     );
 }

@@ -286,8 +286,8 @@ pub(crate) fn fill(text: &str, width: usize) -> String {
 mod tests {
     use super::*;
     use crate::verify::outcome::{CellRun, Step};
+    use crate::verify::provenance::{Provenance, WrittenBy};
     use crate::verify::render::tests::{run_mut, verified};
-    use crate::verify::support::{Provenance, WrittenBy};
 
     fn doc(cells: Vec<CellReport>) -> SupportDoc {
         SupportDoc::new(

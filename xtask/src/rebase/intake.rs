@@ -23,6 +23,7 @@ use git2::{Delta, FileMode, Oid, Repository};
 
 use crate::merge::file_mode;
 use crate::series::markers::has_markers;
+use crate::series::scope::file_path;
 use crate::store::snapshot::{NotStorable, Snapshot};
 use crate::util::exit::NeedsAttention;
 use crate::util::text::listed;
@@ -117,13 +118,8 @@ pub(crate) fn take(
     let mut deleted = Vec::new();
     let mut kinds = Vec::new();
     for delta in diff.deltas() {
-        let path = |f: git2::DiffFile<'_>| {
-            f.path()
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
         if delta.status() != Delta::Deleted {
-            let p = path(delta.new_file());
+            let p = file_path(&delta.new_file());
             // A new file takes the mode the patch gives its path (a plain file if none).
             let expected = match delta.status() {
                 Delta::Added => patch_tree
@@ -155,7 +151,7 @@ pub(crate) fn take(
         }
         match delta.status() {
             Delta::Added => {
-                let p = path(delta.new_file());
+                let p = file_path(&delta.new_file());
                 if touched.contains(&p) {
                     changed.push(p);
                 } else if is_editor_leftover(&p) {
@@ -165,14 +161,14 @@ pub(crate) fn take(
                 }
             }
             Delta::Deleted => {
-                let p = path(delta.old_file());
+                let p = file_path(&delta.old_file());
                 if deleted_by_patch.contains(&p) || deletions.contains(&p) {
                     deleted.push(p);
                 } else {
                     missing.push(p);
                 }
             }
-            _ => changed.push(path(delta.new_file())),
+            _ => changed.push(file_path(&delta.new_file())),
         }
     }
     // `--delete` of a file still in the tree: like `git rm`, it goes.

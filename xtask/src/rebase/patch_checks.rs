@@ -248,15 +248,7 @@ fn tail(log: &Path) -> String {
 
 /// Paths that differ between two trees (old and new names).
 pub(crate) fn changed_paths(repo: &Repository, old: Oid, new: Oid) -> Result<Vec<String>> {
-    let (old, new) = (
-        repo.find_tree(old)
-            .context("a tree is missing from the store")?,
-        repo.find_tree(new)
-            .context("a tree is missing from the store")?,
-    );
-    let diff = repo
-        .diff_tree_to_tree(Some(&old), Some(&new), None)
-        .context("cannot compare two trees")?;
+    let diff = worktree::tree_diff(repo, old, new)?;
     let mut paths = Vec::new();
     for delta in diff.deltas() {
         for file in [delta.old_file(), delta.new_file()] {

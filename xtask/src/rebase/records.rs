@@ -34,7 +34,7 @@ use similar::TextDiff;
 use crate::series::defect;
 use crate::series::markers::{has_markers, is_marker_line};
 use crate::series::scope::Scope;
-use crate::util::{durable, staging};
+use crate::util::{durable, paths, staging};
 use model::Release;
 
 /// `patches/<DIR>/<X.Y>/`: where the resolutions of the rebases onto X.Y live.
@@ -197,14 +197,11 @@ impl Resolutions {
 
     /// Reads every `*.resolution` file of `dir` (absent: none).
     pub fn load_dir(dir: &Path) -> Result<Resolutions> {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Resolutions::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+        let Some(entries) = paths::entries_if_exists(dir)? else {
+            return Ok(Resolutions::default());
         };
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with('.') {
                 continue;

@@ -8,7 +8,7 @@
 use anyhow::{Context, Result};
 use git2::{Delta, FileMode, Oid, Repository};
 
-use super::defect;
+use super::refuse_first;
 use super::scope::commit_diff;
 use crate::util::text::listed;
 
@@ -49,14 +49,9 @@ pub(crate) fn found_in(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
 /// Refuses (as a defect) the first of `patches` (name, commit) that changes a mode or adds
 /// anything but a regular file.
 pub(crate) fn check(repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
-    for (name, commit) in patches {
-        let found = found_in(repo, *commit)?;
-        if !found.is_empty() {
-            return Err(defect(format!(
-                "{name} {}: a series holds regular files and keeps their modes",
-                listed(&found)
-            )));
-        }
-    }
-    Ok(())
+    refuse_first(patches, |name, commit| {
+        let found = listed(&found_in(repo, commit)?);
+        Ok((!found.is_empty())
+            .then(|| format!("{name} {found}: a series holds regular files and keeps their modes")))
+    })
 }

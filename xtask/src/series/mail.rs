@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use git2::{DiffOptions, Oid, Repository, Signature, Time};
 
+use super::scope::file_path;
 use super::{diffstat, mail_date, TRAILER};
 
 /// One patch file, parsed.
@@ -320,35 +321,30 @@ pub(crate) fn file_stats(diff: &git2::Diff<'_>) -> Result<Vec<diffstat::FileStat
         let patch = git2::Patch::from_diff(diff, idx)?.context("empty patch")?;
         let (_, insertions, deletions) = patch.line_stats()?;
         let delta = patch.delta();
-        let path = |f: &git2::DiffFile<'_>| {
-            f.path()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        };
         let (old, new) = (delta.old_file(), delta.new_file());
         let summary = match delta.status() {
             git2::Delta::Added => Some(format!(
                 "create mode {:o} {}",
                 u32::from(new.mode()),
-                path(&new)
+                file_path(&new)
             )),
             git2::Delta::Deleted => Some(format!(
                 "delete mode {:o} {}",
                 u32::from(old.mode()),
-                path(&old)
+                file_path(&old)
             )),
             _ if old.mode() != new.mode() => Some(format!(
                 "mode change {:o} => {:o} {}",
                 u32::from(old.mode()),
                 u32::from(new.mode()),
-                path(&new)
+                file_path(&new)
             )),
             _ => None,
         };
         let path = if delta.status() == git2::Delta::Deleted {
-            path(&old)
+            file_path(&old)
         } else {
-            path(&new)
+            file_path(&new)
         };
         stats.push(diffstat::FileStat {
             path,

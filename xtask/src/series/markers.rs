@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use git2::{Delta, Oid, Repository};
 
-use super::defect;
+use super::refuse_first;
 
 /// Whether `line` (without its newline) is a conflict marker line.
 pub(crate) fn is_marker_line(line: &[u8]) -> bool {
@@ -77,16 +77,11 @@ pub(crate) fn added_by(repo: &Repository, commit: Oid) -> Result<Vec<String>> {
 
 /// Refuses (as a defect) the first of `patches` (name, commit) that adds a marker line.
 pub(crate) fn check(repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
-    for (name, commit) in patches {
-        let found = added_by(repo, *commit)?;
-        if !found.is_empty() {
-            return Err(defect(format!(
-                "{name} adds conflict markers, left from a merge: {}",
-                crate::util::text::listed(&found)
-            )));
-        }
-    }
-    Ok(())
+    refuse_first(patches, |name, commit| {
+        let found = crate::util::text::listed(&added_by(repo, commit)?);
+        Ok((!found.is_empty())
+            .then(|| format!("{name} adds conflict markers, left from a merge: {found}")))
+    })
 }
 
 #[cfg(test)]

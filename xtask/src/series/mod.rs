@@ -150,6 +150,20 @@ pub(crate) fn guard(
     kinds::check(repo, patches)
 }
 
+/// Refuses (as a defect) the first of `patches` (name, commit) of which `problem` says what
+/// breaks a rule: the loop of each rule of [`guard`].
+pub(crate) fn refuse_first(
+    patches: &[(String, Oid)],
+    problem: impl Fn(&str, Oid) -> Result<Option<String>>,
+) -> Result<()> {
+    for (name, commit) in patches {
+        if let Some(why) = problem(name, *commit)? {
+            return Err(defect(why));
+        }
+    }
+    Ok(())
+}
+
 /// The first line where `a` and `b` differ: its number (1-based) and both versions (`None`
 /// past the end of a text).
 pub(crate) fn first_difference<'t>(

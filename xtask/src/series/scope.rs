@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use git2::{Delta, Oid, Repository};
 
-use super::defect;
+use super::{defect, refuse_first};
 use crate::util::text::listed;
 
 /// The name of the scope file in `patches/`.
@@ -90,19 +90,14 @@ impl Scope {
         let diff = commit_diff(repo, commit)?;
         let mut found = Violations::default();
         for delta in diff.deltas() {
-            let path = |f: git2::DiffFile<'_>| {
-                f.path()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            };
             if delta.status() == Delta::Deleted {
-                let old = path(delta.old_file());
+                let old = file_path(&delta.old_file());
                 if !self.delete.iter().any(|g| glob_matches(g, &old)) {
                     found.deleted.push(old);
                 }
                 continue;
             }
-            let new = path(delta.new_file());
+            let new = file_path(&delta.new_file());
             if !self.touch.iter().any(|g| glob_matches(g, &new)) {
                 found.outside.push(new);
             }
@@ -118,13 +113,10 @@ impl Scope {
 
     /// Refuses (as a defect) the first of `patches` (name, commit) that leaves the scope.
     pub(crate) fn check(&self, repo: &Repository, patches: &[(String, Oid)]) -> Result<()> {
-        for (name, commit) in patches {
-            let found = self.violations(repo, *commit)?;
-            if !found.is_empty() {
-                return Err(defect(found.describe(name, &self.path)));
-            }
-        }
-        Ok(())
+        refuse_first(patches, |name, commit| {
+            let found = self.violations(repo, commit)?;
+            Ok((!found.is_empty()).then(|| found.describe(name, &self.path)))
+        })
     }
 }
 
@@ -162,6 +154,13 @@ impl Violations {
         }
         format!("{name} {}", parts.join("; and "))
     }
+}
+
+/// The path of one side of a diff's delta, as text ("" for none).
+pub(crate) fn file_path(file: &git2::DiffFile<'_>) -> String {
+    file.path()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// What `commit` changes against its parent.

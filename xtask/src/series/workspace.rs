@@ -11,7 +11,7 @@ use crate::series::scope::Scope;
 use crate::series::{defect, Series, RESOLUTIONS_DIR};
 use crate::store::SourceStore;
 use crate::util::lock::{self, FileLock};
-use crate::util::{durable, staging, together};
+use crate::util::{durable, paths, staging, together};
 use model::{Release, SUPPORTED};
 
 /// Everything a rebase touches, injectable so that tests use temp dirs.
@@ -59,7 +59,7 @@ impl Workspace {
             (self.patches_dir.clone(), "series"),
             (self.patches_dir.join(RESOLUTIONS_DIR), "resolutions"),
         ] {
-            let Some(names) = crate::util::paths::sorted_entry_names(&dir) else {
+            let Some(names) = paths::sorted_entry_names(&dir) else {
                 continue;
             };
             for name in names {
@@ -143,19 +143,12 @@ impl Workspace {
     /// besides `resolutions/` and `variants/` (variants of the series, see
     /// `sysroot::source::series_for`).
     pub(crate) fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
-        let entries = match std::fs::read_dir(&self.patches_dir) {
-            Ok(entries) => entries,
-            // No patches/ at all: the check says so, release by release.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("cannot read {}", self.patches_dir.display()))
-            }
+        // No patches/ at all: the check says so, release by release.
+        let Some(entries) = paths::entries_if_exists(&self.patches_dir)? else {
+            return Ok(Vec::new());
         };
         let mut stray = Vec::new();
         for entry in entries {
-            let entry =
-                entry.with_context(|| format!("cannot read {}", self.patches_dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if entry.path().is_dir()
                 && !name.starts_with('.')

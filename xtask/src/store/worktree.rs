@@ -78,18 +78,21 @@ pub(crate) fn write_file(path: &Path, content: &[u8], mode: i32) -> Result<()> {
     Ok(())
 }
 
+/// What changes from tree `old` to tree `new` of the store.
+pub(crate) fn tree_diff(repo: &Repository, old: Oid, new: Oid) -> Result<git2::Diff<'_>> {
+    let find = |id: Oid| {
+        repo.find_tree(id)
+            .with_context(|| format!("tree {id} is missing from the store"))
+    };
+    let (old, new) = (find(old)?, find(new)?);
+    repo.diff_tree_to_tree(Some(&old), Some(&new), None)
+        .context("cannot compare two trees")
+}
+
 /// Makes `dest`, which holds tree `old`, hold tree `new`: writes what differs, removes what
 /// `new` lacks (and directories left empty). Files are replaced, never written in place.
 pub(crate) fn update_tree(repo: &Repository, old: Oid, new: Oid, dest: &Path) -> Result<()> {
-    let (old, new) = (
-        repo.find_tree(old)
-            .context("a tree to update from is missing from the store")?,
-        repo.find_tree(new)
-            .context("a tree to update to is missing from the store")?,
-    );
-    let diff = repo
-        .diff_tree_to_tree(Some(&old), Some(&new), None)
-        .context("cannot compare two trees")?;
+    let diff = tree_diff(repo, old, new)?;
     for delta in diff.deltas() {
         let (before, after) = (delta.old_file(), delta.new_file());
         if let Some(path) = before.path().filter(|_| before.exists()) {

@@ -138,15 +138,8 @@ impl Recipe {
     }
 
     pub(crate) fn make(&self, build: &Path, jobs: usize, log: &Path, label: &str) -> Result<()> {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}"));
-        logged::run_timed(
-            &mut cmd,
-            log,
-            &format!("{label}: compile"),
-            make_status,
-            Some(&timeline(build, "compile")),
-        )
+        let what = format!("{label}: compile");
+        self.run_make(build, jobs, &[], log, &what, "compile")
     }
 
     /// `make subdirs=elf`: elf's objects, the loader and the libraries made from them (see
@@ -158,14 +151,14 @@ impl Recipe {
         log: &Path,
         label: &str,
     ) -> Result<()> {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}")).arg("subdirs=elf");
-        logged::run_timed(
-            &mut cmd,
+        let what = format!("{label}: compile (make subdirs=elf)");
+        self.run_make(
+            build,
+            jobs,
+            &["subdirs=elf".into()],
             log,
-            &format!("{label}: compile (make subdirs=elf)"),
-            make_status,
-            Some(&timeline(build, "compile-elf")),
+            &what,
+            "compile-elf",
         )
     }
 
@@ -177,17 +170,32 @@ impl Recipe {
         log: &Path,
         label: &str,
     ) -> Result<()> {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}"))
-            .arg("install")
-            .arg(format!("DESTDIR={}", destdir.display()));
-        logged::run_timed(
-            &mut cmd,
+        let args = ["install".into(), format!("DESTDIR={}", destdir.display())];
+        self.run_make(
+            build,
+            jobs,
+            &args,
             log,
             &format!("{label}: install"),
-            make_status,
-            Some(&timeline(build, "install")),
+            "install",
         )
+    }
+
+    /// `make -j<jobs> ARGS` in `build`, logged to `log` as `what`, its progress estimated
+    /// from (and recorded in) the build's timeline of `step`.
+    fn run_make(
+        &self,
+        build: &Path,
+        jobs: usize,
+        args: &[String],
+        log: &Path,
+        what: &str,
+        step: &str,
+    ) -> Result<()> {
+        let mut cmd = self.command("make", build);
+        cmd.arg(format!("-j{jobs}")).args(args);
+        let timeline = timeline(build, step);
+        logged::run_timed(&mut cmd, log, what, make_status, Some(&timeline))
     }
 }
 
@@ -265,28 +273,27 @@ mod tests {
 
     #[test]
     fn make_status_names_the_subdir() {
+        let lines = [
+            "make[2]: Entering directory '/work/src/glibc-2.44/elf'",
+            "make[1]: Entering directory `/x/nptl'",
+            "gcc -c dl-load.c",
+            "make[2]: Leaving directory '/x/elf'",
+        ];
+        let statuses: Vec<Option<String>> = lines.into_iter().map(make_status).collect();
         assert_eq!(
-            make_status("make[2]: Entering directory '/work/src/glibc-2.44/elf'").as_deref(),
-            Some("elf")
+            statuses,
+            [Some("elf".into()), Some("nptl".into()), None, None]
         );
-        assert_eq!(
-            make_status("make[1]: Entering directory `/x/nptl'").as_deref(),
-            Some("nptl")
-        );
-        assert_eq!(make_status("gcc -c dl-load.c"), None);
-        assert_eq!(make_status("make[2]: Leaving directory '/x/elf'"), None);
     }
 
     #[test]
     fn configure_status_shows_the_check() {
-        assert_eq!(
-            configure_status("checking for gcc... gcc").as_deref(),
-            Some("for gcc")
-        );
-        assert_eq!(
-            configure_status("config.status: creating config.make"),
-            None
-        );
+        let lines = [
+            "checking for gcc... gcc",
+            "config.status: creating config.make",
+        ];
+        let statuses: Vec<Option<String>> = lines.into_iter().map(configure_status).collect();
+        assert_eq!(statuses, [Some("for gcc".into()), None]);
     }
 
     #[test]

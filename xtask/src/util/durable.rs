@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::util::fault;
+use crate::util::{fault, paths};
 
 /// Writes `bytes` to `path` and flushes them to the disk before returning.
 pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -164,14 +164,11 @@ pub(crate) fn explain_full_disk(err: anyhow::Error, dir: &Path) -> anyhow::Error
 /// The entries of `dir` that `is_own` does not claim, sorted: what replacing `dir` whole would
 /// delete although no command wrote it there. None when `dir` does not exist.
 pub(crate) fn foreign_entries(dir: &Path, is_own: impl Fn(&str) -> bool) -> Result<Vec<String>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+    let Some(entries) = paths::entries_if_exists(dir)? else {
+        return Ok(Vec::new());
     };
     let mut foreign = Vec::new();
     for entry in entries {
-        let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         let kind = entry.file_type().ok();
         if kind.is_some_and(|t| t.is_symlink()) {

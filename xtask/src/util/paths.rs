@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 pub(crate) use loader_harness::host::cache_dir;
 use loader_harness::host::non_empty_env;
 
@@ -35,6 +35,20 @@ pub(crate) fn store_dir(flag: Option<&Path>) -> Result<PathBuf> {
 /// Downloaded release tarballs, kept so that a re-import needs no network.
 pub fn downloads_dir() -> Result<PathBuf> {
     Ok(cache_dir()?.join("downloads"))
+}
+
+/// The entries of `dir`, or `None` when it does not exist; any other failure to list it is an
+/// error that names it.
+pub(crate) fn entries_if_exists(dir: &Path) -> Result<Option<Vec<std::fs::DirEntry>>> {
+    let listing = match std::fs::read_dir(dir) {
+        Ok(listing) => listing,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+    };
+    let entries = listing
+        .map(|entry| entry.with_context(|| format!("cannot read {}", dir.display())))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Some(entries))
 }
 
 /// The names of `dir`'s entries, sorted (so that what a recovery says comes in one order);

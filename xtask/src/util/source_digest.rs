@@ -219,7 +219,6 @@ fn tokens(text: &str) -> Vec<Tok> {
     let chars: Vec<char> = text.chars().collect();
     let mut toks = Vec::new();
     let mut i = 0;
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
     while i < chars.len() {
         let c = chars[i];
         let next = chars.get(i + 1).copied();
@@ -248,40 +247,42 @@ fn tokens(text: &str) -> Vec<Tok> {
                 }
             }
             push_space(&mut toks);
-        } else if c == 'r'
-            && !(i > 0 && ident(chars[i - 1]))
-            && matches!(next, Some('"' | '#'))
-            && raw_string_at(&chars, i + 1).is_some()
-        {
-            let end = raw_string_at(&chars, i + 1).unwrap_or(chars.len());
+        } else if let Some(end) = literal_end(&chars, i) {
             toks.push(Tok::Literal(chars[i..end].iter().collect()));
             i = end;
-        } else if c == '"' {
-            let mut j = i + 1;
-            while j < chars.len() && chars[j] != '"' {
-                j += if chars[j] == '\\' { 2 } else { 1 };
-            }
-            let end = (j + 1).min(chars.len());
-            toks.push(Tok::Literal(chars[i..end].iter().collect()));
-            i = end;
-        } else if c == '\'' && next == Some('\\') {
-            // '\n', '\'', '\u{..}'
-            let mut j = i + 2;
-            while j < chars.len() && chars[j] != '\'' {
-                j += if chars[j] == '\\' { 2 } else { 1 };
-            }
-            let end = (j + 1).min(chars.len());
-            toks.push(Tok::Literal(chars[i..end].iter().collect()));
-            i = end;
-        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
-            toks.push(Tok::Literal(chars[i..i + 3].iter().collect()));
-            i += 3;
         } else {
             toks.push(Tok::Char(c));
             i += 1;
         }
     }
     toks
+}
+
+/// Where a string or character literal starting at `i` ends (after its closing quote), if
+/// one starts there.
+fn literal_end(chars: &[char], i: usize) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let next = chars.get(i + 1).copied();
+    match chars[i] {
+        'r' if !(i > 0 && ident(chars[i - 1])) && matches!(next, Some('"' | '#')) => {
+            raw_string_at(chars, i + 1)
+        }
+        '"' => Some(quoted_end(chars, i + 1, '"')),
+        // '\n', '\'', '\u{..}'
+        '\'' if next == Some('\\') => Some(quoted_end(chars, i + 2, '\'')),
+        '\'' if chars.get(i + 2) == Some(&'\'') => Some(i + 3),
+        _ => None,
+    }
+}
+
+/// Where a literal closed by `quote` ends (after it), its text starting at `from`; a
+/// backslash escapes the character after it.
+fn quoted_end(chars: &[char], from: usize, quote: char) -> usize {
+    let mut j = from;
+    while j < chars.len() && chars[j] != quote {
+        j += if chars[j] == '\\' { 2 } else { 1 };
+    }
+    (j + 1).min(chars.len())
 }
 
 fn push_space(toks: &mut Vec<Tok>) {
@@ -390,28 +391,28 @@ mod tests {
     fn the_scenario_table_a_fixture_and_code_change_the_digest() {
         let tree = copy();
         let root = tree.path();
-        let before = judging_digest(root).unwrap();
-
-        edit(
-            root,
-            "c-fixtures/libcuda.c",
-            "#include",
-            "#define EXTRA 1\n#include",
-        );
-        let fixture = judging_digest(root).unwrap();
-        assert_ne!(fixture, before, "a fixture edit");
-
-        edit(
-            root,
-            "loader-harness/src/matrix/table.rs",
-            "NEEDED_RUNPATH, FB_T), expected: \"compat\"",
-            "NEEDED_RUNPATH, FB_T), expected: \"driver\"",
-        );
-        let table = judging_digest(root).unwrap();
-        assert_ne!(table, fixture, "a scenario table edit");
-
-        edit(root, "xtask/src/verify/outcome.rs", "==", "!=");
-        assert_ne!(judging_digest(root).unwrap(), table, "a verdict edit");
+        let mut last = judging_digest(root).unwrap();
+        // Each edit on top of the ones before it: (what, file, from, to).
+        for (what, file, from, to) in [
+            (
+                "a fixture edit",
+                "c-fixtures/libcuda.c",
+                "#include",
+                "#define EXTRA 1\n#include",
+            ),
+            (
+                "a scenario table edit",
+                "loader-harness/src/matrix/table.rs",
+                "NEEDED_RUNPATH, FB_T), expected: \"compat\"",
+                "NEEDED_RUNPATH, FB_T), expected: \"driver\"",
+            ),
+            ("a verdict edit", "xtask/src/verify/outcome.rs", "==", "!="),
+        ] {
+            edit(root, file, from, to);
+            let digest = judging_digest(root).unwrap();
+            assert_ne!(digest, last, "{what}");
+            last = digest;
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::util::{durable, fault};
+use crate::util::{durable, fault, paths};
 
 /// The journal's name prefix in the directory that holds it: `.publish-<pid>-<name>`.
 const JOURNAL: &str = ".publish-";
@@ -202,16 +202,10 @@ fn remove_journal(journal: &Path) -> Result<()> {
 
 /// A digest of a flat directory's files (names and bytes); `None` when it does not exist.
 fn digest(dir: &Path) -> Result<Option<String>> {
-    let listing = match std::fs::read_dir(dir) {
-        Ok(listing) => listing,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+    let Some(entries) = paths::entries_if_exists(dir)? else {
+        return Ok(None);
     };
-    let mut names = Vec::new();
-    for entry in listing {
-        let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
-        names.push(entry.file_name());
-    }
+    let mut names: Vec<_> = entries.iter().map(|entry| entry.file_name()).collect();
     names.sort();
     let mut hash = sha1_smol::Sha1::new();
     for name in names {

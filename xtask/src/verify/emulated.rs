@@ -389,16 +389,22 @@ int main (int argc, char **argv)
 
     #[test]
     fn an_id_map_is_mapped_as_itself() {
+        let maps = [
+            "         0          0 4294967295\n",
+            "0 100000 65536\n65536 5000 1\n",
+            "",
+            "0 0\n",
+        ];
+        let identities: Vec<Option<String>> = maps.into_iter().map(identity_of).collect();
         assert_eq!(
-            identity_of("         0          0 4294967295\n").as_deref(),
-            Some("0 0 4294967295\n")
+            identities,
+            [
+                Some("0 0 4294967295\n".into()),
+                Some("0 0 65536\n65536 65536 1\n".into()),
+                None,
+                None,
+            ]
         );
-        assert_eq!(
-            identity_of("0 100000 65536\n65536 5000 1\n").as_deref(),
-            Some("0 0 65536\n65536 65536 1\n")
-        );
-        assert_eq!(identity_of(""), None);
-        assert_eq!(identity_of("0 0\n"), None);
     }
 
     #[test]

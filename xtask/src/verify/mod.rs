@@ -11,6 +11,7 @@
 pub(crate) mod cell;
 pub(crate) mod emulated;
 pub(crate) mod outcome;
+pub(crate) mod provenance;
 pub(crate) mod render;
 pub(crate) mod support;
 pub(crate) mod testsuite;
@@ -25,7 +26,8 @@ use model::{Cell, Flavour, Target};
 use cell::Plan;
 pub(crate) use outcome::{CellReport, CellState};
 use outcome::{CellRun, Machine, Seconds, Step, Steps};
-use support::{Provenance, SupportDoc, WrittenBy};
+use provenance::{Provenance, WrittenBy};
+use support::SupportDoc;
 
 use crate::cli::{Cells, Env};
 use crate::series::Workspace;
@@ -119,8 +121,8 @@ impl Args {
         let run = Run {
             workspace: Workspace::open(env)?,
             builder: Builder::new(env),
-            now: render::now(),
-            commit: render::project_commit(&root),
+            now: provenance::now(),
+            commit: provenance::project_commit(&root),
             progress: Progress::new(cells.len()),
         };
         let mut reports = Vec::new();
@@ -238,8 +240,8 @@ pub(crate) fn verify_release(
             patches_dir: patches_dir.to_path_buf(),
             ..Builder::new(env)
         },
-        now: render::now(),
-        commit: render::project_commit(&paths::project_root()),
+        now: provenance::now(),
+        commit: provenance::project_commit(&paths::project_root()),
         progress: Progress::new(targets.len()),
     };
     let mut reports = Vec::new();

@@ -4,7 +4,6 @@
 //! docs/support.json again (support.rs).
 
 use std::fmt::Write;
-use std::path::Path;
 
 use super::emulated;
 use super::outcome::Machine;
@@ -12,58 +11,8 @@ use super::outcome::{
     Applies, Build, CellReport, CellRun, CellState, Matrix, Origin, Sensitivity, SeriesTests, Step,
     StepName, Unrun, Verdict,
 };
-use super::support::{Provenance, WrittenBy};
+use super::provenance::{Provenance, WrittenBy};
 use super::testsuite::{Diff, Named, Status, SuiteFacts};
-use crate::series::mail_date;
-
-/// `2026-11-30 14:05 UTC`.
-pub(crate) fn now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    mail_date::utc_minutes(secs)
-}
-
-/// The checkout's commit; when the tracked files differ from it, `+changes-` and a digest
-/// of those changes (the diff of the work tree against the commit), so that a cell proven
-/// from uncommitted changes says which.
-pub(crate) fn project_commit(root: &Path) -> String {
-    let Ok(repo) = git2::Repository::open(root) else {
-        return "unknown (not a git checkout)".into();
-    };
-    let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
-        return "unknown (no commit)".into();
-    };
-    let id = head.id().to_string()[..12].to_string();
-    match changes_digest(&repo, &head) {
-        Ok(None) => id,
-        Ok(Some(digest)) => format!("{id}{CHANGES}{digest}"),
-        Err(err) => format!("{id}+changes (unreadable: {err})"),
-    }
-}
-
-/// What separates a commit from the digest of the changes on top of it.
-pub(crate) const CHANGES: &str = "+changes-";
-
-/// A digest of the tracked files' differences from `head` (index and work tree), or `None`
-/// when there are none.
-fn changes_digest(
-    repo: &git2::Repository,
-    head: &git2::Commit,
-) -> std::result::Result<Option<String>, git2::Error> {
-    let tree = head.tree()?;
-    let diff = repo.diff_tree_to_workdir_with_index(Some(&tree), None)?;
-    if diff.deltas().len() == 0 {
-        return Ok(None);
-    }
-    let mut hash = sha1_smol::Sha1::new();
-    diff.print(git2::DiffFormat::Patch, |_, _, line| {
-        hash.update(&[line.origin() as u8]);
-        hash.update(line.content());
-        true
-    })?;
-    Ok(Some(hash.digest().to_string()[..12].to_string()))
-}
 
 fn label(step: StepName) -> &'static str {
     match step {

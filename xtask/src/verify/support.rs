@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cell;
 use super::outcome::{CellReport, CellState, Step};
+use super::provenance::{self, Provenance, CHANGES};
 use super::render;
 use crate::series::Series;
 use crate::util::durable;
@@ -39,39 +40,6 @@ pub(crate) struct SupportDoc {
     pub provenance: Provenance,
     /// In table order: release by release, targets as `Target::ALL` lists them.
     pub cells: Vec<CellReport>,
-}
-
-/// When, from which commit and by which command the record was last written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Provenance {
-    pub written_at: String,
-    pub commit: String,
-    pub by: WrittenBy,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "command", rename_all = "kebab-case")]
-pub(crate) enum WrittenBy {
-    /// `verify --write-support`; with `--cached-only` nothing was built or run.
-    Verify { cached_only: bool },
-    /// `verify merge --write-support`: cells verified elsewhere (one CI job each).
-    Merge,
-    /// `update-release X.Y`: that release's cells, the others kept.
-    UpdateRelease { release: Release },
-}
-
-impl Provenance {
-    pub(crate) fn now(root: &Path, by: WrittenBy) -> Provenance {
-        Provenance {
-            written_at: render::now(),
-            commit: render::project_commit(root),
-            by,
-        }
-    }
-
-    pub(crate) fn cached_only(&self) -> bool {
-        self.by == WrittenBy::Verify { cached_only: true }
-    }
 }
 
 /// Releases oldest first, each on its targets in `Target::ALL`'s order: the types' own.
@@ -401,7 +369,7 @@ fn time_problem(time: &str, now: i64) -> Option<String> {
         Err(err) => Some(format!("at an unreadable time: {err:#}")),
         Ok(at) if at > now => Some(format!(
             "at {time}, which is in the future (now: {})",
-            render::now()
+            provenance::now()
         )),
         Ok(_) => None,
     }
@@ -433,7 +401,7 @@ impl History {
             None => (commit, None),
         };
         if let Some(changes) = changes {
-            let digest = changes.strip_prefix(&render::CHANGES[1..]);
+            let digest = changes.strip_prefix(&CHANGES[1..]);
             if !digest.is_some_and(|d| d.len() == 12 && d.bytes().all(|b| b.is_ascii_hexdigit())) {
                 return Ok(Some(format!(
                     "proven from commit {id} with uncommitted changes it does not name (`{commit}`): verify it again from a commit"
@@ -513,6 +481,7 @@ fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
 mod tests {
     use super::*;
     use crate::verify::outcome::{CellRun, Verdict};
+    use crate::verify::provenance::WrittenBy;
     use crate::verify::render::tests::{run_mut, verified, with_series_tests};
 
     /// A scratch checkout: docs/support.json and docs/support.md written by the code, every
@@ -568,6 +537,24 @@ mod tests {
         Ok(None)
     }
 
+    /// This machine's verify cache as `check` asks it, holding for each cell the record's
+    /// report with `edit`'s changes: a proof made again, elsewhere or otherwise.
+    fn cache_of<'a>(
+        doc: &'a SupportDoc,
+        edit: impl Fn(&mut CellRun) + 'a,
+    ) -> impl Fn(Release, Target) -> Result<Option<CellReport>> + 'a {
+        move |release, target| {
+            let mut cell = doc
+                .cells
+                .iter()
+                .find(|c| (c.release, c.target) == (release, target))
+                .unwrap()
+                .clone();
+            edit(run_mut(&mut cell));
+            Ok(Some(cell))
+        }
+    }
+
     impl Page {
         fn check(&self) -> Result<()> {
             self.check_with(&nothing_local)
@@ -587,6 +574,20 @@ mod tests {
 
         fn rewrite(&self, doc: &SupportDoc) {
             doc.write(self.root.path()).unwrap();
+        }
+
+        /// The record with the patched matrix figures of its `n`th cell edited.
+        fn with_matrix(
+            &self,
+            n: usize,
+            edit: impl FnOnce(&mut crate::verify::outcome::Matrix),
+        ) -> SupportDoc {
+            let mut doc = self.doc.clone();
+            let Step::Done(matrix) = &mut run_mut(&mut doc.cells[n]).steps.matrix else {
+                panic!("cell {n} of the test record has no matrix figures");
+            };
+            edit(matrix);
+            doc
         }
     }
 
@@ -662,12 +663,10 @@ mod tests {
     #[test]
     fn a_record_whose_verdicts_its_figures_do_not_give_fails() {
         let page = page();
-        let mut doc = page.doc.clone();
-        let steps = &mut run_mut(&mut doc.cells[0]).steps;
-        if let Step::Done(m) = &mut steps.matrix {
+        let doc = page.with_matrix(0, |m| {
             m.pass -= 3;
             m.mismatch = vec!["01-a".into(), "01-b".into(), "01-c".into()];
-        }
+        });
         // The figures, and the page rendered from them, fail the cell: a failed cell fails.
         page.rewrite(&doc);
         fails_with(&page, "2.36 x86_64: failed");
@@ -684,16 +683,17 @@ mod tests {
     #[test]
     fn an_incomplete_cell_fails() {
         let page = page();
-        let mut doc = page.doc.clone();
-        let steps = &mut run_mut(&mut doc.cells[11]).steps;
-        if let Step::Done(m) = &mut steps.matrix {
+        let mut doc = page.with_matrix(11, |m| {
             m.pass -= 1;
             m.skipped = vec![crate::verify::outcome::Unrun {
                 id: "01-real-llp-bug".into(),
                 reason: "Debian archive unreachable: no mirror".into(),
             }];
-        }
-        assert_eq!(steps.matrix.verdict(), Verdict::Incomplete);
+        });
+        assert_eq!(
+            run_mut(&mut doc.cells[11]).steps.matrix.verdict(),
+            Verdict::Incomplete
+        );
         page.rewrite(&doc);
         fails_with(
             &page,
@@ -756,22 +756,14 @@ mod tests {
         let page = page();
         let doc = page.doc.clone();
         // The same proof, run again later (when, how fast and built-or-cached differ): fine.
-        let again = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = doc
-                .cells
-                .iter()
-                .find(|c| (c.release, c.target) == (release, target))
-                .unwrap()
-                .clone();
-            let run = run_mut(&mut cell);
+        let again = cache_of(&doc, |run| {
             run.verified_at = "later".into();
             run.seconds.total += 1.0;
             run.steps.build = Step::Done(crate::verify::outcome::Build {
                 patched: crate::verify::outcome::Origin::Built,
                 unpatched: crate::verify::outcome::Origin::Built,
             });
-            Ok(Some(cell))
-        };
+        });
         page.check_with(&again).unwrap();
         // Other inputs, or other figures: the record is not this machine's proof.
         let rekeyed = |release: Release, target: Target| -> Result<Option<CellReport>> {
@@ -806,10 +798,7 @@ mod tests {
     fn figures_that_agree_with_themselves_but_are_not_whole_fail() {
         let page = page();
         // The matrix: 10 scenarios run, 10 pass, of the table's rows.
-        let mut doc = page.doc.clone();
-        if let Step::Done(m) = &mut run_mut(&mut doc.cells[0]).steps.matrix {
-            (m.total, m.pass) = (10, 10);
-        }
+        let doc = page.with_matrix(0, |m| (m.total, m.pass) = (10, 10));
         page.rewrite(&doc);
         fails_with(
             &page,
@@ -895,14 +884,8 @@ mod tests {
     fn another_machine_s_facts_are_reported_not_judged() {
         let page = page();
         let doc = page.doc.clone();
-        let elsewhere = |release: Release, target: Target| -> Result<Option<CellReport>> {
-            let mut cell = doc
-                .cells
-                .iter()
-                .find(|c| (c.release, c.target) == (release, target))
-                .unwrap()
-                .clone();
-            let machine = &mut run_mut(&mut cell).machine;
+        let elsewhere = cache_of(&doc, |run| {
+            let machine = &mut run.machine;
             machine.cpu = "Other CPU".into();
             if let Some(facts) = &mut machine.elf_suite {
                 for test in [
@@ -918,8 +901,7 @@ mod tests {
                 facts.patched.pass -= 2;
                 facts.patched.fail += 2;
             }
-            Ok(Some(cell))
-        };
+        });
         page.check_with(&elsewhere).unwrap();
         assert_eq!(
             machine_differs(&doc.cells[0], &elsewhere(doc.cells[0].release, doc.cells[0].target).unwrap().unwrap()).unwrap(),

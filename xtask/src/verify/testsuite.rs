@@ -605,21 +605,22 @@ mod tests {
     #[test]
     fn a_test_that_passes_only_without_the_patch_is_a_regression() {
         use Status::*;
-        let unpatched = results(&[
-            ("elf/a", Pass),
-            ("elf/b", Fail),
-            ("elf/c", Unsupported),
-            ("elf/d", Pass),
-            ("elf/gone", Pass),
-        ]);
-        let patched = results(&[
-            ("elf/a", Fail),
-            ("elf/b", Fail),
-            ("elf/c", Pass),
-            ("elf/d", Pass),
-            ("elf/tst-fallback-path", Pass),
-        ]);
-        let (diff, facts) = Diff::between(&unpatched, &patched, &own());
+        let (diff, facts) = compare(
+            &[
+                ("elf/a", Pass),
+                ("elf/b", Fail),
+                ("elf/c", Unsupported),
+                ("elf/d", Pass),
+                ("elf/gone", Pass),
+            ],
+            &[
+                ("elf/a", Fail),
+                ("elf/b", Fail),
+                ("elf/c", Pass),
+                ("elf/d", Pass),
+                ("elf/tst-fallback-path", Pass),
+            ],
+        );
         assert!(!diff.passes());
         assert_eq!(diff.regressions.len(), 1);
         assert_eq!(diff.regressions[0].test, "elf/a");
@@ -661,24 +662,30 @@ mod tests {
         vec!["elf/tst-fallback-path".to_string()]
     }
 
+    /// The two trees' results compared, the series' own test being `own()`'s.
+    fn compare(unpatched: &[(&str, Status)], patched: &[(&str, Status)]) -> (Diff, SuiteFacts) {
+        Diff::between(&results(unpatched), &results(patched), &own())
+    }
+
     /// The 2.44 run of issue 19: the patched tree's test pass never started, so its summary
     /// lists the elf tests as UNRESOLVED; the result files on disk were the 28 of the first
     /// pass. Nothing may call that "0 regressions".
     #[test]
     fn tests_that_never_ran_fail_the_comparison() {
         use Status::*;
-        let unpatched = results(&[
-            ("elf/tst-a", Pass),
-            ("elf/tst-b", Pass),
-            ("lint-makefiles", Pass),
-        ]);
-        let patched = results(&[
-            ("elf/tst-a", Unresolved),
-            ("elf/tst-b", Unresolved),
-            ("elf/tst-fallback-path", Unresolved),
-            ("lint-makefiles", Fail),
-        ]);
-        let (diff, facts) = Diff::between(&unpatched, &patched, &own());
+        let (diff, facts) = compare(
+            &[
+                ("elf/tst-a", Pass),
+                ("elf/tst-b", Pass),
+                ("lint-makefiles", Pass),
+            ],
+            &[
+                ("elf/tst-a", Unresolved),
+                ("elf/tst-b", Unresolved),
+                ("elf/tst-fallback-path", Unresolved),
+                ("lint-makefiles", Fail),
+            ],
+        );
         assert!(!diff.passes());
         assert_eq!(diff.regressions.len(), 1, "{diff:?}");
         assert_eq!(diff.regressions[0].test, "lint-makefiles");
@@ -698,21 +705,23 @@ mod tests {
     #[test]
     fn a_test_run_in_one_tree_only_fails_the_comparison() {
         use Status::*;
-        let unpatched = results(&[("elf/tst-a", Pass), ("elf/tst-gone", Pass)]);
-        let patched = results(&[
-            ("elf/tst-a", Pass),
-            ("elf/tst-fallback-path", Pass),
-            ("elf/tst-new", Pass),
-        ]);
-        let (diff, _) = Diff::between(&unpatched, &patched, &own());
+        let (diff, _) = compare(
+            &[("elf/tst-a", Pass), ("elf/tst-gone", Pass)],
+            &[
+                ("elf/tst-a", Pass),
+                ("elf/tst-fallback-path", Pass),
+                ("elf/tst-new", Pass),
+            ],
+        );
         assert!(!diff.passes());
         assert_eq!(diff.only_unpatched[0].test, "elf/tst-gone");
         assert_eq!(diff.only_patched[0].test, "elf/tst-new");
         assert_eq!(diff.series_own, ["elf/tst-fallback-path"]);
         // Without the strays the same runs pass.
-        let unpatched = results(&[("elf/tst-a", Pass)]);
-        let patched = results(&[("elf/tst-a", Pass), ("elf/tst-fallback-path", Pass)]);
-        let (diff, _) = Diff::between(&unpatched, &patched, &own());
+        let (diff, _) = compare(
+            &[("elf/tst-a", Pass)],
+            &[("elf/tst-a", Pass), ("elf/tst-fallback-path", Pass)],
+        );
         assert!(diff.passes(), "{diff:?}");
         assert_eq!(diff.compared(), 1);
     }
@@ -722,13 +731,14 @@ mod tests {
     #[test]
     fn suite_figures_that_do_not_add_up_fail() {
         use Status::*;
-        let unpatched = results(&[("elf/tst-a", Pass), ("elf/tst-b", Pass)]);
-        let patched = results(&[
-            ("elf/tst-a", Pass),
-            ("elf/tst-b", Pass),
-            ("elf/tst-fallback-path", Pass),
-        ]);
-        let (diff, facts) = Diff::between(&unpatched, &patched, &own());
+        let (diff, facts) = compare(
+            &[("elf/tst-a", Pass), ("elf/tst-b", Pass)],
+            &[
+                ("elf/tst-a", Pass),
+                ("elf/tst-b", Pass),
+                ("elf/tst-fallback-path", Pass),
+            ],
+        );
         assert!(diff.passes() && facts.patched.adds_up());
         let mut edited = diff.clone();
         edited.listed.patched.count = 552;

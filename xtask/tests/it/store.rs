@@ -30,6 +30,14 @@ fn release_tarball(t: &TestStore) -> (Synthetic, std::path::PathBuf) {
     )
 }
 
+/// [`release_tarball`] imported into `t`'s store: the release, its commit, and the directory
+/// the tarball was made from.
+fn imported_tarball(t: &TestStore) -> (Synthetic, git2::Oid, std::path::PathBuf) {
+    let (release, tar) = release_tarball(t);
+    let commit = release.import(&t.store, &Source::Tarball(tar)).unwrap();
+    (release, commit, t.tmp.path().join("src/glibc-2.41"))
+}
+
 #[test]
 fn imports_are_deterministic_and_keep_modes() {
     let t = TestStore::new();
@@ -157,11 +165,8 @@ fn a_tarball_of_other_content_is_refused() {
 #[test]
 fn a_git_tag_imports_to_the_same_commit_as_the_tarball() {
     let t = TestStore::new();
-    let (release, tar) = release_tarball(&t);
-    let from_tarball = release.import(&t.store, &Source::Tarball(tar)).unwrap();
-
     // An upstream-like repository: the same files, manual/ included, tagged glibc-2.41.
-    let upstream = t.tmp.path().join("src/glibc-2.41");
+    let (release, from_tarball, upstream) = imported_tarball(&t);
     run(&upstream, "git", &["init", "-q"]);
     run(&upstream, "git", &["add", "-A", "-f"]);
     git_commit(&upstream, &["-qm", "release"]);
@@ -229,10 +234,8 @@ fn a_new_store_appears_whole_or_not_at_all() {
 #[test]
 fn every_compression_and_hard_links_give_the_same_release() {
     let t = TestStore::new();
-    let (release, xz) = release_tarball(&t);
-    let commit = release.import(&t.store, &Source::Tarball(xz)).unwrap();
+    let (release, commit, top) = imported_tarball(&t);
     // git drops `.git` entries at any depth; a hard link is a second copy of its file.
-    let top = t.tmp.path().join("src/glibc-2.41");
     std::fs::create_dir_all(top.join("elf/.git")).unwrap();
     std::fs::write(top.join("elf/.git/config"), "not part of any tree\n").unwrap();
     std::fs::hard_link(top.join("elf/dl-load.c"), top.join("elf/hard.c")).unwrap();
