@@ -82,6 +82,31 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
+impl Outcome {
+    /// `scenario`'s outcome on a loader of `flavour`: what it saw and the verdict on it, with
+    /// no command, explanation or time (what [`run_one`] adds, having run it).
+    pub fn judged(
+        scenario: &'static Scenario,
+        flavour: Flavour,
+        actual: String,
+        verdict: Verdict,
+    ) -> Outcome {
+        Outcome {
+            scenario,
+            id: scenario.id,
+            row: scenario.contract.number(),
+            title: scenario.title,
+            needs_patch: scenario.needs_patch(),
+            expected: scenario.expectation(flavour),
+            actual,
+            verdict,
+            command: None,
+            explanation: None,
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
 /// The matrix against one sysroot.
 #[derive(Debug, Clone, Serialize)]
 pub struct MatrixReport {
@@ -296,17 +321,10 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         _ => None,
     };
     Outcome {
-        scenario,
-        id: scenario.id,
-        row: scenario.contract.number(),
-        title: scenario.title,
-        needs_patch: scenario.needs_patch(),
-        expected: scenario.expectation(flavour),
-        actual,
-        verdict,
         command: last.map(|i| i.display()),
         explanation,
         elapsed,
+        ..Outcome::judged(scenario, flavour, actual, verdict)
     }
 }
 
@@ -425,20 +443,12 @@ mod tests {
         assert_eq!(verdict, Verdict::NotApplicable("why".into()));
         assert!(!verdict.is_skipped() && !verdict.ran());
         let outcome = |id: &str, verdict: Verdict, actual: &str| {
-            let scenario = find(id).unwrap();
-            Outcome {
-                scenario,
-                id: scenario.id,
-                row: scenario.contract.number(),
-                title: scenario.title,
-                needs_patch: scenario.needs_patch(),
-                expected: scenario.expectation(Flavour::Unpatched),
-                actual: actual.into(),
+            Outcome::judged(
+                find(id).unwrap(),
+                Flavour::Unpatched,
+                actual.into(),
                 verdict,
-                command: None,
-                explanation: None,
-                elapsed: Duration::ZERO,
-            }
+            )
         };
         let outcomes = [
             outcome("21-list", Verdict::FailsWithoutPatch, "not found"),
