@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::matrix::{Observed, Scenario, MATRIX};
 use crate::root::{Bench, Ctx};
 use crate::trace::explain;
-use model::{Flavour, Release, Target};
+use model::{parallel_map, Flavour, Release, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "kebab-case")]
@@ -229,7 +229,7 @@ pub fn run_with(bench: &Bench, filter: Option<&str>, workers: usize) -> MatrixRe
         .iter()
         .filter(|s| filter.is_none_or(|f| s.id.contains(f)))
         .collect();
-    let outcomes = run_all(bench, &scenarios, workers);
+    let outcomes = parallel_map(&scenarios, workers, |scenario| run_one(bench, scenario));
     let whole = filter.is_none();
     MatrixReport {
         release: bench.sysroot.release,
@@ -240,44 +240,6 @@ pub fn run_with(bench: &Bench, filter: Option<&str>, workers: usize) -> MatrixRe
             .then(|| Sensitivity::of(&outcomes)),
         scenarios: outcomes,
     }
-}
-
-/// `run_one` of every scenario, `workers` at a time, in the given order.
-fn run_all(bench: &Bench, scenarios: &[&'static Scenario], workers: usize) -> Vec<Outcome> {
-    let workers = workers.clamp(1, scenarios.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Outcome>>> = scenarios
-        .iter()
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
-    let work = || loop {
-        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Some(scenario) = scenarios.get(i) else {
-            break;
-        };
-        let outcome = run_one(bench, scenario);
-        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-    };
-    std::thread::scope(|scope| {
-        // This thread works too, so that a spawn the system refuses only means fewer at once.
-        for _ in 1..workers {
-            if std::thread::Builder::new()
-                .spawn_scoped(scope, work)
-                .is_err()
-            {
-                break;
-            }
-        }
-        work();
-    });
-    results
-        .into_iter()
-        .map(|r| {
-            r.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .expect("every scenario was run")
-        })
-        .collect()
 }
 
 pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
