@@ -294,10 +294,9 @@ impl Root {
 
     /// A symlink at `link` (absolute, inside the root) pointing to `target` as given.
     pub(crate) fn symlink(&mut self, target: &str, link: &str) -> &mut Root {
-        let dest = self.inside(link);
-        let result = fs::create_dir_all(dest.parent().unwrap())
-            .and_then(|()| fresh_file(&dest))
-            .and_then(|()| symlink(target, &dest))
+        let result = self
+            .fresh_at(link)
+            .and_then(|dest| symlink(target, dest))
             .with_context(|| format!("cannot link {link} to {target} in the root"));
         self.note(result);
         self
@@ -305,10 +304,9 @@ impl Root {
 
     /// A file of its own at `path` (absolute, inside the root) holding `text`.
     pub(crate) fn write(&mut self, path: &str, text: &str) -> &mut Root {
-        let dest = self.inside(path);
-        let result = fs::create_dir_all(dest.parent().unwrap())
-            .and_then(|()| fresh_file(&dest))
-            .and_then(|()| fs::write(&dest, text))
+        let result = self
+            .fresh_at(path)
+            .and_then(|dest| fs::write(dest, text))
             .with_context(|| format!("cannot write {path} in the root"));
         self.note(result);
         self
@@ -464,12 +462,11 @@ impl Root {
     /// A setuid-root copy of probe `name` at `to`, for secure-mode runs.
     pub(crate) fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
-        let dest = self.inside(to);
-        let result = fs::create_dir_all(dest.parent().unwrap())
-            .and_then(|()| fresh_file(&dest))
+        let result = self
+            .fresh_at(to)
             .map_err(anyhow::Error::from)
-            .and_then(|()| copy_file(&from, &dest))
-            .and_then(|()| {
+            .and_then(|dest| {
+                copy_file(&from, &dest)?;
                 Ok(fs::set_permissions(
                     &dest,
                     fs::Permissions::from_mode(0o4755),
@@ -483,6 +480,16 @@ impl Root {
     /// The host path of `path` inside the root.
     pub(crate) fn inside(&self, path: &str) -> PathBuf {
         self.path.join(path.trim_start_matches('/'))
+    }
+
+    /// The host path of `path` inside the root, made ready for a file of its own: its
+    /// directory created, and whatever stood there (a hard link into the sysroot) removed.
+    fn fresh_at(&self, path: &str) -> io::Result<PathBuf> {
+        // The callers name what they were making; an error here is passed on as it is.
+        let dest = self.inside(path);
+        fs::create_dir_all(dest.parent().unwrap())
+            .and_then(|()| fresh_file(&dest))
+            .map(|()| dest)
     }
 
     fn note(&mut self, result: Result<()>) {
