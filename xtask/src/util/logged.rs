@@ -144,21 +144,28 @@ fn run_inner(
     } else {
         Stdio::null()
     };
-    let mut child = cmd
+    // One pipe for stdout and stderr, as a shell's `2>&1` gives: the log and the tail keep the
+    // order in which the command wrote its lines. Two pipes read by two threads interleave
+    // the streams by the threads' timing (a check's stdout line could land after the error it
+    // led to).
+    let (output, output_writer) =
+        std::io::pipe().context("cannot make a pipe for a command's output")?;
+    let output_writer_too = output_writer
+        .try_clone()
+        .context("cannot make a pipe for a command's output")?;
+    let spawned = cmd
         .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start {:?}", cmd.get_program()))?;
+        .stdout(output_writer)
+        .stderr(output_writer_too)
+        .spawn();
+    // `cmd` keeps the write ends it was given: drop them, or the reader never sees the end.
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = spawned.with_context(|| format!("cannot start {:?}", cmd.get_program()))?;
 
     let (tx, rx) = mpsc::channel::<String>();
-    let readers = [
-        forward_lines(child.stdout.take().expect("piped stdout"), tx.clone()),
-        forward_lines(child.stderr.take().expect("piped stderr"), tx),
-    ];
-    let readers = match readers {
-        [Ok(out), Ok(err)] => [out, err],
-        [Err(e), _] | [_, Err(e)] => {
+    let reader = match forward_lines(output, tx) {
+        Ok(reader) => reader,
+        Err(e) => {
             // The child's output would go unread: it must not run on without us.
             let _ = child.kill();
             let _ = child.wait();
@@ -169,9 +176,7 @@ fn run_inner(
         if let Err(err) = start(&mut child) {
             let _ = child.kill();
             let _ = child.wait();
-            for reader in readers {
-                let _ = reader.join();
-            }
+            let _ = reader.join();
             return Err(err);
         }
     }
@@ -200,9 +205,7 @@ fn run_inner(
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    for reader in readers {
-        let _ = reader.join();
-    }
+    let _ = reader.join();
     let exit = child.wait().context("cannot wait for child")?;
     if let Err(e) = log_file.flush() {
         log_error.get_or_insert(format!("cannot write it: {e}"));
@@ -357,5 +360,32 @@ impl<'a> Progress<'a> {
         } else {
             diagln!("{}", self.line());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command that writes to stdout and stderr in turn: the log has its lines in the order
+    /// it wrote them (read from two pipes by two threads, they came out interleaved by the
+    /// threads' timing, and a snapshot of a failed rebase check flaked in CI).
+    #[test]
+    fn the_log_keeps_the_order_of_stdout_and_stderr_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done",
+        ]);
+        let exit = run_to_end(&mut cmd, &log, "interleaved", |_| None, None).unwrap();
+        assert!(exit.success());
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        let want: Vec<String> = (0..300)
+            .flat_map(|i| [format!("out{i}"), format!("err{i}")])
+            .collect();
+        assert_eq!(lines, want);
     }
 }
