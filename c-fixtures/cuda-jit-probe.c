@@ -11,9 +11,9 @@
    Exit status 0 when the kernel ran and gave the right result.  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <string.h>
+#include "loaded.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -49,16 +49,6 @@ static const char ptx[] =
   "  ret;\n"
   "}\n";
 
-static int
-print_loaded (struct dl_phdr_info *info, size_t size, void *data)
-{
-  (void) size;
-  (void) data;
-  if (info->dlpi_name[0] == '/')
-    printf ("probe loaded path=%s\n", info->dlpi_name);
-  return 0;
-}
-
 static void *cuda;
 static CUresult (*error_name) (CUresult, const char **);
 
@@ -69,7 +59,7 @@ fail (const char *step, CUresult rc)
   if (error_name != NULL)
     error_name (rc, &name);
   printf ("probe fail step=%s rc=%d name=%s\n", step, rc, name);
-  dl_iterate_phdr (print_loaded, NULL);
+  print_loaded ("probe");
   return 1;
 }
 
@@ -95,7 +85,7 @@ main (void)
   if (cuda == NULL)
     {
       printf ("probe fail step=dlopen rc=-1 name=%s\n", dlerror ());
-      dl_iterate_phdr (print_loaded, NULL);
+      print_loaded ("probe");
       return 1;
     }
   CUresult (*init) (unsigned int);
@@ -167,10 +157,10 @@ main (void)
     if (host[i] != i + 1)
       {
         printf ("probe fail step=result rc=-1 name=element-%u-is-%u\n", i, host[i]);
-        dl_iterate_phdr (print_loaded, NULL);
+        print_loaded ("probe");
         return 1;
       }
   printf ("probe ok\n");
-  dl_iterate_phdr (print_loaded, NULL);
+  print_loaded ("probe");
   return 0;
 }

@@ -1,28 +1,19 @@
-/* The app: links libcudart.so.12 (DT_NEEDED, RUNPATH to the runtime's store path, as Nix
-   builds it), with -DCXX_APP also libstdc++.so.6 (a C++ CUDA program), initialises CUDA,
-   optionally (SAXPY_NSS=1) looks up a user that /etc/passwd does not list, so that libc
-   asks the next NSS module, and prints what it ended up with:
+/* The app: links libcudart.so.12 or libcudart.so.13, the oldest runtime of its CUDA major
+   version (DT_NEEDED, RUNPATH to the runtime's store path, as Nix builds it), with -DCXX_APP
+   also libstdc++.so.6 (a C++ CUDA program), initialises CUDA, optionally (SAXPY_NSS=1)
+   looks up a user that /etc/passwd does not list, so that libc asks the next NSS module,
+   and prints what it ended up with:
      saxpy loaded path=P        every object mapped besides the program itself
      saxpy nss nobody=found|missing
      saxpy cuda rc=R kind detail...
    Exit status 0 when CUDA is usable.  */
 #define _GNU_SOURCE
-#include <link.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "jetson.h"
-
-static int
-print_loaded (struct dl_phdr_info *info, size_t size, void *data)
-{
-  (void) size;
-  (void) data;
-  if (info->dlpi_name[0] == '/')
-    printf ("saxpy loaded path=%s\n", info->dlpi_name);
-  return 0;
-}
+#include "loaded.h"
 
 int
 main (void)
@@ -40,7 +31,7 @@ main (void)
       struct passwd *pw = getpwnam ("nobody");
       printf ("saxpy nss nobody=%s\n", pw != NULL ? "found" : "missing");
     }
-  dl_iterate_phdr (print_loaded, NULL);
+  print_loaded ("saxpy");
   printf ("saxpy cuda rc=%d %s\n", rc, msg);
   return rc == 0 ? 0 : 1;
 }

@@ -1,11 +1,11 @@
-/* The Jetson replay's fake CUDA stack (cargo xtask jetson-replay, loader-tests/src/replay/):
+/* The Jetson replay's fake CUDA stack (cargo xtask jetson-replay, loader-harness/src/replay/):
    libraries that behave, as far as the loader and the outcome are concerned, like the real
    thing.  Every build says what it is through compile-time defines; what went wrong travels
    as a code plus one line "kind detail..." that the harness classifies.  docs/jetson.md
    ("The closure") cites the source of every edge and lists the ones nobody has confirmed.
 
-   The board's driver directory, per L4T release (-DL4T_RELEASE=35 or 36), no RUNPATH:
-     libnvsocsys.so, libnvtegrahv.so (R36), libnvrm_chip.so, libnvrm_host1x.so
+   The board's driver directory, per L4T release (-DL4T_RELEASE=35, 36, 38 or 39), no RUNPATH:
+     libnvsocsys.so, libnvtegrahv.so (R36 on), libnvrm_chip.so, libnvrm_host1x.so
                            (jetson-l4t.c)     small libraries of the directory
      libnvos.so            (jetson-nvos.c)    reads the running kernel's L4T release from
                                                /etc/nv_tegra_release
@@ -30,7 +30,7 @@
    The board's driver version reaches the compat stand-in through /etc/jetson-replay-board
    ("driver=12060"): how the real one learns it is not known; that it refuses a driver as
    new as itself is the 803 rule of docs/jetson.md.
-     libcudart.so.12       (jetson-cudart.c)  dlopens libcuda.so.1 from inside itself, refuses a
+     libcudart.so.12, .13  (jetson-cudart.c)  dlopens libcuda.so.1 from inside itself, refuses a
                                                driver older than RUNTIME_VERSION, initialises
                                                it and loads a PTX module
      saxpy                 (jetson-saxpy.c)   the app; -DCXX_APP: links libstdc++.so.6, as a
@@ -69,7 +69,7 @@ int jetson_jit_version (void);
    returns the version of the driver it was shipped with (-1: not found, why in MSG).  */
 int jetson_load_helper (const char *soname, char *msg, size_t size);
 
-/* libcudart.so.12: 0 when CUDA is usable, else a cudaError_t and "kind detail" in MSG.  */
+/* libcudart.so.12/.13: 0 when CUDA is usable, else a cudaError_t and "kind detail" in MSG.  */
 int cudart_init (char *msg, size_t size);
 
 /* libstdc++.so.6's operator new and delete, called from C as a C++ library would.  */

@@ -184,17 +184,11 @@ impl PackageSet {
         let out = run_logged(&mut update, &log).map_err(failed)?;
         // apt-get update exits 0 with an index it could not fetch (an `Err:` line).
         if !out.status.success() || out.text.lines().any(|l| l.starts_with("Err:")) {
-            let why = format!(
-                "apt-get update of the {} {arch} index failed: {} (log: {})",
-                self.components,
-                first_error(&out.text),
-                log.display()
-            );
-            return Err(if unreachable(&out.text) {
-                Unavailable::Unreachable(why)
-            } else {
-                Unavailable::Failed(anyhow!(why))
-            });
+            return Err(apt_failure(
+                &format!("apt-get update of the {} {arch} index", self.components),
+                &out,
+                &log,
+            ));
         }
         let staging = tempfile::Builder::new()
             .prefix(&format!(".staging-{arch}-"))
@@ -212,17 +206,11 @@ impl PackageSet {
             .args(self.packages);
         let out = run_logged(&mut download, &log).map_err(failed)?;
         if !out.status.success() {
-            let why = format!(
-                "apt-get download {} ({arch}) failed: {} (log: {})",
-                self.packages.join(" "),
-                first_error(&out.text),
-                log.display()
-            );
-            return Err(if unreachable(&out.text) {
-                Unavailable::Unreachable(why)
-            } else {
-                Unavailable::Failed(anyhow!(why))
-            });
+            return Err(apt_failure(
+                &format!("apt-get download {} ({arch})", self.packages.join(" ")),
+                &out,
+                &log,
+            ));
         }
         self.unpack(
             &debs,
@@ -318,8 +306,20 @@ fn run_logged(cmd: &mut Command, log: &Path) -> Result<Logged> {
     })
 }
 
-/// Whether apt's output says a server could not be reached (as opposed to, say, a package
-/// missing from a reachable index, which is a failure).
+/// Why `what` (an apt-get run, logged in `log`) failed: the archive unreachable, or a failure.
+fn apt_failure(what: &str, out: &Logged, log: &Path) -> Unavailable {
+    let why = format!(
+        "{what} failed: {} (log: {})",
+        first_error(&out.text),
+        log.display()
+    );
+    if unreachable(&out.text) {
+        Unavailable::Unreachable(why)
+    } else {
+        Unavailable::Failed(anyhow!(why))
+    }
+}
+
 /// Whether apt's output says the archive could not be reached at all (no name, no route, no
 /// answer). An answer that is an error (a suite or package the archive does not have: `404
 /// Not Found`, a bad signature) is a failure: the archive was there, and what was asked of it

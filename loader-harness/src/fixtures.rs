@@ -191,13 +191,39 @@ fn cache_key(sysroot: &Sysroot, sources: &Path, recipe: &str, files: &[&str]) ->
             }
         }
     }
+    // A header a listed file includes is part of what it compiles to, listed or not.
+    let mut headers: Vec<String> = Vec::new();
     for name in files {
+        let path = sources.join(name);
+        let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        hash.add(name.as_bytes());
+        hash.add(&text);
+        headers.extend(local_includes(&String::from_utf8_lossy(&text)));
+    }
+    headers.sort();
+    headers.dedup();
+    headers.retain(|header| !files.contains(&header.as_str()));
+    for name in &headers {
         let path = sources.join(name);
         let text = fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         hash.add(name.as_bytes());
         hash.add(&text);
     }
     Ok(hash.0)
+}
+
+/// The files a C source includes from its own directory (`#include "name"`).
+fn local_includes(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix('#')?.trim_start();
+            let quoted = rest
+                .strip_prefix("include")?
+                .trim_start()
+                .strip_prefix('"')?;
+            Some(quoted.split('"').next()?.to_string())
+        })
+        .collect()
 }
 
 /// FNV-1a: stable across Rust versions, unlike `DefaultHasher`.
@@ -438,4 +464,15 @@ fn run(cmd: &mut Command) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_includes_are_the_quoted_ones() {
+        let text = "#define _GNU_SOURCE\n#include <link.h>\n#include \"jetson.h\"\n  # include \"loaded.h\" /* why */\n/* #include <x.h> */\n";
+        assert_eq!(local_includes(text), ["jetson.h", "loaded.h"]);
+    }
 }

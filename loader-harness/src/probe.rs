@@ -23,7 +23,7 @@ pub struct Invocation {
 
 impl Invocation {
     /// The same command with `name=value` added to (or replacing it in) the environment.
-    pub(crate) fn with_env(&self, name: &str, value: &str) -> Invocation {
+    pub fn with_env(&self, name: &str, value: &str) -> Invocation {
         let mut again = self.clone();
         again.env.retain(|(n, _)| n != name);
         again.env.push((name.to_string(), value.to_string()));
@@ -66,7 +66,9 @@ impl Invocation {
         words.join(" ")
     }
 
-    fn command(&self) -> Command {
+    /// The command that runs this inside its root, as the harness runs it: bubblewrap with the
+    /// root as `/` (QEMU for another target), or a chroot as nobody for a secure run.
+    pub fn command(&self) -> Command {
         const PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
         let mut cmd;
         if self.secure {

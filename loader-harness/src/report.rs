@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::matrix::{Observed, Scenario, MATRIX};
 use crate::root::{Bench, Ctx};
 use crate::trace::explain;
-use model::{Flavour, Release, Target};
+use model::{parallel_map, Flavour, Release, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "kebab-case")]
@@ -80,6 +80,31 @@ pub struct Outcome {
     /// How long the scenario took (roots and runs; an explanation's rerun excluded).
     #[serde(skip)]
     pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// `scenario`'s outcome on a loader of `flavour`: what it saw and the verdict on it, with
+    /// no command, explanation or time (what [`run_one`] adds, having run it).
+    pub fn judged(
+        scenario: &'static Scenario,
+        flavour: Flavour,
+        actual: String,
+        verdict: Verdict,
+    ) -> Outcome {
+        Outcome {
+            scenario,
+            id: scenario.id,
+            row: scenario.contract.number(),
+            title: scenario.title,
+            needs_patch: scenario.needs_patch(),
+            expected: scenario.expectation(flavour),
+            actual,
+            verdict,
+            command: None,
+            explanation: None,
+            elapsed: Duration::ZERO,
+        }
+    }
 }
 
 /// The matrix against one sysroot.
@@ -204,7 +229,7 @@ pub fn run_with(bench: &Bench, filter: Option<&str>, workers: usize) -> MatrixRe
         .iter()
         .filter(|s| filter.is_none_or(|f| s.id.contains(f)))
         .collect();
-    let outcomes = run_all(bench, &scenarios, workers);
+    let outcomes = parallel_map(&scenarios, workers, |scenario| run_one(bench, scenario));
     let whole = filter.is_none();
     MatrixReport {
         release: bench.sysroot.release,
@@ -215,44 +240,6 @@ pub fn run_with(bench: &Bench, filter: Option<&str>, workers: usize) -> MatrixRe
             .then(|| Sensitivity::of(&outcomes)),
         scenarios: outcomes,
     }
-}
-
-/// `run_one` of every scenario, `workers` at a time, in the given order.
-fn run_all(bench: &Bench, scenarios: &[&'static Scenario], workers: usize) -> Vec<Outcome> {
-    let workers = workers.clamp(1, scenarios.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Outcome>>> = scenarios
-        .iter()
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
-    let work = || loop {
-        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Some(scenario) = scenarios.get(i) else {
-            break;
-        };
-        let outcome = run_one(bench, scenario);
-        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-    };
-    std::thread::scope(|scope| {
-        // This thread works too, so that a spawn the system refuses only means fewer at once.
-        for _ in 1..workers {
-            if std::thread::Builder::new()
-                .spawn_scoped(scope, work)
-                .is_err()
-            {
-                break;
-            }
-        }
-        work();
-    });
-    results
-        .into_iter()
-        .map(|r| {
-            r.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .expect("every scenario was run")
-        })
-        .collect()
 }
 
 pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
@@ -296,17 +283,10 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         _ => None,
     };
     Outcome {
-        scenario,
-        id: scenario.id,
-        row: scenario.contract.number(),
-        title: scenario.title,
-        needs_patch: scenario.needs_patch(),
-        expected: scenario.expectation(flavour),
-        actual,
-        verdict,
         command: last.map(|i| i.display()),
         explanation,
         elapsed,
+        ..Outcome::judged(scenario, flavour, actual, verdict)
     }
 }
 
@@ -425,20 +405,12 @@ mod tests {
         assert_eq!(verdict, Verdict::NotApplicable("why".into()));
         assert!(!verdict.is_skipped() && !verdict.ran());
         let outcome = |id: &str, verdict: Verdict, actual: &str| {
-            let scenario = find(id).unwrap();
-            Outcome {
-                scenario,
-                id: scenario.id,
-                row: scenario.contract.number(),
-                title: scenario.title,
-                needs_patch: scenario.needs_patch(),
-                expected: scenario.expectation(Flavour::Unpatched),
-                actual: actual.into(),
+            Outcome::judged(
+                find(id).unwrap(),
+                Flavour::Unpatched,
+                actual.into(),
                 verdict,
-                command: None,
-                explanation: None,
-                elapsed: Duration::ZERO,
-            }
+            )
         };
         let outcomes = [
             outcome("21-list", Verdict::FailsWithoutPatch, "not found"),

@@ -9,7 +9,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use tempfile::TempDir;
 
 use crate::fixtures::Fixtures;
@@ -254,8 +254,7 @@ impl Root {
             fs::create_dir_all(dest.parent().unwrap())
                 .with_context(|| format!("cannot create the directory of {to}"))?;
             fresh_file(&dest).with_context(|| format!("cannot replace {to}"))?;
-            fs::copy(from, &dest)
-                .with_context(|| format!("cannot copy {} to {to}", from.display()))?;
+            copy_file(from, &dest)?;
             // One patchelf run per option: patchelf 0.14 (Debian 12) writes the DT_NEEDED
             // name into DT_RUNPATH when --set-rpath and --add-needed come in one run.
             let mut operations: Vec<Vec<&str>> = Vec::new();
@@ -295,10 +294,9 @@ impl Root {
 
     /// A symlink at `link` (absolute, inside the root) pointing to `target` as given.
     pub(crate) fn symlink(&mut self, target: &str, link: &str) -> &mut Root {
-        let dest = self.inside(link);
-        let result = fs::create_dir_all(dest.parent().unwrap())
-            .and_then(|()| fresh_file(&dest))
-            .and_then(|()| symlink(target, &dest))
+        let result = self
+            .fresh_at(link)
+            .and_then(|dest| symlink(target, dest))
             .with_context(|| format!("cannot link {link} to {target} in the root"));
         self.note(result);
         self
@@ -306,10 +304,9 @@ impl Root {
 
     /// A file of its own at `path` (absolute, inside the root) holding `text`.
     pub(crate) fn write(&mut self, path: &str, text: &str) -> &mut Root {
-        let dest = self.inside(path);
-        let result = fs::create_dir_all(dest.parent().unwrap())
-            .and_then(|()| fresh_file(&dest))
-            .and_then(|()| fs::write(&dest, text))
+        let result = self
+            .fresh_at(path)
+            .and_then(|dest| fs::write(dest, text))
             .with_context(|| format!("cannot write {path} in the root"));
         self.note(result);
         self
@@ -434,11 +431,11 @@ impl Root {
             fs::create_dir_all(&libdir)
                 .with_context(|| format!("cannot create {}", libdir.display()))?;
             fresh_file(&self.inside(&to))?;
-            fs::copy(&path, self.inside(&to)).with_context(|| format!("cannot copy {path}"))?;
+            copy_file(Path::new(&path), &self.inside(&to))?;
         }
         fs::create_dir_all(self.inside("/bin")).context("cannot create /bin in the root")?;
         fresh_file(&self.inside("/bin/bash"))?;
-        fs::copy("/bin/bash", self.inside("/bin/bash")).context("cannot copy /bin/bash")?;
+        copy_file(Path::new("/bin/bash"), &self.inside("/bin/bash"))?;
         Ok(())
     }
 
@@ -449,8 +446,14 @@ impl Root {
         };
         let dest = self.inside(crate::probe::SETUID_QEMU);
         let result = fresh_file(&dest)
-            .and_then(|()| fs::copy(&qemu, &dest))
-            .and_then(|_| fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755)))
+            .map_err(anyhow::Error::from)
+            .and_then(|()| copy_file(&qemu, &dest))
+            .and_then(|()| {
+                Ok(fs::set_permissions(
+                    &dest,
+                    fs::Permissions::from_mode(0o4755),
+                )?)
+            })
             .with_context(|| format!("cannot make a setuid copy of {}", qemu.display()));
         self.note(result);
         self
@@ -459,11 +462,16 @@ impl Root {
     /// A setuid-root copy of probe `name` at `to`, for secure-mode runs.
     pub(crate) fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
         let from = self.fixtures.file(name);
-        let dest = self.inside(to);
-        let result = fs::create_dir_all(dest.parent().unwrap())
-            .and_then(|()| fresh_file(&dest))
-            .and_then(|()| fs::copy(&from, &dest))
-            .and_then(|_| fs::set_permissions(&dest, fs::Permissions::from_mode(0o4755)))
+        let result = self
+            .fresh_at(to)
+            .map_err(anyhow::Error::from)
+            .and_then(|dest| {
+                copy_file(&from, &dest)?;
+                Ok(fs::set_permissions(
+                    &dest,
+                    fs::Permissions::from_mode(0o4755),
+                )?)
+            })
             .with_context(|| format!("cannot make a setuid copy of {name} at {to}"));
         self.note(result);
         self
@@ -472,6 +480,16 @@ impl Root {
     /// The host path of `path` inside the root.
     pub(crate) fn inside(&self, path: &str) -> PathBuf {
         self.path.join(path.trim_start_matches('/'))
+    }
+
+    /// The host path of `path` inside the root, made ready for a file of its own: its
+    /// directory created, and whatever stood there (a hard link into the sysroot) removed.
+    fn fresh_at(&self, path: &str) -> io::Result<PathBuf> {
+        // The callers name what they were making; an error here is passed on as it is.
+        let dest = self.inside(path);
+        fs::create_dir_all(dest.parent().unwrap())
+            .and_then(|()| fresh_file(&dest))
+            .map(|()| dest)
     }
 
     fn note(&mut self, result: Result<()>) {
@@ -577,12 +595,32 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
             fs::remove_file(to).with_context(|| format!("cannot replace {}", to.display()))?;
             link_or_copy(from, to)
         }
-        Err(_) => {
-            fs::copy(from, to)
-                .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
-            Ok(())
-        }
+        Err(_) => copy_file(from, to),
     }
+}
+
+/// Copies `from` to `to` (mode kept) through a child `cp`, never through a descriptor of this
+/// process: tests run scenarios on several threads, and a child that another thread forks
+/// while this process holds the copy open for writing inherits that descriptor and keeps it
+/// until it execs; an exec of the copy in that window (the copy is often a program the next
+/// run starts) fails with ETXTBSY, "Text file busy". A descriptor held by `cp` is never
+/// inherited by our other children.
+fn copy_file(from: &Path, to: &Path) -> Result<()> {
+    let out = std::process::Command::new("cp")
+        .arg("--preserve=mode")
+        .arg("--")
+        .args([from, to])
+        .output()
+        .context("cannot run cp")?;
+    if !out.status.success() {
+        bail!(
+            "cannot copy {} to {}: cp said: {}",
+            from.display(),
+            to.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
 }
 
 /// A command to run inside a root: `root.probe("needed").env("LD_FALLBACK_PATH", t).output()`.
@@ -665,6 +703,37 @@ impl<'r> Run<'r> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The race `copy_file` exists for: one thread copies a program and runs the copy, while
+    /// another thread keeps forking. With the copy written through this process's own
+    /// descriptor (`fs::copy`), some exec of a fresh copy fails with ETXTBSY within a few
+    /// hundred rounds on a 2-core machine.
+    #[test]
+    fn a_copied_program_runs_while_other_threads_fork() {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let forker = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::process::Command::new("/bin/true").status().unwrap();
+                }
+            })
+        };
+        let failures: Vec<String> = (0..300)
+            .filter_map(|i| {
+                let copy = dir.path().join(format!("true-{i}"));
+                copy_file(Path::new("/bin/true"), &copy).unwrap();
+                match std::process::Command::new(&copy).status() {
+                    Ok(status) if status.success() => None,
+                    other => Some(format!("round {i}: {other:?}")),
+                }
+            })
+            .collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        forker.join().unwrap();
+        assert_eq!(failures, Vec::<String>::new());
+    }
 
     #[test]
     fn the_sweep_removes_only_scratch_of_ended_runs() {

@@ -30,15 +30,7 @@ fn main() {
                     format!("{target}::{flavour}::{}", scenario.id),
                     Box::new(move || {
                         let bench = util::bench(target, flavour)?;
-                        let mut outcome = report::run_one(bench, scenario);
-                        if outcome.actual.contains(TEXT_FILE_BUSY) {
-                            eprintln!(
-                                "{}: {TEXT_FILE_BUSY} (a race of this test's threads, see TEXT_FILE_BUSY): run again",
-                                scenario.id
-                            );
-                            outcome = report::run_one(bench, scenario);
-                        }
-                        util::judge(&outcome)
+                        util::judge(&report::run_one(bench, scenario))
                     }),
                 );
             }
@@ -73,15 +65,6 @@ fn main() {
     }
     libtest_mimic::run(&args, trials).exit();
 }
-
-/// ETXTBSY from the sandbox's exec of a program the harness has just copied into the root:
-/// while one test thread writes the copy, another forks, and its child holds the copy's write
-/// descriptor until it execs, so an exec of the copy in that window fails. A race between
-/// this process's threads (seen once, in a run of the whole workspace beside a glibc build),
-/// not a loader's behaviour: the scenario runs once more. The harness's own fix (writes of
-/// executables serialised against forks, in root.rs) waits until the cells being verified
-/// are in, as root.rs is one of the sources that key them.
-const TEXT_FILE_BUSY: &str = "Text file busy";
 
 /// Row 23: the whole matrix against the unpatched loader differs from the patched
 /// expectation in exactly the scenarios that need the patch, and nothing else fails.

@@ -1,7 +1,8 @@
 //! The project's vocabulary, shared by `cargo xtask` and the scenario harness: the supported
 //! glibc releases ([`Release`], a handle into the pinned table), the targets ([`Target`]),
 //! the flavours of a build ([`Flavour`]), a cell (one release on one target, [`Cell`]) and an
-//! installed glibc ([`Sysroot`]); and how text from outside is printed ([`printable`]).
+//! installed glibc ([`Sysroot`]); how text from outside is printed ([`printable`]); and the
+//! one way the tools work on many items at once ([`parallel_map`]).
 //!
 //! A release or a target is a value of these types everywhere past the command line: text
 //! is parsed once, where it comes in (an option, a report read back, a sysroot's
@@ -9,6 +10,7 @@
 
 mod cell;
 mod flavour;
+mod parallel;
 mod release;
 mod sysroot;
 mod target;
@@ -16,6 +18,7 @@ mod text;
 
 pub use cell::Cell;
 pub use flavour::Flavour;
+pub use parallel::parallel_map;
 pub use release::{listed, supported_list, Release, UnsupportedRelease, SUPPORTED};
 pub use sysroot::{sysroot_env_var, Sysroot};
 pub use target::Target;

@@ -23,7 +23,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use model::{Flavour, Target};
+use model::{parallel_map, Flavour, Target};
 
 use crate::cli::Env;
 use crate::rebase::patch_checks::{CompileCheck, Compiled};
@@ -164,7 +164,9 @@ impl CompileCheck for BuildCheck {
             )));
         }
         let scratch = tempfile::tempdir().context("cannot create a directory for the objects")?;
-        let results = run_jobs(&jobs, &src, &build, tree, scratch.path(), self.jobs);
+        let results = parallel_map(&jobs, self.jobs, |job| {
+            compile(job, &src, &build, tree, scratch.path())
+        });
         let mut text = String::new();
         let mut failed = None;
         for (job, result) in jobs.iter().zip(results) {
@@ -350,47 +352,6 @@ fn rewrite(
 
 /// How one compile went: whether it succeeded, and the compiler's output.
 type OneCompile = Result<(bool, String)>;
-
-/// Runs the jobs, `parallel` at a time.
-fn run_jobs(
-    jobs: &[Job],
-    src: &Path,
-    build: &Path,
-    tree: &Path,
-    out: &Path,
-    parallel: usize,
-) -> Vec<OneCompile> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<OneCompile>>> =
-        jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let work = || loop {
-        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let Some(job) = jobs.get(i) else { break };
-        let result = compile(job, src, build, tree, out);
-        *results[i].lock().expect("no panic holds it") = Some(result);
-    };
-    std::thread::scope(|scope| {
-        // As many threads as the system lets us start (a pids limit may refuse some); this
-        // one works too, so that none only makes it slower.
-        for _ in 1..parallel.min(jobs.len()) {
-            if std::thread::Builder::new()
-                .spawn_scoped(scope, work)
-                .is_err()
-            {
-                break;
-            }
-        }
-        work();
-    });
-    results
-        .into_iter()
-        .map(|r| {
-            r.into_inner()
-                .expect("no panic holds it")
-                .unwrap_or_else(|| Err(anyhow::anyhow!("a compile was never run")))
-        })
-        .collect()
-}
 
 fn compile(job: &Job, src: &Path, build: &Path, tree: &Path, out: &Path) -> OneCompile {
     let dir = dir_of(&job.file);

@@ -268,8 +268,8 @@ fn literal_end(chars: &[char], i: usize) -> Option<usize> {
             raw_string_at(chars, i + 1)
         }
         '"' => Some(quoted_end(chars, i + 1, '"')),
-        // '\n', '\'', '\u{..}'
-        '\'' if next == Some('\\') => Some(quoted_end(chars, i + 2, '\'')),
+        // '\n', '\'', '\\', '\u{..}': the scan starts on the backslash, which escapes what follows.
+        '\'' if next == Some('\\') => Some(quoted_end(chars, i + 1, '\'')),
         '\'' if chars.get(i + 2) == Some(&'\'') => Some(i + 3),
         _ => None,
     }
@@ -438,6 +438,24 @@ mod tests {
         assert_eq!(
             rust_items(text),
             [r#"pub(crate)fnf(x:u32)->String{lets="a // not a comment, crate::x";run(x,'"')}"#]
+        );
+    }
+
+    /// A character literal whose escaped character is a quote or a backslash is one literal:
+    /// its closing quote neither starts another literal nor is swallowed into one.
+    #[test]
+    fn escaped_quote_and_backslash_char_literals_are_whole() {
+        let text = r"const PAIR: (char, char) = ('\'',' ');
+const SLASH: char = '\\'; // it's
+const NEXT: u8 = 1;
+";
+        assert_eq!(
+            rust_items(text),
+            [
+                r"constPAIR:(char,char)=('\'',' ');",
+                r"constSLASH:char='\\';",
+                "constNEXT:u8=1;",
+            ]
         );
     }
 }

@@ -744,20 +744,12 @@ mod tests {
         use loader_harness::report::{self, Outcome};
         use model::Flavour;
         let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
-            let scenario = find(id).unwrap();
-            Outcome {
-                scenario,
-                id: scenario.id,
-                row: scenario.contract.number(),
-                title: scenario.title,
-                needs_patch: scenario.needs_patch(),
-                expected: scenario.expectation(Flavour::Unpatched),
-                actual: actual.into(),
+            Outcome::judged(
+                find(id).unwrap(),
+                Flavour::Unpatched,
+                actual.into(),
                 verdict,
-                command: None,
-                explanation: None,
-                elapsed: std::time::Duration::ZERO,
-            }
+            )
         };
         let scenarios = vec![
             outcome("21-list", report::Verdict::FailsWithoutPatch, "not found"),

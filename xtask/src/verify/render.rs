@@ -12,7 +12,7 @@ use super::outcome::{
     StepName, Unrun, Verdict,
 };
 use super::provenance::{Provenance, WrittenBy};
-use super::testsuite::{Diff, Named, Status, SuiteFacts};
+use super::testsuite::{Change, Diff, Named, Status, SuiteFacts};
 
 fn label(step: StepName) -> &'static str {
     match step {
@@ -359,14 +359,7 @@ pub(crate) fn details(report: &CellReport) -> String {
 /// What proves the patch: the tests each tree listed, and what the patch changed.
 fn elf_details(out: &mut String, diff: &Diff) {
     for c in &diff.regressions {
-        let _ = writeln!(
-            out,
-            "    REGRESSION {}: {} unpatched, {} patched ({})",
-            c.test,
-            c.unpatched,
-            c.patched,
-            c.reason.as_deref().unwrap_or("-")
-        );
+        change_line(out, "REGRESSION", c);
     }
     for t in &diff.never_ran {
         let _ = writeln!(out, "    NEVER RAN {}", t.test);
@@ -382,6 +375,18 @@ fn elf_details(out: &mut String, diff: &Diff) {
             let _ = writeln!(out, "    {what} {} {}", t.test, t.status);
         }
     }
+}
+
+/// A test whose status the patch changed, after `what`: both statuses and the reason.
+fn change_line(out: &mut String, what: &str, c: &Change) {
+    let _ = writeln!(
+        out,
+        "    {what} {}: {} unpatched, {} patched ({})",
+        c.test,
+        c.unpatched,
+        c.patched,
+        c.reason.as_deref().unwrap_or("-")
+    );
 }
 
 /// What describes the machine: never part of the proof.
@@ -424,22 +429,15 @@ fn suite_facts(out: &mut String, facts: &SuiteFacts, emulated: bool) {
         u.pass, u.fail, u.unsupported, u.other, u.total
     );
     for t in &facts.failing_in_both {
-        let _ = writeln!(
+        reason_line(
             out,
-            "    fails in both (this machine, not the patch) {}: {}",
-            t.test,
-            reason_of(t, emulated)
+            "fails in both (this machine, not the patch)",
+            t,
+            emulated,
         );
     }
     for c in &facts.other_changes {
-        let _ = writeln!(
-            out,
-            "    differs, failing in neither {}: {} unpatched, {} patched ({})",
-            c.test,
-            c.unpatched,
-            c.patched,
-            c.reason.as_deref().unwrap_or("-")
-        );
+        change_line(out, "differs, failing in neither", c);
     }
     for t in &facts.expected_to_fail {
         let _ = writeln!(
@@ -449,13 +447,13 @@ fn suite_facts(out: &mut String, facts: &SuiteFacts, emulated: bool) {
         );
     }
     for t in &facts.unsupported {
-        let _ = writeln!(
-            out,
-            "    UNSUPPORTED {}: {}",
-            t.test,
-            reason_of(t, emulated)
-        );
+        reason_line(out, "UNSUPPORTED", t, emulated);
     }
+}
+
+/// A test of this machine's suite, after `what`, with its reason ([`reason_of`]).
+fn reason_line(out: &mut String, what: &str, t: &Named, emulated: bool) {
+    let _ = writeln!(out, "    {what} {}: {}", t.test, reason_of(t, emulated));
 }
 
 /// The command that wrote the page, as its header names it.
