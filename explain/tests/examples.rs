@@ -16,7 +16,8 @@ use loader_harness::differential::{self, LoaderUnderTest};
 use loader_harness::host::{cache_dir, in_ci};
 use loader_harness::probe::Invocation;
 use loader_harness::replay::{
-    self, App, HostLibs, JetsonFixtures, Kernel, Linkage, Origin, RunKey, APPROACHES, COLUMNS,
+    self, App, HostLibs, JetsonFixtures, Kernel, Linkage, Origin, RunKey, Testbed, APPROACHES,
+    COLUMNS,
 };
 use loader_harness::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
@@ -68,7 +69,12 @@ fn examples() -> Result<(), String> {
         origin: Origin::Last,
         kernel: Kernel::Ptx,
     };
-    let run = replay::run_one(&bench, &fixtures, &host, approach, column, key);
+    let testbed = Testbed {
+        bench: &bench,
+        fixtures: &fixtures,
+        host: &host,
+    };
+    let run = replay::run_one(&testbed, approach, column, key);
     if !run.works {
         return Err(format!("the example run does not work: {}", run.outcome));
     }

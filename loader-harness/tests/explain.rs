@@ -20,7 +20,8 @@ use loader_harness::differential::{self, Checked, LoaderUnderTest, Mode};
 use loader_harness::host::{cache_dir, in_ci};
 use loader_harness::matrix::{Observed, MATRIX};
 use loader_harness::replay::{
-    self, Approach, Column, HostLibs, JetsonFixtures, Launcher, RunKey, APPROACHES, COLUMNS,
+    self, Approach, Column, HostLibs, JetsonFixtures, Launcher, RunKey, Testbed, APPROACHES,
+    COLUMNS,
 };
 use loader_harness::root::{Bench, Ctx};
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
@@ -184,7 +185,12 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         rows.insert(id.clone(), row(id, checked));
     }
     for (id, approach, column, key) in replay_runs(flavour) {
-        let run = replay::run_one(&bench, &fixtures, &host, approach, column, key);
+        let testbed = Testbed {
+            bench: &bench,
+            fixtures: &fixtures,
+            host: &host,
+        };
+        let run = replay::run_one(&testbed, approach, column, key);
         let checked = match run.invocation {
             Some(invocation) => Ok(differential::check(&invocation, loader)),
             None => Err(format!("not run: {}", run.outcome)),

@@ -12,7 +12,9 @@ use std::sync::OnceLock;
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_harness::host::{cache_dir, in_ci};
 use loader_harness::replay::rules::Basis;
-use loader_harness::replay::{self, report, Benches, HostLibs, JetsonFixtures, ReplayReport};
+use loader_harness::replay::{
+    self, report, Benches, HostLibs, JetsonFixtures, ReplayReport, Testbed,
+};
 use loader_harness::replay::{App, Kernel, Linkage, Origin, RunKey, APPROACHES, COLUMNS};
 use loader_harness::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
@@ -264,12 +266,15 @@ fn decided_by_the_cache() -> Result<(), String> {
             .cloned()
             .unwrap_or_default()
     };
+    let testbed = Testbed {
+        bench: &bench,
+        fixtures: &fixtures,
+        host: &host,
+    };
     let mut seen = Vec::new();
     for compat_entry in [true, false] {
         let run = replay::run_container_with_compat_entry(
-            &bench,
-            &fixtures,
-            &host,
+            &testbed,
             column("gate-newer"),
             key,
             compat_entry,
@@ -286,7 +291,7 @@ fn decided_by_the_cache() -> Result<(), String> {
         (13, "jetpack5"),
         (1, "jetpack5"),
     ] {
-        let run = replay::run_one(&bench, &fixtures, &host, approach(number), column(id), key);
+        let run = replay::run_one(&testbed, approach(number), column(id), key);
         seen.push((
             format!("row {number}, {id}"),
             run.outcome.clone(),

@@ -870,15 +870,20 @@ fn run_cell(benches: &Benches<'_>, approach: &Approach, column: &Column) -> Cell
     let runs = RunKey::all(approach, column)
         .into_iter()
         .map(|key| match benches.benches.get(&key.flavour) {
-            Some(Ok((bench, fixtures))) => scene::run(
-                bench,
-                fixtures,
-                &benches.host,
-                approach,
-                column,
-                key,
-                CompatEntry::AsTheHookDecides,
-            ),
+            Some(Ok((bench, fixtures))) => {
+                let testbed = Testbed {
+                    bench,
+                    fixtures,
+                    host: &benches.host,
+                };
+                scene::run(
+                    &testbed,
+                    approach,
+                    column,
+                    key,
+                    CompatEntry::AsTheHookDecides,
+                )
+            }
             Some(Err(why)) => RunReport::not_run(key, why),
             None => RunReport::not_run(key, "no sysroot of this flavour"),
         })
@@ -886,21 +891,20 @@ fn run_cell(benches: &Benches<'_>, approach: &Approach, column: &Column) -> Cell
     CellReport::new(approach, column, runs)
 }
 
-/// One run of one cell under the loader of `bench`, whatever the row's own flavour (the
+/// What every run is built from: the loader under test, the fixtures compiled for it, and
+/// the host's own libraries.
+pub struct Testbed<'a> {
+    pub bench: &'a Bench,
+    pub fixtures: &'a JetsonFixtures,
+    pub host: &'a HostLibs,
+}
+
+/// One run of one cell under the loader of `testbed`, whatever the row's own flavour (the
 /// search model's differential test runs every cell under both loaders): `key.flavour` is
 /// only its name.
-pub fn run_one(
-    bench: &Bench,
-    fixtures: &JetsonFixtures,
-    host: &HostLibs,
-    approach: &Approach,
-    column: &Column,
-    key: RunKey,
-) -> RunReport {
+pub fn run_one(testbed: &Testbed, approach: &Approach, column: &Column, key: RunKey) -> RunReport {
     scene::run(
-        bench,
-        fixtures,
-        host,
+        testbed,
         approach,
         column,
         key,
@@ -912,9 +916,7 @@ pub fn run_one(
 /// (its `00-compat-*.conf` written or not, whatever the versions): the same root but for that
 /// entry, to show that the cache it leads to is what decides.
 pub fn run_container_with_compat_entry(
-    bench: &Bench,
-    fixtures: &JetsonFixtures,
-    host: &HostLibs,
+    testbed: &Testbed,
     column: &Column,
     key: RunKey,
     compat_entry: bool,
@@ -923,15 +925,8 @@ pub fn run_container_with_compat_entry(
         .iter()
         .find(|a| a.cache == Some(DeclaredCache::ContainerToolkit))
         .expect("the container toolkit's row");
-    scene::run(
-        bench,
-        fixtures,
-        host,
-        approach,
-        column,
-        key,
-        CompatEntry::Forced(compat_entry),
-    )
+    let forced = CompatEntry::Forced(compat_entry);
+    scene::run(testbed, approach, column, key, forced)
 }
 
 /// `12020` as `12.2`.

@@ -742,59 +742,33 @@ mod tests {
         );
     }
 
+    /// The four runs of a patched cell, in [`all`]'s order (DT_NEEDED by the C++ app and the
+    /// C app, then dlopen by each), with these outcomes, merged into one text.
+    fn merged(outcomes: [&str; 4]) -> String {
+        let keys = Linkage::ALL
+            .into_iter()
+            .flat_map(|linkage| App::ALL.map(|app| (linkage, app)));
+        let runs: Vec<RunReport> = keys
+            .zip(outcomes)
+            .map(|((linkage, app), outcome)| run(Flavour::Patched, linkage, app, outcome))
+            .collect();
+        merge(&runs.iter().collect::<Vec<_>>()).unwrap()
+    }
+
     #[test]
     fn runs_that_differ_are_named_by_what_tells_them_apart() {
-        let by_linkage: Vec<RunReport> = vec![
-            run(
-                Flavour::Patched,
-                Linkage::Needed,
-                App::Cxx,
-                "fails at start: x",
-            ),
-            run(
-                Flavour::Patched,
-                Linkage::Needed,
-                App::C,
-                "fails at start: x",
-            ),
-            run(Flavour::Patched, Linkage::Dlopen, App::Cxx, "fails: x"),
-            run(Flavour::Patched, Linkage::Dlopen, App::C, "fails: x"),
-        ];
-        let refs: Vec<&RunReport> = by_linkage.iter().collect();
+        let (x, start_x) = ("fails: x", "fails at start: x");
         assert_eq!(
-            merge(&refs).unwrap(),
+            merged([start_x, start_x, x, x]),
             "DT_NEEDED: fails at start: x; dlopen: fails: x"
         );
-        let by_app: Vec<RunReport> = vec![
-            run(Flavour::Patched, Linkage::Needed, App::Cxx, "runs"),
-            run(
-                Flavour::Patched,
-                Linkage::Needed,
-                App::C,
-                "fails: libstdc++.so.6 not found",
-            ),
-            run(Flavour::Patched, Linkage::Dlopen, App::Cxx, "runs"),
-            run(
-                Flavour::Patched,
-                Linkage::Dlopen,
-                App::C,
-                "fails: libstdc++.so.6 not found",
-            ),
-        ];
-        let refs: Vec<&RunReport> = by_app.iter().collect();
+        let no_cxx = "fails: libstdc++.so.6 not found";
         assert_eq!(
-            merge(&refs).unwrap(),
+            merged(["runs", no_cxx, "runs", no_cxx]),
             "C++ app: runs; C app: fails: libstdc++.so.6 not found"
         );
-        let mixed: Vec<RunReport> = vec![
-            run(Flavour::Patched, Linkage::Needed, App::Cxx, "runs"),
-            run(Flavour::Patched, Linkage::Needed, App::C, "a"),
-            run(Flavour::Patched, Linkage::Dlopen, App::Cxx, "runs"),
-            run(Flavour::Patched, Linkage::Dlopen, App::C, "b"),
-        ];
-        let refs: Vec<&RunReport> = mixed.iter().collect();
         assert_eq!(
-            merge(&refs).unwrap(),
+            merged(["runs", "a", "runs", "b"]),
             "DT_NEEDED, C++ app or dlopen, C++ app: runs; DT_NEEDED, C app: a; dlopen, C app: b"
         );
     }

@@ -14,9 +14,9 @@ use super::paths::Paths;
 use super::{
     cache, cudart_soname, l4t_release, App, Approach, Column, CompatRunpath, CudartRunpath,
     DeclaredCache, Host, HostLibs, JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program,
-    RunKey, RunReport,
+    RunKey, RunReport, Testbed,
 };
-use crate::root::{Bench, Ctx, Root};
+use crate::root::{Ctx, Root};
 
 /// The name of a run's root, unique within the bench.
 pub fn run_name(approach: &Approach, column: &Column, key: RunKey) -> String {
@@ -53,14 +53,17 @@ fn way_name(way: OptOut) -> &'static str {
 /// the container toolkit's `00-compat-*.conf` is the hook's decision (every run of the
 /// replay) or forced (a test's).
 pub(super) fn run(
-    bench: &Bench,
-    fixtures: &JetsonFixtures,
-    host: &HostLibs,
+    testbed: &Testbed,
     approach: &Approach,
     column: &Column,
     key: RunKey,
     compat_entry: CompatEntry,
 ) -> RunReport {
+    let Testbed {
+        bench,
+        fixtures,
+        host,
+    } = *testbed;
     let cx = Ctx::new(bench, &run_name(approach, column, key));
     let triplet = bench.sysroot.target.triplet();
     // The container row's root is the container: its host as the container sees it.

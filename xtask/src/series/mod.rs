@@ -39,20 +39,13 @@ pub(crate) const RESOLUTIONS_DIR: &str = "resolutions";
 pub const TRAILER: &str = "-- \nld-fallback\n";
 const BASE_PREFIX: &str = "# base: ";
 
-/// Something wrong with a series' files: they do not parse, do not apply to their release,
-/// or change what the series may not change. A finding about the series (`--check` reports
-/// it and goes on), as opposed to a failure to read or write (reported as the error it is,
-/// never as "does not apply").
-#[derive(Debug)]
-pub(crate) struct SeriesDefect(pub String);
-
-impl std::fmt::Display for SeriesDefect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+crate::util::exit::message_error! {
+    /// Something wrong with a series' files: they do not parse, do not apply to their release,
+    /// or change what the series may not change. A finding about the series (`--check` reports
+    /// it and goes on), as opposed to a failure to read or write (reported as the error it is,
+    /// never as "does not apply").
+    SeriesDefect
 }
-
-impl std::error::Error for SeriesDefect {}
 
 /// A [`SeriesDefect`] as an error.
 pub(crate) fn defect(message: impl Into<String>) -> anyhow::Error {

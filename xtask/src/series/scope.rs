@@ -135,23 +135,30 @@ impl Violations {
     }
 
     fn describe(&self, name: &str, scope: &Path) -> String {
-        let mut parts = Vec::new();
-        if !self.deleted.is_empty() {
-            parts.push(format!(
-                "deletes {} file(s), which {} does not allow: {} (if the patch must delete them, add `delete <path>` lines there)",
-                self.deleted.len(),
-                scope.display(),
-                listed(&self.deleted)
-            ));
-        }
-        if !self.outside.is_empty() {
-            parts.push(format!(
-                "changes {} path(s) outside the scope declared in {}: {} (if the patch must change them, add them there)",
-                self.outside.len(),
-                scope.display(),
-                listed(&self.outside)
-            ));
-        }
+        let scope = scope.display();
+        let findings = [
+            (
+                &self.deleted,
+                format!(
+                    "deletes {} file(s), which {scope} does not allow",
+                    self.deleted.len()
+                ),
+                "if the patch must delete them, add `delete <path>` lines there",
+            ),
+            (
+                &self.outside,
+                format!(
+                    "changes {} path(s) outside the scope declared in {scope}",
+                    self.outside.len()
+                ),
+                "if the patch must change them, add them there",
+            ),
+        ];
+        let parts: Vec<String> = findings
+            .iter()
+            .filter(|(paths, ..)| !paths.is_empty())
+            .map(|(paths, what, hint)| format!("{what}: {} ({hint})", listed(paths)))
+            .collect();
         format!("{name} {}", parts.join("; and "))
     }
 }

@@ -135,40 +135,28 @@ fn note(stream: &'static str, result: std::io::Result<()>) {
     }
 }
 
-/// `println!` to stdout that survives a closed pipe (see the module docs).
-#[macro_export]
-macro_rules! outln {
-    () => {
-        $crate::util::output::write_stdout(format_args!("\n"))
-    };
-    ($($arg:tt)*) => {
-        $crate::util::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
-    };
-}
-
-/// `print!` to stdout that survives a closed pipe.
+/// `print!` to stdout that survives a closed pipe (see the module docs).
 #[macro_export]
 macro_rules! out {
-    ($($arg:tt)*) => {
-        $crate::util::output::write_stdout(format_args!($($arg)*))
-    };
-}
-
-/// `eprintln!` to stderr that survives a closed pipe.
-#[macro_export]
-macro_rules! diagln {
-    () => {
-        $crate::util::output::write_stderr(format_args!("\n"))
-    };
-    ($($arg:tt)*) => {
-        $crate::util::output::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
-    };
+    ($($arg:tt)*) => { $crate::util::output::write_stdout(format_args!($($arg)*)) };
 }
 
 /// `eprint!` to stderr that survives a closed pipe.
 #[macro_export]
 macro_rules! diag {
-    ($($arg:tt)*) => {
-        $crate::util::output::write_stderr(format_args!($($arg)*))
-    };
+    ($($arg:tt)*) => { $crate::util::output::write_stderr(format_args!($($arg)*)) };
+}
+
+/// `println!` to stdout that survives a closed pipe.
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::out!("\n") };
+    ($($arg:tt)*) => { $crate::out!("{}\n", format_args!($($arg)*)) };
+}
+
+/// `eprintln!` to stderr that survives a closed pipe.
+#[macro_export]
+macro_rules! diagln {
+    () => { $crate::diag!("\n") };
+    ($($arg:tt)*) => { $crate::diag!("{}\n", format_args!($($arg)*)) };
 }
