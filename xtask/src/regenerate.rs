@@ -4,7 +4,8 @@
 //! CI workflow, the support page from docs/support.json, docs/contract.md's scenario list)
 //! are made and compared; those a run of the real loaders writes (the example outputs, the
 //! lddtree table, docs/jetson.md) are checked for their markers and said to be SKIPPED here,
-//! with the command that writes them. Exit status 2 when a part is stale.
+//! with the command that writes them (docs/jetson.md's table also for the series its
+//! provenance line names). Exit status 2 when a part is stale.
 
 use std::path::Path;
 
@@ -97,8 +98,9 @@ fn render(root: &Path, part: &Part) -> Result<Option<String>> {
     }))
 }
 
-/// A part a run writes: its markers must be there and name its generator; `Some(why)` when
-/// they are not.
+/// A part a run writes: its markers must be there and name its generator, and the Jetson
+/// replay's table must say it was made from the series patches/ holds (the newest release's,
+/// as `jetson-replay --write-doc` makes it); `Some(why)` when not.
 fn by_run(root: &Path, part: &Part) -> Result<Option<String>> {
     let path = root.join(part.path);
     let file = std::fs::read_to_string(&path)
@@ -110,6 +112,9 @@ fn by_run(root: &Path, part: &Part) -> Result<Option<String>> {
         }
         Kind::Block(_) if !file.contains(&part.begin()) => {
             Some("its begin marker names another generator".into())
+        }
+        Kind::Block(_) if *part == generated::JETSON_TABLE => {
+            crate::jetson::stale_page(&path, model::Release::newest())?
         }
         Kind::Block(_) => None,
     })
@@ -196,5 +201,27 @@ STALE    docs/jetson.md (block jetson-replay): its block's markers are missing; 
             std::fs::read_to_string(docs.join("contract.md")).unwrap(),
             contract
         );
+    }
+
+    /// docs/jetson.md's table made from another series than patches/ holds is stale, and
+    /// says which: the check `cargo xtask ci` relies on, instead of a second replay.
+    #[test]
+    fn a_jetson_table_from_another_series_is_stale() {
+        let root = crate::util::paths::project_root();
+        let page = std::fs::read_to_string(root.join("docs/jetson.md")).unwrap();
+        let release = model::Release::newest();
+        let marker = format!("series patches/{release} ");
+        let at = page.find(&marker).unwrap() + marker.len();
+        let id = &page[at..at + 12];
+        let edited = page.replace(&format!("{marker}{id}"), &format!("{marker}000000000000"));
+        let copy = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir_all(copy.path().join("docs")).unwrap();
+        std::fs::write(copy.path().join("docs/jetson.md"), edited).unwrap();
+        let report = run(copy.path(), &[generated::JETSON_TABLE], true).unwrap();
+        assert_eq!(
+            report.text,
+            format!("STALE    docs/jetson.md (block jetson-replay): it was made from patches/{release} 000000000000, which is now {id}; run `cargo xtask jetson-replay --markdown`\n")
+        );
+        assert_eq!(report.stale, 1);
     }
 }

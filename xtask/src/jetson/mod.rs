@@ -219,10 +219,7 @@ fn series_ids(release: Release) -> [String; 2] {
 /// Fails when docs/jetson.md's provenance line names other series than patches/ holds now
 /// for `release`: the table was made from loaders that are not this series'.
 fn check_provenance(doc: &std::path::Path, release: Release) -> Result<()> {
-    let page =
-        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
-    let block = report::generated_block(&page, report::TABLE).unwrap_or_default();
-    match stale_provenance(block, release, &series_ids(release)) {
+    match stale_page(doc, release)? {
         None => Ok(()),
         // A finding (exit status 2), like every check's.
         Some(why) => Err(NeedsAttention(format!(
@@ -232,6 +229,15 @@ fn check_provenance(doc: &std::path::Path, release: Release) -> Result<()> {
         ))
         .into()),
     }
+}
+
+/// Why `doc`'s replay table was not made from the series patches/ holds now for `release`
+/// (see [`stale_provenance`]), if it was not. `cargo xtask regenerate --check` asks too.
+pub(crate) fn stale_page(doc: &std::path::Path, release: Release) -> Result<Option<String>> {
+    let page =
+        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
+    let block = report::generated_block(&page, report::TABLE).unwrap_or_default();
+    Ok(stale_provenance(block, release, &series_ids(release)))
 }
 
 /// Why a generated block's provenance line (`... (glibc X.Y T; series patches/X.Y <id>,
