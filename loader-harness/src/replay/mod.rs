@@ -33,7 +33,7 @@ pub(crate) mod summary;
 use std::collections::BTreeMap;
 
 use crate::root::Bench;
-use model::{Flavour, Release, Target};
+use model::{parallel_map, Flavour, Release, Target};
 
 use cache::CompatEntry;
 pub use fixtures::JetsonFixtures;
@@ -852,16 +852,22 @@ pub struct Benches<'a> {
 }
 
 /// Runs every cell, row by row.
+///
+/// The cells run side by side, one per CPU (as the matrix's scenarios do): each run has its
+/// own root, and one at a time left a core idle while the other waited on the file system.
 pub fn run(benches: &Benches<'_>) -> ReplayReport {
+    let cells: Vec<(&Approach, &Column)> = APPROACHES
+        .iter()
+        .flat_map(|approach| COLUMNS.iter().map(move |column| (approach, column)))
+        .collect();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut reports = parallel_map(&cells, cpus, |(approach, column)| {
+        run_cell(benches, approach, column)
+    })
+    .into_iter();
     let rows = APPROACHES
         .iter()
-        .map(|approach| {
-            let cells = COLUMNS
-                .iter()
-                .map(|column| run_cell(benches, approach, column))
-                .collect();
-            RowReport::new(approach, cells)
-        })
+        .map(|approach| RowReport::new(approach, reports.by_ref().take(COLUMNS.len()).collect()))
         .collect();
     ReplayReport::new(benches, rows)
 }
