@@ -11,7 +11,7 @@ use super::outcome::{
     Applies, Build, CellReport, CellRun, Machine, Matrix, Origin, Seconds, Sensitivity,
     SeriesTests, Step, Steps,
 };
-use super::testsuite::{self, Diff, Named, Status};
+use super::testsuite::{self, Diff, Named, Status, SuitesRan};
 use super::Run;
 use crate::rebase;
 use crate::series::Series;
@@ -55,7 +55,8 @@ pub(crate) fn verify(run: &Run, plan: &Plan, key: String, series: String) -> Cel
     let started = Instant::now();
     let mut seconds = Seconds::default();
     let mut machine = machine_here(plan.target);
-    let steps = run_steps(run, plan, &mut seconds, &mut machine);
+    let mut suites_ran = None;
+    let steps = run_steps(run, plan, &mut seconds, &mut machine, &mut suites_ran);
     seconds.total = started.elapsed().as_secs_f64();
     let mut report = CellReport::new(plan.release, plan.target, series, key);
     report.run = Some(CellRun {
@@ -64,13 +65,20 @@ pub(crate) fn verify(run: &Run, plan: &Plan, key: String, series: String) -> Cel
         steps,
         machine,
         seconds,
+        suites_ran,
     });
     report
 }
 
 /// The steps, in order, each run only when the ones before it passed (or, for a step that
 /// is incomplete, gave what the next needs).
-fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds, machine: &mut Machine) -> Steps {
+fn run_steps(
+    run: &Run,
+    plan: &Plan,
+    seconds: &mut Seconds,
+    machine: &mut Machine,
+    suites_ran: &mut Option<SuitesRan>,
+) -> Steps {
     let (release, target) = (plan.release, plan.target);
     let mut steps = Steps::not_run();
     let step = |name: &str| run.progress.step(release, target, name);
@@ -157,7 +165,7 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds, machine: &mut Machin
         .with_context(|| format!("cannot run glibc's tests in the {flavour} tree"))
     });
     seconds.elf_suite_pair = suite_started.elapsed().as_secs_f64();
-    let [unpatched_results, patched_results] = match results {
+    let [(unpatched_results, unpatched_ran), (patched_results, patched_ran)] = match results {
         [Ok(u), Ok(p)] => [u, p],
         [u, p] => {
             let why: Vec<String> = [u, p]
@@ -169,6 +177,10 @@ fn run_steps(run: &Run, plan: &Plan, seconds: &mut Seconds, machine: &mut Machin
             return steps;
         }
     };
+    *suites_ran = Some(SuitesRan {
+        unpatched: unpatched_ran,
+        patched: patched_ran,
+    });
     // The series' tests: every test it adds, as the patched tree ran it (or did not).
     let own = match run.workspace.load_series(release) {
         Ok(series) => series_tests(&series),

@@ -365,6 +365,7 @@ fn broken(run: &Run, release: Release, target: Target, err: anyhow::Error) -> Ce
         },
         machine: Machine::default(),
         seconds: Seconds::default(),
+        suites_ran: None,
     });
     report
 }

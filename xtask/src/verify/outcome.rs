@@ -10,7 +10,7 @@ use loader_harness::report::{self, MatrixReport};
 use model::Target;
 use serde::{Deserialize, Serialize};
 
-use super::testsuite::{Diff, Named, Status, SuiteFacts};
+use super::testsuite::{Diff, Named, Status, SuiteFacts, SuitesRan};
 use model::Release;
 
 /// A step's verdict.
@@ -495,6 +495,10 @@ pub(crate) struct CellRun {
     /// What describes the machine the steps ran on: never part of the proof.
     pub machine: Machine,
     pub seconds: Seconds,
+    /// When glibc's suite ran in each tree: this run, or an earlier verify of the same build
+    /// (absent where it did not run, and in records older than the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suites_ran: Option<SuitesRan>,
 }
 
 /// The machine a cell ran on, and what it made of glibc's tests without the patch being the

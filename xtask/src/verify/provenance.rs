@@ -44,7 +44,12 @@ impl Provenance {
 
 /// `2026-11-30 14:05 UTC`.
 pub(crate) fn now() -> String {
-    let secs = std::time::SystemTime::now()
+    utc_minutes_of(std::time::SystemTime::now())
+}
+
+/// `time` as `2026-11-30 14:05 UTC`.
+pub(crate) fn utc_minutes_of(time: std::time::SystemTime) -> String {
+    let secs = time
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
     mail_date::utc_minutes(secs)

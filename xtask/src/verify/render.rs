@@ -12,7 +12,7 @@ use super::outcome::{
     StepName, Unrun, Verdict,
 };
 use super::provenance::{Provenance, WrittenBy};
-use super::testsuite::{Change, Diff, Named, Status, SuiteFacts};
+use super::testsuite::{Change, Diff, Named, Status, SuiteFacts, SuiteRun};
 
 fn label(step: StepName) -> &'static str {
     match step {
@@ -340,6 +340,22 @@ pub(crate) fn details(report: &CellReport) -> String {
     if let Some(diff) = run.steps.elf_regressions.figures() {
         elf_details(&mut out, diff);
     }
+    if let Some(ran) = &run.suites_ran {
+        let when = |r: &SuiteRun| {
+            let by = if r.reused {
+                "an earlier verify of this build; its record reused"
+            } else {
+                "this verify"
+            };
+            format!("{} ({by})", r.at)
+        };
+        let _ = writeln!(
+            out,
+            "    elf suites ran: unpatched {}, patched {}",
+            when(&ran.unpatched),
+            when(&ran.patched)
+        );
+    }
     for gap in report.gaps() {
         let _ = writeln!(out, "    FIGURES NOT WHOLE: {gap}");
     }
@@ -527,7 +543,7 @@ pub(crate) fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String 
 pub(crate) mod tests {
     use super::*;
     use crate::verify::outcome::{Applies, Build, Origin, Seconds, SeriesTests, Steps};
-    use crate::verify::testsuite::{Counts, Listed, Named, TestList};
+    use crate::verify::testsuite::{Counts, Listed, Named, SuitesRan, TestList};
     use model::Release;
     use model::Target;
 
@@ -667,6 +683,16 @@ pub(crate) mod tests {
                 matrix: 12.0,
                 total: 1152.0,
             },
+            suites_ran: Some(SuitesRan {
+                unpatched: SuiteRun {
+                    at: "2026-11-30 09:12 UTC".into(),
+                    reused: true,
+                },
+                patched: SuiteRun {
+                    at: "2026-12-01 09:55 UTC".into(),
+                    reused: false,
+                },
+            }),
         });
         report
     }

@@ -93,15 +93,33 @@ const RESULTS_FORMAT: &str = "v7";
 /// Results by test name (`elf/tst-foo`).
 pub(crate) type Results = BTreeMap<String, TestResult>;
 
-/// The results of `subdir`'s tests for the build with cache key `build_key`: from
-/// `<cache>/verify/suites/` when that build's were recorded, else from `run`, recorded then.
-/// The same build gives the same results (the build key covers every input), so the
-/// unpatched half of a cell's comparison is not run again when only the series changed.
+/// When a tree's suite ran: in this verify, or in an earlier one of the same build, whose
+/// recorded results this one read (a report must not pass them off as run now).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SuiteRun {
+    /// `2026-11-30 14:05 UTC`: when the results were recorded.
+    pub at: String,
+    /// Read from the record rather than run by this verify.
+    pub reused: bool,
+}
+
+/// When each tree's suite ran, for a cell's report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SuitesRan {
+    pub unpatched: SuiteRun,
+    pub patched: SuiteRun,
+}
+
+/// The results of `subdir`'s tests for the build with cache key `build_key`, and when they
+/// ran: from `<cache>/verify/suites/` when that build's were recorded, else from `run`,
+/// recorded then. The same build gives the same results (the build key covers every input),
+/// so the unpatched half of a cell's comparison is not run again when only the series
+/// changed.
 pub(crate) fn results_for(
     build_key: &str,
     subdir: &str,
     run: impl FnOnce() -> Result<Results>,
-) -> Result<Results> {
+) -> Result<(Results, SuiteRun)> {
     let path = crate::util::paths::cache_dir()?
         .join("verify/suites")
         .join(format!("{build_key}-{subdir}-{RESULTS_FORMAT}.json"));
@@ -109,13 +127,20 @@ pub(crate) fn results_for(
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
     {
-        return Ok(results);
+        // The record is written once, when its suite has run: its file's time is when the
+        // run ended (on this machine; a cache copied from elsewhere gives the copy's time).
+        let recorded = fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .with_context(|| format!("cannot read the time of {}", path.display()))?;
+        let at = super::provenance::utc_minutes_of(recorded);
+        return Ok((results, SuiteRun { at, reused: true }));
     }
     let results = run()?;
     let text = serde_json::to_string_pretty(&results).context("cannot serialize test results")?;
     crate::util::durable::replace_file(&path, text.as_bytes())
         .with_context(|| format!("cannot record test results in {}", path.display()))?;
-    Ok(results)
+    let at = super::provenance::now();
+    Ok((results, SuiteRun { at, reused: false }))
 }
 
 /// The test container's root, installed once per build tree by `make check`
