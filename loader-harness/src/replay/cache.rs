@@ -19,6 +19,7 @@
 
 use anyhow::{bail, Context, Result};
 
+use super::edited::EditedCopy;
 use super::fixtures::HELPERS;
 use super::paths::Paths;
 use super::rules::Rule;
@@ -133,17 +134,17 @@ pub(super) fn container_image(
     key: RunKey,
 ) {
     let compat = &paths.compat_dir;
-    root.patched_copy(
+    root.edited_copy(
         &fixtures.saxpy(key.app, column.app_needs),
         &paths.app,
         &["--remove-rpath"],
     )
-    .patched_copy(
+    .edited_copy(
         &fixtures.cudart(column.app_needs),
         &format!("{}/{}", paths.cudart_dir, cudart_soname(column.app_needs)),
         &["--remove-rpath"],
     )
-    .patched_copy(
+    .edited_copy(
         &fixtures.compat_cuda(column.compat, key.linkage),
         &format!("{compat}/libcuda.so.1.1"),
         &["--remove-rpath"],

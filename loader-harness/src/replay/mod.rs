@@ -20,6 +20,7 @@
 //! reads it, and nixpkgs #248777's `NIX_LD_SO_CACHE`, for which it stands in.
 
 mod cache;
+mod edited;
 pub(crate) mod fixtures;
 pub(crate) mod host;
 mod outcome;

@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use super::cache::CompatEntry;
+use super::edited::EditedCopy;
 use super::fixtures::{board_libs, nvrm_dependencies, HELPERS};
 use super::outcome::{self, Places};
 use super::paths::Paths;
@@ -251,7 +252,7 @@ pub(super) fn loader_reads_as_declared(root: &Path, declared: Option<DeclaredCac
 /// `libstdc++.so.6` finds its `libgcc_s.so.1` through its RUNPATH, as Nix links it.
 fn gcc_lib(root: &mut Root, host: &HostLibs, paths: &Paths) {
     let dir = &paths.gcc_lib;
-    root.patched_copy(
+    root.edited_copy(
         &host.file("libstdc++.so.6"),
         &format!("{dir}/libstdc++.so.6"),
         &["--set-rpath", dir],
@@ -309,14 +310,14 @@ fn board(
             let core = &paths.system_l4t_core;
             let core_runpath = format!("{core}:{}", paths.gcc_lib);
             for lib in board_libs(l4t) {
-                root.patched_copy(
+                root.edited_copy(
                     &fixtures.board_lib(l4t, lib.name),
                     &format!("{core}/{}", lib.name),
                     &["--set-rpath", &core_runpath],
                 );
             }
             let cuda = &paths.system_l4t_cuda;
-            root.patched_copy(
+            root.edited_copy(
                 &fixtures.board_cuda(column.board),
                 &format!("{cuda}/libcuda.so.1.1"),
                 &["--set-rpath", &format!("{cuda}:{core}")],
@@ -410,7 +411,7 @@ fn app(
         App::Cxx => format!("{}:{}:{glibc_lib}", paths.cudart_dir, paths.gcc_lib),
         App::C => format!("{}:{glibc_lib}", paths.cudart_dir),
     };
-    root.patched_copy(
+    root.edited_copy(
         &fixtures.saxpy(key.app, column.app_needs),
         &paths.app,
         &["--set-rpath", &app_runpath],
@@ -436,7 +437,7 @@ fn app(
     if approach.cudart_needs_compat {
         cudart_edit.extend(["--add-needed", compat_libcuda.as_str()]);
     }
-    root.patched_copy(
+    root.edited_copy(
         &fixtures.cudart(column.app_needs),
         &format!("{}/{}", paths.cudart_dir, cudart_soname(column.app_needs)),
         &cudart_edit,
@@ -450,7 +451,7 @@ fn app(
         }
     }
     let compat_edit: Vec<&str> = compat_edit.iter().map(String::as_str).collect();
-    root.patched_copy(
+    root.edited_copy(
         &fixtures.compat_cuda(column.compat, key.linkage),
         &compat_libcuda,
         &compat_edit,
@@ -467,7 +468,7 @@ fn app(
         let core = &paths.app_l4t_core;
         let core_runpath = format!("{core}:{}", paths.gcc_lib);
         for lib in board_libs(column.compat.l4t) {
-            root.patched_copy(
+            root.edited_copy(
                 &fixtures.board_lib(column.compat.l4t, lib.name),
                 &format!("{core}/{}", lib.name),
                 &["--set-rpath", &core_runpath],
@@ -506,12 +507,12 @@ fn wheel(
         App::Cxx => format!("$ORIGIN:{}:{glibc_lib}", paths.gcc_lib),
         App::C => format!("$ORIGIN:{glibc_lib}"),
     };
-    root.patched_copy(
+    root.edited_copy(
         &fixtures.saxpy(key.app, column.app_needs),
         &paths.app,
         &["--set-rpath", &app_runpath],
     )
-    .patched_copy(
+    .edited_copy(
         &fixtures.cudart(column.app_needs),
         &format!("{}/{}", paths.wheel_dir, cudart_soname(column.app_needs)),
         &["--set-rpath", "$ORIGIN"],
