@@ -1,8 +1,8 @@
 //! The libraries of a replay root edited with patchelf (a RUNPATH or DT_NEEDED entry as Nix
 //! sets it), each edit made once per bench and hard-linked into every root that places it, as
-//! the sysroot's own files are. The same edits recur run after run: a Nix app's closure is
-//! the same in every cell of a column, and the search model's differential test builds every
-//! run's root once per loader. Made afresh, each edited file cost a `cp` and a `patchelf` per
+//! the sysroot's own files are. The same edits recur run after run: many runs place the same
+//! app, CUDA runtime and board libraries with the same RUNPATHs, and the search model's
+//! differential test builds every run's root once per loader. Made afresh, each edited file cost a `cp` and a `patchelf` per
 //! option, in every root.
 //!
 //! An edit is keyed by its file, its options and the path it takes in the root. The path
