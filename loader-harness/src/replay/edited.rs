@@ -2,8 +2,8 @@
 //! sets it), each edit made once per bench and hard-linked into every root that places it, as
 //! the sysroot's own files are. The same edits recur run after run: many runs place the same
 //! app, CUDA runtime and board libraries with the same RUNPATHs, and the search model's
-//! differential test builds every run's root once per loader. Made afresh, each edited file cost a `cp` and a `patchelf` per
-//! option, in every root.
+//! differential test builds every run's root once per loader. Made afresh, each edited file
+//! cost a `cp` and a `patchelf` per option, in every root.
 //!
 //! An edit is keyed by its file, its options and the path it takes in the root. The path
 //! counts because the loader takes a file whose device and inode it has already mapped for
