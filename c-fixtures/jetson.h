@@ -1,4 +1,4 @@
-/* The Jetson replay's fake CUDA stack (cargo xtask jetson-replay, loader-harness/src/replay/):
+/* The Jetson replay's fake CUDA stack (cargo xtask jetson-replay, loader-tests/src/replay/):
    libraries that behave, as far as the loader and the outcome are concerned, like the real
    thing.  Every build says what it is through compile-time defines; what went wrong travels
    as a code plus one line "kind detail..." that the harness classifies.  docs/jetson.md

@@ -12,14 +12,14 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_harness::differential::{self, LoaderUnderTest};
-use loader_harness::host::{cache_dir, in_ci};
-use loader_harness::probe::Invocation;
-use loader_harness::replay::{
+use loader_tests::differential::{self, LoaderUnderTest};
+use loader_tests::host::{cache_dir, in_ci};
+use loader_tests::probe::Invocation;
+use loader_tests::replay::{
     self, App, HostLibs, JetsonFixtures, Kernel, Linkage, Origin, RunKey, Testbed, APPROACHES,
     COLUMNS,
 };
-use loader_harness::root::Bench;
+use loader_tests::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const TARGET: Target = Target::Aarch64;

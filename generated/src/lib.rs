@@ -35,7 +35,7 @@ const fn whole(path: &'static str, generator: &'static str) -> Part {
 pub const WORKFLOW: Part = whole(".github/workflows/verify.yml", "cargo xtask ci --workflow");
 /// The support page, rendered from docs/support.json.
 pub const SUPPORT_PAGE: Part = whole("docs/support.md", "cargo xtask verify --write-support");
-/// docs/contract.md's list of scenarios: the matrix table of loader-harness.
+/// docs/contract.md's list of scenarios: the matrix table of loader-tests.
 pub const CONTRACT_SCENARIOS: Part =
     block("docs/contract.md", "scenarios", "cargo xtask regenerate");
 
@@ -52,7 +52,7 @@ pub const LD_SO_HELP_EXAMPLE: Part =
 pub const LDDTREE: Part = block(
     "docs/explain.md",
     "lddtree",
-    "cargo test -p loader-harness --test explain",
+    "cargo test -p loader-tests --test explain",
 );
 
 /// docs/jetson.md's tables, from a replay under the real aarch64 loaders.

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use generated::{Freshness, Kind, Part};
-use loader_harness::matrix::{Contract, Unpatched, MATRIX};
+use loader_tests::matrix::{Contract, Unpatched, MATRIX};
 
 use crate::util::exit::NeedsAttention;
 
@@ -159,7 +159,7 @@ SKIPPED  README.md (block explain-example): written by a run of the loaders, `ca
 fresh    docs/contract.md (block scenarios)
 SKIPPED  docs/explain.md (block explain-example-full): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
 SKIPPED  docs/explain.md (block explain-json-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
-SKIPPED  docs/explain.md (block lddtree): written by a run of the loaders, `cargo test -p loader-harness --test explain`; not made here
+SKIPPED  docs/explain.md (block lddtree): written by a run of the loaders, `cargo test -p loader-tests --test explain`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay summary): written by a run of the loaders, `cargo xtask jetson-replay --write-doc`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay): written by a run of the loaders, `cargo xtask jetson-replay --markdown`; not made here
 fresh    docs/support.md

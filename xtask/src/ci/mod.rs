@@ -186,7 +186,7 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
         _ => "all",
     };
     steps.push(Step::xtask(&["verify", "--target", target])?);
-    // No `jetson-replay --check`: the test step's loader-harness/tests/jetson.rs replays every
+    // No `jetson-replay --check`: the test step's loader-tests/tests/jetson.rs replays every
     // cuda_compat approach on every host and compares docs/jetson.md with it, and
     // `regenerate --check` checks the page's provenance line against patches/.
     Ok(steps)

@@ -15,7 +15,7 @@ use git2::{Oid, Repository, Signature};
 
 use super::Author;
 use crate::util::paths;
-use loader_harness::host::non_empty_env;
+use loader_tests::host::non_empty_env;
 
 /// The manual change, a diff of `manual/dynlink.texi`, in the project checkout.
 pub(crate) const PATCH: &str = "docs/upstream/manual-dynlink.texi.patch";

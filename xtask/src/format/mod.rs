@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature};
-use loader_harness::host::non_empty_env;
+use loader_tests::host::non_empty_env;
 
 use crate::cli::{self, Env, OneRelease};
 use crate::merge::news;

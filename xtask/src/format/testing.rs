@@ -320,7 +320,7 @@ mod tests {
     #[test]
     fn every_verified_cell_in_a_few_plain_lines() {
         // The table's size, whatever rows it has (the fixture cells are whole).
-        let rows = loader_harness::matrix::MATRIX.len();
+        let rows = loader_tests::matrix::MATRIX.len();
         let emulated = rows - 2;
         let cells = ["2.43", "2.44"]
             .iter()
@@ -419,7 +419,7 @@ release:
     #[test]
     fn cells_that_are_not_verified_are_named_and_claim_nothing() {
         // The table's size, whatever rows it has (the fixture cells are whole).
-        let rows = loader_harness::matrix::MATRIX.len();
+        let rows = loader_tests::matrix::MATRIX.len();
         let mut failing = verified("2.44", Target::X86_64, "id");
         if let Step::Done(diff) = &mut run_mut(&mut failing).steps.elf_regressions {
             diff.regressions.push(crate::verify::testsuite::Change {

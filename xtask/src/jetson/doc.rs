@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use loader_harness::replay::report::{self, Block};
-use loader_harness::replay::ReplayReport;
+use loader_tests::replay::report::{self, Block};
+use loader_tests::replay::ReplayReport;
 
 use crate::util::exit::NeedsAttention;
 use crate::util::paths;

@@ -1,7 +1,7 @@
 //! `cargo xtask jetson-replay --real-driver`: the setups of issue 23's measurements against
 //! this machine's real NVIDIA driver (a GPU host, or a Jetson board), under this project's
 //! patched and unpatched glibc for the machine's own architecture, and a table of what each
-//! gave next to what was measured (`loader_harness::replay::real`).
+//! gave next to what was measured (`loader_tests::replay::real`).
 //!
 //! On a machine without an NVIDIA driver or GPU it says so and stops: not run, exit status 2,
 //! never a pass.
@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use loader_harness::host::{self, tools};
-use loader_harness::layout::Layout;
-use loader_harness::replay::real::{self, Dirs, Row, Setup};
+use loader_tests::host::{self, tools};
+use loader_tests::layout::Layout;
+use loader_tests::replay::real::{self, Dirs, Row, Setup};
 use model::{Flavour, Target};
 
 use crate::cli::Env;

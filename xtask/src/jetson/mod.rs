@@ -1,11 +1,11 @@
 //! `cargo xtask jetson-replay`: every proposed way of using cuda_compat on Jetson, on every kind
-//! of host, each cell a real run under the built loader (`loader_harness::replay`), as a table
+//! of host, each cell a real run under the built loader (`loader_tests::replay`), as a table
 //! for the terminal, as JSON, or as the generated block of docs/jetson.md.
 //!
 //! The rows run under the patched loader, row 8 under the fallback-first variant, and the rows
 //! that set LD_FALLBACK_PATH under the unpatched loader too; the three sysroots are taken from
 //! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first. The
-//! real host libraries come from Debian's archive once ([`loader_harness::replay::HostLibs`]).
+//! real host libraries come from Debian's archive once ([`loader_tests::replay::HostLibs`]).
 //!
 //! `--real-driver` runs the same setups against this machine's real NVIDIA driver instead
 //! ([`driver_check`]).
@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use loader_harness::host::{self, tools};
-use loader_harness::replay::{self, report, Benches, HostLibs, JetsonFixtures};
-use loader_harness::root::Bench;
+use loader_tests::host::{self, tools};
+use loader_tests::replay::{self, report, Benches, HostLibs, JetsonFixtures};
+use loader_tests::root::Bench;
 use model::{Flavour, Target};
 
 use crate::cli::{self, Env, OneRelease};

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use loader_harness::host::{self, tools};
-use loader_harness::report::{self, MatrixReport};
-use loader_harness::root::Bench;
+use loader_tests::host::{self, tools};
+use loader_tests::report::{self, MatrixReport};
+use loader_tests::root::Bench;
 use model::{Cell, Flavour, Sysroot, Target};
 
 use crate::cli::{Env, Selection};

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use loader_harness::host::{self, tools, Tool, Toolchain};
+use loader_tests::host::{self, tools, Tool, Toolchain};
 use model::Target;
 
 use crate::util::logged;

@@ -1,11 +1,11 @@
 //! Where things live: the project checkout, and the cache outside it (whose root
-//! `loader_harness::host::cache_dir` decides, for both crates).
+//! `loader_tests::host::cache_dir` decides, for both crates).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-pub(crate) use loader_harness::host::cache_dir;
-use loader_harness::host::non_empty_env;
+pub(crate) use loader_tests::host::cache_dir;
+use loader_tests::host::non_empty_env;
 
 /// The root of the ld-fallback checkout this binary was built from.
 pub(crate) fn project_root() -> PathBuf {

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 /// run the matrix and judge (`verify`'s insta snapshots are test data).
 pub(crate) const JUDGING_SOURCES: &[(&str, &[&str])] = &[
     ("model/src", &[]),
-    ("loader-harness/src", &["replay", "differential.rs"]),
+    ("loader-tests/src", &["replay", "differential.rs"]),
     ("c-fixtures", &[]),
     ("xtask/src/resolution", &[]),
     ("xtask/src/verify", &["snapshots"]),
@@ -357,7 +357,7 @@ mod tests {
         let root = tree.path();
         let before = judging_digest(root).unwrap();
         // probe.rs becomes run/invocation.rs, and every path to it says so.
-        let src = root.join("loader-harness/src");
+        let src = root.join("loader-tests/src");
         std::fs::create_dir(src.join("run")).unwrap();
         std::fs::rename(src.join("probe.rs"), src.join("run/invocation.rs")).unwrap();
         std::fs::write(
@@ -367,20 +367,20 @@ mod tests {
         .unwrap();
         edit(
             root,
-            "loader-harness/src/lib.rs",
+            "loader-tests/src/lib.rs",
             "pub mod probe;",
             "pub mod run;",
         );
         edit_all(&src, "crate::probe::", "crate::run::invocation::");
         edit_all(
             &root.join("xtask/src"),
-            "loader_harness::probe::",
-            "loader_harness::run::invocation::",
+            "loader_tests::probe::",
+            "loader_tests::run::invocation::",
         );
         // Comments and formatting are not what the code does either.
         edit(
             root,
-            "loader-harness/src/root.rs",
+            "loader-tests/src/root.rs",
             "//! Hermetic scenario roots",
             "//! Roots",
         );
@@ -402,7 +402,7 @@ mod tests {
             ),
             (
                 "a scenario table edit",
-                "loader-harness/src/matrix/table.rs",
+                "loader-tests/src/matrix/table.rs",
                 "NEEDED_RUNPATH, FB_T), expected: \"compat\"",
                 "NEEDED_RUNPATH, FB_T), expected: \"driver\"",
             ),

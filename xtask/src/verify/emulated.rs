@@ -27,7 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use loader_harness::host::{self, tools, Tool};
+use loader_tests::host::{self, tools, Tool};
 use model::Target;
 
 /// What QEMU user mode itself keeps a test of the target from doing, told by what the test

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use loader_harness::report::{self, MatrixReport};
+use loader_tests::report::{self, MatrixReport};
 use model::Target;
 use serde::{Deserialize, Serialize};
 
@@ -193,7 +193,7 @@ impl Matrix {
     /// total that is not the table's, an id the table does not have (or named twice), an n/a
     /// the table does not declare for the target.
     pub(crate) fn gaps(&self, target: Target, loader: &str) -> Vec<String> {
-        use loader_harness::matrix::{Condition, MATRIX};
+        use loader_tests::matrix::{Condition, MATRIX};
         let mut gaps = Vec::new();
         if self.total != MATRIX.len() {
             gaps.push(format!(
@@ -209,7 +209,7 @@ impl Matrix {
             .chain(self.skipped.iter().map(|u| &u.id))
             .chain(self.not_applicable.iter().map(|u| &u.id));
         for id in named {
-            if loader_harness::matrix::find(id).is_none() {
+            if loader_tests::matrix::find(id).is_none() {
                 gaps.push(format!(
                     "the {loader} matrix names {id}, which the table lacks"
                 ));
@@ -218,7 +218,7 @@ impl Matrix {
             }
         }
         for unrun in &self.not_applicable {
-            let declared = loader_harness::matrix::find(&unrun.id)
+            let declared = loader_tests::matrix::find(&unrun.id)
                 .and_then(|s| s.not_applicable)
                 .is_some_and(|n| match n.when {
                     Condition::Emulated => !target.is_native(),
@@ -744,8 +744,8 @@ mod tests {
     /// The loader's report, as the matrix gives it, becomes figures: n/a and skips apart.
     #[test]
     fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
-        use loader_harness::matrix::find;
-        use loader_harness::report::{self, Outcome};
+        use loader_tests::matrix::find;
+        use loader_tests::report::{self, Outcome};
         use model::Flavour;
         let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
             Outcome::judged(

@@ -572,7 +572,7 @@ pub(crate) mod tests {
         };
         let emulated = !target.is_native();
         // The table's size, whatever rows it has: the figures must be whole.
-        let rows = loader_harness::matrix::MATRIX.len();
+        let rows = loader_tests::matrix::MATRIX.len();
         let matrix = Matrix {
             total: rows,
             pass: if emulated { rows - 2 } else { rows },

@@ -605,7 +605,7 @@ mod tests {
     #[test]
     fn a_row_saying_ok_with_mismatches_fails() {
         let page = page();
-        let rows = loader_harness::matrix::MATRIX.len();
+        let rows = loader_tests::matrix::MATRIX.len();
         page.edit(PAGE, |t| {
             t.replacen(
                 &format!("ok: {rows} pass, 0 skipped, 0 n/a, 0 mismatch"),
@@ -636,7 +636,7 @@ mod tests {
         let page = page();
         let ok = format!(
             "  matrix           ok: {} pass",
-            loader_harness::matrix::MATRIX.len()
+            loader_tests::matrix::MATRIX.len()
         );
         page.edit(PAGE, |t| {
             t.replacen(&ok, "  matrix           FAIL: 60 pass", 1)
@@ -804,7 +804,7 @@ mod tests {
             &page,
             &format!(
                 "2.36 x86_64: figures not whole: the patched matrix counts 10 scenarios, the table has {}",
-                loader_harness::matrix::MATRIX.len()
+                loader_tests::matrix::MATRIX.len()
             ),
         );
         // The series' tests: 1 of those it adds.

@@ -1,5 +1,5 @@
 //! `scripts/install-deps` installs every Debian package the code needs: the tools and
-//! directories declared in `loader_harness::host`, and any package the code names elsewhere
+//! directories declared in `loader_tests::host`, and any package the code names elsewhere
 //! (a `Tool::new("program", "package")` or an `apt-get install package` hint). A CI run on a
 //! new machine has only what that script installs, so a requirement added without its install
 //! step fails here first.
@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use loader_harness::host::{tools, PACKAGED_DIRS};
+use loader_tests::host::{tools, PACKAGED_DIRS};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +35,7 @@ fn installed_by_script() -> BTreeSet<String> {
 fn named_in_code() -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let elsewhere = workspace().join("xtask/src/ci/workflow.rs");
-    for krate in ["xtask/src", "loader-model/src", "loader-harness/src"] {
+    for krate in ["xtask/src", "loader-model/src", "loader-tests/src"] {
         for file in rust_files(&workspace().join(krate))
             .into_iter()
             .filter(|f| *f != elsewhere)

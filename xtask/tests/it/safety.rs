@@ -265,9 +265,9 @@ fn check_and_status_work_without_a_store_and_do_not_create_one() {
 /// work, and report no I/O error as "does not apply".
 #[test]
 fn check_and_status_work_on_a_read_only_store() {
-    if loader_harness::host::find_program("bwrap").is_none() {
+    if loader_tests::host::find_program("bwrap").is_none() {
         assert!(
-            !loader_harness::host::in_ci(),
+            !loader_tests::host::in_ci(),
             "bwrap is not installed (scripts/install-deps installs it)"
         );
         eprintln!("bwrap is not installed: skipping (this fails under CI)");
@@ -305,7 +305,7 @@ fn check_and_status_work_on_a_read_only_store() {
     let probe = in_bwrap(&["glibc", "list"]);
     if !probe.status.success() {
         // bwrap itself may be refused (no user namespaces in this container).
-        assert!(!loader_harness::host::in_ci(), "{probe:?}");
+        assert!(!loader_tests::host::in_ci(), "{probe:?}");
         eprintln!(
             "bwrap cannot run here: skipping ({})",
             String::from_utf8_lossy(&probe.stderr)

@@ -83,7 +83,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     assert_eq!(Snapshot::of_dir(&plain, &[]).unwrap().root, expected_tree);
 
     // quilt (package quilt) reads the same series file.
-    if loader_harness::host::find_program("quilt").is_some() {
+    if loader_tests::host::find_program("quilt").is_some() {
         let q = t.tmp.path().join("quilt");
         t.store.export_tree(release, &q).unwrap();
         stdout_of(
@@ -97,7 +97,7 @@ fn series_round_trips_and_applies_with_git_am_and_patch() {
     } else {
         // A test whose input is missing must not pass quietly where it is meant to run.
         assert!(
-            !loader_harness::host::in_ci(),
+            !loader_tests::host::in_ci(),
             "quilt is not installed (scripts/install-deps installs it)"
         );
         eprintln!("quilt is not installed: skipping the quilt part (this fails under CI)");

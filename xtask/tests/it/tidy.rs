@@ -29,7 +29,7 @@ fn sources() -> Vec<PathBuf> {
         "model",
         "generated",
         "loader-model",
-        "loader-harness",
+        "loader-tests",
         "explain",
         "xtask",
     ] {
@@ -207,7 +207,7 @@ const CRATES: &[(&str, &str)] = &[
     ("model", "model"),
     ("generated", "generated"),
     ("loader-model", "loader_model"),
-    ("loader-harness", "loader_harness"),
+    ("loader-tests", "loader_tests"),
     ("explain", "ld_fallback_explain"),
     ("xtask", "xtask"),
 ];
@@ -252,11 +252,11 @@ const LOADER_MODEL_LAYERS: &[&[&str]] = &[
     &["render"],
 ];
 
-/// loader-harness' modules, bottom first: the host, the layout of a root, running a
+/// loader-tests' modules, bottom first: the host, the layout of a root, running a
 /// program and reading its trace; fixtures and Debian packages; the hermetic roots; the
 /// scenarios (the matrix) and the model held against the real loaders; the Jetson replay and
 /// the reports.
-const LOADER_HARNESS_LAYERS: &[&[&str]] = &[
+const LOADER_TESTS_LAYERS: &[&[&str]] = &[
     &["host", "layout", "probe", "trace"],
     &["apt", "fixtures"],
     &["debs"],
@@ -405,7 +405,7 @@ fn stages_import_only_downward() {
     for (krate, layers) in [
         ("xtask", LAYERS),
         ("loader-model", LOADER_MODEL_LAYERS),
-        ("loader-harness", LOADER_HARNESS_LAYERS),
+        ("loader-tests", LOADER_TESTS_LAYERS),
     ] {
         let files = files_under(&workspace().join(krate).join("src"));
         wrong.extend(layer_violations(krate, layers, &files));
@@ -492,11 +492,11 @@ fn an_upward_import_is_found() {
     );
     let files = vec![(
         PathBuf::from("lib.rs"),
-        "//! The model.\nuse loader_harness::root::Root;\nuse model::Target;\n".to_string(),
+        "//! The model.\nuse loader_tests::root::Root;\nuse model::Target;\n".to_string(),
     )];
     assert_eq!(
         crate_violations("loader-model", "src", &files, false),
-        ["loader-model/src/lib.rs: names the crate loader_harness, which is not below loader-model"]
+        ["loader-model/src/lib.rs: names the crate loader_tests, which is not below loader-model"]
     );
 }
 
@@ -682,7 +682,7 @@ fn durations_are_found_where_pages_quote_them() {
 fn docs_quote_durations_from_one_page() {
     let mut pages = vec![
         workspace().join("README.md"),
-        workspace().join("loader-harness/README.md"),
+        workspace().join("loader-tests/README.md"),
         workspace().join("patches/variants/README.md"),
     ];
     for entry in std::fs::read_dir(workspace().join("docs"))

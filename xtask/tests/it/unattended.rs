@@ -356,10 +356,10 @@ fn compilable_dl_load(version: &str, map_declaration: &str) -> String {
 
 #[test]
 fn the_build_check_stops_at_the_patch_that_no_longer_compiles() {
-    if loader_harness::host::find_program("cc").is_none()
-        || loader_harness::host::find_program("make").is_none()
+    if loader_tests::host::find_program("cc").is_none()
+        || loader_tests::host::find_program("make").is_none()
     {
-        assert!(!loader_harness::host::in_ci(), "cc and make are needed");
+        assert!(!loader_tests::host::in_ci(), "cc and make are needed");
         eprintln!("no cc or make: skipping");
         return;
     }

@@ -1,6 +1,6 @@
 //! Debian's `glibc_X.Y.orig.tar.xz`, fetched through apt without touching the system's apt
-//! configuration: a private apt (`loader_harness::apt`) with one `deb-src` entry. The mirror is
-//! the machine's own, read from apt's source lists at run time (`loader_harness::apt`).
+//! configuration: a private apt (`loader_tests::apt`) with one `deb-src` entry. The mirror is
+//! the machine's own, read from apt's source lists at run time (`loader_tests::apt`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,8 +9,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::util::logged;
-use loader_harness::apt;
-use loader_harness::host::{self, tools};
+use loader_tests::apt;
+use loader_tests::host::{self, tools};
 use model::Release;
 
 /// Suites whose source indices hold the supported releases.
@@ -61,7 +61,7 @@ pub(crate) fn orig_name(release: Release) -> String {
     format!("glibc_{}.orig.tar.xz", release.version())
 }
 
-/// The private apt that downloads glibc sources (loader_harness::apt does the set-up).
+/// The private apt that downloads glibc sources (loader_tests::apt does the set-up).
 struct PrivateApt {
     apt: apt::PrivateApt,
 }

@@ -8,7 +8,7 @@ use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use tempfile::TempDir;
 
 use crate::util::{child, fault};
-use loader_harness::host::{self, tools};
+use loader_tests::host::{self, tools};
 use model::Release;
 
 /// Fetches tag `glibc-X.Y` from `url` into a scratch repository below `scratch_parent` and

@@ -20,7 +20,7 @@ use git2::{ObjectType, Oid};
 use crate::store::pack::{Pack, PackBuilder};
 use crate::store::snapshot::{serialize_tree, TreeEntry, TreeMode};
 use crate::util::child;
-use loader_harness::host::{self, tools};
+use loader_tests::host::{self, tools};
 
 /// A tarball's tree, hashed and packed, not yet in any store.
 pub(crate) struct Imported {

@@ -87,7 +87,7 @@ pub(crate) const AARCH64_KERNEL_HEADERS: PackagedDir = PackagedDir {
 
 /// Debian's aarch64 cross glibc with its headers and start files: a stock 2.36 loader for
 /// aarch64 programs the host's compiler builds, the search model's reference when no built
-/// sysroot is at hand (loader-harness/tests/explain_host.rs).
+/// sysroot is at hand (loader-tests/tests/explain_host.rs).
 pub const AARCH64_CROSS_LIBC: PackagedDir = PackagedDir {
     path: "/usr/aarch64-linux-gnu/include/sys",
     package: "libc6-dev-arm64-cross",

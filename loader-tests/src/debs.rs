@@ -19,7 +19,7 @@ use crate::host::{self, tools};
 
 /// The start of every reason that means the archive could not be reached: outside CI a skip
 /// for this reason (a missing input: the cell it happens in is incomplete); under CI a failure
-/// (see loader-harness/README.md).
+/// (see loader-tests/README.md).
 pub const UNREACHABLE: &str = "Debian archive unreachable";
 
 /// Which packages, from which suites and components.

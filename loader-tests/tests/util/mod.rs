@@ -12,9 +12,9 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
-use loader_harness::host::{cache_dir, in_ci};
-use loader_harness::report::{Outcome, Verdict};
-use loader_harness::root::Bench;
+use loader_tests::host::{cache_dir, in_ci};
+use loader_tests::report::{Outcome, Verdict};
+use loader_tests::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 /// One bench per (target, flavour), or why there is none. Keyed by name: a variant
@@ -100,7 +100,7 @@ fn sysroot(target: Target, flavour: Flavour) -> Result<Sysroot> {
 /// (the ldd script under QEMU) is not a skip: it is n/a, declared in the table.
 pub(crate) fn skip_is_accepted(outcome: &Outcome) -> bool {
     let unreachable = matches!(&outcome.verdict, Verdict::Skipped(reason)
-        if outcome.scenario.needs_archive && reason.starts_with(loader_harness::nvidia::UNREACHABLE));
+        if outcome.scenario.needs_archive && reason.starts_with(loader_tests::nvidia::UNREACHABLE));
     let allowed = std::env::var_os("LD_FALLBACK_ALLOW_SKIP").is_some_and(|v| v == "1");
     (unreachable || allowed) && !in_ci()
 }
@@ -121,6 +121,6 @@ pub(crate) fn judge(outcome: &Outcome) -> Result<(), String> {
             "{} SKIPPED: {reason} (a test that could not look must not pass; LD_FALLBACK_ALLOW_SKIP=1 accepts skips outside CI)",
             outcome.id
         )),
-        Verdict::Mismatch => Err(loader_harness::report::table(std::slice::from_ref(outcome))),
+        Verdict::Mismatch => Err(loader_tests::report::table(std::slice::from_ref(outcome))),
     }
 }

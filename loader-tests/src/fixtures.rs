@@ -161,7 +161,7 @@ pub(crate) fn ensure_set(
 pub fn sources_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("loader-harness lives one level below the workspace root")
+        .expect("loader-tests lives one level below the workspace root")
         .join("c-fixtures")
 }
 

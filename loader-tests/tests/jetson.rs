@@ -10,13 +10,13 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_harness::host::{cache_dir, in_ci};
-use loader_harness::replay::rules::Basis;
-use loader_harness::replay::{
+use loader_tests::host::{cache_dir, in_ci};
+use loader_tests::replay::rules::Basis;
+use loader_tests::replay::{
     self, report, Benches, HostLibs, JetsonFixtures, ReplayReport, Testbed,
 };
-use loader_harness::replay::{App, Kernel, Linkage, Origin, RunKey, APPROACHES, COLUMNS};
-use loader_harness::root::Bench;
+use loader_tests::replay::{App, Kernel, Linkage, Origin, RunKey, APPROACHES, COLUMNS};
+use loader_tests::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const TARGET: Target = Target::Aarch64;

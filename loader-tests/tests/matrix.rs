@@ -1,15 +1,15 @@
-//! The matrix as tests, generated from the table (`loader_harness::matrix::MATRIX`): one test
+//! The matrix as tests, generated from the table (`loader_tests::matrix::MATRIX`): one test
 //! per scenario, target and flavour (`x86_64::patched::03-dlopen-runpath-miss`); row 23 per
 //! target (without the patch, exactly the scenarios that need it fail); and snapshots of the
 //! report and of normalised `LD_DEBUG=libs` traces per release.
 //!
-//! `cargo test -p loader-harness -- 03-dlopen` runs one scenario everywhere it can.
+//! `cargo test -p loader-tests -- 03-dlopen` runs one scenario everywhere it can.
 
 mod util;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_harness::matrix::{self, MATRIX};
-use loader_harness::report::{self, Sensitivity};
+use loader_tests::matrix::{self, MATRIX};
+use loader_tests::report::{self, Sensitivity};
 use model::{Flavour, Target};
 
 fn main() {

@@ -3,7 +3,7 @@
 //! compat driver loads `libnvrm_*`), on x86_64 and aarch64, under the patched and the
 //! unpatched glibc. Each scenario's root is built as the harness builds it, its command run
 //! again traced, and the model must name the same searches, files tried and files taken
-//! (`loader_harness::differential`); any difference fails.
+//! (`loader_tests::differential`); any difference fails.
 //!
 //! The same runs are given to the `lddtree` crate, side by side: the table of
 //! docs/explain.md is this test's (rewritten when out of date, and the test fails: commit it).
@@ -16,14 +16,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_harness::differential::{self, Checked, LoaderUnderTest, Mode};
-use loader_harness::host::{cache_dir, in_ci};
-use loader_harness::matrix::{Observed, MATRIX};
-use loader_harness::replay::{
+use loader_tests::differential::{self, Checked, LoaderUnderTest, Mode};
+use loader_tests::host::{cache_dir, in_ci};
+use loader_tests::matrix::{Observed, MATRIX};
+use loader_tests::replay::{
     self, Approach, Column, HostLibs, JetsonFixtures, Launcher, RunKey, Testbed, APPROACHES,
     COLUMNS,
 };
-use loader_harness::root::{Bench, Ctx};
+use loader_tests::root::{Bench, Ctx};
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
 const FLAVOURS: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
@@ -304,7 +304,7 @@ fn accepted_skip(why: &str, _target: Target) -> bool {
         return false;
     };
     !in_ci()
-        && (reason.starts_with(loader_harness::nvidia::UNREACHABLE)
+        && (reason.starts_with(loader_tests::nvidia::UNREACHABLE)
             || reason.starts_with("secure mode needs root"))
 }
 

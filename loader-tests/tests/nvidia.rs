@@ -1,13 +1,13 @@
 //! NVIDIA's real libraries arrive as the real-binary scenarios need them: both packages for
 //! both architectures, unpacked into the project cache, ELF files of the right machine.
 //! An unreachable archive is a visible skip outside CI and a failure under it (see
-//! loader-harness/README.md); anything else that keeps them away fails.
+//! loader-tests/README.md); anything else that keeps them away fails.
 
 use std::net::TcpListener;
 use std::process::Command;
 
-use loader_harness::host::{self, in_ci};
-use loader_harness::nvidia;
+use loader_tests::host::{self, in_ci};
+use loader_tests::nvidia;
 use model::Target;
 
 /// `e_machine` of an ELF file.

@@ -2,7 +2,7 @@
 //! here), which needs no built sysroot: real programs and the c-fixtures compiled with the
 //! host's gcc, in a scratch directory, each run traced (`LD_DEBUG=libs,files`) under bwrap
 //! with `/` as its root; the model must name the same searches, the same files tried and
-//! the same files taken (`loader_harness::differential`). The cases cover what the scenario
+//! the same files taken (`loader_tests::differential`). The cases cover what the scenario
 //! roots do not: the distribution's real ld.so.cache and multiarch default dirs, glibc-hwcaps
 //! subdirectories that exist, the legacy hwcap subdirectories of 2.36, python's extension
 //! modules dlopened by path. The same cases (python's aside) run for aarch64 under QEMU user
@@ -17,10 +17,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use loader_harness::differential::{self, LoaderUnderTest, Mode};
-use loader_harness::host::{find_program, in_ci, require_dirs, tools, AARCH64_CROSS_LIBC};
-use loader_harness::probe::Invocation;
 use loader_model::GlibcVersion;
+use loader_tests::differential::{self, LoaderUnderTest, Mode};
+use loader_tests::host::{find_program, in_ci, require_dirs, tools, AARCH64_CROSS_LIBC};
+use loader_tests::probe::Invocation;
 use model::{Flavour, Target};
 
 /// Debian's aarch64 cross libc: its loader and libraries.
@@ -511,7 +511,7 @@ fn build(target: Target) -> anyhow::Result<Place> {
         }
     };
     let d = inside.as_path();
-    let src = loader_harness::fixtures::sources_dir();
+    let src = loader_tests::fixtures::sources_dir();
     let include = format!("-I{}", src.display());
     let cc = match target {
         Target::X86_64 => tools::GCC.program,

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use loader_harness::matrix::{Contract, MATRIX};
+use loader_tests::matrix::{Contract, MATRIX};
 
 /// The row checked over the whole matrix rather than by a scenario of its own.
 const SENSITIVITY_ROW: u8 = 23;
