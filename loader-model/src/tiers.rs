@@ -41,7 +41,7 @@ impl<'c> Model<'c> {
     ) -> Step {
         type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &str, usize, &mut Load) -> Step;
         let tiers: [Tier<'c>; 6] = match self.facts.flavour {
-            Flavour::Patched | Flavour::Unpatched => [
+            Flavour::Patched | Flavour::Unpatched | Flavour::TestsOnly => [
                 Model::rpath,
                 Model::library_path,
                 Model::runpath,

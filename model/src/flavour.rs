@@ -12,6 +12,9 @@ pub enum Flavour {
     /// The series plus a patch that searches LD_FALLBACK_PATH before ld.so.cache and the
     /// default directories (the placement of NixOS/nixpkgs#248547), for the Jetson replay.
     FallbackFirst,
+    /// The series' tests (and the support code they need) without its loader change: the
+    /// unpatched loader under the series' own tests, which must fail there (`verify`).
+    TestsOnly,
 }
 
 impl Flavour {
@@ -19,12 +22,15 @@ impl Flavour {
     pub const ALL: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
     /// Variants of the series, built only when asked for by name.
     pub const VARIANTS: [Flavour; 1] = [Flavour::FallbackFirst];
+    /// Parts of the series, built only when asked for by name.
+    pub const PARTS: [Flavour; 1] = [Flavour::TestsOnly];
 
     pub fn name(self) -> &'static str {
         match self {
             Flavour::Patched => "patched",
             Flavour::Unpatched => "unpatched",
             Flavour::FallbackFirst => "fallback-first",
+            Flavour::TestsOnly => "tests-only",
         }
     }
 
@@ -32,19 +38,20 @@ impl Flavour {
         Flavour::ALL
             .into_iter()
             .chain(Flavour::VARIANTS)
+            .chain(Flavour::PARTS)
             .find(|f| f.name() == text)
     }
 
     /// Whether the loader has LD_FALLBACK_PATH at all (the series or a variant of it).
     pub fn is_patched(self) -> bool {
-        self != Flavour::Unpatched
+        !matches!(self, Flavour::Unpatched | Flavour::TestsOnly)
     }
 
     /// For a variant, the directory under `patches/variants/` whose patches go on top of the
     /// series.
     pub fn variant(self) -> Option<&'static str> {
         match self {
-            Flavour::Patched | Flavour::Unpatched => None,
+            Flavour::Patched | Flavour::Unpatched | Flavour::TestsOnly => None,
             Flavour::FallbackFirst => Some(self.name()),
         }
     }

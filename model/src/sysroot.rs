@@ -26,6 +26,7 @@ pub fn sysroot_env_var(target: Target, flavour: Flavour) -> String {
         Flavour::Patched => {}
         Flavour::Unpatched => name.push_str("_UNPATCHED"),
         Flavour::FallbackFirst => name.push_str("_FALLBACK_FIRST"),
+        Flavour::TestsOnly => name.push_str("_TESTS_ONLY"),
     }
     name
 }

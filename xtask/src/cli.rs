@@ -209,11 +209,12 @@ fn targets() -> impl TypedValueParser<Value = Targets> {
     })
 }
 
-/// Every flavour by name: the two of `both`, then the variants.
+/// Every flavour by name: the two of `both`, then the variants and the parts.
 fn flavour_names() -> impl Iterator<Item = &'static str> {
     Flavour::ALL
         .into_iter()
         .chain(Flavour::VARIANTS)
+        .chain(Flavour::PARTS)
         .map(Flavour::name)
 }
 

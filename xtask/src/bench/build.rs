@@ -234,7 +234,7 @@ fn inner_loop(
     if !status.success() {
         bail!("cannot keep {} ({status})", quick.sysroot.path.display());
     }
-    quick::forget(&builder.layout.work_dir(release, target))?;
+    quick::forget(&builder.work_dir(release, target))?;
     let full = Builder {
         rebuild: true,
         ..edited

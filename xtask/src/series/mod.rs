@@ -12,6 +12,7 @@ pub(crate) mod kinds;
 pub(crate) mod mail;
 pub(crate) mod mail_date;
 pub(crate) mod markers;
+pub(crate) mod parts;
 pub(crate) mod scope;
 pub mod status;
 pub(crate) mod variant;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use model::{Flavour, Release, Target};
 
+use super::recipe;
 use crate::util::clock::now_secs;
 use crate::util::lock::{self, FileLock};
 
@@ -66,14 +67,21 @@ impl KeyInputs {
             .to_string()
     }
 
-    /// `glibc 2.44 x86_64 patched`: how progress lines name the build.
+    /// `glibc 2.44 x86_64 patched`: how progress lines name the build (with a configure
+    /// flag that only changes the tests, `--enable-hardcoded-path-in-tests`, after it).
     pub(crate) fn label(&self) -> String {
-        format!(
+        let mut label = format!(
             "glibc {} {} {}",
             self.release,
             self.target.name(),
             self.flavour
-        )
+        );
+        for flag in &self.configure_flags {
+            if recipe::Configuration::HardcodedPathInTests.flag() == Some(flag.as_str()) {
+                label.push_str(&format!(" ({flag})"));
+            }
+        }
+        label
     }
 
     /// The entry's directory name: readable, and unique per key.

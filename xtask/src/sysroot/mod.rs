@@ -52,9 +52,14 @@ impl Layout {
         }
     }
 
-    /// The one work directory of a release and target, whatever the flavour.
+    /// The one work directory of a release and target in the default configuration,
+    /// whatever the flavour.
     pub(crate) fn work_dir(&self, release: Release, target: Target) -> WorkDir {
-        WorkDir::new(self.work.join(format!("{release}-{target}")))
+        self.work_dir_named(&format!("{release}-{target}"))
+    }
+
+    fn work_dir_named(&self, name: &str) -> WorkDir {
+        WorkDir::new(self.work.join(name))
     }
 }
 
@@ -67,6 +72,8 @@ pub struct Builder {
     pub patches_dir: PathBuf,
     pub jobs: usize,
     pub rebuild: bool,
+    /// How the tests are linked; every configuration has build trees of its own.
+    pub configuration: recipe::Configuration,
     /// What this builder has read and checked already (a clone's starts empty).
     pub(crate) memo: memo::Memo,
 }
@@ -110,8 +117,24 @@ impl Builder {
             patches_dir: env.patches.clone(),
             jobs: default_jobs(),
             rebuild: false,
+            configuration: recipe::Configuration::Default,
             memo: memo::Memo::default(),
         }
+    }
+
+    /// The same builder for another configuration of the tests.
+    pub(crate) fn configured(&self, configuration: recipe::Configuration) -> Builder {
+        Builder {
+            configuration,
+            ..self.clone()
+        }
+    }
+
+    /// The one work directory of a release and target in this builder's configuration,
+    /// whatever the flavour.
+    pub(crate) fn work_dir(&self, release: Release, target: Target) -> WorkDir {
+        self.layout
+            .work_dir_named(&format!("{release}-{target}{}", self.configuration.suffix()))
     }
 
     /// The cached sysroot of a flavour, built first if needed. Progress goes to stderr.
@@ -139,7 +162,7 @@ impl Builder {
         if let Some(entry) = cached() {
             return Ok(outcome(entry, false, key_lock.waited));
         }
-        let work = self.layout.work_dir(release, target);
+        let work = self.work_dir(release, target);
         let work_lock = work.lock()?;
         let (entry, machine_wait) = self.build(&cache, &prepared, &work)?;
         let lock_wait = key_lock.waited + work_lock.waited + machine_wait;
@@ -205,7 +228,7 @@ impl Builder {
     ) -> Result<BuiltTree> {
         let prepared = self.prepare(release, target, flavour)?;
         self.guard_series(release, flavour)?;
-        let work = self.layout.work_dir(release, target);
+        let work = self.work_dir(release, target);
         let work_lock = work.lock()?;
         let name = prepared.inputs.entry_name();
         let log = self.new_log(&format!("{name}-tree"))?;
@@ -249,7 +272,7 @@ impl Builder {
         flavour: Flavour,
     ) -> Result<Prepared> {
         let series = self.series_for(release, flavour)?;
-        let recipe = Recipe::for_target(target);
+        let recipe = Recipe::for_target(target).configured(self.configuration);
         let compiler = self.memo.compiler(target, || {
             recipe.require()?;
             recipe.compiler_version()

@@ -28,16 +28,56 @@ const COMMON_FLAGS: &[&str] = &[
     "--without-selinux",
 ];
 
+/// How glibc's tests are linked: glibc's default (run through the build tree's `ld.so
+/// --library-path`), or `--enable-hardcoded-path-in-tests`, which links each test with the
+/// build tree's loader and library directories (as DT_RPATH) so that it runs directly, as
+/// many maintainers configure their test builds. Only the tests differ: the installed glibc
+/// is the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Configuration {
+    #[default]
+    Default,
+    HardcodedPathInTests,
+}
+
+impl Configuration {
+    /// The configure flag, where there is one.
+    pub(crate) fn flag(self) -> Option<&'static str> {
+        match self {
+            Configuration::Default => None,
+            Configuration::HardcodedPathInTests => Some("--enable-hardcoded-path-in-tests"),
+        }
+    }
+
+    /// What a build tree's directory name adds: each configuration has a tree of its own, as
+    /// configure's flags hold for the whole tree.
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            Configuration::Default => "",
+            Configuration::HardcodedPathInTests => "-hardcoded-path-in-tests",
+        }
+    }
+}
+
 /// How glibc is built for one target, with the target's toolchain.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Recipe {
     pub toolchain: Toolchain,
+    pub configuration: Configuration,
 }
 
 impl Recipe {
     pub(crate) fn for_target(target: Target) -> Recipe {
         Recipe {
             toolchain: Toolchain::for_target(target),
+            configuration: Configuration::Default,
+        }
+    }
+
+    pub(crate) fn configured(self, configuration: Configuration) -> Recipe {
+        Recipe {
+            configuration,
+            ..self
         }
     }
 
@@ -83,6 +123,7 @@ impl Recipe {
 
     pub(crate) fn configure_flags(&self) -> Vec<String> {
         let mut flags: Vec<String> = COMMON_FLAGS.iter().map(|f| f.to_string()).collect();
+        flags.extend(self.configuration.flag().map(str::to_string));
         if !self.target().is_native() {
             flags.push(format!("--host={}", self.target().triplet()));
             for dir in self.toolchain.kernel_headers {
@@ -240,6 +281,29 @@ impl Recipe {
         }
         with_a_second_group(cmd)
     }
+
+    /// The command that runs only `tests` (`elf/tst-foo`, of one subdirectory), with what
+    /// each needs built first: what glibc's `make test t=elf/tst-foo` does for one test, for
+    /// all of them in one make (`-k`: a failing test does not stop the others).
+    pub(crate) fn tests_command(
+        &self,
+        src: &Path,
+        build: &Path,
+        subdir: &str,
+        tests: &[String],
+        jobs: usize,
+    ) -> Command {
+        let mut cmd = self.command("make", &src.join(subdir));
+        cmd.arg(format!("-j{jobs}"))
+            .arg("-k")
+            .arg(format!("objdir={}", build.display()))
+            .arg(format!("subdir={subdir}"))
+            .arg("..=../");
+        for test in tests {
+            cmd.arg(build.join(format!("{test}.out")));
+        }
+        with_a_second_group(cmd)
+    }
 }
 
 /// `setpriv(1)`, which gives the test run its supplementary group.
@@ -375,6 +439,7 @@ mod tests {
                 cc: Tool::new("ld-fallback-no-such-cc", "gcc-ld-fallback-test"),
                 ..Toolchain::for_target(Target::X86_64)
             },
+            configuration: Configuration::Default,
         };
         let err = chain.require().unwrap_err().to_string();
         assert!(

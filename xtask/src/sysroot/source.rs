@@ -112,9 +112,11 @@ pub(crate) fn load_series(patches_dir: &Path, release: Release) -> Result<Series
     Ok(series)
 }
 
-/// The series a flavour builds from: none (unpatched), `patches/<X.Y>/`, or for a variant
-/// that series followed by `patches/variants/<variant>/<X.Y>/*.patch` in name order. A
-/// variant's patches are part of the series' content id, so its builds get keys of their own.
+/// The series a flavour builds from: none (unpatched), `patches/<X.Y>/`, its patches that
+/// only add tests and the support code they need (tests-only), or for a variant that series
+/// followed by `patches/variants/<variant>/<X.Y>/*.patch` in name order. A variant's patches
+/// and what tests-only leaves out are part of the series' content id, so their builds get
+/// keys of their own.
 pub(crate) fn series_for(
     patches_dir: &Path,
     release: Release,
@@ -136,6 +138,10 @@ pub(crate) fn series_on(
         return Ok(None);
     }
     let mut series = load()?;
+    if flavour == Flavour::TestsOnly {
+        crate::series::parts::keep_tests_only(&mut series)?;
+        return Ok(Some(series));
+    }
     let Some(variant) = flavour.variant() else {
         return Ok(Some(series));
     };

@@ -126,6 +126,7 @@ fn a_builder_reads_each_series_once() {
         patches_dir: patches.clone(),
         jobs: 1,
         rebuild: false,
+        configuration: Default::default(),
         memo: Default::default(),
     };
     let first = builder.series_for(release, Flavour::Patched).unwrap();

@@ -1,6 +1,7 @@
 //! One cell, one (release, target): everything that says the series works there, run step by
 //! step, each step's verdict kept in a [`CellReport`].
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -8,8 +9,8 @@ use model::{Flavour, Target};
 
 use super::emulated::{self, Sandbox};
 use super::outcome::{
-    Applies, Build, CellReport, CellRun, Machine, Matrix, Origin, Seconds, Sensitivity,
-    SeriesTests, Step, Steps,
+    Applies, Build, CellReport, CellRun, HardcodedPaths, Machine, Matrix, Origin, Seconds,
+    Sensitivity, SeriesTests, Step, Steps, WithoutThePatch,
 };
 use super::testsuite::{self, Diff, Named, Status, SuitesRan};
 use super::Run;
@@ -182,16 +183,182 @@ fn run_steps(
         patched: patched_ran,
     });
     // The series' tests: every test it adds, as the patched tree ran it (or did not).
-    let own = match run.workspace.load_series(release) {
-        Ok(series) => series_tests(&series),
+    let series = match run.workspace.load_series(release) {
+        Ok(series) => series,
         Err(err) => {
             steps.series_tests = Step::Error(format!("{err:#}"));
             return steps;
         }
     };
-    let tests: Vec<Named> = own
+    let own = series_tests(&series);
+    let tests = named(
+        &own,
+        &patched_results,
+        "the patched tree's summary does not list it",
+    );
+    let imposed_by_qemu = imposed_by_qemu(target, &tests);
+    steps.series_tests = Step::Done(SeriesTests {
+        tests,
+        imposed_by_qemu,
+    });
+    let (diff, facts) = Diff::between(&unpatched_results, &patched_results, &own);
+    steps.elf_regressions = Step::Done(diff);
+    machine.elf_suite = Some(facts);
+
+    step("the series' tests against the unpatched loader (tests-only build)");
+    let started = Instant::now();
+    steps.without_the_patch = without_the_patch(run, plan, &own, sandbox.as_ref());
+    seconds.without_the_patch = started.elapsed().as_secs_f64();
+
+    steps.hardcoded_paths = if hardcoded_paths_apply(release, target) {
+        step("glibc's elf suite and the series' tests with --enable-hardcoded-path-in-tests");
+        let started = Instant::now();
+        let found = hardcoded_paths(run, plan, &own, &series);
+        seconds.hardcoded_paths = started.elapsed().as_secs_f64();
+        found
+    } else {
+        Step::NotApplicable(format!(
+            "the --enable-hardcoded-path-in-tests configuration is verified on {}",
+            hardcoded_paths_cell()
+        ))
+    };
+    steps
+}
+
+/// The series' tests that pass against the unpatched loader by design, and why: each checks
+/// that the fallback leaves alone something the loader does without it, which holds without
+/// the patch as well. Every other test of the series must fail there.
+const PASS_WITHOUT_THE_PATCH: &[(&str, &str)] = &[
+    (
+        "elf/tst-fallback-path-container",
+        "it checks that a copy in a default directory and one found through ld.so.cache beat the fallback copy: without a fallback list both are found all the same",
+    ),
+    (
+        "elf/tst-fallback-path-missing",
+        "it checks that repeated failing searches do not crash when no fallback directory exists: a loader without the fallback list has none to write to",
+    ),
+];
+
+/// The series' tests in a `tests-only` build (the series without its loader change), each
+/// run on its own through glibc's make, and what each must do there.
+fn without_the_patch(
+    run: &Run,
+    plan: &Plan,
+    tests: &[String],
+    sandbox: Option<&Sandbox>,
+) -> Step<WithoutThePatch> {
+    let (release, target) = (plan.release, plan.target);
+    let results = run
+        .builder
+        .key(release, target, Flavour::TestsOnly)
+        .and_then(|(key, _)| {
+            testsuite::results_for(&key, "elf-series-tests", || {
+                let tree = run.builder.tree(release, target, Flavour::TestsOnly)?;
+                testsuite::run_tests(&tree, SUITE, tests, run.builder.jobs, sandbox)
+            })
+        })
+        .context("cannot run the series' tests against the unpatched loader");
+    let results = match results {
+        Ok((results, _)) => results,
+        Err(err) => return Step::Error(format!("{err:#}")),
+    };
+    let tests = named(tests, &results, "the tests-only build did not run it");
+    let by_design = PASS_WITHOUT_THE_PATCH
         .iter()
-        .map(|name| match patched_results.get(name) {
+        .filter(|(test, _)| tests.iter().any(|t| t.test == *test))
+        .map(|(test, why)| (test.to_string(), why.to_string()))
+        .collect();
+    let imposed_by_qemu = imposed_by_qemu(target, &tests);
+    Step::Done(WithoutThePatch {
+        tests,
+        by_design,
+        imposed_by_qemu,
+    })
+}
+
+/// Where the hardcoded-path configuration is verified: the newest release, natively (what a
+/// maintainer building for a distribution builds most). Its builds and suites cost as much
+/// as a cell's again, so it is one cell, not every one.
+pub(crate) fn hardcoded_paths_apply(release: Release, target: Target) -> bool {
+    release == Release::newest() && target == Target::X86_64
+}
+
+fn hardcoded_paths_cell() -> String {
+    format!("glibc {} {}", Release::newest(), Target::X86_64)
+}
+
+/// The series' tests the series builds only without `--enable-hardcoded-path-in-tests`, and
+/// why (its elf/Makefile says so too).
+const NOT_BUILT_WITH_HARDCODED_PATHS: &[(&str, &str)] = &[(
+    "elf/tst-fallback-path-container",
+    "built only without --enable-hardcoded-path-in-tests, like tst-glibc-hwcaps-prepend-cache: the test program's DT_RPATH into the build tree would find the marker module before ld.so.cache and the default directories",
+)];
+
+/// The cell's steps again in the `--enable-hardcoded-path-in-tests` configuration: both
+/// trees' elf suites, compared; the series' tests; the upstream tests the series changes.
+fn hardcoded_paths(
+    run: &Run,
+    plan: &Plan,
+    own: &[String],
+    series: &Series,
+) -> Step<HardcodedPaths> {
+    let (release, target) = (plan.release, plan.target);
+    let builder = run
+        .builder
+        .configured(crate::sysroot::recipe::Configuration::HardcodedPathInTests);
+    let results = [Flavour::Unpatched, Flavour::Patched].map(|flavour| {
+        let key = builder.key(release, target, flavour)?.0;
+        testsuite::results_for(&key, SUITE, || {
+            let tree = builder.tree(release, target, flavour)?;
+            testsuite::run_check(&tree, SUITE, builder.jobs, None)
+        })
+        .with_context(|| {
+            format!("cannot run glibc's tests in the {flavour} tree with --enable-hardcoded-path-in-tests")
+        })
+    });
+    let [(unpatched, _), (patched, _)] = match results {
+        [Ok(u), Ok(p)] => [u, p],
+        [u, p] => {
+            let why: Vec<String> = [u, p]
+                .into_iter()
+                .filter_map(|r| r.err().map(|e| format!("{e:#}")))
+                .collect();
+            return Step::Error(why.join("; "));
+        }
+    };
+    let not_built: BTreeMap<String, String> = NOT_BUILT_WITH_HARDCODED_PATHS
+        .iter()
+        .filter(|(test, _)| own.iter().any(|t| t == test))
+        .map(|(test, why)| (test.to_string(), why.to_string()))
+        .collect();
+    let built: Vec<String> = own
+        .iter()
+        .filter(|t| !not_built.contains_key(*t))
+        .cloned()
+        .collect();
+    let tests = named(&built, &patched, "the patched tree's summary does not list it");
+    let (diff, _) = Diff::between(&unpatched, &patched, &built);
+    let changed_upstream = changed_tests(series)
+        .into_iter()
+        .filter(|test| patched.contains_key(test) || unpatched.contains_key(test))
+        .collect::<Vec<_>>();
+    let changed_upstream = named(&changed_upstream, &patched, "the patched tree's summary does not list it");
+    Step::Done(HardcodedPaths {
+        series_tests: SeriesTests {
+            tests,
+            imposed_by_qemu: BTreeMap::new(),
+        },
+        not_built,
+        elf_regressions: diff,
+        changed_upstream,
+    })
+}
+
+/// `tests` with their results; a test `results` lacks is UNRESOLVED, for `why`.
+fn named(tests: &[String], results: &testsuite::Results, why: &str) -> Vec<Named> {
+    tests
+        .iter()
+        .map(|name| match results.get(name) {
             Some(r) => Named {
                 test: name.clone(),
                 status: r.status,
@@ -200,26 +367,23 @@ fn run_steps(
             None => Named {
                 test: name.clone(),
                 status: Status::Unresolved,
-                reason: Some("the patched tree's summary does not list it".into()),
+                reason: Some(why.into()),
             },
         })
-        .collect();
-    let imposed_by_qemu = tests
+        .collect()
+}
+
+/// The tests among `tests` that ended UNSUPPORTED for a reason QEMU user mode imposes, on an
+/// emulated target.
+fn imposed_by_qemu(target: Target, tests: &[Named]) -> BTreeMap<String, String> {
+    tests
         .iter()
         .filter(|t| !target.is_native() && t.status == Status::Unsupported)
         .filter_map(|t| {
             let why = emulated::imposed_by_qemu(t.reason.as_deref()?)?;
             Some((t.test.clone(), why.to_string()))
         })
-        .collect();
-    steps.series_tests = Step::Done(SeriesTests {
-        tests,
-        imposed_by_qemu,
-    });
-    let (diff, facts) = Diff::between(&unpatched_results, &patched_results, &own);
-    steps.elf_regressions = Step::Done(diff);
-    machine.elf_suite = Some(facts);
-    steps
+        .collect()
 }
 
 /// The machine the cell runs on, as far as it is known before any step.
@@ -295,6 +459,39 @@ fn added_tests(patch: &str) -> Vec<String> {
     }
     finish(current);
     tests
+}
+
+/// `elf/tst-...` for every upstream `elf/tst-*.c` the series changes without creating it
+/// (tst-env-setuid, which gains LD_FALLBACK_PATH): a test or a module; the caller keeps those
+/// a test run lists.
+fn changed_tests(series: &Series) -> Vec<String> {
+    let mut changed = Vec::new();
+    for patch in &series.patches {
+        let mut current: Option<(String, bool)> = None;
+        let mut finish = |file: Option<(String, bool)>| {
+            if let Some((name, false)) = file {
+                changed.push(name);
+            }
+        };
+        for line in patch.text.lines() {
+            if let Some(paths) = line.strip_prefix("diff --git a/") {
+                finish(current.take());
+                current = paths
+                    .split_once(" b/")
+                    .and_then(|(_, path)| path.strip_prefix("elf/tst-"))
+                    .and_then(|rest| rest.strip_suffix(".c"))
+                    .map(|stem| (format!("elf/tst-{stem}"), false));
+            } else if line.starts_with("new file mode ") {
+                if let Some((_, created)) = &mut current {
+                    *created = true;
+                }
+            }
+        }
+        finish(current);
+    }
+    changed.sort();
+    changed.dedup();
+    changed
 }
 
 fn is_test_driver(include: &str) -> bool {

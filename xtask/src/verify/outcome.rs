@@ -354,6 +354,112 @@ impl Figures for SeriesTests {
     }
 }
 
+/// The series' own tests against the unpatched loader (the `tests-only` build: the series'
+/// tests and support code without its loader change). A test of the patch must fail there;
+/// a test that passes there checks something the loader does without the patch too, and is
+/// declared with the reason (`cell::PASS_WITHOUT_THE_PATCH`): else it could not fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct WithoutThePatch {
+    /// Every test of the series, as it ended against the unpatched loader.
+    pub tests: Vec<Named>,
+    /// The tests among them declared to pass there by design, with why.
+    pub by_design: BTreeMap<String, String>,
+    /// On an emulated target, the tests that ended UNSUPPORTED for a reason QEMU user mode
+    /// imposes, with why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub imposed_by_qemu: BTreeMap<String, String>,
+}
+
+impl WithoutThePatch {
+    /// The tests that passed without the patch although nothing declares why: tests that
+    /// cannot fail, or declarations that no longer hold (a declared test that failed).
+    pub(crate) fn wrong(&self) -> Vec<String> {
+        let mut wrong = Vec::new();
+        for t in &self.tests {
+            let declared = self.by_design.contains_key(&t.test);
+            let passed = matches!(t.status, Status::Pass | Status::Xpass);
+            match (passed, declared) {
+                (true, false) => wrong.push(format!("{} passes without the patch", t.test)),
+                (false, true) if t.status != Status::Unsupported => wrong.push(format!(
+                    "{} is declared to pass without the patch, and ended {}",
+                    t.test, t.status
+                )),
+                _ => {}
+            }
+            if t.status == Status::Unresolved {
+                wrong.push(format!("{} never ran", t.test));
+            }
+        }
+        wrong
+    }
+
+    fn undeclared_unsupported(&self) -> impl Iterator<Item = &Named> {
+        self.tests.iter().filter(|t| {
+            t.status == Status::Unsupported && !self.imposed_by_qemu.contains_key(&t.test)
+        })
+    }
+}
+
+impl Figures for WithoutThePatch {
+    fn verdict(&self) -> Verdict {
+        if self.tests.is_empty() || !self.wrong().is_empty() {
+            Verdict::Fail
+        } else if self.undeclared_unsupported().next().is_some() {
+            Verdict::Incomplete
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    fn missing(&self) -> Vec<String> {
+        self.undeclared_unsupported()
+            .map(|t| {
+                format!(
+                    "series test {} UNSUPPORTED without the patch: {}",
+                    t.test,
+                    t.reason.as_deref().unwrap_or("no reason given")
+                )
+            })
+            .collect()
+    }
+}
+
+/// The series in glibc's `--enable-hardcoded-path-in-tests` configuration, where declared
+/// (`cell::HARDCODED_PATH_CELLS`): tests linked with the build tree's paths as DT_RPATH and run
+/// directly, as many maintainers build. glibc's elf suite in both trees of that
+/// configuration, compared; the series' tests there; and the upstream tests the series
+/// changes, which some run only in this configuration (tst-env-setuid).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct HardcodedPaths {
+    pub series_tests: SeriesTests,
+    /// The series' tests the series builds only without the configuration, with why.
+    pub not_built: BTreeMap<String, String>,
+    pub elf_regressions: Diff,
+    /// The upstream tests the series changes, as the patched tree ran them: each must pass.
+    pub changed_upstream: Vec<Named>,
+}
+
+impl Figures for HardcodedPaths {
+    fn verdict(&self) -> Verdict {
+        let changed_pass = !self.changed_upstream.is_empty()
+            && self.changed_upstream.iter().all(|t| t.status == Status::Pass);
+        match (self.series_tests.verdict(), self.elf_regressions.verdict()) {
+            (Verdict::Fail, _) | (_, Verdict::Fail) => Verdict::Fail,
+            _ if !changed_pass => Verdict::Fail,
+            (Verdict::Incomplete, _) => Verdict::Incomplete,
+            _ => Verdict::Pass,
+        }
+    }
+
+    fn missing(&self) -> Vec<String> {
+        self.series_tests
+            .missing()
+            .into_iter()
+            .map(|m| format!("{m} (--enable-hardcoded-path-in-tests)"))
+            .collect()
+    }
+}
+
 impl Figures for Diff {
     fn verdict(&self) -> Verdict {
         if self.passes() {
@@ -374,6 +480,8 @@ pub(crate) enum StepName {
     Sensitivity,
     SeriesTests,
     ElfRegressions,
+    WithoutThePatch,
+    HardcodedPaths,
 }
 
 /// Everything a cell's run found.
@@ -386,6 +494,10 @@ pub(crate) struct Steps {
     pub series_tests: Step<SeriesTests>,
     /// glibc's own tests of `elf/`, patched vs unpatched.
     pub elf_regressions: Step<Diff>,
+    /// The series' tests against the unpatched loader.
+    pub without_the_patch: Step<WithoutThePatch>,
+    /// The series with `--enable-hardcoded-path-in-tests` (n/a where not declared).
+    pub hardcoded_paths: Step<HardcodedPaths>,
 }
 
 impl Steps {
@@ -398,10 +510,12 @@ impl Steps {
             sensitivity: Step::NotRun,
             series_tests: Step::NotRun,
             elf_regressions: Step::NotRun,
+            without_the_patch: Step::NotRun,
+            hardcoded_paths: Step::NotRun,
         }
     }
 
-    pub(crate) fn verdicts(&self) -> [(StepName, Verdict); 6] {
+    pub(crate) fn verdicts(&self) -> [(StepName, Verdict); 8] {
         [
             (StepName::Applies, self.applies.verdict()),
             (StepName::Build, self.build.verdict()),
@@ -409,6 +523,8 @@ impl Steps {
             (StepName::Sensitivity, self.sensitivity.verdict()),
             (StepName::SeriesTests, self.series_tests.verdict()),
             (StepName::ElfRegressions, self.elf_regressions.verdict()),
+            (StepName::WithoutThePatch, self.without_the_patch.verdict()),
+            (StepName::HardcodedPaths, self.hardcoded_paths.verdict()),
         ]
     }
 
@@ -427,6 +543,8 @@ impl Steps {
             missing.extend(self.sensitivity.missing());
             missing.extend(self.series_tests.missing());
             missing.extend(self.elf_regressions.missing());
+            missing.extend(self.without_the_patch.missing());
+            missing.extend(self.hardcoded_paths.missing());
             return CellState::Incomplete(missing);
         }
         CellState::Verified
@@ -435,16 +553,26 @@ impl Steps {
     /// Where the figures are not whole for a cell of `target` (the checks that need nothing
     /// but the figures and the scenario table; check-support adds those that need patches/
     /// and the repository): a cell with any is failed, whatever its verdicts say.
-    pub(crate) fn gaps(&self, target: Target) -> Vec<String> {
+    pub(crate) fn gaps(&self, release: Release, target: Target) -> Vec<String> {
         let mut gaps = Vec::new();
-        // Every step applies to every cell (glibc's suite runs under QEMU too): a record
-        // calling one n/a is not a whole proof.
+        // Every step applies to every cell (glibc's suite runs under QEMU too) but the
+        // hardcoded-path configuration, which applies where it is declared: a record calling
+        // a step n/a anywhere else is not a whole proof, nor one that leaves it out there.
         for (step, verdict) in self.verdicts() {
-            if verdict == Verdict::NotApplicable {
+            let declared_na = step == StepName::HardcodedPaths
+                && !super::cell::hardcoded_paths_apply(release, target);
+            if verdict == Verdict::NotApplicable && !declared_na {
                 gaps.push(format!(
-                    "{step:?} is n/a, and every step applies to every cell"
+                    "{step:?} is n/a, and it applies to glibc {release} {target}"
                 ));
             }
+        }
+        if self.hardcoded_paths.figures().is_some()
+            && !super::cell::hardcoded_paths_apply(release, target)
+        {
+            gaps.push(format!(
+                "the hardcoded-path configuration has figures, and it is declared for another cell than glibc {release} {target}"
+            ));
         }
         if let Some(matrix) = self.matrix.figures() {
             gaps.extend(matrix.gaps(target, "patched"));
@@ -470,6 +598,21 @@ impl Steps {
                 ));
             }
         }
+        if let (Some(with), Some(without)) = (
+            self.series_tests.figures(),
+            self.without_the_patch.figures(),
+        ) {
+            let names = |tests: &[Named]| -> BTreeSet<String> {
+                tests.iter().map(|t| t.test.clone()).collect()
+            };
+            if names(&with.tests) != names(&without.tests) {
+                gaps.push(format!(
+                    "the series tests run without the patch ({}) are not those run with it ({})",
+                    without.tests.len(),
+                    with.tests.len()
+                ));
+            }
+        }
         gaps
     }
 }
@@ -480,6 +623,12 @@ pub(crate) struct Seconds {
     pub build_pair: f64,
     pub elf_suite_pair: f64,
     pub matrix: f64,
+    /// The series' tests against the unpatched loader, its build included.
+    #[serde(default)]
+    pub without_the_patch: f64,
+    /// The hardcoded-path configuration: its builds and both suites.
+    #[serde(default)]
+    pub hardcoded_paths: f64,
     pub total: f64,
 }
 
@@ -571,7 +720,7 @@ impl CellReport {
     pub(crate) fn state(&self) -> CellState {
         match &self.run {
             None => CellState::NotVerified,
-            Some(run) if !run.steps.gaps(self.target).is_empty() => CellState::Failed,
+            Some(run) if !run.steps.gaps(self.release, self.target).is_empty() => CellState::Failed,
             Some(run) => run.steps.state(),
         }
     }
@@ -580,7 +729,7 @@ impl CellReport {
     pub(crate) fn gaps(&self) -> Vec<String> {
         self.run
             .as_ref()
-            .map_or_else(Vec::new, |run| run.steps.gaps(self.target))
+            .map_or_else(Vec::new, |run| run.steps.gaps(self.release, self.target))
     }
 
     /// Where a report read from JSON says something of itself (its state, a step's verdict)
@@ -910,6 +1059,8 @@ mod tests {
             sensitivity: Step::NotApplicable("test".into()),
             series_tests: Step::NotApplicable("under QEMU".into()),
             elf_regressions: Step::NotApplicable("under QEMU".into()),
+            without_the_patch: Step::NotApplicable("under QEMU".into()),
+            hardcoded_paths: Step::NotApplicable("declared elsewhere".into()),
         };
         assert_eq!(steps.state(), CellState::Verified);
         steps.matrix = Step::Done(matrix(60, &["12-a", "12-b"], &[]));

@@ -8,8 +8,8 @@ use std::fmt::Write;
 use super::emulated;
 use super::outcome::Machine;
 use super::outcome::{
-    Applies, Build, CellReport, CellRun, CellState, Matrix, Origin, Sensitivity, SeriesTests, Step,
-    StepName, Unrun, Verdict,
+    Applies, Build, CellReport, CellRun, CellState, HardcodedPaths, Matrix, Origin, Sensitivity,
+    SeriesTests, Step, StepName, Unrun, Verdict, WithoutThePatch,
 };
 use super::provenance::{Provenance, WrittenBy};
 use super::testsuite::{Change, Diff, Named, Status, SuiteFacts, SuiteRun};
@@ -22,6 +22,8 @@ fn label(step: StepName) -> &'static str {
         StepName::Sensitivity => "sensitivity",
         StepName::SeriesTests => "series tests",
         StepName::ElfRegressions => "elf regressions",
+        StepName::WithoutThePatch => "without the patch",
+        StepName::HardcodedPaths => "hardcoded paths",
     }
 }
 
@@ -140,8 +142,38 @@ fn elf(diff: &Diff) -> String {
     diff.summary()
 }
 
+fn without_the_patch(w: &WithoutThePatch) -> String {
+    let count = |f: &dyn Fn(Status) -> bool| w.tests.iter().filter(|t| f(t.status)).count();
+    let mut text = format!(
+        "of {} series tests, {} fail against the unpatched loader, {} pass by design, {} UNSUPPORTED",
+        w.tests.len(),
+        count(&|s| s.is_failure()),
+        w.by_design.len(),
+        count(&|s| s == Status::Unsupported)
+    );
+    for wrong in w.wrong() {
+        let _ = write!(text, "; {wrong}");
+    }
+    text
+}
+
+fn hardcoded_paths(h: &HardcodedPaths) -> String {
+    let changed: Vec<String> = h
+        .changed_upstream
+        .iter()
+        .map(|t| format!("{} {}", t.test.trim_start_matches("elf/"), t.status))
+        .collect();
+    format!(
+        "series tests {} ({} not built there); {}; {}",
+        series_tests(&h.series_tests),
+        h.not_built.len(),
+        h.elf_regressions.summary(),
+        changed.join(", ")
+    )
+}
+
 /// Each step's verdict and summary, in order.
-fn steps(run: &CellRun) -> [(StepName, Verdict, String); 6] {
+fn steps(run: &CellRun) -> [(StepName, Verdict, String); 8] {
     let s = &run.steps;
     let verdicts = s.verdicts();
     let texts = [
@@ -151,6 +183,8 @@ fn steps(run: &CellRun) -> [(StepName, Verdict, String); 6] {
         summary(&s.sensitivity, sensitivity),
         summary(&s.series_tests, series_tests),
         summary(&s.elf_regressions, elf),
+        summary(&s.without_the_patch, without_the_patch),
+        summary(&s.hardcoded_paths, hardcoded_paths),
     ];
     let mut texts = texts.into_iter();
     verdicts.map(|(name, verdict)| (name, verdict, texts.next().expect("one per step")))
@@ -205,7 +239,7 @@ pub(crate) fn line(report: &CellReport) -> String {
     text
 }
 
-const COLUMNS: [&str; 10] = [
+const COLUMNS: [&str; 12] = [
     "release",
     "target",
     "cell",
@@ -215,12 +249,14 @@ const COLUMNS: [&str; 10] = [
     "sensitivity",
     "series tests",
     "elf regressions",
+    "without the patch",
+    "hardcoded paths",
     "time",
 ];
 
 /// A cell's row, with each step as `short` renders it.
-fn row(report: &CellReport, short: bool) -> [String; 10] {
-    let mut row: [String; 10] = Default::default();
+fn row(report: &CellReport, short: bool) -> [String; 12] {
+    let mut row: [String; 12] = Default::default();
     row.fill("-".into());
     row[0] = report.release.to_string();
     row[1] = report.target.to_string();
@@ -236,18 +272,18 @@ fn row(report: &CellReport, short: bool) -> [String; 10] {
             verdict_cell(verdict, &summary)
         };
     }
-    row[9] = minutes(run.seconds.total);
+    row[11] = minutes(run.seconds.total);
     row
 }
 
 /// All cells as a plain-text table, then what failed or differs, in detail.
 pub(crate) fn table(reports: &[CellReport]) -> String {
-    let rows: Vec<[String; 10]> = reports
+    let rows: Vec<[String; 12]> = reports
         .iter()
         .map(|r| {
             let mut row = row(r, true);
             if let Some(run) = r.run.as_ref().filter(|_| r.from_cache) {
-                row[9] = format!("cached ({})", run.verified_at);
+                row[11] = format!("cached ({})", run.verified_at);
             }
             row
         })
@@ -340,6 +376,41 @@ pub(crate) fn details(report: &CellReport) -> String {
     if let Some(diff) = run.steps.elf_regressions.figures() {
         elf_details(&mut out, diff);
     }
+    if let Some(without) = run.steps.without_the_patch.figures() {
+        for test in &without.tests {
+            let reason = match without.by_design.get(&test.test) {
+                Some(why) => format!(" (passes by design: {why})"),
+                None => test
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default(),
+            };
+            let _ = writeln!(
+                out,
+                "    without the patch: series test {} {}{reason}",
+                test.test, test.status
+            );
+        }
+    }
+    if let Some(h) = run.steps.hardcoded_paths.figures() {
+        for test in h.series_tests.tests.iter().chain(&h.changed_upstream) {
+            let reason = test
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "    hardcoded paths: {} {}{reason}",
+                test.test, test.status
+            );
+        }
+        for (test, why) in &h.not_built {
+            let _ = writeln!(out, "    hardcoded paths: {test} not built: {why}");
+        }
+        elf_details(&mut out, &h.elf_regressions);
+    }
     if let Some(ran) = &run.suites_ran {
         let when = |r: &SuiteRun| {
             let by = if r.reused {
@@ -363,10 +434,12 @@ pub(crate) fn details(report: &CellReport) -> String {
     let s = run.seconds;
     let _ = writeln!(
         out,
-        "    time: builds {}, elf suites {}, matrices {}, total {}",
+        "    time: builds {}, elf suites {}, matrices {}, without the patch {}, hardcoded paths {}, total {}",
         minutes(s.build_pair),
         minutes(s.elf_suite_pair),
         minutes(s.matrix),
+        minutes(s.without_the_patch),
+        minutes(s.hardcoded_paths),
         minutes(s.total)
     );
     out
@@ -673,15 +746,56 @@ pub(crate) mod tests {
                 }),
                 matrix: Step::Done(matrix),
                 sensitivity: Step::Done(sensitivity),
-                series_tests,
-                elf_regressions: elf,
+                series_tests: series_tests.clone(),
+                elf_regressions: elf.clone(),
+                without_the_patch: Step::Done(WithoutThePatch {
+                    tests: vec![
+                        named(
+                            "elf/tst-fallback-path",
+                            Status::Fail,
+                            Some("error: tst-fallback-path.c:69: not true: mod7 != NULL"),
+                        ),
+                        named(
+                            "elf/tst-fallback-path-static",
+                            Status::Fail,
+                            Some("error: 1 test failures"),
+                        ),
+                    ],
+                    by_design: Default::default(),
+                    imposed_by_qemu: Default::default(),
+                }),
+                hardcoded_paths: if crate::verify::cell::hardcoded_paths_apply(
+                    Release::parse(release).unwrap(),
+                    target,
+                ) {
+                    Step::Done(HardcodedPaths {
+                        series_tests: match series_tests {
+                            Step::Done(tests) => tests,
+                            _ => unreachable!("the series tests above are done"),
+                        },
+                        not_built: [(
+                            "elf/tst-fallback-path-container".to_string(),
+                            "built only without --enable-hardcoded-path-in-tests".to_string(),
+                        )]
+                        .into(),
+                        elf_regressions: match elf {
+                            Step::Done(diff) => diff,
+                            _ => unreachable!("the elf diff above is done"),
+                        },
+                        changed_upstream: vec![named("elf/tst-env-setuid", Status::Pass, None)],
+                    })
+                } else {
+                    Step::NotApplicable("verified on glibc 2.44 x86_64".into())
+                },
             },
             machine,
             seconds: Seconds {
                 build_pair: 600.0,
                 elf_suite_pair: 540.0,
                 matrix: 12.0,
-                total: 1152.0,
+                without_the_patch: 90.0,
+                hardcoded_paths: 0.0,
+                total: 1242.0,
             },
             suites_ran: Some(SuitesRan {
                 unpatched: SuiteRun {

@@ -222,6 +222,78 @@ pub(crate) fn run_check(
     })
 }
 
+/// Runs only `tests` (`elf/tst-foo`, all of `subdir`) in the tree, after removing their old
+/// results, and reads each one's `.test-result`: a test that left none never ran
+/// (UNRESOLVED, with the log's path). With a `sandbox`, make runs in it.
+pub(crate) fn run_tests(
+    tree: &BuiltTree,
+    subdir: &str,
+    tests: &[String],
+    jobs: usize,
+    sandbox: Option<&Sandbox>,
+) -> Result<Results> {
+    let build = tree.work.build();
+    for test in tests {
+        for suffix in [".out", ".test-result"] {
+            let path = build.join(format!("{test}{suffix}"));
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    return Err(err).with_context(|| format!("cannot remove {}", path.display()))
+                }
+            }
+        }
+    }
+    let mut cmd = tree
+        .recipe
+        .tests_command(&tree.work.src(), &build, subdir, tests, jobs);
+    let what = format!("{}: the series' tests ({})", tree.label, tests.len());
+    match sandbox {
+        None => logged::run_to_end(
+            &mut cmd,
+            &tree.log,
+            &what,
+            crate::sysroot::recipe::make_status,
+            None,
+        )?,
+        Some(sandbox) => logged::run_to_end_started(
+            &mut sandbox.command(&cmd),
+            &tree.log,
+            &format!("{what} (QEMU, binfmt_misc)"),
+            crate::sysroot::recipe::make_status,
+            &mut |child| sandbox.start(child),
+        )?,
+    };
+    let mut results = Results::new();
+    for test in tests {
+        let path = build.join(format!("{test}.test-result"));
+        let result = match fs::read_to_string(&path) {
+            Ok(text) => {
+                let status = text
+                    .split_once(':')
+                    .and_then(|(word, _)| Status::parse(word.trim()))
+                    .with_context(|| format!("{} says no verdict", path.display()))?;
+                let reason = (status != Status::Pass)
+                    .then(|| last_words(&build.join(format!("{test}.out"))));
+                TestResult { status, reason }
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => TestResult {
+                status: Status::Unresolved,
+                reason: Some(format!(
+                    "never ran: no result (the log says why: {})",
+                    tree.log.display()
+                )),
+            },
+            Err(err) => {
+                return Err(err).with_context(|| format!("cannot read {}", path.display()))
+            }
+        };
+        results.insert(test.clone(), result);
+    }
+    Ok(results)
+}
+
 /// The results this run left in `build` and `build/<subdir>` that `results` does not list.
 /// Every result file there is this run's: the old ones were removed before it.
 fn unlisted_results(build: &Path, subdir: &str, results: &Results) -> Result<Vec<String>> {
