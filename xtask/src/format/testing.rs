@@ -397,6 +397,9 @@ release:
         if let Step::Done(own) = &mut run.steps.series_tests {
             own.tests.pop();
         }
+        if let Step::Done(without) = &mut run.steps.without_the_patch {
+            without.tests.pop();
+        }
         if let Step::Done(diff) = &mut run.steps.elf_regressions {
             diff.series_own.pop();
             diff.listed.patched.count -= 1;

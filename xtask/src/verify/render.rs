@@ -822,6 +822,19 @@ pub(crate) mod tests {
             diff.listed.patched.count = diff.listed.unpatched.count + tests.len();
             diff.series_own = tests.to_vec();
         }
+        if let Step::Done(without) = &mut steps.without_the_patch {
+            without.tests = tests
+                .iter()
+                .map(|t| named(t, Status::Fail, Some("error: 1 test failures")))
+                .collect();
+        }
+        if let Step::Done(hardcoded) = &mut steps.hardcoded_paths {
+            hardcoded.series_tests.tests = tests
+                .iter()
+                .filter(|t| !hardcoded.not_built.contains_key(*t))
+                .map(|t| named(t, Status::Pass, None))
+                .collect();
+        }
     }
 
     pub(crate) fn run_mut(report: &mut CellReport) -> &mut CellRun {

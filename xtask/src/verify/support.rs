@@ -31,7 +31,9 @@ pub(crate) const REGENERATE: &str =
 /// is refused by name rather than misread. 1 (records without the field): the machine's
 /// facts were part of each cell's figures, aarch64 cells had no glibc suite, a commit with
 /// changes did not say which. 2: each cell's run holds `steps` (the proof) and `machine`.
-pub(crate) const FORMAT: u64 = 2;
+/// 3: the steps hold the series' tests against the unpatched loader and the hardcoded-path
+/// configuration.
+pub(crate) const FORMAT: u64 = 3;
 
 /// What docs/support.json holds: how it was written, and every cell's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -843,7 +845,7 @@ mod tests {
         page.rewrite(&doc);
         fails_with(
             &page,
-            "2.41 aarch64: figures not whole: ElfRegressions is n/a, and every step applies to every cell",
+            "2.41 aarch64: figures not whole: ElfRegressions is n/a, and it applies to glibc 2.41 aarch64",
         );
     }
 
@@ -913,15 +915,20 @@ mod tests {
     #[test]
     fn a_record_of_an_older_format_says_to_verify_again() {
         let page = page();
-        page.edit(RECORD, |t| t.replacen("  \"format\": 2,\n", "", 1));
+        page.edit(RECORD, |t| t.replacen("  \"format\": 3,\n", "", 1));
         fails_with(
             &page,
-            "docs/support.json was written by an older cargo xtask (record format 1; this one reads 2): its cells must be verified again",
+            "docs/support.json was written by an older cargo xtask (record format 1; this one reads 3): its cells must be verified again",
         );
-        page.edit(RECORD, |t| t.replacen("{\n", "{\n  \"format\": 3,\n", 1));
+        page.edit(RECORD, |t| t.replacen("{\n", "{\n  \"format\": 2,\n", 1));
         fails_with(
             &page,
-            "was written by a newer cargo xtask (record format 3; this one reads 2)",
+            "was written by an older cargo xtask (record format 2; this one reads 3)",
+        );
+        page.edit(RECORD, |t| t.replacen("\"format\": 2,", "\"format\": 4,", 1));
+        fails_with(
+            &page,
+            "was written by a newer cargo xtask (record format 4; this one reads 3)",
         );
     }
 
