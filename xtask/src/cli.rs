@@ -154,7 +154,7 @@ pub(crate) fn release() -> impl TypedValueParser<Value = Release> {
 }
 
 /// `X.Y`, or `newest` (the default, not listed).
-fn release_or_newest() -> impl TypedValueParser<Value = Release> {
+pub(crate) fn release_or_newest() -> impl TypedValueParser<Value = Release> {
     let values = SUPPORTED
         .iter()
         .map(|r| clap::builder::PossibleValue::new(r.version()))

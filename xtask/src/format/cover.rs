@@ -11,7 +11,8 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
 use super::testing::{fill, WIDTH};
-use super::{next_version, Request};
+use super::base::Moved;
+use super::Request;
 use crate::series::mail::{content_headers, file_stats, header_name};
 use crate::series::{diffstat, mail_date, TRAILER};
 
@@ -29,8 +30,12 @@ const WHAT_AND_WHY: &[&str] = &[
 /// One cover letter's inputs.
 pub(super) struct Letter<'a> {
     pub request: &'a Request,
-    /// The release's commit the series applies to.
+    /// The commit the series applies to: the release's, or the upstream base's.
     pub base: Oid,
+    /// The version the NEWS entry is written for.
+    pub development: &'a str,
+    /// How the series came onto the upstream base, when it has one.
+    pub moved: Option<&'a Moved>,
     /// The mails' commits: the series', then the manual's.
     pub patches: &'a [Oid],
     /// `PATCH vN 0/M`.
@@ -48,25 +53,28 @@ impl Letter<'_> {
             let _ = writeln!(body, "{}", fill(paragraph, WIDTH));
         }
         let (series_patches, manual_patch) = self.patches.split_at(self.patches.len() - 1);
-        let _ = writeln!(
-            body,
-            "{}",
-            fill(
-                &format!(
-                    "{} to the glibc-{} release; the NEWS entry is written for {}.  Patch {} applies to {} (Debian's release tarballs, from which the series is built and tested, have no manual/).",
-                    match series_patches.len() {
-                        1 => "Patch 1 applies".to_string(),
-                        2 => "Patches 1 and 2 apply".to_string(),
-                        n => format!("Patches 1 to {n} apply"),
-                    },
-                    request.release,
-                    next_version(request.release),
-                    self.patches.len(),
-                    request.manual.source
-                ),
-                WIDTH
-            )
-        );
+        let _ = writeln!(body, "{}", fill(&self.applies_to(), WIDTH));
+        if let (Some(base), Some(moved)) = (&request.base, self.moved) {
+            let _ = writeln!(
+                body,
+                "{}",
+                fill(
+                    &format!(
+                        "On {}: the series was moved there from the glibc {} series with a 3-way merge{}; it was not built or tested on that commit.  What ran, on the releases:",
+                        base.name,
+                        moved.from,
+                        match moved.dropped.len() {
+                            0 => ", without a conflict".to_string(),
+                            n => format!(
+                                ", without a conflict ({n} patches the base already has dropped: {})",
+                                moved.dropped.join(", ")
+                            ),
+                        }
+                    ),
+                    WIDTH
+                )
+            );
+        }
         match &request.testing {
             Some(statement) => body.push_str(statement),
             None => body.push_str("Testing: not stated (no support record was given).\n\n"),
@@ -101,6 +109,10 @@ impl Letter<'_> {
             let _ = writeln!(body, "Range-diff against v{}:", request.version - 1);
             body.push_str(&range_diff(previous, mails));
         }
+        // As `git format-patch --base` writes it: what b4 and the CI bots apply the series to.
+        if request.base.is_some() {
+            let _ = write!(body, "\nbase-commit: {}\n", self.base);
+        }
         let when = last_of_series.author().when();
         Ok(format!(
             "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nFrom: {} <{}>\nDate: {}\nSubject: [{}] {SUBJECT}\n{}\n{body}{TRAILER}",
@@ -110,6 +122,36 @@ impl Letter<'_> {
             self.tag,
             content_headers(&body),
         ))
+    }
+}
+
+impl Letter<'_> {
+    /// What the patches apply to, and where the NEWS entry and the manual's change go.
+    fn applies_to(&self) -> String {
+        let request = self.request;
+        let series = self.patches.len() - 1;
+        let patches = match series {
+            1 => "Patch 1 applies".to_string(),
+            2 => "Patches 1 and 2 apply".to_string(),
+            n => format!("Patches 1 to {n} apply"),
+        };
+        match &request.base {
+            Some(base) => format!(
+                "The series applies to {} of upstream glibc (commit {}, the base-commit below); the NEWS entry is under Version {}, the version in development there.  Patch {} changes {PATH}, which Debian's release tarballs, from which the project builds and tests the series on releases, do not have.",
+                base.name,
+                self.base,
+                self.development,
+                self.patches.len(),
+                PATH = "manual/dynlink.texi",
+            ),
+            None => format!(
+                "{patches} to the glibc-{} release; the NEWS entry is written for {}.  Patch {} applies to {} (Debian's release tarballs, from which the series is built and tested, have no manual/).",
+                request.release,
+                self.development,
+                self.patches.len(),
+                request.manual.source
+            ),
+        }
     }
 }
 

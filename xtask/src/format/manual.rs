@@ -81,6 +81,10 @@ impl Checkout {
             named_by: "--upstream",
         }
     }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
 }
 
 /// The manual's change and upstream's file it applies to, read and checked before any mail
@@ -130,6 +134,47 @@ impl Manual {
                 return Err(e).with_context(|| format!("cannot open {} with git", dir.display()))
             }
         };
+        Manual::checked(patch_path, upstream, source, &file.display().to_string(), dir)
+    }
+
+    /// The patch at `patch_path` and upstream's file as the base commit of the checkout `dir`
+    /// has it (the mails apply to that commit, whatever its work tree holds).
+    pub fn at_base(patch_path: &Path, dir: &Path, base: &super::Base) -> Result<Manual> {
+        let repo = Repository::open(dir)
+            .with_context(|| format!("cannot open {} with git", dir.display()))?;
+        let tree = repo
+            .find_commit(base.commit)
+            .and_then(|c| c.tree())
+            .with_context(|| format!("cannot read {} of {}", base.name, dir.display()))?;
+        let Ok(entry) = tree.get_path(Path::new(PATH)) else {
+            bail!(
+                "{} of {} has no {PATH}: the base must be a commit of upstream glibc (`{CLONE}`)",
+                base.name,
+                dir.display()
+            );
+        };
+        let upstream = repo
+            .find_blob(entry.id())
+            .with_context(|| format!("{PATH} of {} is not a file", base.name))?
+            .content()
+            .to_vec();
+        let source = format!("{PATH} of {}", base.name);
+        let file = format!("{PATH} of {}", base.name);
+        Manual::checked(patch_path, upstream, source, &file, dir)
+    }
+
+    /// The patch at `patch_path`, refused unless it was made against `upstream` (`file`, of
+    /// the checkout `dir`).
+    fn checked(
+        patch_path: &Path,
+        upstream: Vec<u8>,
+        source: String,
+        file: &str,
+        dir: &Path,
+    ) -> Result<Manual> {
+        let blob = Oid::hash_object(git2::ObjectType::Blob, &upstream)
+            .with_context(|| format!("cannot hash {file}"))?
+            .to_string();
         let patch = std::fs::read(patch_path)
             .with_context(|| format!("cannot read {}", patch_path.display()))?;
         let patch = String::from_utf8(patch)
@@ -149,7 +194,7 @@ impl Manual {
             let patch_path = patch_path.display();
             bail!(
                 "{patch_path} was made against blob {made_against} of {PATH}, not against {}, blob {}: make it again against that file: in {}, `git apply --3way {patch_path}` (and resolve what it cannot merge), then `git -c core.abbrev=12 diff HEAD -- {PATH} > {patch_path}` and `git checkout HEAD -- {PATH}`",
-                file.display(),
+                file,
                 &blob[..ABBREV],
                 dir.display()
             );
@@ -160,6 +205,51 @@ impl Manual {
             upstream,
             source,
         })
+    }
+
+    /// The manual change as a commit by `author` (signed off, dated `when`) on `parent`, a
+    /// commit on the base whose tree has upstream's `manual/dynlink.texi`; refused when the
+    /// patch does not apply exactly.
+    pub(crate) fn commit_on(
+        &self,
+        repo: &Repository,
+        parent: &git2::Commit<'_>,
+        author: &Author,
+        when: &git2::Time,
+    ) -> Result<Oid> {
+        let patch_path = self.patch_path.display();
+        let diff = self.diff()?;
+        let mut index = repo
+            .apply_to_tree(&parent.tree()?, &diff, None)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "{patch_path} does not apply to {}: {}",
+                    self.source,
+                    e.message()
+                )
+            })?;
+        let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+        let signature = Signature::new(&author.name, &author.email, when)?;
+        let message = format!("{MESSAGE}\n{}\n", author.sign_off());
+        Ok(repo.commit(None, &signature, &signature, &message, &tree, &[parent])?)
+    }
+
+    /// The patch as a diff, refused unless it changes `manual/dynlink.texi` alone.
+    fn diff(&self) -> Result<git2::Diff<'static>> {
+        let patch_path = self.patch_path.display();
+        let diff = git2::Diff::from_buffer(self.patch.as_bytes())
+            .with_context(|| format!("{patch_path} is not a diff"))?;
+        let touched: Vec<String> = diff
+            .deltas()
+            .filter_map(|d| d.new_file().path().map(|p| p.display().to_string()))
+            .collect();
+        if touched != [PATH] {
+            bail!(
+                "{patch_path} must change {PATH} alone; it changes {}",
+                touched.join(", ")
+            );
+        }
+        Ok(diff)
     }
 
     /// The manual change as a commit by `author` (signed off, dated `when`) whose parent
@@ -180,18 +270,7 @@ impl Manual {
         manual.insert("dynlink.texi", blob, git2::FileMode::Blob.into())?;
         tree.insert("manual", manual.write()?, git2::FileMode::Tree.into())?;
         let base_tree = repo.find_tree(tree.write()?)?;
-        let diff = git2::Diff::from_buffer(self.patch.as_bytes())
-            .with_context(|| format!("{patch_path} is not a diff"))?;
-        let touched: Vec<String> = diff
-            .deltas()
-            .filter_map(|d| d.new_file().path().map(|p| p.display().to_string()))
-            .collect();
-        if touched != [PATH] {
-            bail!(
-                "{patch_path} must change {PATH} alone; it changes {}",
-                touched.join(", ")
-            );
-        }
+        let diff = self.diff()?;
         let mut index = repo.apply_to_tree(&base_tree, &diff, None).map_err(|e| {
             anyhow::anyhow!(
                 "{patch_path} does not apply to {}: {}",

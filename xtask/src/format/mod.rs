@@ -18,7 +18,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature};
 use loader_tests::host::non_empty_env;
 
-use crate::cli::{self, Env, OneRelease};
+use crate::cli::{self, Env};
 use crate::merge::news;
 use crate::series::mail::{format_patch_tagged, split_message};
 use crate::series::{slug, Workspace};
@@ -27,19 +27,28 @@ use crate::verify::support::SupportDoc;
 use model::Release;
 
 mod author;
+pub mod base;
 mod cover;
 mod manual;
 mod outdir;
 mod testing;
 
 pub use author::Author;
+pub use base::Base;
 pub use manual::{Checkout, Manual};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The series to format.
-    #[command(flatten)]
-    pub release: OneRelease,
+    /// The series to format: X.Y [default: with a git checkout as --upstream, the release
+    /// nearest the base (the fewest lines differ in the files the series changes); else the
+    /// newest].
+    #[arg(long, value_name = "X.Y", value_parser = cli::release_or_newest())]
+    pub release: Option<Release>,
+    /// The commit of the --upstream checkout the mails apply to: a branch, tag or commit
+    /// [default: its HEAD]. The series is moved onto it with the project's 3-way merge, the
+    /// NEWS entry goes under the base's development version, and the cover letter names it.
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
     /// The version of the patch set: 1 for the first mail, 2 after the first review, ...
     #[arg(long, default_value_t = 1, value_parser = cli::at_least_one::<u32>)]
     pub version: u32,
@@ -68,14 +77,22 @@ pub(crate) struct Args {
 impl Args {
     pub(crate) fn run(self, env: &Env) -> Result<()> {
         let ws = Workspace::open(env)?;
-        let release = self.release.release;
         let author = match &self.author {
             Some(text) => Author::parse(text)?,
             None => Author::from_git_config()?,
         };
         let checkout =
             manual::checkout(self.upstream.clone(), non_empty_env(manual::UPSTREAM_ENV))?;
-        let manual = Manual::read(&manual::patch_path(), &checkout)?;
+        let base = Base::resolve(checkout.dir(), self.base.as_deref())?;
+        let manual = match &base {
+            Some(base) => Manual::at_base(&manual::patch_path(), checkout.dir(), base)?,
+            None => Manual::read(&manual::patch_path(), &checkout)?,
+        };
+        let release = match (self.release, &base) {
+            (Some(release), _) => release,
+            (None, Some(base)) => base::nearest_release(&ws, base)?,
+            (None, None) => Release::newest(),
+        };
         let previous = match (&self.previous, self.version) {
             (Some(dir), _) => Some(read_patches(dir)?),
             (None, 1) => None,
@@ -100,6 +117,7 @@ impl Args {
         };
         let request = Request {
             release,
+            base,
             version: self.version,
             cover_letter: self.cover_letter,
             author,
@@ -125,7 +143,10 @@ impl Args {
 
 /// Everything one `format-series` run needs.
 pub struct Request {
+    /// The series to format.
     pub release: Release,
+    /// The upstream commit the mails apply to; `None`: the series' own release.
+    pub base: Option<Base>,
     pub version: u32,
     pub cover_letter: bool,
     pub author: Author,
@@ -141,18 +162,36 @@ pub struct Request {
 pub fn format(ws: &Workspace, request: &Request) -> Result<Vec<(String, String)>> {
     let release = request.release;
     // A series --check refuses is not mailed (a patch cut short would go out short).
-    let series = crate::rebase::series_check::passing_series(ws, release)?;
-    let (base, commits) = ws.commit_series(&series)?;
     let repo = ws.store.repo();
-    let development = next_version(release);
+    let (base, commits, development, moved) = match &request.base {
+        None => {
+            let series = crate::rebase::series_check::passing_series(ws, release)?;
+            let (base, commits) = ws.commit_series(&series)?;
+            (base, commits, next_version(release), None)
+        }
+        Some(upstream) => {
+            let moved = base::move_series(ws, upstream, release)?;
+            let commits = moved.commits.clone();
+            (
+                upstream.commit,
+                commits,
+                upstream.development.clone(),
+                Some(moved),
+            )
+        }
+    };
     let rewritten = rewrite(repo, base, &commits, &request.author, &development)?;
-    // The manual's patch goes last, dated as the series' last patch: the others are the
-    // series as distributions carry it, and apply to the release.
-    let last_time = repo
-        .find_commit(*rewritten.last().context("an empty series")?)?
-        .author()
-        .when();
-    let manual = request.manual.commit(repo, &request.author, &last_time)?;
+    // The manual's patch goes last, dated as the series' last patch. On a base it applies on
+    // top of the series (the base has manual/); without one, to upstream's file alone: the
+    // others are then the series as distributions carry it, and apply to the release.
+    let last = repo.find_commit(*rewritten.last().context("an empty series")?)?;
+    let last_time = last.author().when();
+    let manual = match &request.base {
+        Some(_) => request
+            .manual
+            .commit_on(repo, &last, &request.author, &last_time)?,
+        None => request.manual.commit(repo, &request.author, &last_time)?,
+    };
     let patches: Vec<Oid> = rewritten.iter().copied().chain([manual]).collect();
     let total = patches.len();
     let tag = |n: usize| match request.version {
@@ -178,6 +217,8 @@ pub fn format(ws: &Workspace, request: &Request) -> Result<Vec<(String, String)>
         let letter = cover::Letter {
             request,
             base,
+            development: &development,
+            moved: moved.as_ref(),
             patches: &patches,
             tag: tag(0),
         };
@@ -221,13 +262,14 @@ fn rewrite(
                 String::from_utf8(blob.content().to_vec()).context("NEWS is not UTF-8")?,
             ))
         };
-        // NEWS as the rewritten parent has it, plus this commit's entry (if it adds one) in
-        // the development version's section; a commit that leaves NEWS alone keeps the
-        // parent's, or the original NEWS would come back in its diff.
+        // NEWS as the rewritten parent has it, plus this commit's entry (if it adds one) under
+        // the development version (its section, where the base has one; else a new one); a
+        // commit that leaves NEWS alone keeps the parent's, or the original NEWS would come
+        // back in its diff.
         if let (Some(before), Some(after)) = (news_of(&old_parent_tree)?, news_of(&tree)?) {
             let parent_news = news_of(&parent.tree()?)?.unwrap_or_default();
             let news = match news::entry_added(&before, &after)? {
-                Some(entry) => news::place_in_new_version(&parent_news, development, &entry)?,
+                Some(entry) => news::place_for_development(&parent_news, development, &entry)?,
                 None => parent_news,
             };
             let mut update = git2::build::TreeUpdateBuilder::new();

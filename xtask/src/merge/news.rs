@@ -81,6 +81,21 @@ pub fn place(news: &str, entry: &str) -> Result<String> {
     Ok(out)
 }
 
+/// `news` with `entry` under the development version `version`: first under its "Major new
+/// features:" where `news`'s newest section is `Version <version>` (a development branch has
+/// it), else in a new newest section of its own (a release's NEWS ends at the release).
+pub(crate) fn place_for_development(news: &str, version: &str, entry: &str) -> Result<String> {
+    let newest = news
+        .lines()
+        .find(|l| l.starts_with("Version "))
+        .map(|l| l.trim_end().trim_start_matches("Version "));
+    if newest == Some(version) {
+        place(news, entry)
+    } else {
+        place_in_new_version(news, version, entry)
+    }
+}
+
 /// `news` with a new newest section `Version <version>` holding only the entry: where a
 /// contribution to the development version puts it.
 pub(crate) fn place_in_new_version(news: &str, version: &str, entry: &str) -> Result<String> {
@@ -129,6 +144,21 @@ mod tests {
             after,
             "Intro\n\nVersion 2.45\n\nMajor new features:\n\n* LD_FALLBACK_PATH.\n  More text.\n\nBug fixes:\n\n* Some.\n"
         );
+    }
+
+    #[test]
+    fn a_development_branch_s_section_takes_the_entry_and_a_release_gets_one() {
+        let dev = "GNU C Library NEWS\n\nVersion 2.45\n\nMajor new features:\n\n* New.\n\nVersion 2.44\n\nMajor new features:\n\n* Old.\n";
+        let after = place_for_development(dev, "2.45", ENTRY).unwrap();
+        assert!(
+            after.starts_with("GNU C Library NEWS\n\nVersion 2.45\n\nMajor new features:\n\n* LD_FALLBACK_PATH.\n  More text.\n\n* New.\n\nVersion 2.44\n"),
+            "{after}"
+        );
+        assert_eq!(after.matches("Version 2.45").count(), 1);
+        let after = place_for_development(NEWS, "2.45", ENTRY).unwrap();
+        assert!(after.starts_with(
+            "GNU C Library NEWS\n\nVersion 2.45\n\nMajor new features:\n\n* LD_FALLBACK_PATH.\n  More text.\n\nVersion 2.44\n"
+        ));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use xtask::format::{format, Author, Checkout, Manual, Request};
+use xtask::format::{format, Author, Base, Checkout, Manual, Request};
 use xtask::series::Workspace;
 
 const NEWS: &str = "GNU C Library NEWS\n\nVersion 2.41\n\nMajor new features:\n\n* Something.\n";
@@ -70,6 +70,7 @@ impl Fixture {
 fn request(f: &Fixture, version: u32, previous: Option<Vec<(String, String)>>) -> Request {
     Request {
         release: f.ws.releases_with_series()[0],
+        base: None,
         version,
         cover_letter: true,
         author: Author::parse("Ada Lovelace <ada@gnu.org>").unwrap(),
@@ -160,6 +161,103 @@ fn a_second_version_is_ready_to_mail() {
         ),
         "{news}"
     );
+}
+
+/// Issue 41: the mails go to the development branch, whose NEWS already has the next
+/// version's section: the series is moved onto the sender's commit, its NEWS entry goes under
+/// that section (no second one), the cover letter names the commit, and `git am` takes the
+/// mails there. Before, the NEWS hunk added a second `Version 2.42` section and did not apply.
+#[test]
+fn the_mails_apply_to_a_development_branch_that_has_the_next_version_s_news() {
+    let f = fixture("  return default_path () || fallback ();\n");
+    let release = f.ws.releases_with_series()[0];
+    // Upstream's master after 2.41: the release's files, moved on; NEWS with the section of
+    // the version in development; version.h saying so; the manual.
+    let master = f.t.tmp.path().join("master");
+    f.t.store.export_tree(release, &master).unwrap();
+    let dev_news = "GNU C Library NEWS\n\nVersion 2.42\n\nMajor new features:\n\n* Newer.\n\nVersion 2.41\n\nMajor new features:\n\n* Something.\n";
+    std::fs::write(master.join("NEWS"), dev_news).unwrap();
+    std::fs::write(
+        master.join("version.h"),
+        "#define RELEASE \"development\"\n#define VERSION \"2.41.9000\"\n",
+    )
+    .unwrap();
+    std::fs::write(master.join("elf/dl-open.c"), "int moved_on;\n").unwrap();
+    std::fs::create_dir(master.join("manual")).unwrap();
+    std::fs::write(master.join("manual/dynlink.texi"), MANUAL).unwrap();
+    let git = |args: &[&str]| {
+        let mut all = vec!["-c", "user.name=u", "-c", "user.email=u@e.invalid"];
+        all.extend(args);
+        run(&master, "git", &all);
+    };
+    git(&["init", "-q", "-b", "master"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "master"]);
+    let head = String::from_utf8(
+        std::process::Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&master)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+
+    let base = Base::resolve(&master, None).unwrap().unwrap();
+    assert_eq!(base.name, format!("master at {}", &head[..12]));
+    assert_eq!(base.development, "2.42");
+    let manual = Manual::at_base(&f.manual_patch, &master, &base).unwrap();
+    let request = Request {
+        base: Some(base),
+        manual,
+        ..request(&f, 1, None)
+    };
+    let mails = format(&f.ws, &request).unwrap();
+    let cover = &mails[0].1;
+    assert!(cover.contains(&format!("\nbase-commit: {head}\n")), "{cover}");
+    assert!(
+        words(cover).contains(&format!(
+            "The series applies to master at {} of upstream glibc (commit {head}, the base-commit below); the NEWS entry is under Version 2.42, the version in development there.",
+            &head[..12]
+        )),
+        "{cover}"
+    );
+    assert!(
+        words(cover).contains("it was not built or tested on that commit."),
+        "{cover}"
+    );
+
+    // git am takes every mail on that commit, and NEWS has one 2.42 section, the entry first.
+    let files: Vec<String> = mails[1..]
+        .iter()
+        .map(|(name, text)| {
+            let path = f.t.tmp.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    let mut args = vec!["am", "-q"];
+    args.extend(files.iter().map(String::as_str));
+    git(&args);
+    let news = std::fs::read_to_string(master.join("NEWS")).unwrap();
+    assert_eq!(
+        news,
+        dev_news.replace(
+            "Version 2.42\n\nMajor new features:\n\n",
+            &format!("Version 2.42\n\nMajor new features:\n\n{ENTRY}")
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(master.join("manual/dynlink.texi")).unwrap(),
+        patched_manual()
+    );
+    assert_eq!(
+        std::fs::read_to_string(master.join("elf/rtld.c")).unwrap(),
+        "int rtld;\nint fallback;\n"
+    );
+    assert!(master.join("elf/dl-open.c").exists());
 }
 
 /// The header block of a mail, without its `Subject:` (whose `[PATCH m/n]` tag differs).
