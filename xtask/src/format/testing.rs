@@ -43,6 +43,12 @@ pub(crate) fn statement(doc: &SupportDoc) -> String {
         for tested in &targets {
             out.push_str(&fill(&tested.suite_line(), WIDTH));
         }
+        if let Some(line) = without_the_patch_line(&verified) {
+            out.push_str(&fill(&line, WIDTH));
+        }
+        for line in hardcoded_lines(&verified) {
+            out.push_str(&fill(&line, WIDTH));
+        }
         out.push_str(&fill(&matrix_line(&targets), WIDTH));
     }
     let unverified: Vec<String> = doc
@@ -189,6 +195,77 @@ impl Tested {
         }
         line
     }
+}
+
+/// The series' tests against the loader without its change, over every verified cell: they
+/// fail there, but for those that check what the loader does without the change too.
+fn without_the_patch_line(verified: &[&CellReport]) -> Option<String> {
+    let mut by_design: BTreeMap<String, String> = BTreeMap::new();
+    let mut cells = 0;
+    for cell in verified {
+        let Some(Step::Done(without)) = cell.run.as_ref().map(|r| &r.steps.without_the_patch)
+        else {
+            continue;
+        };
+        cells += 1;
+        by_design.extend(without.by_design.clone());
+    }
+    if cells == 0 {
+        return None;
+    }
+    let names = |map: &BTreeMap<String, String>| -> Vec<String> {
+        map.keys()
+            .map(|t| t.trim_start_matches("elf/").to_string())
+            .collect()
+    };
+    Some(match by_design.is_empty() {
+        true => "- Each test the series adds also ran in a build with the series' tests and support code but without its loader change: every one fails there.".to_string(),
+        false => format!(
+            "- Each test the series adds also ran in a build with the series' tests and support code but without its loader change: every one fails there but {}, which check{} that the fallback leaves alone what the loader does without it.",
+            in_words(&names(&by_design)),
+            if by_design.len() == 1 { "s" } else { "" }
+        ),
+    })
+}
+
+/// The verified cells' `--enable-hardcoded-path-in-tests` builds, one line each.
+fn hardcoded_lines(verified: &[&CellReport]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for cell in verified {
+        let Some(Step::Done(h)) = cell.run.as_ref().map(|r| &r.steps.hardcoded_paths) else {
+            continue;
+        };
+        let changed: Vec<String> = h
+            .changed_upstream
+            .iter()
+            .map(|t| t.test.trim_start_matches("elf/").to_string())
+            .collect();
+        let not_built: Vec<String> = h
+            .not_built
+            .keys()
+            .map(|t| t.trim_start_matches("elf/").to_string())
+            .collect();
+        lines.push(format!(
+            "- glibc {} on {}, configured with --enable-hardcoded-path-in-tests: make check subdirs=elf with and without the series, compared: {} ({} tests); the {} series tests built there pass{}{}.",
+            cell.release,
+            cell.target.triplet(),
+            match h.elf_regressions.regressions.len() {
+                0 => "no new failures".to_string(),
+                n => format!("{n} new failures"),
+            },
+            h.elf_regressions.compared(),
+            h.series_tests.tests.len(),
+            match not_built.is_empty() {
+                true => String::new(),
+                false => format!(" ({} is built only without that option)", in_words(&not_built)),
+            },
+            match changed.is_empty() {
+                true => String::new(),
+                false => format!(", and {}, which the series extends, passes", in_words(&changed)),
+            }
+        ));
+    }
+    lines
 }
 
 /// The resolution tests, over every target.
@@ -339,6 +416,14 @@ release:
   mode through binfmt_misc: make check subdirs=elf with and without the
   series, compared test by test: no new failures (484 tests per
   release); the 2 tests the series adds pass.
+- Each test the series adds also ran in a build with the series' tests
+  and support code but without its loader change: every one fails there.
+- glibc 2.44 on x86_64-linux-gnu, configured with
+  --enable-hardcoded-path-in-tests: make check subdirs=elf with and
+  without the series, compared: no new failures (484 tests); the 2
+  series tests built there pass (tst-fallback-path-container is built
+  only without that option), and tst-env-setuid, which the series
+  extends, passes.
 - Resolution tests outside glibc's testsuite ({rows} scenarios: each step of
   the search order for DT_NEEDED, dlopen, dlmopen and static dlopen,
   secure mode, -z nodefaultlib, --inhibit-cache): with the series all {rows}
@@ -447,6 +532,8 @@ Tested on glibc 2.43, with the series applied to that release:
 - x86_64-linux-gnu: make check subdirs=elf with and without the series,
   compared test by test: no new failures (484 tests per release); the 2
   tests the series adds pass.
+- Each test the series adds also ran in a build with the series' tests
+  and support code but without its loader change: every one fails there.
 - Resolution tests outside glibc's testsuite ({rows} scenarios: each step of
   the search order for DT_NEEDED, dlopen, dlmopen and static dlopen,
   secure mode, -z nodefaultlib, --inhibit-cache): with the series all {rows}
