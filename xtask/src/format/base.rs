@@ -170,8 +170,10 @@ pub(crate) fn nearest_release(ws: &Workspace, base: &Base) -> Result<Release> {
     base.reach(repo)?;
     let base_tree = repo.find_commit(base.commit)?.tree()?;
     let mut best: Option<(usize, Release)> = None;
+    let mut measured = Vec::new();
     for release in ws.releases_with_series() {
         let Ok(Some(commit)) = ws.store.release_commit(release) else {
+            measured.push(format!("{release}: not in the store, not measured"));
             continue;
         };
         let series = ws.load_series(release)?;
@@ -185,9 +187,17 @@ pub(crate) fn nearest_release(ws: &Workspace, base: &Base) -> Result<Release> {
             repo.diff_tree_to_tree(Some(&release_tree), Some(&base_tree), Some(&mut options))?;
         let stats = diff.stats()?;
         let distance = stats.insertions() + stats.deletions();
+        measured.push(format!("{release}: {distance}"));
         if best.is_none_or(|(d, _)| distance <= d) {
             best = Some((distance, release));
         }
+    }
+    if let Some((_, release)) = best {
+        diagln!(
+            "the glibc {release} series, the nearest to {} (lines that differ in the files the series changes: {})",
+            base.name,
+            measured.join(", ")
+        );
     }
     best.map(|(_, release)| release).with_context(|| {
         format!(
