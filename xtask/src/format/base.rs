@@ -66,7 +66,10 @@ impl Base {
         let version = read_blob(&repo, &commit.tree()?, "version.h")
             .with_context(|| format!("{spec} of {} is no glibc tree", dir.display()))?;
         let development = development_version(&version).with_context(|| {
-            format!("cannot read the version from version.h at {spec} of {}", dir.display())
+            format!(
+                "cannot read the version from version.h at {spec} of {}",
+                dir.display()
+            )
         })?;
         Ok(Some(Base {
             git_dir: repo.path().to_path_buf(),

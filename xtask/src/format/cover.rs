@@ -10,8 +10,8 @@ use std::fmt::Write;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
-use super::testing::{fill, WIDTH};
 use super::base::Moved;
+use super::testing::{fill, WIDTH};
 use super::Request;
 use crate::series::mail::{content_headers, file_stats, header_name};
 use crate::series::{diffstat, mail_date, TRAILER};

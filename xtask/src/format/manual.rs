@@ -134,7 +134,13 @@ impl Manual {
                 return Err(e).with_context(|| format!("cannot open {} with git", dir.display()))
             }
         };
-        Manual::checked(patch_path, upstream, source, &file.display().to_string(), dir)
+        Manual::checked(
+            patch_path,
+            upstream,
+            source,
+            &file.display().to_string(),
+            dir,
+        )
     }
 
     /// The patch at `patch_path` and upstream's file as the base commit of the checkout `dir`

@@ -3,7 +3,8 @@
 //!
 //! What changes from `patches/<X.Y>/`: the author is a real person someone can reply to
 //! (author.rs), every message ends in the author's `Signed-off-by` (glibc takes DCO
-//! contributions), the files the series adds carry the DCO copyright line, the subjects carry
+//! contributions; the files the series adds carry the DCO copyright line already, as
+//! `series::copyright` requires of every series), the subjects carry
 //! `[PATCH vN m/n]`, the NEWS entry moves into a section of its own for the development
 //! version (a contribution targets the next release, not a released one), the manual's
 //! change follows as a patch of its own (manual.rs: checked against upstream's file in the
@@ -247,11 +248,10 @@ fn rewrite(
     development: &str,
 ) -> Result<Vec<Oid>> {
     let mut parent = repo.find_commit(base)?;
-    let base_tree = parent.tree()?;
     let mut out = Vec::new();
     for id in commits {
         let commit = repo.find_commit(*id)?;
-        let mut tree = dco_copyright(repo, &base_tree, &commit.tree()?)?;
+        let mut tree = commit.tree()?;
         let old_parent_tree = commit.parent(0)?.tree()?;
         let news_of = |tree: &git2::Tree<'_>| -> Result<Option<String>> {
             let Ok(entry) = tree.get_path(Path::new(news::PATH)) else {
@@ -298,78 +298,6 @@ fn rewrite(
     Ok(out)
 }
 
-/// The carried series' new files keep the FSF copyright line glibc's template has; a DCO
-/// contribution (one with `Signed-off-by`, no copyright assignment) says instead
-/// "Copyright The GNU Toolchain Authors." (glibc's contribution checklist). Only files the
-/// series adds are touched: upstream's own files keep their lines.
-fn dco_copyright<'r>(
-    repo: &'r Repository,
-    base: &git2::Tree<'_>,
-    tree: &git2::Tree<'r>,
-) -> Result<git2::Tree<'r>> {
-    let diff = repo
-        .diff_tree_to_tree(Some(base), Some(tree), None)
-        .context("cannot compare the series with its release")?;
-    let mut update = git2::build::TreeUpdateBuilder::new();
-    let mut changed = false;
-    for delta in diff.deltas() {
-        if delta.status() != git2::Delta::Added {
-            continue;
-        }
-        let Some(path) = delta.new_file().path() else {
-            continue;
-        };
-        let blob = repo.find_blob(delta.new_file().id())?;
-        let Ok(text) = std::str::from_utf8(blob.content()) else {
-            continue;
-        };
-        let Some(new_text) = dco_copyright_line(text) else {
-            continue;
-        };
-        let mode = match delta.new_file().mode() {
-            git2::FileMode::BlobExecutable => git2::FileMode::BlobExecutable,
-            _ => git2::FileMode::Blob,
-        };
-        update.upsert(path, repo.blob(new_text.as_bytes())?, mode);
-        changed = true;
-    }
-    if !changed {
-        return Ok(tree.clone());
-    }
-    let id = update
-        .create_updated(repo, tree)
-        .context("cannot write the series' tree with DCO copyright lines")?;
-    Ok(repo.find_tree(id)?)
-}
-
-/// `text` with its `Copyright (C) <years> Free Software Foundation, Inc.` line in the DCO
-/// form, or `None` when it has no such line.
-fn dco_copyright_line(text: &str) -> Option<String> {
-    let mut found = false;
-    let lines: Vec<String> = text
-        .split_inclusive('\n')
-        .map(|line| {
-            let body = line.trim_start();
-            let indent = &line[..line.len() - body.len()];
-            let fsf = body
-                .strip_prefix("Copyright (C) ")
-                .and_then(|rest| {
-                    rest.trim_end()
-                        .strip_suffix(" Free Software Foundation, Inc.")
-                })
-                .is_some_and(|years| years.chars().all(|c| c.is_ascii_digit() || c == '-'));
-            if fsf {
-                found = true;
-                let end = if line.ends_with('\n') { "\n" } else { "" };
-                format!("{indent}Copyright The GNU Toolchain Authors.{end}")
-            } else {
-                line.to_string()
-            }
-        })
-        .collect();
-    found.then(|| lines.concat())
-}
-
 fn read_patches(dir: &Path) -> Result<Vec<(String, String)>> {
     let mut patches = Vec::new();
     let entries =
@@ -399,25 +327,6 @@ fn read_patches(dir: &Path) -> Result<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_fsf_line_takes_the_dco_form() {
-        let text = "/* Test.\n   Copyright (C) 2026 Free Software Foundation, Inc.\n   This file is part of the GNU C Library.\n";
-        assert_eq!(
-            dco_copyright_line(text).unwrap(),
-            "/* Test.\n   Copyright The GNU Toolchain Authors.\n   This file is part of the GNU C Library.\n"
-        );
-        assert_eq!(
-            dco_copyright_line("   Copyright (C) 1995-2026 Free Software Foundation, Inc.\n")
-                .unwrap(),
-            "   Copyright The GNU Toolchain Authors.\n"
-        );
-        assert_eq!(
-            dco_copyright_line("Copyright (C) 2026 Someone Else\n"),
-            None
-        );
-        assert_eq!(dco_copyright_line("int main;\n"), None);
-    }
 
     #[test]
     fn the_development_version_follows_the_release() {

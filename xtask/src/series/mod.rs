@@ -6,6 +6,7 @@
 //! the patch header), and the trailer is fixed instead of naming a git or libgit2 version.
 
 pub(crate) mod command;
+pub(crate) mod copyright;
 pub(crate) mod diffstat;
 pub mod import;
 pub(crate) mod kinds;
@@ -141,7 +142,8 @@ pub(crate) fn guard(
 ) -> Result<()> {
     scope.check(repo, patches)?;
     markers::check(repo, patches)?;
-    kinds::check(repo, patches)
+    kinds::check(repo, patches)?;
+    copyright::check(repo, patches)
 }
 
 /// Refuses (as a defect) the first of `patches` (name, commit) of which `problem` says what

@@ -79,10 +79,17 @@ mod tests {
             patches: vec![
                 patch("0001-support.patch", &["support/support_copy_file.c"]),
                 patch("0002-nfc.patch", &["elf/dl-load.c"]),
-                patch("0003-feature.patch", &["NEWS", "elf/dl-load.c", "elf/rtld.c"]),
+                patch(
+                    "0003-feature.patch",
+                    &["NEWS", "elf/dl-load.c", "elf/rtld.c"],
+                ),
                 patch(
                     "0004-tests.patch",
-                    &["elf/Makefile", "elf/tst-env-setuid.c", "elf/tst-fallback-path.c"],
+                    &[
+                        "elf/Makefile",
+                        "elf/tst-env-setuid.c",
+                        "elf/tst-fallback-path.c",
+                    ],
                 ),
                 patch("0005-mixed.patch", &["elf/Makefile", "elf/dl-usage.c"]),
             ],

@@ -133,8 +133,10 @@ impl Builder {
     /// The one work directory of a release and target in this builder's configuration,
     /// whatever the flavour.
     pub(crate) fn work_dir(&self, release: Release, target: Target) -> WorkDir {
-        self.layout
-            .work_dir_named(&format!("{release}-{target}{}", self.configuration.suffix()))
+        self.layout.work_dir_named(&format!(
+            "{release}-{target}{}",
+            self.configuration.suffix()
+        ))
     }
 
     /// The cached sysroot of a flavour, built first if needed. Progress goes to stderr.

@@ -336,13 +336,21 @@ fn hardcoded_paths(
         .filter(|t| !not_built.contains_key(*t))
         .cloned()
         .collect();
-    let tests = named(&built, &patched, "the patched tree's summary does not list it");
+    let tests = named(
+        &built,
+        &patched,
+        "the patched tree's summary does not list it",
+    );
     let (diff, _) = Diff::between(&unpatched, &patched, &built);
     let changed_upstream = changed_tests(series)
         .into_iter()
         .filter(|test| patched.contains_key(test) || unpatched.contains_key(test))
         .collect::<Vec<_>>();
-    let changed_upstream = named(&changed_upstream, &patched, "the patched tree's summary does not list it");
+    let changed_upstream = named(
+        &changed_upstream,
+        &patched,
+        "the patched tree's summary does not list it",
+    );
     Step::Done(HardcodedPaths {
         series_tests: SeriesTests {
             tests,

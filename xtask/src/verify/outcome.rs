@@ -442,7 +442,10 @@ pub(crate) struct HardcodedPaths {
 impl Figures for HardcodedPaths {
     fn verdict(&self) -> Verdict {
         let changed_pass = !self.changed_upstream.is_empty()
-            && self.changed_upstream.iter().all(|t| t.status == Status::Pass);
+            && self
+                .changed_upstream
+                .iter()
+                .all(|t| t.status == Status::Pass);
         match (self.series_tests.verdict(), self.elf_regressions.verdict()) {
             (Verdict::Fail, _) | (_, Verdict::Fail) => Verdict::Fail,
             _ if !changed_pass => Verdict::Fail,

@@ -925,7 +925,9 @@ mod tests {
             &page,
             "was written by an older cargo xtask (record format 2; this one reads 3)",
         );
-        page.edit(RECORD, |t| t.replacen("\"format\": 2,", "\"format\": 4,", 1));
+        page.edit(RECORD, |t| {
+            t.replacen("\"format\": 2,", "\"format\": 4,", 1)
+        });
         fails_with(
             &page,
             "was written by a newer cargo xtask (record format 4; this one reads 3)",

@@ -285,9 +285,7 @@ pub(crate) fn run_tests(
                     tree.log.display()
                 )),
             },
-            Err(err) => {
-                return Err(err).with_context(|| format!("cannot read {}", path.display()))
-            }
+            Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
         results.insert(test.clone(), result);
     }

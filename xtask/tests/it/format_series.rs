@@ -15,9 +15,9 @@ const ENTRY: &str = "* LD_FALLBACK_PATH is searched last.\n\n";
 
 /// Upstream's file: its copyright line is not the series' to change.
 const RTLD: &str = "/* Copyright (C) 1995-2026 Free Software Foundation, Inc.  */\nint rtld;\n";
-/// A file the series adds, from glibc's template.
+/// A file the series adds, with the DCO copyright line every series carries.
 const NEW_TEST: &str =
-    "/* Test LD_FALLBACK_PATH.\n   Copyright (C) 2026 Free Software Foundation, Inc.\n   This file is part of the GNU C Library.  */\nint main (void) { return 0; }\n";
+    "/* Test LD_FALLBACK_PATH.\n   Copyright The GNU Toolchain Authors.\n   This file is part of the GNU C Library.  */\nint main (void) { return 0; }\n";
 
 struct Fixture {
     t: TestStore,
@@ -216,7 +216,10 @@ fn the_mails_apply_to_a_development_branch_that_has_the_next_version_s_news() {
     };
     let mails = format(&f.ws, &request).unwrap();
     let cover = &mails[0].1;
-    assert!(cover.contains(&format!("\nbase-commit: {head}\n")), "{cover}");
+    assert!(
+        cover.contains(&format!("\nbase-commit: {head}\n")),
+        "{cover}"
+    );
     assert!(
         words(cover).contains(&format!(
             "The series applies to master at {} of upstream glibc (commit {head}, the base-commit below); the NEWS entry is under Version 2.42, the version in development there.",

@@ -854,8 +854,9 @@ fn a_symlink_or_a_mode_change_in_the_work_tree_is_refused() {
     assert_eq!(stopped_at(p.root()), Some(1));
 }
 
-/// A series whose patch changes a file's mode or adds a symlink is refused by `--check`, a
-/// rebase from it, and `patches import`, like one that leaves the scope.
+/// A series whose patch changes a file's mode, adds a symlink or adds a file with the FSF
+/// copyright line is refused by `--check`, a rebase from it, and `patches import`, like one
+/// that leaves the scope.
 #[test]
 fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
     let p = Project::new();
@@ -874,6 +875,15 @@ fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
             "elf/passwd",
             git2::FileMode::Link,
             b"/etc/passwd",
+        ),
+        // Issue 41: one copyright form, in the carried series as in the mails.
+        (
+            "0003-elf-Odd.patch adds elf/tst-odd.c with the FSF copyright line of glibc's \
+             template: the series is contributed under the DCO, so the files it adds say \
+             `Copyright The GNU Toolchain Authors.`",
+            "elf/tst-odd.c",
+            git2::FileMode::Blob,
+            b"/* Odd.\n   Copyright (C) 2026 Free Software Foundation, Inc.  */\n",
         ),
     ] {
         let bad = with_a_third_patch(&p, "elf: Odd\n", |repo, update| {
