@@ -616,6 +616,23 @@ impl Steps {
                 ));
             }
         }
+        if let (Some(with), Some(hardcoded)) =
+            (self.series_tests.figures(), self.hardcoded_paths.figures())
+        {
+            let names = |tests: &[Named]| -> BTreeSet<String> {
+                tests.iter().map(|t| t.test.clone()).collect()
+            };
+            let mut accounted = names(&hardcoded.series_tests.tests);
+            accounted.extend(hardcoded.not_built.keys().cloned());
+            if accounted != names(&with.tests) {
+                gaps.push(format!(
+                    "the series tests of the hardcoded-path configuration ({} run, {} not built) are not the series' tests ({})",
+                    hardcoded.series_tests.tests.len(),
+                    hardcoded.not_built.len(),
+                    with.tests.len()
+                ));
+            }
+        }
         gaps
     }
 }
