@@ -46,7 +46,15 @@ impl Plan {
         // The suite needs compiled trees: a cached sysroot may still need its tree built.
         let suite = 10.0;
         let matrix = if self.target.is_native() { 0.3 } else { 1.0 };
-        builds + suite + matrix
+        // The tests-only build and the series' tests in it.
+        let without_the_patch = 3.0;
+        // Two more builds and suites, where the configuration is verified.
+        let hardcoded = if hardcoded_paths_apply(self.release, self.target) {
+            25.0
+        } else {
+            0.0
+        };
+        builds + suite + matrix + without_the_patch + hardcoded
     }
 }
 
