@@ -322,10 +322,18 @@ pub(crate) struct SeriesTests {
 impl SeriesTests {
     /// The UNSUPPORTED tests nothing declares: each is a look the series' tests did not take.
     fn undeclared_unsupported(&self) -> impl Iterator<Item = &Named> {
-        self.tests.iter().filter(|t| {
-            t.status == Status::Unsupported && !self.imposed_by_qemu.contains_key(&t.test)
-        })
+        undeclared_unsupported(&self.tests, &self.imposed_by_qemu)
     }
+}
+
+/// The tests of `tests` that ended UNSUPPORTED for a reason QEMU user mode does not impose.
+fn undeclared_unsupported<'a>(
+    tests: &'a [Named],
+    imposed_by_qemu: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = &'a Named> {
+    tests
+        .iter()
+        .filter(|t| t.status == Status::Unsupported && !imposed_by_qemu.contains_key(&t.test))
 }
 
 impl Figures for SeriesTests {
@@ -394,9 +402,7 @@ impl WithoutThePatch {
     }
 
     fn undeclared_unsupported(&self) -> impl Iterator<Item = &Named> {
-        self.tests.iter().filter(|t| {
-            t.status == Status::Unsupported && !self.imposed_by_qemu.contains_key(&t.test)
-        })
+        undeclared_unsupported(&self.tests, &self.imposed_by_qemu)
     }
 }
 
