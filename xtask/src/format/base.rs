@@ -125,6 +125,18 @@ pub struct Moved {
     pub commits: Vec<Oid>,
     /// The patches the base already has (dropped: their cherry-pick changed nothing).
     pub dropped: Vec<String>,
+    /// The trees of the commits, in order.
+    trees: Vec<Oid>,
+}
+
+impl Moved {
+    fn tree_of(&self, commit: Oid) -> Result<Oid> {
+        self.commits
+            .iter()
+            .position(|c| *c == commit)
+            .map(|at| self.trees[at])
+            .context("a commit that is not the moved series'")
+    }
 }
 
 /// The series of `from` moved onto `base`.
@@ -159,10 +171,16 @@ pub fn move_series(ws: &Workspace, base: &Base, from: Release) -> Result<Moved> 
         .filter(|(_, step)| **step == Step::Dropped)
         .map(|(patch, _)| patch.name.clone())
         .collect();
+    let commits = merge::applied(&steps);
+    let trees = commits
+        .iter()
+        .map(|c| Ok(repo.find_commit(*c)?.tree_id()))
+        .collect::<Result<_>>()?;
     Ok(Moved {
         from,
-        commits: merge::applied(&steps),
+        commits,
         dropped,
+        trees,
     })
 }
 
@@ -222,6 +240,144 @@ fn changed_paths(series: &Series) -> Vec<String> {
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// What ran on the base: glibc's `elf` suite built for x86_64 with and without the series,
+/// compared test by test, as a cell's elf step is. Recorded under `<cache>/verify/base/`,
+/// keyed by the base commit and the tree the series makes of it, so that a later run of
+/// `format-series` for the same series on the same base says it without building again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BaseRun {
+    /// When the second suite ended (UTC).
+    pub ran_at: String,
+    pub target: String,
+    /// Tests compared, and those that pass without the series and fail with it.
+    pub compared: usize,
+    pub regressions: Vec<String>,
+    /// The tests the series adds, and those of them that did not pass.
+    pub series_tests: usize,
+    pub series_not_passing: Vec<String>,
+    /// Tests only one tree ran that are not the series' own, or that never ran.
+    pub not_compared: Vec<String>,
+}
+
+impl BaseRun {
+    /// Nothing regressed, every test was compared, and every test of the series passed.
+    pub fn passes(&self) -> bool {
+        self.regressions.is_empty()
+            && self.not_compared.is_empty()
+            && self.series_not_passing.is_empty()
+            && self.series_tests > 0
+    }
+
+    /// The testing statement's sentence, for the cover letter.
+    pub fn sentence(&self, base: &Base) -> String {
+        format!(
+            "On {}, built for {} ({}): make check subdirs=elf with and without the series, compared test by test: {} ({} tests); {}.",
+            base.name,
+            self.target,
+            self.ran_at,
+            match self.regressions.len() {
+                0 => "no new failures".to_string(),
+                n => format!("{n} new failures ({})", self.regressions.join(", ")),
+            },
+            self.compared,
+            match self.series_not_passing.len() {
+                0 => format!("the {} tests the series adds pass", self.series_tests),
+                n => format!(
+                    "{n} of the {} tests the series adds do not pass ({})",
+                    self.series_tests,
+                    self.series_not_passing.join(", ")
+                ),
+            }
+        )
+    }
+}
+
+fn record_path(cache: &Path, base: &Base, patched_tree: Oid) -> PathBuf {
+    cache
+        .join("verify/base")
+        .join(format!("{}-{patched_tree}.json", base.commit))
+}
+
+/// The record of an earlier run on `base` with the series `moved` there.
+pub fn recorded_run(cache: &Path, base: &Base, moved: &Moved) -> Result<Option<BaseRun>> {
+    let Some(head) = moved.commits.last() else {
+        return Ok(None);
+    };
+    let path = record_path(cache, base, moved.tree_of(*head)?);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    Ok(Some(serde_json::from_str(&text).with_context(|| {
+        format!("{} is not a record of a run on a base", path.display())
+    })?))
+}
+
+/// Builds the base for x86_64 with and without the moved series (one work tree for every
+/// base: `<cache>/work/base-x86_64`), runs glibc's `elf` suite in both (each suite's results
+/// recorded by its build's key, as a cell's are), compares them, and records the run.
+pub fn test_on_base(
+    env: &crate::cli::Env,
+    base: &Base,
+    moved: &Moved,
+    series_tests: &[String],
+) -> Result<BaseRun> {
+    use crate::verify::testsuite::{self, Diff, Status};
+    use model::{Flavour, Target};
+    let builder = crate::sysroot::Builder::new(env);
+    let head = *moved
+        .commits
+        .last()
+        .context("the moved series has no commit")?;
+    let mut results = Vec::new();
+    for (flavour, commit) in [(Flavour::Unpatched, base.commit), (Flavour::Patched, head)] {
+        let store = crate::store::SourceStore::open(&env.store)?;
+        base.reach(store.repo())?;
+        let (key, tree) = builder.tree_of_commit(
+            store,
+            commit,
+            moved.from,
+            Target::X86_64,
+            flavour,
+            "base-x86_64",
+        )?;
+        let (found, _) = testsuite::results_for(&key, "elf", || {
+            testsuite::run_check(&tree, "elf", builder.jobs, None)
+        })
+        .with_context(|| format!("cannot run glibc's tests on {} ({flavour})", base.name))?;
+        results.push(found);
+    }
+    let (diff, _) = Diff::between(&results[0], &results[1], series_tests);
+    let series_not_passing = series_tests
+        .iter()
+        .filter(|t| results[1].get(*t).map(|r| r.status) != Some(Status::Pass))
+        .cloned()
+        .collect();
+    let mut not_compared: Vec<String> = diff
+        .only_patched
+        .iter()
+        .chain(&diff.only_unpatched)
+        .chain(&diff.never_ran)
+        .map(|t| t.test.clone())
+        .collect();
+    not_compared.sort();
+    let run = BaseRun {
+        ran_at: crate::verify::provenance::now(),
+        target: Target::X86_64.triplet().to_string(),
+        compared: diff.compared(),
+        regressions: diff.regressions.iter().map(|c| c.test.clone()).collect(),
+        series_tests: series_tests.len(),
+        series_not_passing,
+        not_compared,
+    };
+    let path = record_path(&env.cache, base, moved.tree_of(head)?);
+    let text = serde_json::to_string_pretty(&run).context("cannot serialize the base's run")?;
+    crate::util::durable::replace_file(&path, text.as_bytes())
+        .with_context(|| format!("cannot record the base's run in {}", path.display()))?;
+    Ok(run)
 }
 
 #[cfg(test)]

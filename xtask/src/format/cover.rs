@@ -60,7 +60,7 @@ impl Letter<'_> {
                 "{}",
                 fill(
                     &format!(
-                        "On {}: the series was moved there from the glibc {} series with a 3-way merge{}; it was not built or tested on that commit.  What ran, on the releases:",
+                        "The series was moved onto {} from the glibc {} series with a 3-way merge{}.  {}  What ran on the releases:",
                         base.name,
                         moved.from,
                         match moved.dropped.len() {
@@ -69,6 +69,10 @@ impl Letter<'_> {
                                 ", without a conflict ({n} patches the base already has dropped: {})",
                                 moved.dropped.join(", ")
                             ),
+                        },
+                        match &request.base_run {
+                            Some(run) => run.sentence(base),
+                            None => format!("It was not built or tested on {}.", base.name),
                         }
                     ),
                     WIDTH

@@ -35,7 +35,7 @@ mod outdir;
 mod testing;
 
 pub use author::Author;
-pub use base::Base;
+pub use base::{Base, BaseRun};
 pub use manual::{Checkout, Manual};
 
 #[derive(clap::Args)]
@@ -50,6 +50,12 @@ pub(crate) struct Args {
     /// NEWS entry goes under the base's development version, and the cover letter names it.
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
+    /// Build the base for x86_64 with and without the series and run glibc's elf tests in
+    /// both (a cold glibc build, twice the suite), so that the cover letter says what ran on
+    /// the commit the mails apply to. Without it, a run recorded for the same series on the
+    /// same base is said; else that nothing ran there.
+    #[arg(long)]
+    pub test_base: bool,
     /// The version of the patch set: 1 for the first mail, 2 after the first review, ...
     #[arg(long, default_value_t = 1, value_parser = cli::at_least_one::<u32>)]
     pub version: u32,
@@ -94,6 +100,21 @@ impl Args {
             (None, Some(base)) => base::nearest_release(&ws, base)?,
             (None, None) => Release::newest(),
         };
+        let base_run = match &base {
+            None if self.test_base => bail!(
+                "--test-base builds the commit the mails apply to, and {} is no git checkout: name one with --upstream",
+                checkout.dir().display()
+            ),
+            None => None,
+            Some(base) => {
+                let moved = base::move_series(&ws, base, release)?;
+                let tests = crate::verify::cell::series_tests(&ws.load_series(release)?);
+                match self.test_base {
+                    true => Some(base::test_on_base(env, base, &moved, &tests)?),
+                    false => base::recorded_run(&env.cache, base, &moved)?,
+                }
+            }
+        };
         let previous = match (&self.previous, self.version) {
             (Some(dir), _) => Some(read_patches(dir)?),
             (None, 1) => None,
@@ -119,6 +140,7 @@ impl Args {
         let request = Request {
             release,
             base,
+            base_run,
             version: self.version,
             cover_letter: self.cover_letter,
             author,
@@ -148,6 +170,8 @@ pub struct Request {
     pub release: Release,
     /// The upstream commit the mails apply to; `None`: the series' own release.
     pub base: Option<Base>,
+    /// What ran on that commit, where something did.
+    pub base_run: Option<BaseRun>,
     pub version: u32,
     pub cover_letter: bool,
     pub author: Author,

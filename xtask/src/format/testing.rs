@@ -421,8 +421,7 @@ release:
 - glibc 2.44 on x86_64-linux-gnu, configured with
   --enable-hardcoded-path-in-tests: make check subdirs=elf with and
   without the series, compared: no new failures (484 tests); the 2
-  series tests built there pass (tst-fallback-path-container is built
-  only without that option), and tst-env-setuid, which the series
+  series tests built there pass, and tst-env-setuid, which the series
   extends, passes.
 - Resolution tests outside glibc's testsuite ({rows} scenarios: each step of
   the search order for DT_NEEDED, dlopen, dlmopen and static dlopen,

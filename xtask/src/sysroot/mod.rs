@@ -58,7 +58,7 @@ impl Layout {
         self.work_dir_named(&format!("{release}-{target}"))
     }
 
-    fn work_dir_named(&self, name: &str) -> WorkDir {
+    pub(crate) fn work_dir_named(&self, name: &str) -> WorkDir {
         WorkDir::new(self.work.join(name))
     }
 }
@@ -246,6 +246,41 @@ impl Builder {
         })
     }
 
+    /// The compiled tree of `commit`, a commit of `store`'s repository that is no release
+    /// (an upstream commit the repository reads from its checkout, or the series moved onto
+    /// one: `format-series --test-base`), in the work directory `work_name`, which every such
+    /// commit of the target shares; and its build's key. `release` is the release nearest
+    /// it, which names the build; `flavour`, whether the commit has the series.
+    pub(crate) fn tree_of_commit(
+        &self,
+        store: SourceStore,
+        commit: git2::Oid,
+        release: Release,
+        target: Target,
+        flavour: Flavour,
+        work_name: &str,
+    ) -> Result<(String, BuiltTree)> {
+        let source = BuildSource::of_commit(store, release, commit)?;
+        let prepared = self.prepared(source, release, target, flavour)?;
+        let work = self.layout.work_dir_named(work_name);
+        let work_lock = work.lock()?;
+        let key = prepared.inputs.key();
+        let log = self.new_log(&format!("{work_name}-{}", &key[..16]))?;
+        let label = format!("{work_name} {flavour}");
+        let (machine_lock, _) = self.compile(&prepared, &work, &log, &label, None)?;
+        Ok((
+            key,
+            BuiltTree {
+                work,
+                recipe: prepared.recipe,
+                log,
+                label,
+                _work_lock: work_lock,
+                _machine_lock: machine_lock,
+            },
+        ))
+    }
+
     /// [`Builder::key`] for checks: the store is only read, and a release it lacks is an
     /// error (`store::ReleaseNotImported`), not an import.
     pub(crate) fn key_read_only(
@@ -274,16 +309,27 @@ impl Builder {
         flavour: Flavour,
     ) -> Result<Prepared> {
         let series = self.series_for(release, flavour)?;
-        let recipe = Recipe::for_target(target).configured(self.configuration);
-        let compiler = self.memo.compiler(target, || {
-            recipe.require()?;
-            recipe.compiler_version()
-        })?;
         let store = match store {
             Some(store) => store,
             None => SourceStore::open(&self.store)?,
         };
         let source = BuildSource::resolve_in(store, release, series)?;
+        self.prepared(source, release, target, flavour)
+    }
+
+    /// The build of `source`: the key inputs and the recipe.
+    fn prepared(
+        &self,
+        source: BuildSource,
+        release: Release,
+        target: Target,
+        flavour: Flavour,
+    ) -> Result<Prepared> {
+        let recipe = Recipe::for_target(target).configured(self.configuration);
+        let compiler = self.memo.compiler(target, || {
+            recipe.require()?;
+            recipe.compiler_version()
+        })?;
         let inputs = KeyInputs {
             release,
             tree_id: source.tree_id.clone(),

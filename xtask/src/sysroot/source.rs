@@ -45,6 +45,28 @@ impl BuildSource {
         })
     }
 
+    /// `commit` of `store`'s repository as it is, with no series to apply: a commit that is
+    /// no release (it carries the series already, or none). `release` names it.
+    pub(crate) fn of_commit(
+        store: SourceStore,
+        release: Release,
+        commit: Oid,
+    ) -> Result<BuildSource> {
+        let tree_id = store
+            .repo()
+            .find_commit(commit)
+            .with_context(|| format!("commit {commit} cannot be read"))?
+            .tree_id()
+            .to_string();
+        Ok(BuildSource {
+            store,
+            release,
+            commit,
+            tree_id,
+            series: None,
+        })
+    }
+
     pub(crate) fn series_id(&self) -> Option<String> {
         self.series.as_ref().map(Series::content_id)
     }

@@ -12,7 +12,7 @@ use super::outcome::{
     Applies, Build, CellReport, CellRun, HardcodedPaths, Machine, Matrix, Origin, Seconds,
     Sensitivity, SeriesTests, Step, Steps, WithoutThePatch,
 };
-use super::testsuite::{self, Diff, Named, Status, SuitesRan};
+use super::testsuite::{self, Diff, Named, Status, SuiteRun, SuitesRan};
 use super::Run;
 use crate::rebase;
 use crate::series::Series;
@@ -46,7 +46,15 @@ impl Plan {
         // The suite needs compiled trees: a cached sysroot may still need its tree built.
         let suite = 10.0;
         let matrix = if self.target.is_native() { 0.3 } else { 1.0 };
-        builds + suite + matrix
+        // The tests-only build and the series' tests in it.
+        let without_the_patch = 3.0;
+        // Two more builds and suites, where the configuration is verified.
+        let hardcoded = if hardcoded_paths_apply(self.release, self.target) {
+            25.0
+        } else {
+            0.0
+        };
+        builds + suite + matrix + without_the_patch + hardcoded
     }
 }
 
@@ -154,27 +162,17 @@ fn run_steps(
         }
     };
     let suite_started = Instant::now();
-    let results = [Flavour::Unpatched, Flavour::Patched].map(|flavour| {
+    let results = suite_pair(&run.builder, plan, sandbox.as_ref(), "", |flavour| {
         step(&format!(
             "glibc's `make check subdirs={SUITE}`, {flavour} tree (~5 min)"
-        ));
-        let key = run.builder.key(release, target, flavour)?.0;
-        testsuite::results_for(&key, SUITE, || {
-            let tree = run.builder.tree(release, target, flavour)?;
-            testsuite::run_check(&tree, SUITE, run.builder.jobs, sandbox.as_ref())
-        })
-        .with_context(|| format!("cannot run glibc's tests in the {flavour} tree"))
+        ))
     });
     seconds.elf_suite_pair = suite_started.elapsed().as_secs_f64();
     let [(unpatched_results, unpatched_ran), (patched_results, patched_ran)] = match results {
-        [Ok(u), Ok(p)] => [u, p],
-        [u, p] => {
-            let why: Vec<String> = [u, p]
-                .into_iter()
-                .filter_map(|r| r.err().map(|e| format!("{e:#}")))
-                .collect();
-            steps.series_tests = Step::Error(why.join("; "));
-            steps.elf_regressions = Step::Error(why.join("; "));
+        Ok(pair) => pair,
+        Err(why) => {
+            steps.series_tests = Step::Error(why.clone());
+            steps.elf_regressions = Step::Error(why);
             return steps;
         }
     };
@@ -302,29 +300,18 @@ fn hardcoded_paths(
     own: &[String],
     series: &Series,
 ) -> Step<HardcodedPaths> {
-    let (release, target) = (plan.release, plan.target);
     let builder = run
         .builder
         .configured(crate::sysroot::recipe::Configuration::HardcodedPathInTests);
-    let results = [Flavour::Unpatched, Flavour::Patched].map(|flavour| {
-        let key = builder.key(release, target, flavour)?.0;
-        testsuite::results_for(&key, SUITE, || {
-            let tree = builder.tree(release, target, flavour)?;
-            testsuite::run_check(&tree, SUITE, builder.jobs, None)
-        })
-        .with_context(|| {
-            format!("cannot run glibc's tests in the {flavour} tree with --enable-hardcoded-path-in-tests")
-        })
-    });
-    let [(unpatched, _), (patched, _)] = match results {
-        [Ok(u), Ok(p)] => [u, p],
-        [u, p] => {
-            let why: Vec<String> = [u, p]
-                .into_iter()
-                .filter_map(|r| r.err().map(|e| format!("{e:#}")))
-                .collect();
-            return Step::Error(why.join("; "));
-        }
+    let [(unpatched, _), (patched, _)] = match suite_pair(
+        &builder,
+        plan,
+        None,
+        " with --enable-hardcoded-path-in-tests",
+        |_| {},
+    ) {
+        Ok(pair) => pair,
+        Err(why) => return Step::Error(why),
     };
     let not_built: BTreeMap<String, String> = NOT_BUILT_WITH_HARDCODED_PATHS
         .iter()
@@ -360,6 +347,37 @@ fn hardcoded_paths(
         elf_regressions: diff,
         changed_upstream,
     })
+}
+
+/// glibc's elf suite in the unpatched and the patched tree of `builder`'s configuration, each
+/// from the record of an earlier run of the same build where there is one (`results_for`),
+/// with when it ran; or what failed, for the step's error. `starting` is told each flavour
+/// before its run.
+fn suite_pair(
+    builder: &crate::sysroot::Builder,
+    plan: &Plan,
+    sandbox: Option<&Sandbox>,
+    configured: &str,
+    starting: impl Fn(Flavour),
+) -> std::result::Result<[(testsuite::Results, SuiteRun); 2], String> {
+    let (release, target) = (plan.release, plan.target);
+    let results = [Flavour::Unpatched, Flavour::Patched].map(|flavour| {
+        starting(flavour);
+        let key = builder.key(release, target, flavour)?.0;
+        testsuite::results_for(&key, SUITE, || {
+            let tree = builder.tree(release, target, flavour)?;
+            testsuite::run_check(&tree, SUITE, builder.jobs, sandbox)
+        })
+        .with_context(|| format!("cannot run glibc's tests in the {flavour} tree{configured}"))
+    });
+    match results {
+        [Ok(u), Ok(p)] => Ok([u, p]),
+        [u, p] => Err([u, p]
+            .into_iter()
+            .filter_map(|r| r.err().map(|e| format!("{e:#}")))
+            .collect::<Vec<_>>()
+            .join("; ")),
+    }
 }
 
 /// `tests` with their results; a test `results` lacks is UNRESOLVED, for `why`.

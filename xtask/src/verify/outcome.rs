@@ -322,10 +322,18 @@ pub(crate) struct SeriesTests {
 impl SeriesTests {
     /// The UNSUPPORTED tests nothing declares: each is a look the series' tests did not take.
     fn undeclared_unsupported(&self) -> impl Iterator<Item = &Named> {
-        self.tests.iter().filter(|t| {
-            t.status == Status::Unsupported && !self.imposed_by_qemu.contains_key(&t.test)
-        })
+        undeclared_unsupported(&self.tests, &self.imposed_by_qemu)
     }
+}
+
+/// The tests of `tests` that ended UNSUPPORTED for a reason QEMU user mode does not impose.
+fn undeclared_unsupported<'a>(
+    tests: &'a [Named],
+    imposed_by_qemu: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = &'a Named> {
+    tests
+        .iter()
+        .filter(|t| t.status == Status::Unsupported && !imposed_by_qemu.contains_key(&t.test))
 }
 
 impl Figures for SeriesTests {
@@ -394,9 +402,7 @@ impl WithoutThePatch {
     }
 
     fn undeclared_unsupported(&self) -> impl Iterator<Item = &Named> {
-        self.tests.iter().filter(|t| {
-            t.status == Status::Unsupported && !self.imposed_by_qemu.contains_key(&t.test)
-        })
+        undeclared_unsupported(&self.tests, &self.imposed_by_qemu)
     }
 }
 
@@ -612,6 +618,23 @@ impl Steps {
                 gaps.push(format!(
                     "the series tests run without the patch ({}) are not those run with it ({})",
                     without.tests.len(),
+                    with.tests.len()
+                ));
+            }
+        }
+        if let (Some(with), Some(hardcoded)) =
+            (self.series_tests.figures(), self.hardcoded_paths.figures())
+        {
+            let names = |tests: &[Named]| -> BTreeSet<String> {
+                tests.iter().map(|t| t.test.clone()).collect()
+            };
+            let mut accounted = names(&hardcoded.series_tests.tests);
+            accounted.extend(hardcoded.not_built.keys().cloned());
+            if accounted != names(&with.tests) {
+                gaps.push(format!(
+                    "the series tests of the hardcoded-path configuration ({} run, {} not built) are not the series' tests ({})",
+                    hardcoded.series_tests.tests.len(),
+                    hardcoded.not_built.len(),
                     with.tests.len()
                 ));
             }

@@ -847,6 +847,44 @@ mod tests {
             &page,
             "2.41 aarch64: figures not whole: ElfRegressions is n/a, and it applies to glibc 2.41 aarch64",
         );
+        // Issue 41: a series test not run without the patch, or not accounted for in the
+        // hardcoded-path configuration; that configuration left out where it is declared, or
+        // recorded where it is not.
+        let last = page.doc.cells.len() - 2;
+        let mut doc = page.doc.clone();
+        if let Step::Done(w) = &mut run_mut(&mut doc.cells[0]).steps.without_the_patch {
+            w.tests.pop();
+        }
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "2.36 x86_64: figures not whole: the series tests run without the patch (25) are not those run with it (26)",
+        );
+        let mut doc = page.doc.clone();
+        let newest = run_mut(&mut doc.cells[last]);
+        if let Step::Done(h) = &mut newest.steps.hardcoded_paths {
+            h.series_tests.tests.pop();
+        }
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "figures not whole: the series tests of the hardcoded-path configuration (26 run, 0 not built) are not the series' tests (27)",
+        );
+        let mut doc = page.doc.clone();
+        run_mut(&mut doc.cells[last]).steps.hardcoded_paths = Step::NotApplicable("no".into());
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "figures not whole: HardcodedPaths is n/a, and it applies to glibc 2.44 x86_64",
+        );
+        let mut doc = page.doc.clone();
+        let hardcoded = run_mut(&mut doc.cells[last]).steps.hardcoded_paths.clone();
+        run_mut(&mut doc.cells[0]).steps.hardcoded_paths = hardcoded;
+        page.rewrite(&doc);
+        fails_with(
+            &page,
+            "2.36 x86_64: figures not whole: the hardcoded-path configuration has figures, and it is declared for another cell than glibc 2.36 x86_64",
+        );
     }
 
     /// Issue 33 item 2: a commit the history lacks, changes that are not named, a time to come.

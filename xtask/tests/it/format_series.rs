@@ -71,6 +71,7 @@ fn request(f: &Fixture, version: u32, previous: Option<Vec<(String, String)>>) -
     Request {
         release: f.ws.releases_with_series()[0],
         base: None,
+        base_run: None,
         version,
         cover_letter: true,
         author: Author::parse("Ada Lovelace <ada@gnu.org>").unwrap(),
@@ -228,7 +229,10 @@ fn the_mails_apply_to_a_development_branch_that_has_the_next_version_s_news() {
         "{cover}"
     );
     assert!(
-        words(cover).contains("it was not built or tested on that commit."),
+        words(cover).contains(&format!(
+            "It was not built or tested on master at {}.",
+            &head[..12]
+        )),
         "{cover}"
     );
 

@@ -148,10 +148,15 @@ fn the_news_entry_lands_where_every_committed_series_has_it() {
             .unwrap();
         String::from_utf8(blob.content().to_vec()).unwrap()
     };
-    let first = repo.find_commit(commits[0]).unwrap();
-    let entry = news::entry_added(&news_of(first.parent_id(0).unwrap()), &news_of(commits[0]))
-        .unwrap()
-        .expect("the first patch adds the NEWS entry");
+    // The patch that adds the entry (the feature's; the support and refactoring patches
+    // before it leave NEWS alone).
+    let entry = commits
+        .iter()
+        .find_map(|&commit| {
+            let parent = repo.find_commit(commit).unwrap().parent_id(0).unwrap();
+            news::entry_added(&news_of(parent), &news_of(commit)).unwrap()
+        })
+        .expect("a patch of the series adds the NEWS entry");
     for release in ws.releases_with_series() {
         let series = ws.load_series(release).unwrap();
         let (base, commits) = ws.commit_series(&series).unwrap();
