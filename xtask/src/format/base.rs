@@ -328,6 +328,13 @@ pub fn test_on_base(
     use crate::verify::testsuite::{self, Diff, Status};
     use model::{Flavour, Target};
     let builder = crate::sysroot::Builder::new(env);
+    // The build asks the git command too about the trees (which files mention a name a
+    // header declares): it must read the checkout's objects as the store's handle does.
+    // Set before the build starts any thread.
+    std::env::set_var(
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        base.git_dir.join("objects"),
+    );
     let head = *moved
         .commits
         .last()
