@@ -5,8 +5,9 @@
 //! (author.rs), every message ends in the author's `Signed-off-by` (glibc takes DCO
 //! contributions; the files the series adds carry the DCO copyright line already, as
 //! `series::copyright` requires of every series), the subjects carry
-//! `[PATCH vN m/n]`, the NEWS entry moves into a section of its own for the development
-//! version (a contribution targets the next release, not a released one), the manual's
+//! `[PATCH vN m/n]`, the series moves onto the sender's upstream commit (base.rs) and the
+//! NEWS entry goes under the version in development there (its section, or a new one where
+//! the base is a release: a contribution targets the next release), the manual's
 //! change follows as a patch of its own (manual.rs: checked against upstream's file in the
 //! sender's checkout, `--upstream`, without which nothing is written), and a cover letter
 //! (cover.rs) says
@@ -262,8 +263,8 @@ fn next_version(release: Release) -> String {
     )
 }
 
-/// The series' commits again, by `author`, signed off, with NEWS's entry in a section of its
-/// own for the development version.
+/// The series' commits again, by `author`, signed off, with NEWS's entry under the
+/// development version (`news::place_for_development`).
 fn rewrite(
     repo: &Repository,
     base: Oid,
