@@ -336,7 +336,7 @@ impl Program {
         let tree = fs::Tree::new(root);
         let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
         // The error goes back typed; each caller names the program and the tree with it.
-        let bytes = match std::fs::read(&opened.host) {
+        let bytes = match model::file::read_regular(&opened.host, fs::ELF_OBJECT) {
             Ok(bytes) => bytes,
             Err(err) => return Err(ReadError::Read(err)),
         };
@@ -347,7 +347,7 @@ impl Program {
             .and_then(|d| d.interpreter.clone())
             .map(|interp| {
                 let file = match tree.open(&interp, "/") {
-                    Ok(file) => std::fs::read(&file.host)
+                    Ok(file) => model::file::read_regular(&file.host, fs::ELF_OBJECT)
                         .map(|bytes| (file, bytes))
                         .map_err(|err| format!("cannot read it: {err}")),
                     Err(err) => Err(format!("{err:?}")),

@@ -551,7 +551,7 @@ impl Model<'_> {
     ) -> Result<usize, String> {
         let bytes = self
             .tree
-            .read(opened)
+            .read(opened, super::fs::ELF_OBJECT)
             .map_err(|e| format!("{path}: cannot read: {e}"))?;
         let dynamic = elf::dynamic(&bytes).map_err(|e| format!("{path}: {e}"))?;
         let runpath_set = dynamic.runpath.is_some();
