@@ -50,6 +50,17 @@ pub fn read_regular(path: &Path, limit: Limit) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The metadata of `path` when it is a regular file (symlinks followed); else the error
+/// [`read_regular`] gives, naming the kind of file it is and `what` (a file read in another
+/// way, a tarball streamed to a decompressor, say).
+pub fn regular(path: &Path, what: &str) -> io::Result<std::fs::Metadata> {
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(&meta, what));
+    }
+    Ok(meta)
+}
+
 /// [`read_regular`] as UTF-8 text (a byte that is not UTF-8 is an error of kind
 /// `InvalidData`).
 pub fn read_regular_text(path: &Path, limit: Limit) -> io::Result<String> {
@@ -65,7 +76,7 @@ pub fn read_head(path: &Path, limit: Limit) -> io::Result<Vec<u8>> {
     let kind_ok = |meta: &std::fs::Metadata| {
         let kind = meta.file_type();
         if kind.is_fifo() || kind.is_socket() {
-            Err(not_regular(meta, limit))
+            Err(not_regular(meta, limit.what))
         } else {
             Ok(())
         }
@@ -89,7 +100,7 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
 
 fn not_special(meta: &std::fs::Metadata, limit: Limit) -> io::Result<()> {
     if !meta.is_file() {
-        return Err(not_regular(meta, limit));
+        return Err(not_regular(meta, limit.what));
     }
     if meta.len() > limit.bytes {
         return Err(too_large(limit));
@@ -97,7 +108,7 @@ fn not_special(meta: &std::fs::Metadata, limit: Limit) -> io::Result<()> {
     Ok(())
 }
 
-fn not_regular(meta: &std::fs::Metadata, limit: Limit) -> io::Error {
+fn not_regular(meta: &std::fs::Metadata, what_is_read: &str) -> io::Error {
     let kind = meta.file_type();
     let what = if kind.is_dir() {
         "a directory"
@@ -115,8 +126,7 @@ fn not_regular(meta: &std::fs::Metadata, limit: Limit) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(
-            "it is {what}, not a regular file ({} is read from a regular file only)",
-            limit.what
+            "it is {what}, not a regular file ({what_is_read} is read from a regular file only)"
         ),
     )
 }

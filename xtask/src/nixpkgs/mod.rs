@@ -212,6 +212,12 @@ fn check_commit(checkout: &Path, commit: &str) -> Result<()> {
     Ok(())
 }
 
+/// nixpkgs' `common.nix` of glibc: a Nix expression a person writes, a few pages long.
+const COMMON_NIX_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 16 << 20,
+    what: "a Nix expression",
+};
+
 /// Applies nixpkgs' stack from `nix_glibc` (its `common.nix` and patch files) for `target`
 /// to `release` from the store, then `series`, in a scratch tree under `cache`.
 pub(crate) fn check_stack(
@@ -223,7 +229,7 @@ pub(crate) fn check_stack(
     cache: &Path,
 ) -> Result<StackReport> {
     let common = nix_glibc.join("common.nix");
-    let text = std::fs::read_to_string(&common)
+    let text = model::file::read_regular_text(&common, COMMON_NIX_LIMIT)
         .with_context(|| format!("cannot read {}", common.display()))?;
     let stack = NixStack::parse(&text, target)
         .with_context(|| format!("cannot read the patch list of {}", common.display()))?;
@@ -255,7 +261,7 @@ fn apply_stack(
     };
     for name in &stack.patches {
         let path = nix_glibc.join(name);
-        let text = std::fs::read_to_string(&path)
+        let text = model::file::read_regular_text(&path, crate::series::PATCH_LIMIT)
             .with_context(|| format!("cannot read {} (listed in common.nix)", path.display()))?;
         let (kept, dropped) = without_manual(&text);
         report.manual_sections += dropped;

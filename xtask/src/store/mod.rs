@@ -130,8 +130,12 @@ fn verify_tarball(
     expected: Oid,
     _scratch_parent: &Path,
 ) -> Result<VerifiedRelease> {
-    if !tarball.is_file() {
-        bail!("tarball {} does not exist", tarball.display());
+    match model::file::regular(tarball, "a release tarball") {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("tarball {} does not exist", tarball.display())
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", tarball.display())),
     }
     let started = std::time::Instant::now();
     diagln!("glibc {release}: reading {}", tarball.display());

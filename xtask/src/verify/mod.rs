@@ -393,7 +393,7 @@ fn store(path: &Path, report: &CellReport) -> Result<()> {
 fn merge(root: &Path, files: &[PathBuf], output: Output) -> Result<()> {
     let mut cells: Vec<CellReport> = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(file)
+        let text = model::file::read_regular_text(file, support::RECORD_LIMIT)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let doc = SupportDoc::parse(&text, file)?;
         for cell in doc.cells {

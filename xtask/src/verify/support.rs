@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use model::file::Limit;
 use model::{Cell, Target};
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +23,12 @@ use model::{Release, SUPPORTED};
 /// The page, and the record it is rendered from.
 pub(crate) const PAGE: &str = "docs/support.md";
 pub(crate) const RECORD: &str = "docs/support.json";
+/// A record of cells (docs/support.json, a `verify --json` record `verify merge` reads) or
+/// its page: the record of all 12 cells is 180 KB.
+pub(crate) const RECORD_LIMIT: Limit = Limit {
+    bytes: 16 << 20,
+    what: "a record of verified cells or its page",
+};
 
 /// How to write both from what this machine has proven, building and running nothing.
 pub(crate) const REGENERATE: &str =
@@ -115,7 +122,7 @@ impl SupportDoc {
     /// docs/support.json of `root`; `None` when there is none yet.
     pub(crate) fn read(root: &Path) -> Result<Option<SupportDoc>> {
         let path = root.join(RECORD);
-        match std::fs::read_to_string(&path) {
+        match model::file::read_regular_text(&path, RECORD_LIMIT) {
             Ok(text) => SupportDoc::parse(&text, &path).map(Some),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
@@ -182,7 +189,7 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         );
     };
     let page_path = root.join(PAGE);
-    let page = std::fs::read_to_string(&page_path)
+    let page = model::file::read_regular_text(&page_path, RECORD_LIMIT)
         .with_context(|| format!("cannot read {}", page_path.display()))?;
     let mut problems = Vec::new();
     let mut notes = Vec::new();
