@@ -107,3 +107,49 @@ fn glibc_import_refuses_a_tarball_that_never_ends() {
         "cannot read {}",
     );
 }
+
+/// format-series reads upstream's manual chapter from the sender's checkout and the manual
+/// patch (`$LD_FALLBACK_MANUAL_PATCH`): neither may be a file that never ends.
+#[test]
+fn format_series_refuses_a_manual_that_never_ends() {
+    let p = Project::new();
+    let out = p.root().join("out");
+    let out = out.to_str().unwrap();
+    let args = [
+        "format-series",
+        "--release",
+        "2.41",
+        "--author",
+        "Ada Lovelace <ada@gnu.org>",
+        "--out",
+        out,
+    ];
+    let chapter = p.root().join("upstream-glibc/manual/dynlink.texi");
+    let text = std::fs::read(&chapter).unwrap();
+    let fifo = fifo_in(p.root());
+    for file in [fifo.as_path(), Path::new("/dev/zero")] {
+        std::fs::remove_file(&chapter).unwrap();
+        std::os::unix::fs::symlink(file, &chapter).unwrap();
+        let ran = within_a_second(p.command(&args)).expect(1);
+        assert!(
+            ran.stderr.starts_with(&format!(
+                "error: cannot read {}: it is a ",
+                chapter.display()
+            )),
+            "{}",
+            ran.stderr
+        );
+    }
+    std::fs::remove_file(&chapter).unwrap();
+    std::fs::write(&chapter, text).unwrap();
+    let mut command = p.command(&args);
+    command.env("LD_FALLBACK_MANUAL_PATCH", &fifo);
+    let ran = within_a_second(command).expect(1);
+    assert!(
+        ran.stderr
+            .starts_with(&format!("error: cannot read {}: {FIFO_IS}", fifo.display())),
+        "{}",
+        ran.stderr
+    );
+    assert!(!Path::new(out).exists(), "nothing is written");
+}
