@@ -28,6 +28,7 @@ pub(crate) use outcome::{CellReport, CellState};
 use outcome::{CellRun, Machine, Seconds, Step, Steps};
 use provenance::{Provenance, WrittenBy};
 use support::SupportDoc;
+use testsuite::TestList;
 
 use crate::cli::{Cells, Env};
 use crate::series::Workspace;
@@ -436,7 +437,20 @@ fn check_support(env: &Env, root: &Path) -> Result<()> {
             .with_context(|| format!("cannot tell whether {} is current", path.display()))?;
         Ok(load(&path, &key))
     };
-    support::check(root, &env.patches, &local)
+    // The lists the builds of each cell gave, where this machine ran their suites.
+    let any_recorded = testsuite::any_recorded();
+    let lists = |release: Release, target: Target| -> Result<[Option<TestList>; 2]> {
+        if !any_recorded {
+            return Ok([None, None]);
+        }
+        let (_, builder) = context.as_ref().map_err(|err| anyhow::anyhow!("{err:#}"))?;
+        let list = |flavour: Flavour| -> Result<Option<TestList>> {
+            let key = builder.key_read_only(release, target, flavour)?;
+            testsuite::recorded_list(&key, cell::SUITE)
+        };
+        Ok([list(Flavour::Unpatched)?, list(Flavour::Patched)?])
+    };
+    support::check(root, &env.patches, &local, &lists)
 }
 
 /// Which cell and step is running, and an estimate of what is left.

@@ -16,6 +16,7 @@ use super::cell;
 use super::outcome::{CellReport, CellState, Step};
 use super::provenance::{self, Provenance, CHANGES};
 use super::render;
+use super::testsuite::{self, TestList};
 use crate::series::Series;
 use crate::util::durable;
 use model::{Release, SUPPORTED};
@@ -163,11 +164,16 @@ impl SupportDoc {
 /// why that could not be told.
 pub(crate) type Local<'a> = &'a dyn Fn(Release, Target) -> Result<Option<CellReport>>;
 
+/// The elf suite's test lists (unpatched, patched) of the builds a cell of the series now
+/// is made of, where this machine recorded their results; `None` for a tree it did not run.
+pub(crate) type OwnLists<'a> = &'a dyn Fn(Release, Target) -> Result<[Option<TestList>; 2]>;
+
 /// Fails naming every cell of docs/support.json (under `root`) that is missing, failed,
 /// incomplete, contradicts its own figures, was produced from another series than
 /// `patches`' now, or differs from this machine's current verified report of it; and when
-/// docs/support.md is not the record rendered.
-pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
+/// docs/support.md is not the record rendered; and every cell whose elf suite lists other
+/// tests than its trees do ([`listed_problems`]).
+pub(crate) fn check(root: &Path, patches: &Path, local: Local, lists: OwnLists) -> Result<()> {
     // The series first: what the page must describe, whatever state the page is in.
     let mut series = Vec::new();
     for release in SUPPORTED {
@@ -260,6 +266,13 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         }
         for contradiction in cell.contradictions() {
             problems.push(format!("{name}: {RECORD} edited? {contradiction}"));
+        }
+        let own = lists(cell.release, cell.target).unwrap_or_else(|err| {
+            notes.push(format!("{name}: {err:#}"));
+            [None, None]
+        });
+        for problem in listed_problems(cell, &own) {
+            problems.push(format!("{name}: {problem}"));
         }
         match cell.state() {
             CellState::Verified => {}
@@ -367,6 +380,51 @@ fn series_tests_missing(cell: &CellReport, tests: &[String]) -> Option<String> {
         ));
     }
     Some(text)
+}
+
+/// Why the tests a cell's elf suite lists, by its record, are not every test its trees list:
+/// each tree's list is held to the one this machine's build of that tree gave (`own`,
+/// unpatched and patched, where it ran them), else the unpatched tree's to the release's
+/// known size (the patched tree's is the unpatched one's and the series' own tests, which
+/// the figures check). The record's figures agree with each other, cut or not: only the
+/// trees can say what they list.
+fn listed_problems(cell: &CellReport, own: &[Option<TestList>; 2]) -> Vec<String> {
+    let Some(diff) = cell
+        .run
+        .as_ref()
+        .and_then(|run| run.steps.elf_regressions.figures())
+    else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    let recorded = [&diff.listed.unpatched, &diff.listed.patched];
+    for ((tree, recorded), own) in ["unpatched", "patched"].iter().zip(recorded).zip(own) {
+        if let Some(own) = own {
+            if own != recorded {
+                problems.push(format!(
+                    "the {tree} tree's elf suite lists {} tests (digest {}) in this machine's run of the same build, the record {} (digest {}): not what the tree lists",
+                    own.count, own.digest, recorded.count, recorded.digest
+                ));
+            }
+        }
+    }
+    if own[0].is_none() {
+        let count = diff.listed.unpatched.count;
+        match testsuite::known_unpatched_count(cell.release, cell.target) {
+            Some(known) if count < testsuite::unpatched_floor(known) => problems.push(format!(
+                "the record's unpatched tree lists {count} elf tests, where glibc {} on {} lists {known} (at least {} with any toolchain): a list cut short is no proof",
+                cell.release,
+                cell.target,
+                testsuite::unpatched_floor(known)
+            )),
+            Some(_) => {}
+            None => problems.push(format!(
+                "how many elf tests glibc {} on {} lists is not known: add the count of its first verified run to KNOWN_UNPATCHED_LISTS (xtask/src/verify/testsuite.rs)",
+                cell.release, cell.target
+            )),
+        }
+    }
+    problems
 }
 
 /// Why a time a record gives cannot be when something was proven: unreadable, or later
@@ -524,6 +582,10 @@ mod tests {
                 let commit = commit.clone();
                 Target::ALL.map(move |t| {
                     let mut cell = verified(r.version(), t, &id);
+                    // As many tests as the release's tree lists.
+                    if let Step::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
+                        d.listed.unpatched.count = testsuite::known_unpatched_count(*r, t).unwrap();
+                    }
                     with_series_tests(&mut cell, &tests);
                     run_mut(&mut cell).commit = commit.clone();
                     cell
@@ -542,6 +604,10 @@ mod tests {
 
     fn nothing_local(_: Release, _: Target) -> Result<Option<CellReport>> {
         Ok(None)
+    }
+
+    fn no_own_lists(_: Release, _: Target) -> Result<[Option<TestList>; 2]> {
+        Ok([None, None])
     }
 
     /// This machine's verify cache as `check` asks it, holding for each cell the record's
@@ -568,7 +634,7 @@ mod tests {
         }
 
         fn check_with(&self, local: Local) -> Result<()> {
-            check(self.root.path(), &self.patches, local)
+            check(self.root.path(), &self.patches, local, &no_own_lists)
         }
 
         fn edit(&self, file: &str, edit: impl Fn(&str) -> String) {
@@ -746,13 +812,25 @@ mod tests {
                 std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
             }
         }
-        check(page.root.path(), other.path(), &nothing_local).unwrap();
+        check(
+            page.root.path(),
+            other.path(),
+            &nothing_local,
+            &no_own_lists,
+        )
+        .unwrap();
         let series = other.path().join("2.42/series");
         let text = std::fs::read_to_string(&series).unwrap();
         std::fs::write(&series, format!("{text}# edited\n")).unwrap();
         let err = format!(
             "{:#}",
-            check(page.root.path(), other.path(), &nothing_local).unwrap_err()
+            check(
+                page.root.path(),
+                other.path(),
+                &nothing_local,
+                &no_own_lists
+            )
+            .unwrap_err()
         );
         assert!(err.contains("2.42 x86_64: produced from series"), "{err}");
         assert!(err.contains("2.42 aarch64: produced from series"), "{err}");
@@ -842,7 +920,7 @@ mod tests {
         fails_with(&page, "2.41 x86_64: failed");
         fails_with(
             &page,
-            "the figures do not add up (552 tests patched, 484 unpatched)",
+            "the figures do not add up (552 tests patched, 473 unpatched)",
         );
         // A step said not to apply: every step applies to every cell.
         let mut doc = page.doc.clone();
@@ -851,6 +929,74 @@ mod tests {
         fails_with(
             &page,
             "2.41 aarch64: figures not whole: ElfRegressions is n/a, and every step applies to every cell",
+        );
+    }
+
+    /// Issue 44 class 2: both trees' lists cut alike (537 -> 100, 564 -> 127), or the
+    /// unpatched one to nothing: every figure agrees with every other, and the page with the
+    /// record, but not with what the trees list.
+    #[test]
+    fn test_lists_cut_to_agree_with_themselves_fail() {
+        let page = page();
+        let newest = page.doc.cells.len() - 2;
+        let cut = |count: usize| {
+            let mut doc = page.doc.clone();
+            if let Step::Done(d) = &mut run_mut(&mut doc.cells[newest]).steps.elf_regressions {
+                let own = d.listed.patched.count - d.listed.unpatched.count;
+                d.listed.unpatched.count = count;
+                d.listed.patched.count = count + own;
+            }
+            doc
+        };
+        page.rewrite(&cut(100));
+        fails_with(
+            &page,
+            "2.44 x86_64: the record's unpatched tree lists 100 elf tests, where glibc 2.44 on x86_64 lists 537 (at least 484 with any toolchain): a list cut short is no proof",
+        );
+        page.rewrite(&cut(0));
+        fails_with(
+            &page,
+            "2.44 x86_64: the record's unpatched tree lists 0 elf tests",
+        );
+        // A tenth fewer is another toolchain's list, not a cut.
+        page.rewrite(&cut(484));
+        page.check().unwrap();
+        // Where this machine ran the same builds' suites, each list is held to theirs.
+        page.rewrite(&page.doc);
+        let recorded = |cell: &CellReport| {
+            let d = cell
+                .run
+                .as_ref()
+                .unwrap()
+                .steps
+                .elf_regressions
+                .figures()
+                .unwrap();
+            [
+                Some(d.listed.unpatched.clone()),
+                Some(d.listed.patched.clone()),
+            ]
+        };
+        let own = |release: Release, target: Target| {
+            let cell = page
+                .doc
+                .cells
+                .iter()
+                .find(|c| (c.release, c.target) == (release, target));
+            let mut lists = recorded(cell.unwrap());
+            if (release, target) == (Release::newest(), Target::X86_64) {
+                lists[1] = Some(TestList {
+                    count: 565,
+                    digest: "the build's own".into(),
+                });
+            }
+            Ok(lists)
+        };
+        let err = check(page.root.path(), &page.patches, &nothing_local, &own).unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("2.44 x86_64: the patched tree's elf suite lists 565 tests (digest the build's own) in this machine's run of the same build, the record 564 (digest digest-of-486): not what the tree lists"),
+            "{err}"
         );
     }
 
