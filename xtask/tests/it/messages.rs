@@ -199,7 +199,7 @@ fn explain_says_why_a_program_cannot_be_read() {
     let ran = explain(&program, &[]).expect(1);
     assert_eq!(
         ran.stderr,
-        format!("error: cannot read {program} in /: Is a directory (os error 21)\n")
+        format!("error: cannot read {program} in /: it is a directory, not a regular file (an ELF object is read from a regular file only)\n")
     );
 }
 
