@@ -132,7 +132,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
     let env = || global.resolve();
     match command {
         Command::Glibc(cmd) => cmd.run(&env()?),
-        Command::Patches(cmd) => cmd.run(&env()?),
+        Command::Patches(cmd) => cmd.run(&env()?, &rebase::series_check::check_read),
         Command::FormatSeries(args) => args.run(&env()?),
         Command::NixStack(args) => args.run(&env()?),
         Command::RebaseGlibc(args) => {

@@ -421,8 +421,10 @@ pub(crate) fn check_release(ws: &Workspace, release: Release) -> Result<(Series,
     check_read(ws, ws.load_series(release)?)
 }
 
-/// [`check_release`] of a series read from `patches/<X.Y>/` already.
-pub(crate) fn check_read(ws: &Workspace, series: Series) -> Result<(Series, Vec<String>)> {
+/// [`check_release`] of a series read from `patches/<X.Y>/` already: the one judge of a
+/// series, whose verdict `patches status` and `verify check-support` report too (they are
+/// handed it as a [`crate::series::Judge`]).
+pub fn check_read(ws: &Workspace, series: Series) -> Result<(Series, Vec<String>)> {
     let release = series.base;
     let (_, commits) = ws.commit_series(&series)?;
     let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;

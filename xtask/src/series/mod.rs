@@ -58,6 +58,13 @@ pub(crate) fn is_defect(err: &anyhow::Error) -> bool {
     err.downcast_ref::<SeriesDefect>().is_some()
 }
 
+/// The one judge of a series read from `patches/<X.Y>/`: `rebase-glibc --check`'s
+/// (`rebase::series_check::check_read`), handed down to the commands below it in the
+/// pipeline that report its verdict (`patches status`, `verify check-support`). Ok with the
+/// lines its files drift by from what its commits export (none when it passes); else the
+/// series' defect, a release the store lacks, or a failure to read.
+pub type Judge<'a> = &'a dyn Fn(&Workspace, Series) -> Result<(Series, Vec<String>)>;
+
 /// A patch or a recorded resolution, read whole: a patch that rewrote glibc 2.44's largest
 /// file (`math/auto-libm-test-out-narrow-fma`, 5.8 MB) whole would be about 12 MB.
 pub(crate) const PATCH_LIMIT: Limit = Limit {

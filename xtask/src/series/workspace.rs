@@ -27,12 +27,14 @@ impl Workspace {
     /// The environment's `patches/` and store, and `<cache>/rebase`. Releases the store
     /// lacks are imported when needed.
     pub fn open(env: &Env) -> Result<Workspace> {
+        paths::named_patches_dir_exists(&env.patches)?;
         Ok(Workspace::around(env, SourceStore::open(&env.store)?))
     }
 
     /// Like [`Workspace::open`], but the store is never written and nothing is imported: for
     /// checks and reports (see `store::Access::ReadOnly`).
     pub(crate) fn open_read_only(env: &Env) -> Result<Workspace> {
+        paths::named_patches_dir_exists(&env.patches)?;
         Ok(Workspace::around(
             env,
             SourceStore::open_read_only(&env.store)?,

@@ -21,6 +21,23 @@ pub(crate) fn patches_dir() -> PathBuf {
     non_empty_env("LD_FALLBACK_PATCHES").unwrap_or_else(|| project_root().join("patches"))
 }
 
+/// Fails when `$LD_FALLBACK_PATCHES` names `dir` and nothing is there: a path the user named
+/// that does not exist is bad input (exit status 1), for every command alike, not a series
+/// missing for every release. (The checkout's own `patches/` gone is a finding about the
+/// series, which the checks report.)
+pub(crate) fn named_patches_dir_exists(dir: &Path) -> Result<()> {
+    if non_empty_env("LD_FALLBACK_PATCHES").as_deref() != Some(dir) {
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+            "`$LD_FALLBACK_PATCHES` names {}, which does not exist: name the directory of the series (or unset it for the checkout's patches/)",
+            dir.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// The glibc source store: `--store`, else `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`.
 pub(crate) fn store_dir(flag: Option<&Path>) -> Result<PathBuf> {
     if let Some(dir) = flag {

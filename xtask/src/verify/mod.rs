@@ -426,6 +426,7 @@ fn merge(root: &Path, files: &[PathBuf], output: Output) -> Result<()> {
 /// `verify check-support`, with this machine's verify cache compared where it holds a
 /// current report (the cell's current key is computed only then, reading the store).
 fn check_support(env: &Env, root: &Path) -> Result<()> {
+    paths::named_patches_dir_exists(&env.patches)?;
     let context = Workspace::open_read_only(env).map(|workspace| (workspace, Builder::new(env)));
     let local = |release: Release, target: Target| -> Result<Option<CellReport>> {
         let path = cache_path(release, target)?;
@@ -450,7 +451,14 @@ fn check_support(env: &Env, root: &Path) -> Result<()> {
         };
         Ok([list(Flavour::Unpatched)?, list(Flavour::Patched)?])
     };
-    support::check(root, &env.patches, &local, &lists)
+    // The one judge of a series, where the store is here to judge with.
+    let judge = |series: crate::series::Series| {
+        let Ok((workspace, _)) = context.as_ref() else {
+            return Ok(None);
+        };
+        crate::rebase::series_check::check_read(workspace, series).map(Some)
+    };
+    support::check(root, &env.patches, &local, &lists, &judge)
 }
 
 /// Which cell and step is running, and an estimate of what is left.

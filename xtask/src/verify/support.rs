@@ -17,7 +17,7 @@ use super::outcome::{CellReport, CellState, Step};
 use super::provenance::{self, Provenance, CHANGES};
 use super::render;
 use super::testsuite::{self, TestList};
-use crate::series::Series;
+use crate::series::{is_defect, Series};
 use crate::util::durable;
 use model::{Release, SUPPORTED};
 
@@ -164,6 +164,10 @@ impl SupportDoc {
 /// why that could not be told.
 pub(crate) type Local<'a> = &'a dyn Fn(Release, Target) -> Result<Option<CellReport>>;
 
+/// `rebase-glibc --check`'s judge of a series (see [`crate::series::Judge`]), where this
+/// machine has the source store to judge it with (`Ok(None)` where it has none).
+pub(crate) type SeriesJudge<'a> = &'a dyn Fn(Series) -> Result<Option<(Series, Vec<String>)>>;
+
 /// The elf suite's test lists (unpatched, patched) of the builds a cell of the series now
 /// is made of, where this machine recorded their results; `None` for a tree it did not run.
 pub(crate) type OwnLists<'a> = &'a dyn Fn(Release, Target) -> Result<[Option<TestList>; 2]>;
@@ -173,18 +177,59 @@ pub(crate) type OwnLists<'a> = &'a dyn Fn(Release, Target) -> Result<[Option<Tes
 /// `patches`' now, or differs from this machine's current verified report of it; and when
 /// docs/support.md is not the record rendered; and every cell whose elf suite lists other
 /// tests than its trees do ([`listed_problems`]).
-pub(crate) fn check(root: &Path, patches: &Path, local: Local, lists: OwnLists) -> Result<()> {
-    // The series first: what the page must describe, whatever state the page is in.
+pub(crate) fn check(
+    root: &Path,
+    patches: &Path,
+    local: Local,
+    lists: OwnLists,
+    judge: SeriesJudge,
+) -> Result<()> {
+    let mut problems = Vec::new();
+    let mut notes = Vec::new();
+    // The series first: what the page must describe, whatever state the page is in, each
+    // with the verdict of `rebase-glibc --check`, the one judge of a series.
     let mut series = Vec::new();
+    let mut unjudged = Vec::new();
     for release in SUPPORTED {
         let dir = patches.join(release.version());
-        let loaded = Series::load(&dir)
-            .with_context(|| format!("cannot load the series {}", dir.display()))?;
+        let loaded = match Series::load(&dir) {
+            Ok(loaded) => loaded,
+            Err(e) if is_defect(&e) => {
+                problems.push(format!(
+                    "{}: FAILED (`rebase-glibc --check` says more): {e:#}",
+                    dir.display()
+                ));
+                continue;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot load the series {}", dir.display()))
+            }
+        };
         series.push((
             *release,
-            dir,
+            dir.clone(),
             loaded.content_id(),
             cell::series_tests(&loaded),
+        ));
+        match judge(loaded) {
+            Ok(Some((_, drift))) if drift.is_empty() => {}
+            Ok(Some((_, lines))) => problems.push(format!(
+                "{}: DRIFT (`rebase-glibc --check` says more): {}",
+                dir.display(),
+                lines.join("; ")
+            )),
+            Ok(None) => unjudged.push(release.version()),
+            Err(e) if is_defect(&e) => problems.push(format!(
+                "{}: FAILED (`rebase-glibc --check` says more): {e:#}",
+                dir.display()
+            )),
+            Err(e) => notes.push(format!("{}: not judged: {e:#}", dir.display())),
+        }
+    }
+    if !unjudged.is_empty() {
+        notes.push(format!(
+            "the series of {} were not judged against their releases: no source store here (`rebase-glibc --check` judges them)",
+            unjudged.join(", ")
         ));
     }
     let record_path = root.join(RECORD);
@@ -197,8 +242,6 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local, lists: OwnLists) 
     let page_path = root.join(PAGE);
     let page = model::file::read_regular_text(&page_path, RECORD_LIMIT)
         .with_context(|| format!("cannot read {}", page_path.display()))?;
-    let mut problems = Vec::new();
-    let mut notes = Vec::new();
     let mut machines = Vec::new();
     let mut unverified = Vec::new();
 
@@ -610,6 +653,10 @@ mod tests {
         Ok([None, None])
     }
 
+    fn no_judge(_: Series) -> Result<Option<(Series, Vec<String>)>> {
+        Ok(None)
+    }
+
     /// This machine's verify cache as `check` asks it, holding for each cell the record's
     /// report with `edit`'s changes: a proof made again, elsewhere or otherwise.
     fn cache_of<'a>(
@@ -634,7 +681,13 @@ mod tests {
         }
 
         fn check_with(&self, local: Local) -> Result<()> {
-            check(self.root.path(), &self.patches, local, &no_own_lists)
+            check(
+                self.root.path(),
+                &self.patches,
+                local,
+                &no_own_lists,
+                &no_judge,
+            )
         }
 
         fn edit(&self, file: &str, edit: impl Fn(&str) -> String) {
@@ -817,6 +870,7 @@ mod tests {
             other.path(),
             &nothing_local,
             &no_own_lists,
+            &no_judge,
         )
         .unwrap();
         let series = other.path().join("2.42/series");
@@ -828,7 +882,8 @@ mod tests {
                 page.root.path(),
                 other.path(),
                 &nothing_local,
-                &no_own_lists
+                &no_own_lists,
+                &no_judge
             )
             .unwrap_err()
         );
@@ -992,7 +1047,14 @@ mod tests {
             }
             Ok(lists)
         };
-        let err = check(page.root.path(), &page.patches, &nothing_local, &own).unwrap_err();
+        let err = check(
+            page.root.path(),
+            &page.patches,
+            &nothing_local,
+            &own,
+            &no_judge,
+        )
+        .unwrap_err();
         let err = format!("{err:#}");
         assert!(
             err.contains("2.44 x86_64: the patched tree's elf suite lists 565 tests (digest the build's own) in this machine's run of the same build, the record 564 (digest digest-of-486): not what the tree lists"),

@@ -91,16 +91,12 @@ fn table_of(state: &str, detail: &str) -> String {
 
 /// `patches status` with no series at all says what `patches/` is, and needs attention, as
 /// `rebase-glibc --check` does (it said "nothing in ..." and exited 0); a file in its place
-/// fails the command, as it fails `--check`.
+/// fails the command, as it fails `--check`, and so does a directory the environment names
+/// that does not exist
+/// (`a_patches_dir_the_environment_names_that_does_not_exist_fails_every_command`).
 #[test]
 fn status_without_a_series_says_what_patches_is_and_exits_2() {
     let p = Project::new();
-    let gone = p.root().join("no-such-dir");
-    let ran = status_with_patches(&p, &gone).expect(2);
-    assert_eq!(
-        ran.stdout,
-        table_of("no series", &format!("{} does not exist", gone.display()))
-    );
     // A file there is bad input, as `--check` says too (exit status 1), before any row.
     let file = p.root().join("a-file");
     std::fs::write(&file, "").unwrap();
@@ -317,4 +313,88 @@ fn build_glibc_refuses_a_series_that_check_refuses() {
     let ran = p.run(&["build-glibc", "--release", "2.41"]).expect(1);
     // The whole output: the refusal, and nothing built before it.
     insta::assert_snapshot!(scrubbed(&p, &ran.both()));
+}
+
+/// Issue 44 class 3: one judge of a series, `rebase-glibc --check`'s. A series file with CRLF
+/// line endings, and a patch that lost one of its file diffs, still apply, but are not what
+/// their commits export: DRIFT for `--check`, and the same verdict from `patches status`
+/// (which said "applies cleanly", exit 0).
+#[test]
+fn status_and_check_judge_a_drifted_series_alike() {
+    let crlf = |p: &Project| {
+        let path = p.patches().join("2.41/series");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace('\n', "\r\n")).unwrap();
+        "series"
+    };
+    let without_news = |p: &Project| {
+        p.edit_patch(PATCH_1, |text| {
+            let start = text.find("diff --git a/NEWS").unwrap();
+            let end = start + text[start + 1..].find("diff --git").unwrap() + 1;
+            format!("{}{}", &text[..start], &text[end..])
+        });
+        PATCH_1
+    };
+    for edit in [&crlf as &dyn Fn(&Project) -> &'static str, &without_news] {
+        let p = Project::new();
+        let file = edit(&p);
+        let check = p.run(CHECK).expect(2);
+        assert!(
+            check.stdout.contains("DRIFT   ") && check.stdout.contains(file),
+            "{file}: {}",
+            check.both()
+        );
+        let status = p.run(&["patches", "status"]).expect(2);
+        let row = status
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("2.41 "))
+            .unwrap()
+            .to_string();
+        assert!(
+            row.starts_with("2.41     drift            glibc-2.41 ")
+                && row.contains("applies, but its files are not what its commits export: ")
+                && row.contains(file),
+            "{file}: {row}"
+        );
+        // check-support judges the series it describes with the same judge (the checkout's
+        // record describes other series: those findings are beside the point here).
+        let support = p.run(&["verify", "check-support"]).expect(2);
+        let drift = format!(
+            "{}: DRIFT (`rebase-glibc --check` says more): ",
+            p.patches().join("2.41").display()
+        );
+        assert!(
+            support
+                .stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with(&drift) && l.contains(file)),
+            "{file}: {}",
+            support.both()
+        );
+    }
+}
+
+/// Issue 44 class 3: `$LD_FALLBACK_PATCHES` naming nothing is bad input, the same for every
+/// command (status and `--check` exited 2, check-support 1, and `--check` told to make every
+/// release's series with `update-release`).
+#[test]
+fn a_patches_dir_the_environment_names_that_does_not_exist_fails_every_command() {
+    let p = Project::new();
+    let gone = p.root().join("no-such-dir");
+    for args in [
+        &["patches", "status"][..],
+        CHECK,
+        &["verify", "check-support"],
+    ] {
+        let mut cmd = p.command(args);
+        cmd.env("LD_FALLBACK_PATCHES", &gone);
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        assert_eq!(ran.stdout, "", "{args:?}");
+        assert_eq!(
+            ran.stderr,
+            format!("error: `$LD_FALLBACK_PATCHES` names {}, which does not exist: name the directory of the series (or unset it for the checkout's patches/)\n", gone.display()),
+            "{args:?}"
+        );
+    }
 }
