@@ -114,6 +114,11 @@ impl Args {
     pub(crate) fn run(self, env: &Env) -> Result<()> {
         let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0");
         let from_env = std::env::var_os("LD_FALLBACK_NIXPKGS").filter(|v| !v.is_empty());
+        let named_by = if self.nixpkgs.is_some() {
+            "--nixpkgs"
+        } else {
+            "$LD_FALLBACK_NIXPKGS"
+        };
         let Some(root) = self.nixpkgs.or(from_env.map(PathBuf::from)) else {
             let why = "no nixpkgs checkouts (--nixpkgs DIR or $LD_FALLBACK_NIXPKGS, DIR/<commit>/ per pin in xtask/src/nixpkgs/mod.rs)";
             if in_ci {
@@ -122,6 +127,19 @@ impl Args {
             outln!("nix-stack: SKIPPED: {why}");
             return Ok(());
         };
+        // A directory the user named that is not there is a mistake to say, not a skip of
+        // every cell (a checkout of one pin missing from it is such a skip).
+        match std::fs::metadata(&root) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => bail!("{named_by} {} is not a directory: name the directory holding one nixpkgs checkout per pin", root.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "{named_by} {} does not exist: name the directory holding one nixpkgs checkout per pin",
+                root.display()
+            ),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot look at {named_by} {}", root.display()))
+            }
+        }
         let ws = Workspace::open_read_only(env)?;
         let store = SourceStore::open(&env.store)?;
         let mut problems = Vec::new();

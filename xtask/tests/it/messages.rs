@@ -398,3 +398,87 @@ fn a_patches_dir_the_environment_names_that_does_not_exist_fails_every_command()
         );
     }
 }
+
+/// Issue 44 class 4: a path the user named that is not there, or not what it must be, is an
+/// error (exit status 1) naming it, not every cell SKIPPED or every release "not imported"
+/// (both ended 0).
+#[test]
+fn a_path_the_user_named_that_is_not_there_is_an_error() {
+    let p = Project::new();
+    let gone = p.root().join("no-such-dir");
+    let ran = p
+        .run(&["nix-stack", "--nixpkgs", gone.to_str().unwrap()])
+        .expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: --nixpkgs {} does not exist: name the directory holding one nixpkgs checkout per pin\n",
+            gone.display()
+        )
+    );
+    let file = p.root().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let mut cmd = p.command(&["nix-stack"]);
+    cmd.env("LD_FALLBACK_NIXPKGS", &file);
+    let ran = Ran::of(cmd.output().unwrap()).expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: $LD_FALLBACK_NIXPKGS {} is not a directory: name the directory holding one nixpkgs checkout per pin\n",
+            file.display()
+        )
+    );
+    // The cache: a file, and a symlink loop.
+    let looped = p.root().join("loop");
+    std::os::unix::fs::symlink("loop", &looped).unwrap();
+    for (cache, said) in [
+        (
+            &file,
+            "which is not a directory: name the cache's directory",
+        ),
+        (
+            &looped,
+            "which cannot be looked at: Too many levels of symbolic links (os error 40)",
+        ),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.args(["glibc", "list"])
+            .env("LD_FALLBACK_CACHE", cache)
+            .env_remove("LD_FALLBACK_STORE");
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        assert_eq!(
+            ran.stderr,
+            format!(
+                "error: `$LD_FALLBACK_CACHE` names {}, {said}\n",
+                cache.display()
+            )
+        );
+    }
+}
+
+/// Issue 44 class 8: `--store` naming another git repository (one with a branch) is not a
+/// store without releases: importing into it would mix the two.
+#[test]
+fn a_store_that_is_another_repository_is_refused() {
+    let p = Project::new();
+    let other = p.root().join("other.git");
+    let repo = git2::Repository::init_bare(&other).unwrap();
+    let tree = repo.treebuilder(None).unwrap().write().unwrap();
+    let tree = repo.find_tree(tree).unwrap();
+    let who = git2::Signature::now("A U Thor", "author@example.com").unwrap();
+    repo.commit(Some("HEAD"), &who, &who, "not glibc", &tree, &[])
+        .unwrap();
+    let branch = repo.head().unwrap().name().unwrap().to_string();
+    let ran = p.run_on_store(&other, &["glibc", "list"]).expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: {} is not a glibc source store (a bare git repository of glibc-X.Y tags): it holds {branch}, which no store holds (only glibc-X.Y tags): name the store with --store or $LD_FALLBACK_STORE, or leave both unset for the cache's\n",
+            other.display()
+        )
+    );
+    // An empty one is a store without releases yet, as a new store is.
+    let empty = p.root().join("empty.git");
+    git2::Repository::init_bare(&empty).unwrap();
+    p.run_on_store(&empty, &["glibc", "list"]).expect(0);
+}
