@@ -18,6 +18,12 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    // The file size limit (`ulimit -f`) ends a write past it with SIGXFSZ, which kills
+    // without a word and leaves a cut file; ignored, the write fails with EFBIG, said below.
+    // SAFETY: signal(2) with SIG_IGN, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     let cli = Cli::parse();
     let explained = match cli.args.explain() {
         Ok(explained) => explained,
@@ -37,7 +43,7 @@ fn main() -> ExitCode {
         if err.kind() == std::io::ErrorKind::BrokenPipe {
             return ExitCode::from(141);
         }
-        eprintln!("error: cannot write the explanation: {err}");
+        eprintln!("error: {}", write_error(&err));
         return ExitCode::from(1);
     }
     if let Some(why) = explained.request_error() {
@@ -52,4 +58,26 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     ExitCode::SUCCESS
+}
+
+/// Why the explanation could not be written whole: the file size limit named as such (with
+/// its value), as `cargo xtask` says it.
+fn write_error(err: &std::io::Error) -> String {
+    let cut = format!("cannot write the explanation to standard output, so what it printed there is cut short: {err}");
+    if err.raw_os_error() != Some(libc::EFBIG) {
+        return cut;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let now = if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0
+        && limit.rlim_cur != libc::RLIM_INFINITY
+    {
+        format!(", now {} bytes", limit.rlim_cur)
+    } else {
+        String::new()
+    };
+    format!("a file outgrew the file size limit (`ulimit -f`{now}) of this process: raise it and run the command again: {cut}")
 }

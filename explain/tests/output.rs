@@ -1,0 +1,45 @@
+//! Where the explanation goes: a file under the file size limit (`ulimit -f`), which used to
+//! kill the command with SIGXFSZ (exit status 153, a cut file, nothing said), as `cargo xtask
+//! explain` says it instead.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// `ld-fallback-explain args` with its stdout into a file under a file size limit of `bytes`,
+/// the limit's signal left as the shell leaves it (it kills).
+fn under_file_size_limit(args: &[&str], bytes: u64) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::fs::File::create(dir.path().join("out.txt")).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"));
+    cmd.args(args).stdout(out).stderr(Stdio::piped());
+    // SAFETY: signal and setrlimit are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_DFL);
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let ran = cmd.output().unwrap();
+    (
+        ran.status.code(),
+        String::from_utf8_lossy(&ran.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_file_size_limit_is_said_not_died_of() {
+    let me = std::env::current_exe().unwrap();
+    let (code, stderr) = under_file_size_limit(&[me.to_str().unwrap()], 100);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: a file outgrew the file size limit (`ulimit -f`, now 100 bytes) of this process: raise it and run the command again: cannot write the explanation to standard output, so what it printed there is cut short: File too large (os error 27)\n"
+    );
+}
