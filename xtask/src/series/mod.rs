@@ -295,14 +295,19 @@ impl Series {
                 let mut words = rest.split_whitespace();
                 let (Some(tag), Some(tree)) = (words.next(), words.next()) else {
                     return Err(defect(format!(
-                        "{}: malformed base line `{line}`; expected `# base: glibc-X.Y <tree id>`",
-                        path.display()
+                        "{}: malformed base line {}; expected `# base: glibc-X.Y <tree id>`",
+                        path.display(),
+                        quote_line(Some(line))
                     )));
                 };
                 let release = Release::parse(tag)
                     .map_err(|e| defect(format!("{}: bad base release: {e:#}", path.display())))?;
                 let tree = Oid::from_str(tree).map_err(|_| {
-                    defect(format!("{}: bad base tree id `{tree}`", path.display()))
+                    defect(format!(
+                        "{}: bad base tree id {}",
+                        path.display(),
+                        quote_line(Some(tree))
+                    ))
                 })?;
                 base = Some((release, tree));
                 continue;
@@ -318,9 +323,20 @@ impl Series {
             // would read a file no check of this series looks at.
             if name.contains('/') || name == "." || name == ".." {
                 return Err(defect(format!(
-                    "{} lists {name}, which is not a file of {} (a series names its patches by file name)",
+                    "{} lists {}, which is not a file of {} (a series names its patches by file name)",
                     path.display(),
+                    quote_line(Some(name)),
                     dir.display()
+                )));
+            }
+            // NAME_MAX: a longer name is no file (and would be said back whole by the error
+            // that opening it gives).
+            if name.len() > 255 {
+                return Err(defect(format!(
+                    "{} lists a name of {} bytes ({}), longer than a file name can be (255)",
+                    path.display(),
+                    name.len(),
+                    quote_line(Some(name))
                 )));
             }
             let patch = dir.join(name);

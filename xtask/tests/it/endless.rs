@@ -153,3 +153,38 @@ fn format_series_refuses_a_manual_that_never_ends() {
     );
     assert!(!Path::new(out).exists(), "nothing is written");
 }
+
+/// A line of 10 MB in a series file (2 MB in a patch), or a name of 300 KB in a series file: a clear
+/// finding, not the line printed back (the series file's was an I/O error that printed 20 MB).
+#[test]
+fn a_line_of_10_mb_is_refused_without_printing_it() {
+    let long = "x".repeat(10 << 20);
+    let appended = |text: &str| format!("{text}{long}\n");
+    let in_the_message = |text: &str| {
+        let line = "x".repeat(2 << 20);
+        text.replacen("\n\n", &format!("\n\n{line}\n"), 1)
+    };
+    // Under the series file's limit (1 MiB), a name no file can have.
+    let named = |text: &str| format!("{text}{}.patch\n", "x".repeat(300_000));
+    let edits: [(&str, &dyn Fn(&str) -> String); 3] = [
+        ("series", &appended),
+        ("series", &named),
+        (PATCH_1, &in_the_message),
+    ];
+    for (file, edit) in edits {
+        let p = Project::new();
+        let path = p.patches().join("2.41").join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, edit(&text)).unwrap();
+        for args in [&["rebase-glibc", "--check"][..], &["patches", "status"]] {
+            let ran = p.run(args);
+            assert!(
+                ran.stdout.len() + ran.stderr.len() < 10_000,
+                "{file}, {args:?}: {} bytes of output (exit status {})",
+                ran.stdout.len() + ran.stderr.len(),
+                ran.code
+            );
+            assert_eq!(ran.code, 2, "{file}, {args:?}: {}", ran.both());
+        }
+    }
+}
