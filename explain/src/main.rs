@@ -29,7 +29,10 @@ fn main() -> ExitCode {
         Ok(explained) => explained,
         Err(err) => {
             // Values in the message are escaped already; the causes' too.
-            eprintln!("error: {}", model::printable_lines(&format!("{err:#}")));
+            say(&format!(
+                "error: {}",
+                model::printable_lines(&format!("{err:#}"))
+            ));
             return ExitCode::from(1);
         }
     };
@@ -43,21 +46,28 @@ fn main() -> ExitCode {
         if err.kind() == std::io::ErrorKind::BrokenPipe {
             return ExitCode::from(141);
         }
-        eprintln!("error: {}", write_error(&err));
+        say(&format!("error: {}", write_error(&err)));
         return ExitCode::from(1);
     }
     if let Some(why) = explained.request_error() {
-        eprintln!("error: {why}");
+        say(&format!("error: {why}"));
         return ExitCode::from(1);
     }
     if !explained.complete {
-        eprintln!(
+        say(&format!(
             "{} would not find every library (see `not found` above)",
             model::printable(&cli.args.program)
-        );
+        ));
         return ExitCode::from(2);
     }
     ExitCode::SUCCESS
+}
+
+/// `text` and a newline on stderr. Nothing there is the report (that is stdout): a failure
+/// to write it (`2>/dev/full`) could be said nowhere else, so it is dropped, and the exit
+/// status says what was found (`eprintln!` panicked instead: exit status 101).
+fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
 }
 
 /// Why the explanation could not be written whole: the file size limit named as such (with

@@ -43,3 +43,38 @@ fn the_file_size_limit_is_said_not_died_of() {
         "error: a file outgrew the file size limit (`ulimit -f`, now 100 bytes) of this process: raise it and run the command again: cannot write the explanation to standard output, so what it printed there is cut short: File too large (os error 27)\n"
     );
 }
+
+/// Standard error is not the report: a failure to write it (`2>/dev/full`) changes nothing
+/// the exit status says (0 when every library is found; `eprintln!` panicked, 101, where
+/// something was said there).
+#[test]
+fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let me = std::env::current_exe().unwrap();
+    let run = |args: &[&str]| {
+        let ran = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(full())
+            .output()
+            .unwrap();
+        (
+            ran.status.code(),
+            String::from_utf8_lossy(&ran.stdout).into_owned(),
+        )
+    };
+    let (code, stdout) = run(&[me.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("every library is found"), "{stdout}");
+    // A library not found: said on stderr (lost), and by the status.
+    let (code, _) = run(&[me.to_str().unwrap(), "--dlopen", "libnowhere-44.so"]);
+    assert_eq!(code, Some(2));
+    // A request that names a caller nothing loads: a failure, said by the status.
+    let (code, _) = run(&[me.to_str().unwrap(), "--dlopen", "libnothing.so:libx.so"]);
+    assert_eq!(code, Some(1));
+}
