@@ -482,3 +482,26 @@ fn a_store_that_is_another_repository_is_refused() {
     git2::Repository::init_bare(&empty).unwrap();
     p.run_on_store(&empty, &["glibc", "list"]).expect(0);
 }
+
+/// Issue 44 class 8: standard error is not the report. `explain` with stderr into a full
+/// disk ends with the status of what it found (it ended 1 for its lost timing line), its
+/// report on stdout whole; stdout into a full disk is still a failure
+/// (`a_write_error_on_the_output_fails_the_command_with_its_cause`).
+#[test]
+fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
+    let p = Project::new();
+    let me = std::env::current_exe().unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = p
+        .command(&["explain", me.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(full)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("every library is found"), "{stdout}");
+}
