@@ -463,7 +463,15 @@ fn passing(
             dir.display()
         )
     };
-    let (series, drift) = checked.with_context(refused)?;
+    let (series, drift) = match checked {
+        Ok(checked) => checked,
+        // A finding of the check is what refuses the series; a failure to read or write (a
+        // read-only store) is no finding, and `--check` may well pass the series.
+        Err(e) if is_defect(&e) || e.downcast_ref::<ReleaseNotImported>().is_some() => {
+            return Err(e.context(refused()))
+        }
+        Err(e) => return Err(e),
+    };
     if drift.is_empty() {
         return Ok(series);
     }

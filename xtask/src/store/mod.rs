@@ -429,7 +429,20 @@ fn open_existing(dir: &Path) -> Result<Repository> {
             dir.display()
         )
     };
-    let repo = Repository::open_bare(dir).with_context(not_a_store)?;
+    let repo = match Repository::open_bare(dir) {
+        Ok(repo) => repo,
+        // libgit2 reads git's configuration ($HOME/.gitconfig too) to open any repository:
+        // one it cannot read says nothing of the store.
+        Err(e) if e.class() == git2::ErrorClass::Config => {
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot read git's configuration, which opening the store {} needs",
+                    dir.display()
+                )
+            })
+        }
+        Err(e) => return Err(e).with_context(not_a_store),
+    };
     for reference in repo.references().with_context(not_a_store)? {
         let reference = reference.with_context(not_a_store)?;
         let name = String::from_utf8_lossy(reference.name_bytes()).into_owned();
