@@ -10,7 +10,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use git2::{Oid, Repository};
 
 use crate::rebase::records::Resolutions;

@@ -105,6 +105,12 @@ impl Workspace {
     }
 
     /// The file whose flock is [`Workspace::lock_release`] (beside the rebases' states).
+    /// The lock of [`Workspace::lock_release`] if no other command holds it now (`None`
+    /// while one does): for recovery, which never touches what a live command is doing.
+    pub(crate) fn try_lock_release(&self, release: Release) -> Result<Option<FileLock>> {
+        lock::try_acquire(&self.release_lock_path(release))
+    }
+
     fn release_lock_path(&self, release: Release) -> PathBuf {
         self.rebase_dir.join(format!("{}.lock", release.version()))
     }

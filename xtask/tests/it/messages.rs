@@ -574,3 +574,58 @@ fn an_unreadable_git_configuration_is_not_blamed_on_the_store() {
         ran.stderr
     );
 }
+
+/// Issue 44 class 6: of two `--abort`s at once, the one that loses must not remove the state
+/// the other is removing and call it "a rebase state a killed run left": the other is alive,
+/// holding the release's lock (here stopped between unlinking the state and removing it).
+#[test]
+fn an_abort_beside_a_live_one_does_not_call_it_killed() {
+    use std::io::Read;
+    let p = Project::new();
+    p.run(ONTO).expect(2);
+    let mut winner = p.command(&["rebase-glibc", "--abort"]);
+    winner
+        .env("LD_FALLBACK_FAULT", "rebase-remove:unlinked:1:stop")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut winner = winner.spawn().unwrap();
+    let stat = format!("/proc/{}/stat", winner.id());
+    let started = std::time::Instant::now();
+    // `pid (comm) T ...`: stopped.
+    while !std::fs::read_to_string(&stat)
+        .unwrap()
+        .rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
+    {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the first --abort never stopped"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut loser = p.command(&["rebase-glibc", "--abort"]);
+    let mut loser = loser
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It recovers what it may while the stopped one holds the lock.
+    let mut stderr = loser.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    let lost = loser.wait().unwrap();
+    // SAFETY: kill(2) on a child of this test.
+    unsafe {
+        libc::kill(winner.id() as libc::pid_t, libc::SIGCONT);
+    }
+    let won = winner.wait_with_output().unwrap();
+    assert_eq!(won.status.code(), Some(0), "{won:?}");
+    assert_eq!(lost.code(), Some(1));
+    let said = said.join().unwrap();
+    assert!(!said.contains("a killed run left"), "{said}");
+    // The state is unlinked already: nothing is in progress for it to abort.
+    assert!(said.contains("no rebase is in progress"), "{said}");
+}
