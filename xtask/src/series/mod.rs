@@ -339,6 +339,15 @@ impl Series {
                     quote_line(Some(name))
                 )));
             }
+            // Applied twice, a patch fails on what it did the first time, and says so in
+            // words about the tree ("NEWS is blob ...") rather than about the list.
+            if patches.iter().any(|p: &Patch| p.name == name) {
+                return Err(defect(format!(
+                    "{} lists {} twice: a series names each patch once",
+                    path.display(),
+                    quote_line(Some(name))
+                )));
+            }
             let patch = dir.join(name);
             let text = read_own_text(&patch)
                 .with_context(|| format!("{} lists {name}", path.display()))?;

@@ -629,3 +629,26 @@ fn an_abort_beside_a_live_one_does_not_call_it_killed() {
     // The state is unlinked already: nothing is in progress for it to abort.
     assert!(said.contains("no rebase is in progress"), "{said}");
 }
+
+/// Issue 44 class 6: a series file that lists a patch twice is said to, not reported as what
+/// applying it a second time meets ("NEWS is blob ...").
+#[test]
+fn a_patch_listed_twice_is_said_to_be() {
+    let p = Project::new();
+    let series = p.patches().join("2.41/series");
+    let text = std::fs::read_to_string(&series).unwrap();
+    std::fs::write(&series, format!("{text}{PATCH_1}\n")).unwrap();
+    let ran = p.run(CHECK).expect(2);
+    let said = format!(
+        "FAILED  {}: {} lists `{PATCH_1}` twice: a series names each patch once",
+        p.patches().join("2.41").display(),
+        series.display()
+    );
+    assert!(ran.stdout.contains(&said), "{}", ran.both());
+    let ran = p.run(&["patches", "status"]).expect(2);
+    assert!(
+        ran.stdout.contains("twice: a series names each patch once"),
+        "{}",
+        ran.both()
+    );
+}
