@@ -108,3 +108,39 @@ fn a_cache_and_a_library_that_never_end_are_passed_over_at_once() {
         "{stdout}"
     );
 }
+
+/// Causes named right (issue 44 class 6): a root that is a symlink loop is said to be one
+/// (it was "permission denied"), and a loader missing from the root is "no such file" (it
+/// ended "(Absent)", the model's own name).
+#[test]
+fn a_root_that_loops_and_a_missing_loader_are_named_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let looped = dir.path().join("loop");
+    std::os::unix::fs::symlink("loop", &looped).unwrap();
+    let (code, _, stderr) = run_within(&["/bin/prog", "--root", looped.to_str().unwrap()], SECOND);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot use {} as the root: Too many levels of symbolic links (os error 40)\n",
+            looped.display()
+        )
+    );
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    let me = std::env::current_exe().unwrap();
+    std::fs::copy(&me, root.join("bin/prog")).unwrap();
+    let interpreter = loader_model::elf::dynamic(&std::fs::read(&me).unwrap())
+        .unwrap()
+        .interpreter
+        .unwrap();
+    let (code, _, stderr) = run_within(&["/bin/prog", "--root", root.to_str().unwrap()], SECOND);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "error: cannot explain /bin/prog: the program's loader {interpreter} is not in {} (no such file)\n",
+            root.display()
+        )
+    );
+}

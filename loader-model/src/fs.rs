@@ -50,6 +50,28 @@ pub enum OpenError {
     Denied,
 }
 
+/// The loader's errno in words, as a message says it.
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OpenError::Absent => "no such file",
+            OpenError::NotDirectory => "a path component is not a directory",
+            OpenError::Loop => "too many symlinks",
+            OpenError::Denied => "permission denied",
+        })
+    }
+}
+
+/// What `err` from looking a path up is for the loader: the same errno open(2) would give.
+fn open_error(err: &io::Error) -> OpenError {
+    match err.raw_os_error() {
+        Some(20) => OpenError::NotDirectory,
+        Some(40) => OpenError::Loop,
+        _ if err.kind() == io::ErrorKind::NotFound => OpenError::Absent,
+        _ => OpenError::Denied,
+    }
+}
+
 /// A file the loader could open: what it reads to verify it, and its identity.
 #[derive(Debug, Clone)]
 pub struct Opened {
@@ -135,7 +157,8 @@ impl Tree {
                     }
                     done.push(part);
                 }
-                Err(_) => return Err(OpenError::Denied),
+                // The tree's own root a symlink loop, say: not "permission denied".
+                Err(err) => return Err(open_error(&err)),
             }
         }
         Ok(self.host_of(&done))
@@ -158,12 +181,7 @@ impl Tree {
                 id: (meta.dev(), meta.ino()),
                 is_dir: meta.is_dir(),
             }),
-            Err(err) => Err(match err.raw_os_error() {
-                Some(20) => OpenError::NotDirectory,
-                Some(40) => OpenError::Loop,
-                _ if err.kind() == io::ErrorKind::NotFound => OpenError::Absent,
-                _ => OpenError::Denied,
-            }),
+            Err(err) => Err(open_error(&err)),
         }
     }
 

@@ -350,7 +350,7 @@ impl Program {
                     Ok(file) => model::file::read_regular(&file.host, fs::ELF_OBJECT)
                         .map(|bytes| (file, bytes))
                         .map_err(|err| format!("cannot read it: {err}")),
-                    Err(err) => Err(format!("{err:?}")),
+                    Err(err) => Err(err.to_string()),
                 };
                 (interp, file)
             });
@@ -396,7 +396,7 @@ pub fn explain(config: &Config) -> Result<Explanation> {
     let program =
         Program::read(&config.root, &config.program, &config.cwd).map_err(|err| match err {
             ReadError::Open(err) => anyhow::anyhow!(
-                "cannot open the program {} in {}: {err:?}",
+                "cannot open the program {} in {}: {err}",
                 config.program,
                 config.root.display()
             ),
