@@ -288,6 +288,13 @@ impl Series {
     pub fn load(dir: &Path) -> Result<Series> {
         let path = dir.join(SERIES_FILE);
         let series_text = read_own(&path, LIST_LIMIT)?;
+        // Invisible, it would make the first line's first word something else.
+        if series_text.starts_with('\u{feff}') {
+            return Err(defect(format!(
+                "{} starts with a byte order mark (U+FEFF), which a series file has none of (some Windows editors write one): save it without",
+                path.display()
+            )));
+        }
         let mut base = None;
         let mut patches = Vec::new();
         for line in series_text.lines() {

@@ -652,3 +652,43 @@ fn a_patch_listed_twice_is_said_to_be() {
         ran.both()
     );
 }
+
+/// Issue 44 class 7: a byte order mark at the start of a series file (as some Windows
+/// editors write one) is said to be one, never printed raw.
+#[test]
+fn a_byte_order_mark_in_a_series_file_is_named_not_printed() {
+    let p = Project::new();
+    let series = p.patches().join("2.41/series");
+    let text = std::fs::read_to_string(&series).unwrap();
+    std::fs::write(&series, format!("\u{feff}{text}")).unwrap();
+    for args in [CHECK, &["patches", "status"]] {
+        let ran = p.run(args).expect(2);
+        assert!(!ran.both().contains('\u{feff}'), "{args:?}: {}", ran.both());
+        assert!(
+            ran.stdout.contains(&format!(
+                "{} starts with a byte order mark (U+FEFF)",
+                series.display()
+            )),
+            "{args:?}: {}",
+            ran.both()
+        );
+    }
+}
+
+/// Issue 44 class 7: clap's message for a value it refuses quotes the value escaped, as
+/// every message does: a newline in `--release` does not break its line, an escape sequence
+/// reaches no terminal (it was written as typed).
+#[test]
+fn a_refused_option_value_is_quoted_escaped() {
+    let p = Project::new();
+    let ran = p
+        .run(&["build-glibc", "--release", "2.4\x1b[31m\nX"])
+        .expect(1);
+    assert!(
+        ran.stderr
+            .starts_with("error: invalid value '2.4\\u{1b}[31m\\nX' for '--release <X.Y>'\n"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains('\x1b'), "{}", ran.stderr);
+}
