@@ -24,7 +24,20 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's message quotes what the user typed: parsed again from the arguments
+        // escaped, it quotes them escaped (as `cargo xtask` does); plain text, no styles.
+        Err(usage) if usage.use_stderr() => {
+            let again = model::printable_args(std::env::args_os())
+                .and_then(|escaped| Cli::try_parse_from(escaped).err())
+                .filter(|again| again.kind() == usage.kind());
+            let text = again.as_ref().unwrap_or(&usage).render().to_string();
+            say(model::printable_lines(&text).trim_end());
+            return ExitCode::from(2);
+        }
+        Err(help) => help.exit(),
+    };
     let explained = match cli.args.explain() {
         Ok(explained) => explained,
         Err(err) => {

@@ -78,3 +78,18 @@ fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
     let (code, _) = run(&[me.to_str().unwrap(), "--dlopen", "libnothing.so:libx.so"]);
     assert_eq!(code, Some(1));
 }
+
+/// A value clap refuses is quoted escaped (issue 44 class 7), as `cargo xtask` quotes it.
+#[test]
+fn a_refused_option_value_is_quoted_escaped() {
+    let ran = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+        .args(["/bin/true", "--release", "2.4\x1b[31m\nX"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: invalid value '2.4\\u{1b}[31m\\nX' for '--release <X.Y>'\n"),
+        "{stderr}"
+    );
+}
