@@ -25,7 +25,7 @@ impl Limit {
         const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
         UNITS
             .iter()
-            .find(|(unit, _)| self.bytes >= *unit && self.bytes % unit == 0)
+            .find(|(unit, _)| self.bytes >= *unit && self.bytes.is_multiple_of(*unit))
             .map_or_else(
                 || format!("{} bytes", self.bytes),
                 |(unit, name)| format!("{} {name}", self.bytes / unit),

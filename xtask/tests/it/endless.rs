@@ -154,6 +154,9 @@ fn format_series_refuses_a_manual_that_never_ends() {
     assert!(!Path::new(out).exists(), "nothing is written");
 }
 
+/// An edit of a file's text.
+type Edit<'a> = dyn Fn(&str) -> String + 'a;
+
 /// A line of 10 MB in a series file (2 MB in a patch), or a name of 300 KB in a series file: a clear
 /// finding, not the line printed back (the series file's was an I/O error that printed 20 MB).
 #[test]
@@ -166,7 +169,7 @@ fn a_line_of_10_mb_is_refused_without_printing_it() {
     };
     // Under the series file's limit (1 MiB), a name no file can have.
     let named = |text: &str| format!("{text}{}.patch\n", "x".repeat(300_000));
-    let edits: [(&str, &dyn Fn(&str) -> String); 3] = [
+    let edits: [(&str, &Edit<'_>); 3] = [
         ("series", &appended),
         ("series", &named),
         (PATCH_1, &in_the_message),

@@ -588,7 +588,7 @@ fn an_abort_beside_a_live_one_does_not_call_it_killed() {
         .env("LD_FALLBACK_FAULT", "rebase-remove:unlinked:1:stop")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut winner = winner.spawn().unwrap();
+    let winner = winner.spawn().unwrap();
     let stat = format!("/proc/{}/stat", winner.id());
     let started = std::time::Instant::now();
     // `pid (comm) T ...`: stopped.
