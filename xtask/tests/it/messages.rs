@@ -506,52 +506,6 @@ fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
     assert!(stdout.contains("every library is found"), "{stdout}");
 }
 
-/// Issue 44 class 6: a store on a read-only file system, which `--check` reads (and passes),
-/// makes a rebase fail to write it: said as that, not blamed on `--check`.
-#[test]
-fn a_read_only_store_is_said_as_such_not_blamed_on_check() {
-    // A mount namespace of its own (in a user namespace), where the store is bound
-    // read-only: where the kernel allows none, there is nothing to run it in.
-    let namespaces = Command::new("unshare").args(["-rm", "true"]).status();
-    if !namespaces.is_ok_and(|s| s.success()) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "`unshare -rm` fails: no mount namespace to make a read-only store in"
-        );
-        eprintln!("SKIPPED: `unshare -rm` fails here: no mount namespace for a read-only store");
-        return;
-    }
-    let p = Project::new();
-    p.check();
-    let store = p.store();
-    let script = format!(
-        "mount --bind {s} {s} && mount -o remount,bind,ro {s} && exec \"$@\"",
-        s = store.display()
-    );
-    let mut cmd = Command::new("unshare");
-    cmd.args(["-rm", "sh", "-c", &script, "sh"]);
-    let rebase = p.command(ONTO);
-    cmd.arg(rebase.get_program()).args(rebase.get_args());
-    for (key, value) in rebase.get_envs() {
-        match value {
-            Some(value) => cmd.env(key, value),
-            None => cmd.env_remove(key),
-        };
-    }
-    let ran = Ran::of(cmd.output().unwrap());
-    assert_eq!(ran.code, 1, "{}", ran.both());
-    assert!(
-        !ran.stderr.contains("--check` does not pass it"),
-        "{}",
-        ran.stderr
-    );
-    assert!(
-        ran.stderr.contains("Read-only file system"),
-        "{}",
-        ran.stderr
-    );
-}
-
 /// Issue 44 class 6: git's configuration that cannot be read (here, a `$HOME/.gitconfig`
 /// that does not parse) is said as that, not as a store that is none.
 #[test]
