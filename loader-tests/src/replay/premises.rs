@@ -55,7 +55,7 @@ pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule
     let compat_named = format!("compat {}", cuda_version(column.compat.version));
     if column.compat.package == CompatPackage::Orin
         && column.compat.version > column.board.driver
-        && (run.loaded.iter().any(|p| *p == compat_libcuda) || run.outcome.contains(&compat_named))
+        && (run.loaded.contains(&compat_libcuda) || run.outcome.contains(&compat_named))
     {
         premises.push(Rule::CompatOrinRelease);
     }
