@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use loader_model::fs::OpenError;
 use loader_model::{Config, Cpu, Dlopen, GlibcVersion, PathList, Program, ReadError};
 use model::{printable, Flavour, Release, Target, SUPPORTED};
 
@@ -128,18 +127,17 @@ impl Args {
         let program = printable(&self.program);
         let root = self.root.display().to_string();
         let root = printable(&root);
+        // The root first: a path in it cannot be found when it is no directory (a symlink
+        // loop, a file), and the system's reason says why.
+        match std::fs::metadata(&self.root) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => bail!("{root} is not a directory"),
+            Err(err) => bail!("cannot use {root} as the root: {err}"),
+        }
         // Read once: the release, the target and the walk all look at this reading.
         let read =
             Program::read(&self.root, &self.program, &self.cwd).map_err(|err| match err {
-                ReadError::Open(why) => anyhow::anyhow!(
-                    "cannot open {program} in {root}: {}",
-                    match why {
-                        OpenError::Absent => "no such file",
-                        OpenError::NotDirectory => "a path component is not a directory",
-                        OpenError::Loop => "too many symlinks",
-                        OpenError::Denied => "permission denied",
-                    }
-                ),
+                ReadError::Open(why) => anyhow::anyhow!("cannot open {program} in {root}: {why}"),
                 // A file that cannot be read is said as such, with the system's reason, before
                 // its content is judged: "not an ELF program" would blame bytes nobody looked at.
                 ReadError::Read(err) => anyhow::anyhow!("cannot read {program} in {root}: {err}"),
@@ -198,9 +196,6 @@ impl Args {
             via_loader: false,
             cpu: Cpu::detect(target),
         };
-        if !config.root.is_dir() {
-            bail!("{root} is not a directory");
-        }
         let mut explanation = loader_model::explain_program(&config, read)
             .with_context(|| format!("cannot explain {program}"))?;
         explanation.notes.extend(release_note);

@@ -28,6 +28,11 @@ pub enum HazardKind {
     CacheWouldShadow,
 }
 
+/// What the split-driver hazard says of a driver on another directory's helpers: how sure that
+/// is, as docs/jetson.md's rule `jit-mismatch` says (loader-tests' `replay::facts` holds the
+/// two together).
+pub const SPLIT_DRIVER_CAVEAT: &str = "Whether a driver works with the JIT helper (or another helper) of another driver release is not known (docs/jetson.md, rule `jit-mismatch`); the board's `libnvrm_*` are what cuda_compat is built to use";
+
 /// glibc's own sonames (besides `ld-linux*` and `libnss_*`).
 const GLIBC_LIBRARIES: &[&str] = &[
     "libc.so.6",
@@ -162,7 +167,7 @@ fn split_driver(m: &Model) -> Vec<Hazard> {
             hazards.push(Hazard {
                 kind: HazardKind::SplitDriver,
                 text: format!(
-                    "{path} takes its helpers from other directories: {}. A compat driver works only with the helpers of the driver release it was made for",
+                    "{path} takes its helpers from other directories: {}. {SPLIT_DRIVER_CAVEAT}",
                     helpers.join(", ")
                 ),
             });
@@ -208,7 +213,7 @@ fn ld_so_conf(m: &Model, file: &str, depth: usize) -> Vec<String> {
     let Ok(opened) = m.tree.open(file, "/") else {
         return Vec::new();
     };
-    let Ok(bytes) = m.tree.read(&opened) else {
+    let Ok(bytes) = m.tree.read(&opened, super::fs::LD_SO_CONF) else {
         return Vec::new();
     };
     let base = dir_of(file).unwrap_or_else(|| "/".into());

@@ -23,6 +23,7 @@ pub(crate) mod cache;
 pub mod elf;
 pub mod fs;
 pub(crate) mod hazards;
+pub use hazards::SPLIT_DRIVER_CAVEAT;
 pub(crate) mod paths;
 pub mod platform;
 pub mod render;
@@ -336,7 +337,7 @@ impl Program {
         let tree = fs::Tree::new(root);
         let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
         // The error goes back typed; each caller names the program and the tree with it.
-        let bytes = match std::fs::read(&opened.host) {
+        let bytes = match model::file::read_regular(&opened.host, fs::ELF_OBJECT) {
             Ok(bytes) => bytes,
             Err(err) => return Err(ReadError::Read(err)),
         };
@@ -347,10 +348,10 @@ impl Program {
             .and_then(|d| d.interpreter.clone())
             .map(|interp| {
                 let file = match tree.open(&interp, "/") {
-                    Ok(file) => std::fs::read(&file.host)
+                    Ok(file) => model::file::read_regular(&file.host, fs::ELF_OBJECT)
                         .map(|bytes| (file, bytes))
                         .map_err(|err| format!("cannot read it: {err}")),
-                    Err(err) => Err(format!("{err:?}")),
+                    Err(err) => Err(err.to_string()),
                 };
                 (interp, file)
             });
@@ -396,7 +397,7 @@ pub fn explain(config: &Config) -> Result<Explanation> {
     let program =
         Program::read(&config.root, &config.program, &config.cwd).map_err(|err| match err {
             ReadError::Open(err) => anyhow::anyhow!(
-                "cannot open the program {} in {}: {err:?}",
+                "cannot open the program {} in {}: {err}",
                 config.program,
                 config.root.display()
             ),
