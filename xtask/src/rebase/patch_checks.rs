@@ -16,9 +16,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 use tempfile::TempDir;
+use xshell::cmd;
 
 use crate::store::worktree;
-use crate::util::{child, logged, staging};
+use crate::util::{child, logged, shell, staging};
 use model::Release;
 
 /// The staging kind of scratch trees in the rebase directory (`.check-<pid>-*`).
@@ -158,13 +159,13 @@ impl Checker {
                 i + 1
             ));
             let started = Instant::now();
-            let mut cmd = Command::new("sh");
-            cmd.arg("-c")
-                .arg(command)
-                .current_dir(&tree)
-                .env(ENV_RELEASE, onto.version())
-                .env(ENV_PATCH, patch.name)
-                .env(ENV_TREE, &tree);
+            let sh = shell::in_dir(&tree)?;
+            let mut cmd = Command::from(
+                cmd!(sh, "sh -c {command}")
+                    .env(ENV_RELEASE, onto.version())
+                    .env(ENV_PATCH, patch.name)
+                    .env(ENV_TREE, &tree),
+            );
             child::dies_with_us(&mut cmd);
             let label = format!("exec `{command}` after {}", patch.name);
             let status = logged::run_to_end(&mut cmd, &log, &label, |_| None, None)?;
