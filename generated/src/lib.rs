@@ -39,6 +39,15 @@ pub const SUPPORT_PAGE: Part = whole("docs/support.md", "cargo xtask verify --wr
 pub const CONTRACT_SCENARIOS: Part =
     block("docs/contract.md", "scenarios", "cargo xtask regenerate");
 
+/// README's "What to set" table and the 222 entry's sentence on the replay, from the Jetson
+/// replay's definitions (its hosts, its rules), so that they say what docs/jetson.md says.
+pub const README_WHAT_TO_SET: Part = block("README.md", "what-to-set", "cargo xtask regenerate");
+pub const JIT_MISMATCH_NOTE: Part = block(
+    "docs/troubleshooting.md",
+    "jit-mismatch",
+    "cargo xtask regenerate",
+);
+
 /// The example outputs of `ld-fallback-explain` and the loader: a real run each.
 const EXAMPLES: &str = "cargo test -p ld-fallback-explain --test examples";
 pub const README_EXPLAIN_EXAMPLE: Part = block("README.md", "explain-example", EXAMPLES);
@@ -70,6 +79,7 @@ pub const JETSON_TABLE: Part = block(
 /// Every generated part of the project, page by page.
 pub const PARTS: &[Part] = &[
     WORKFLOW,
+    README_WHAT_TO_SET,
     README_EXPLAIN_EXAMPLE,
     CONTRACT_SCENARIOS,
     EXPLAIN_EXAMPLE_FULL,
@@ -78,6 +88,7 @@ pub const PARTS: &[Part] = &[
     JETSON_SUMMARY,
     JETSON_TABLE,
     SUPPORT_PAGE,
+    JIT_MISMATCH_NOTE,
     LD_DEBUG_EXAMPLE,
     LD_SO_HELP_EXAMPLE,
 ];

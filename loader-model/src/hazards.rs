@@ -28,6 +28,11 @@ pub enum HazardKind {
     CacheWouldShadow,
 }
 
+/// What the split-driver hazard says of a driver on another directory's helpers: how sure that
+/// is, as docs/jetson.md's rule `jit-mismatch` says (loader-tests' `replay::facts` holds the
+/// two together).
+pub const SPLIT_DRIVER_CAVEAT: &str = "Whether a driver works with the JIT helper (or another helper) of another driver release is not known (docs/jetson.md, rule `jit-mismatch`); the board's `libnvrm_*` are what cuda_compat is built to use";
+
 /// glibc's own sonames (besides `ld-linux*` and `libnss_*`).
 const GLIBC_LIBRARIES: &[&str] = &[
     "libc.so.6",
@@ -162,7 +167,7 @@ fn split_driver(m: &Model) -> Vec<Hazard> {
             hazards.push(Hazard {
                 kind: HazardKind::SplitDriver,
                 text: format!(
-                    "{path} takes its helpers from other directories: {}. A compat driver works only with the helpers of the driver release it was made for",
+                    "{path} takes its helpers from other directories: {}. {SPLIT_DRIVER_CAVEAT}",
                     helpers.join(", ")
                 ),
             });

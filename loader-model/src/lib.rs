@@ -23,6 +23,7 @@ pub(crate) mod cache;
 pub mod elf;
 pub mod fs;
 pub(crate) mod hazards;
+pub use hazards::SPLIT_DRIVER_CAVEAT;
 pub(crate) mod paths;
 pub mod platform;
 pub mod render;

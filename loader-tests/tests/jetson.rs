@@ -34,10 +34,17 @@ const NEED_THE_PATCH: &[(u8, &str)] = &[
     (8, "jetpack5-nss"),
 ];
 
-/// The cells where LD_FALLBACK_PATH changes how the app fails, into a failure that rests on a
-/// rule nobody can support: on the R38 host cuda_compat finds the board's `libnvrm_*` only
-/// through the variable, then meets a driver of its own version (`803-same`).
-const PATCH_REACHES_AN_UNKNOWN: &[(u8, &str)] = &[(7, "jetpack7"), (8, "jetpack7")];
+/// The cells where LD_FALLBACK_PATH changes how the app fails, into an outcome that rests on a
+/// rule or premise nobody can support: on the R38 host cuda_compat finds the board's
+/// `libnvrm_*` only through the variable, then meets a driver of its own version
+/// (`803-same`); a program without cuda_compat finds the board's driver only through it, and
+/// what a Thor's driver needs is the Orin closure only by the model (`thor-closure`).
+const PATCH_REACHES_AN_UNKNOWN: &[(u8, &str)] = &[
+    (7, "jetpack7"),
+    (8, "jetpack7"),
+    (7, "jetpack7-nocompat"),
+    (8, "jetpack7-nocompat"),
+];
 
 fn main() {
     let args = Arguments::from_args();
@@ -321,13 +328,14 @@ const EXPECTED_CACHE_RUNS: &[(&str, &str, &str)] = &[
         "fails: driver 12.6 too old",
         "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1",
     ),
-    // The hook's own decision: compat 12.8 is newer than the board's 12.6, so the entry...
+    // The hook's own decision: on an Orin it looks in compat_orin/ only, and the image's
+    // cuda-compat-12-8 is in compat/: no entry, though 12.8 is newer than the board's 12.6...
     (
         "row 12, gate-newer",
-        "runs: compat 12.8 + libnvrm from /usr/lib/aarch64-linux-gnu/nvidia, own JIT helper",
-        "/usr/local/cuda/compat/libcuda.so.1",
+        "fails: driver 12.6 too old",
+        "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1",
     ),
-    // ...and not for compat 12.6 on driver 12.6 (not strictly greater).
+    // ...and none for compat 12.6 on driver 12.6 either.
     (
         "row 12, gate-same",
         "runs: driver 12.6, own JIT helper",

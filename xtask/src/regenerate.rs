@@ -1,7 +1,8 @@
 //! `cargo xtask regenerate [--check]`: every generated file and block of the project
 //! (`generated::PARTS`, each naming its generator), written again or, with `--check`,
 //! compared with what its generator makes now. The parts this command can make itself (the
-//! CI workflow, the support page from docs/support.json, docs/contract.md's scenario list)
+//! CI workflow, the support page from docs/support.json, docs/contract.md's scenario list,
+//! README's "What to set" and the 222 entry's note, from the Jetson replay's definitions)
 //! are made and compared; those a run of the real loaders writes (the example outputs, the
 //! lddtree table, docs/jetson.md) are checked for their markers and said to be SKIPPED here,
 //! with the command that writes them (docs/jetson.md's table also for the series its
@@ -93,6 +94,10 @@ fn render(root: &Path, part: &Part) -> Result<Option<String>> {
         doc.markdown()
     } else if *part == generated::CONTRACT_SCENARIOS {
         contract_scenarios()
+    } else if *part == generated::README_WHAT_TO_SET {
+        loader_tests::replay::facts::what_to_set()
+    } else if *part == generated::JIT_MISMATCH_NOTE {
+        loader_tests::replay::facts::jit_mismatch_note()
     } else {
         return Ok(None);
     }))
@@ -155,6 +160,7 @@ mod tests {
         let report = run(&root, generated::PARTS, true).unwrap();
         assert_eq!(report.text, "\
 fresh    .github/workflows/verify.yml
+fresh    README.md (block what-to-set)
 SKIPPED  README.md (block explain-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
 fresh    docs/contract.md (block scenarios)
 SKIPPED  docs/explain.md (block explain-example-full): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
@@ -163,6 +169,7 @@ SKIPPED  docs/explain.md (block lddtree): written by a run of the loaders, `carg
 SKIPPED  docs/jetson.md (block jetson-replay summary): written by a run of the loaders, `cargo xtask jetson-replay --write-doc`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay): written by a run of the loaders, `cargo xtask jetson-replay --markdown`; not made here
 fresh    docs/support.md
+fresh    docs/troubleshooting.md (block jit-mismatch)
 SKIPPED  docs/troubleshooting.md (block ld-debug-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
 SKIPPED  docs/troubleshooting.md (block ld-so-help-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
 ");

@@ -17,6 +17,8 @@
 //!   directories are the system's, `/run/opengl-driver/lib` a read-only store path, and a
 //!   user making a cache of them does not rewrite their links).
 
+use std::path::Path;
+
 use anyhow::{bail, Context, Result};
 
 use super::edited::EditedCopy;
@@ -24,7 +26,8 @@ use super::fixtures::HELPERS;
 use super::paths::Paths;
 use super::rules::Rule;
 use super::{
-    cudart_soname, Board, Column, Compat, DeclaredCache, Host, JetsonFixtures, Program, RunKey,
+    cudart_soname, Board, Column, Compat, CompatPackage, DeclaredCache, Device, Host,
+    JetsonFixtures, Program, RunKey,
 };
 use crate::root::Root;
 
@@ -49,44 +52,91 @@ fn host_has_nvml(l4t: u32) -> bool {
 /// Whether the container toolkit row's `00-compat-*.conf` is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CompatEntry {
-    /// As the `enable-cuda-compat` hook decides ([`toolkit_enables_compat`]): every run of the
-    /// replay.
+    /// As the `enable-cuda-compat` hook decides ([`hook`]): every run of the replay.
     AsTheHookDecides,
-    /// Written (`true`) or not, whatever the versions: a test that shows the cache it leads to
-    /// is what decides.
+    /// Written (`true`, naming the image's compat directory) or not, whatever the hook would
+    /// do: a test that shows the cache it leads to is what decides.
     Forced(bool),
 }
 
-impl CompatEntry {
-    /// Whether the entry is written for a container with `compat` on `board`.
-    fn written(self, board: Board, compat: Compat) -> bool {
-        match self {
-            CompatEntry::AsTheHookDecides => toolkit_enables_compat(board, compat),
-            CompatEntry::Forced(written) => written,
-        }
+/// The compat root the toolkit passes to the hook (`--cuda-compat-container-root`): on an
+/// Orin `/usr/local/cuda/compat_orin` (`pkg/nvcdi/lib-csv.go`: `hasOrinDevices`, an NVML
+/// device name containing "Orin (nvgpu)"; the default set in `pkg/nvcdi/options.go` for CSV
+/// mode; `lib-csv_test.go`'s Orin case), on any other device (Thor: "NVIDIA Thor") no flag,
+/// so the hook's own default `/usr/local/cuda/compat` (`cmd/nvidia-cdi-hook/cudacompat/
+/// cudacompat.go`, `defaultCudaCompatPath`; `lib-csv_test.go`'s Thor case passes none).
+pub(crate) fn hook_compat_root(device: Device) -> &'static str {
+    match device {
+        Device::Orin => "/usr/local/cuda/compat_orin",
+        Device::Thor => "/usr/local/cuda/compat",
     }
 }
 
-/// Whether the toolkit writes its `00-compat-*.conf` for a container with `compat` on
-/// `board`: the hook exists (NVML) and compat's CUDA version is strictly greater than the host
-/// driver's (`cudaVersion.UseCompat`, the only comparison when just the host's CUDA version is
-/// known, as in CSV mode). That a Jetson 12.x cuda-compat carries the ELF note the comparison
-/// reads is not confirmed (the toolkit's Jetson test file is Orin's 13.2.1); without it the
-/// hook writes nothing.
-pub(crate) fn toolkit_enables_compat(board: Board, compat: Compat) -> bool {
-    host_has_nvml(board.l4t) && compat.version > board.driver
+/// What the `enable-cuda-compat` hook did in one container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Hook {
+    /// Not created: the host has no NVML (an R35 board).
+    NotCreated,
+    /// Created, but the compat root it was given holds no single `libcuda.so.*.*`.
+    NothingAtRoot { root: &'static str },
+    /// It found one, whose CUDA version is not newer than the host's: no entry.
+    NotNewer { root: &'static str },
+    /// It wrote `00-compat-*.conf` naming `dir`.
+    Entry { dir: String },
+    /// A test chose (`CompatEntry::Forced`): no rule of the hook applies.
+    Forced,
 }
 
-/// The rule a run of the container row rests on besides the loader, where the hook decides:
-/// no hook on an R35 host, or the compat CUDA version read from the ELF note where the entry
-/// is written. Where the hook exists and compat is not newer, the comparison alone decides.
-pub(super) fn toolkit_rule(board: Board, compat: Compat) -> Option<Rule> {
+/// The hook's decision, by its own steps (`cudacompat.go`, `getContainerForwardCompatDir`):
+/// created only where the host has NVML (`getEnableCUDACompatHookOptions`); the compat root of
+/// the device kind ([`hook_compat_root`]) must exist in the container and hold exactly one
+/// `libcuda.so.*.*`; then `useCompatLibraries`, which with only the host's CUDA version
+/// known (CSV mode passes `--host-cuda-version` alone) reads the library's
+/// `.note.cuda.fwd_compatibility` and wants its CUDA version strictly greater
+/// (`cuda-elf-header.go`, `cudaVersion.UseCompat`). The stand-in carries no note: its CUDA
+/// version is the package's (the `toolkit-note` rule).
+pub(crate) fn hook(board: Board, compat: Compat, container: &Path) -> Hook {
     if !host_has_nvml(board.l4t) {
-        Some(Rule::ToolkitNoNvml)
-    } else if toolkit_enables_compat(board, compat) {
-        Some(Rule::ToolkitNote)
+        return Hook::NotCreated;
+    }
+    let root = hook_compat_root(board.device);
+    let dir = container.join(root.trim_start_matches('/'));
+    let libraries = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| is_versioned_libcuda(&e.file_name().to_string_lossy()))
+                .count()
+        })
+        .unwrap_or(0);
+    if libraries != 1 {
+        Hook::NothingAtRoot { root }
+    } else if compat.version > board.driver {
+        Hook::Entry {
+            dir: root.to_string(),
+        }
     } else {
-        None
+        Hook::NotNewer { root }
+    }
+}
+
+/// `libcuda.so.*.*`, the hook's glob: `libcuda.so.1.1` matches, `libcuda.so.1` does not.
+fn is_versioned_libcuda(name: &str) -> bool {
+    name.strip_prefix("libcuda.so.")
+        .and_then(|rest| rest.split_once('.'))
+        .is_some()
+}
+
+/// The rule a run of the container row rests on besides the loader: no hook on an R35 host;
+/// where the hook exists, the compat root of the device kind (which decides whether it
+/// looks at the image's compat at all), and where it writes its entry, the compat CUDA
+/// version read from the ELF note.
+pub(super) fn toolkit_rule(hook: &Hook) -> Option<Rule> {
+    match hook {
+        Hook::NotCreated => Some(Rule::ToolkitNoNvml),
+        Hook::NothingAtRoot { .. } | Hook::NotNewer { .. } => Some(Rule::ToolkitRoot),
+        Hook::Entry { .. } => Some(Rule::ToolkitNote),
+        Hook::Forced => None,
     }
 }
 
@@ -95,7 +145,7 @@ pub(super) fn toolkit_rule(board: Board, compat: Compat) -> Option<Rule> {
 /// boot (jetpack-nixos `pkgs/containers/l4t-csv.nix`, a stored version), and that script was
 /// not found: what the container is given is not known.
 pub(super) fn container_not_applicable(column: &Column) -> Option<&'static str> {
-    if column.program == Program::Wheel || column.opt_out || column.nss {
+    if column.program != Program::Nix || column.opt_out || column.nss {
         Some("n/a: the container brings its own program and sets nothing")
     } else if column.board.l4t >= 39 {
         Some("n/a: R39's container list gets `libcuda` at boot from `nv-load-gpu-libs.sh`, which no source read here shows")
@@ -126,6 +176,18 @@ pub(super) fn container_column(column: &Column) -> Column {
 /// `libcuda.so.1.1`, as the toolkit's Jetson test file is named, and its helpers), none with a
 /// RUNPATH. The C++ app's `libstdc++.so.6` is the image's own, in the multiarch directory
 /// (placed with the host's libraries, [`container_column`]).
+/// Where a CUDA image keeps NVIDIA's compat package: `compat/` for `cuda-compat-<x>-<y>`,
+/// `compat_orin/` for `cuda-compat-orin-<x>-<y>` (the redistributable's own directory, as
+/// conda-forge's `cuda-compat-orin` recipe reads it, and where the toolkit looks on an Orin:
+/// nvidia-container-toolkit #1649 "The orin compat path in the container should be
+/// `/usr/local/cuda/compat_orin`").
+pub(super) fn container_compat_dir(compat: Compat) -> &'static str {
+    match compat.package {
+        CompatPackage::CudaCompat | CompatPackage::Driver580 => "/usr/local/cuda/compat",
+        CompatPackage::Orin => "/usr/local/cuda/compat_orin",
+    }
+}
+
 pub(super) fn container_image(
     root: &mut Root,
     fixtures: &JetsonFixtures,
@@ -170,21 +232,35 @@ struct Configured {
 
 /// Writes the row's ld.so.conf files, makes `/etc/ld.so.cache` with the sysroot's ldconfig and
 /// checks it. Nothing for a row without a cache. `compat_entry` says whether the toolkit's
-/// `00-compat-*.conf` is written.
+/// `00-compat-*.conf` is the hook's decision; what the hook did comes back (the container
+/// row only).
 pub(super) fn make(
     root: &mut Root,
     declared: Option<DeclaredCache>,
     column: &Column,
     paths: &Paths,
     compat_entry: CompatEntry,
-) -> Result<()> {
+) -> Result<Option<Hook>> {
     let Some(declared) = declared else {
-        return Ok(());
+        return Ok(None);
     };
+    let mut hook_did = None;
     let configured = match declared {
         DeclaredCache::ContainerToolkit => {
-            let enabled = compat_entry.written(column.board, column.compat);
-            container_configuration(root, column, paths, enabled)
+            let did = match compat_entry {
+                CompatEntry::AsTheHookDecides => hook(column.board, column.compat, &root.path),
+                CompatEntry::Forced(true) => Hook::Entry {
+                    dir: paths.compat_dir.clone(),
+                },
+                CompatEntry::Forced(false) => Hook::Forced,
+            };
+            let entry = match &did {
+                Hook::Entry { dir } => Some(dir.clone()),
+                _ => None,
+            };
+            let forced = matches!(compat_entry, CompatEntry::Forced(_));
+            hook_did = Some(if forced { Hook::Forced } else { did });
+            container_configuration(root, column, paths, entry)
         }
         DeclaredCache::NixLdSoCache => nix_configuration(root, column, paths),
     };
@@ -207,7 +283,8 @@ pub(super) fn make(
         .args(&["-p", "-C", "/etc/ld.so.cache"])
         .output_quiet()
         .with_context(|| format!("cannot list {}", declared.name()))?;
-    lists_as_configured(&listing.stdout, &configured, declared)
+    lists_as_configured(&listing.stdout, &configured, declared)?;
+    Ok(hook_did)
 }
 
 /// Checks `ldconfig -p`'s `listing` of the cache against what the configuration names: a
@@ -242,7 +319,7 @@ fn container_configuration(
     root: &mut Root,
     column: &Column,
     paths: &Paths,
-    enabled: bool,
+    compat_entry: Option<String>,
 ) -> Configured {
     let triplet = paths
         .host_lib
@@ -273,14 +350,14 @@ fn container_configuration(
         )
         .write("/etc/ld.so.conf.d/00-nvcr-replay.conf", &lines(&mounted))
         .write("/etc/ld.so.conf.d/zz-nvcr-replay.conf", &lines(&system));
-    let compat = vec![paths.compat_dir.clone()];
-    if enabled {
-        root.write("/etc/ld.so.conf.d/00-compat-replay.conf", &lines(&compat));
-    }
-    let (listed, unlisted) = if enabled {
-        ([mounted, compat].concat(), Vec::new())
-    } else {
-        (mounted, compat)
+    let image_compat = vec![paths.compat_dir.clone()];
+    let (listed, unlisted) = match compat_entry {
+        Some(dir) => {
+            let named = vec![dir];
+            root.write("/etc/ld.so.conf.d/00-compat-replay.conf", &lines(&named));
+            ([mounted, named].concat(), Vec::new())
+        }
+        None => (mounted, image_compat),
     };
     Configured {
         listed,
@@ -316,57 +393,115 @@ mod tests {
     use super::*;
     use crate::replay::{BOARDS, COLUMNS, COMPATS};
 
+    /// A container root with `files` under `/usr/local/cuda`.
+    fn container(files: &[&str]) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        for file in files {
+            let path = root.path().join("usr/local/cuda").join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        root
+    }
+
+    /// Issue 42: on an Orin the toolkit looks in `compat_orin/` only, so a JetPack 6 image
+    /// with `cuda-compat-12-8` in `compat/` gets no entry, however new its compat; Thor's hook
+    /// looks in `compat/`.
     #[test]
-    fn the_toolkit_enables_compat_only_where_it_is_newer_and_the_host_has_nvml() {
-        let jp5 = BOARDS[0];
-        let jp6 = BOARDS[1];
-        let enabled: Vec<(u32, u32, bool)> = COMPATS[..4]
-            .iter()
-            .flat_map(|c| [jp5, jp6].map(|b| (b.driver, c.version, toolkit_enables_compat(b, *c))))
-            .collect();
+    fn the_hook_looks_at_the_root_of_the_device_kind_only() {
+        let (jp5, jp6, thor) = (BOARDS[0], BOARDS[1], BOARDS[2]);
+        let (newer, same) = (COMPATS[3], COMPATS[2]);
+        let in_compat = container(&["compat/libcuda.so.1.1", "compat/libcuda.so.1"]);
+        let in_compat_orin = container(&["compat_orin/libcuda.so.1.1"]);
+        assert_eq!(hook(jp5, COMPATS[0], in_compat.path()), Hook::NotCreated);
         assert_eq!(
-            enabled,
+            hook(jp6, newer, in_compat.path()),
+            Hook::NothingAtRoot {
+                root: "/usr/local/cuda/compat_orin"
+            }
+        );
+        assert_eq!(
+            hook(jp6, newer, in_compat_orin.path()),
+            Hook::Entry {
+                dir: "/usr/local/cuda/compat_orin".into()
+            }
+        );
+        assert_eq!(
+            hook(jp6, same, in_compat_orin.path()),
+            Hook::NotNewer {
+                root: "/usr/local/cuda/compat_orin"
+            }
+        );
+        // Thor: the hook's own default; R38's compat is of the driver's version.
+        assert_eq!(
+            hook(thor, COMPATS[4], in_compat.path()),
+            Hook::NotNewer {
+                root: "/usr/local/cuda/compat"
+            }
+        );
+        let thirteen_four = Compat {
+            version: 13040,
+            ..COMPATS[4]
+        };
+        assert_eq!(
+            hook(thor, thirteen_four, in_compat.path()),
+            Hook::Entry {
+                dir: "/usr/local/cuda/compat".into()
+            }
+        );
+        // Two versioned libraries: the hook warns and writes nothing.
+        let two = container(&["compat/libcuda.so.1.1", "compat/libcuda.so.580.65.06"]);
+        assert_eq!(
+            hook(thor, thirteen_four, two.path()),
+            Hook::NothingAtRoot {
+                root: "/usr/local/cuda/compat"
+            }
+        );
+    }
+
+    #[test]
+    fn the_images_compat_is_where_its_package_puts_it() {
+        let dirs: Vec<&str> = COMPATS.iter().map(|c| container_compat_dir(*c)).collect();
+        assert_eq!(
+            dirs,
             [
-                // JetPack 5 (no NVML): never, though 12.x is newer than 11.4.
-                (11040, 12020, false),
-                (12060, 12020, false),
-                (11040, 12040, false),
-                (12060, 12040, false),
-                (11040, 12060, false),
-                // The same version: not strictly greater.
-                (12060, 12060, false),
-                (11040, 12080, false),
-                (12060, 12080, true),
+                "/usr/local/cuda/compat",
+                "/usr/local/cuda/compat",
+                "/usr/local/cuda/compat",
+                "/usr/local/cuda/compat",
+                "/usr/local/cuda/compat",
+                "/usr/local/cuda/compat_orin",
+                "/usr/local/cuda/compat_orin"
             ]
         );
-        // JetPack 7 (R38, NVML): its release's cuda-compat is of the driver's own version.
-        assert!(!toolkit_enables_compat(BOARDS[2], COMPATS[4]));
+        assert!(is_versioned_libcuda("libcuda.so.1.1"));
+        assert!(is_versioned_libcuda("libcuda.so.580.65.06"));
+        assert!(!is_versioned_libcuda("libcuda.so.1"));
+        assert!(!is_versioned_libcuda("libcudart.so.13.0"));
     }
 
     #[test]
-    fn the_hooks_decision_rests_on_nvml_and_the_note_where_they_decide() {
-        let (jp5, jp6) = (BOARDS[0], BOARDS[1]);
-        let rules: Vec<Option<Rule>> = [(jp5, COMPATS[0]), (jp6, COMPATS[2]), (jp6, COMPATS[3])]
-            .iter()
-            .map(|(board, compat)| toolkit_rule(*board, *compat))
-            .collect();
+    fn the_hooks_decision_rests_on_nvml_the_root_and_the_note() {
+        let rules: Vec<Option<Rule>> = [
+            Hook::NotCreated,
+            Hook::NothingAtRoot { root: "/r" },
+            Hook::NotNewer { root: "/r" },
+            Hook::Entry { dir: "/r".into() },
+            Hook::Forced,
+        ]
+        .iter()
+        .map(toolkit_rule)
+        .collect();
         assert_eq!(
             rules,
-            [Some(Rule::ToolkitNoNvml), None, Some(Rule::ToolkitNote)]
+            [
+                Some(Rule::ToolkitNoNvml),
+                Some(Rule::ToolkitRoot),
+                Some(Rule::ToolkitRoot),
+                Some(Rule::ToolkitNote),
+                None
+            ]
         );
-    }
-
-    #[test]
-    fn a_forced_compat_entry_overrides_the_hook_and_only_then() {
-        let (jp6, newer, same) = (BOARDS[1], COMPATS[3], COMPATS[2]);
-        let written: Vec<bool> = [
-            CompatEntry::AsTheHookDecides.written(jp6, newer),
-            CompatEntry::AsTheHookDecides.written(jp6, same),
-            CompatEntry::Forced(false).written(jp6, newer),
-            CompatEntry::Forced(true).written(jp6, same),
-        ]
-        .to_vec();
-        assert_eq!(written, [true, false, false, true]);
     }
 
     #[test]
@@ -420,6 +555,11 @@ mod tests {
                 "jetpack7"
             ]
         );
+        let without = COLUMNS
+            .iter()
+            .find(|c| c.id == "jetpack7-nocompat")
+            .unwrap();
+        assert!(container_not_applicable(without).is_some());
         let r39 = COLUMNS.iter().find(|c| c.id == "nixos-jp7").unwrap();
         assert_eq!(
             container_not_applicable(r39),

@@ -21,10 +21,12 @@
 
 mod cache;
 mod edited;
+pub mod facts;
 pub(crate) mod fixtures;
 pub(crate) mod host;
 mod outcome;
 mod paths;
+pub mod premises;
 pub mod real;
 pub mod report;
 pub mod rules;
@@ -42,19 +44,53 @@ pub use host::HostLibs;
 pub use report::{CellReport, ReplayReport, RowReport, RunReport};
 pub use scene::run_name;
 
-/// A board: its L4T release (`/etc/nv_tegra_release`) and the CUDA version of its own driver.
+/// A board: its L4T release (`/etc/nv_tegra_release`), the CUDA version of its own driver, and
+/// what kind of device it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Board {
     pub l4t: u32,
     pub driver: u32,
+    pub device: Device,
 }
 
-/// A cuda_compat package: the CUDA version its `libcuda.so.1` reports and the one L4T
-/// release it works on.
+/// The kind of Jetson: NVIDIA's container toolkit looks for the compat driver in another
+/// directory on an Orin (nvidia-container-toolkit `pkg/nvcdi/lib-csv.go`, `hasOrinDevices`: an
+/// NVML device name containing "Orin (nvgpu)"), and Thor's driver stack has no source here
+/// for what its `libcuda.so.1` needs (the `thor-closure` premise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Device {
+    /// Orin (JetPack 5 also runs Xavier; its toolkit creates no compat hook either way).
+    Orin,
+    /// Thor (L4T R38): NVML names it "NVIDIA Thor" (the toolkit's `lib-csv_test.go`).
+    Thor,
+}
+
+/// A cuda_compat package: the CUDA version its `libcuda.so.1` reports, the one L4T release it
+/// works on, and which package it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Compat {
     pub version: u32,
     pub l4t: u32,
+    pub package: CompatPackage,
+}
+
+/// Which of NVIDIA's compat packages: it decides where a CUDA image keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompatPackage {
+    /// `cuda-compat-<major>-<minor>` of the JetPack 5 and 6 repositories (source package
+    /// `cuda-compat`, jetpack-nixos `sourceinfo/r35.6-debs.json`, `r36.5-debs.json`): its
+    /// directory is `compat/`.
+    CudaCompat,
+    /// R38.4's `cuda-compat-13-0`, built from the desktop driver's source package
+    /// (`nvidia-graphics-drivers-580`, as `libnvidia-compute-580`: `sourceinfo/r38.4-debs.json`
+    /// before 02d22af): `compat/`.
+    Driver580,
+    /// `cuda-compat-orin-<major>-<minor>` (R39.2's repository) and the `cuda_compat_orin`
+    /// redistributable of nixpkgs' CUDA 13.3 and 13.4 manifests: `compat_orin/` (the
+    /// redistributable's directory, and where the container toolkit looks on an Orin).
+    Orin,
 }
 
 /// JetPack 5 (L4T R35.6.4, CUDA 11.4), JetPack 6 (L4T R36.5.0, CUDA 12.6) and JetPack 7: a
@@ -65,18 +101,22 @@ pub(crate) const BOARDS: &[Board] = &[
     Board {
         l4t: 35,
         driver: 11040,
+        device: Device::Orin,
     },
     Board {
         l4t: 36,
         driver: 12060,
+        device: Device::Orin,
     },
     Board {
         l4t: 38,
         driver: 13000,
+        device: Device::Thor,
     },
     Board {
         l4t: 39,
         driver: 13020,
+        device: Device::Orin,
     },
 ];
 /// cuda_compat 12.2 for JetPack 5 (only an older nixpkgs has it: today's carries CUDA 12.6 and
@@ -84,35 +124,48 @@ pub(crate) const BOARDS: &[Board] = &[
 /// board's 12.6, an older nixpkgs), 12.6 (the same) and 12.8 (newer); for JetPack 7 the only
 /// ones its releases' repositories have, each of the board driver's own version: R38.4's
 /// `cuda-compat-13-0` and R39.2's `cuda-compat-orin-13-2` (jetpack-nixos
-/// `sourceinfo/r38.4-debs.json`, `r39.2-debs.json`).
+/// `sourceinfo/r38.4-debs.json`, `r39.2-debs.json`), and one newer than R39.2's driver:
+/// nixpkgs' `cuda_compat_orin` 13.4 (redistrib 13.4.2; 13.3.0 has 13.3), taken as made for
+/// R39, which no source says (the `compat-orin` premise).
 pub(crate) const COMPATS: &[Compat] = &[
     Compat {
         version: 12020,
         l4t: 35,
+        package: CompatPackage::CudaCompat,
     },
     Compat {
         version: 12040,
         l4t: 36,
+        package: CompatPackage::CudaCompat,
     },
     Compat {
         version: 12060,
         l4t: 36,
+        package: CompatPackage::CudaCompat,
     },
     Compat {
         version: 12080,
         l4t: 36,
+        package: CompatPackage::CudaCompat,
     },
     Compat {
         version: 13000,
         l4t: 38,
+        package: CompatPackage::Driver580,
     },
     Compat {
         version: 13020,
         l4t: 39,
+        package: CompatPackage::Orin,
+    },
+    Compat {
+        version: 13040,
+        l4t: 39,
+        package: CompatPackage::Orin,
     },
 ];
 /// The CUDA runtimes the apps are built with: each needs a driver at least this new.
-pub(crate) const RUNTIMES: [u32; 6] = [12020, 12040, 12060, 12080, 13000, 13020];
+pub(crate) const RUNTIMES: [u32; 7] = [12020, 12040, 12060, 12080, 13000, 13020, 13040];
 
 /// The L4T release a board or a store path is named after (jetpack-nixos `overlay.nix`).
 pub(crate) fn l4t_release(l4t: u32) -> &'static str {
@@ -271,6 +324,10 @@ pub enum Program {
     /// nix-ld or a patched interpreter): its own `libcudart.so.12` beside it, RUNPATH
     /// `$ORIGIN` only, so no approach that changes nixpkgs' packages reaches it.
     Wheel,
+    /// Built by nixpkgs, with no cuda_compat in its closure (what jetpack-nixos configures on
+    /// JetPack 7: CUDA 13 "natively", `modules/cuda.nix`): its runtime's RUNPATH is
+    /// autoAddDriverRunpath's `/run/opengl-driver/lib:$ORIGIN` alone.
+    NixWithoutCompat,
 }
 
 /// Which detail table a column is in.
@@ -283,7 +340,8 @@ pub enum Group {
     Gate,
     /// Nix on JetPack hosts.
     JetPack,
-    /// JetPack 7 (CUDA 13): a NixOS Orin on R39, Nix on an R38 Thor.
+    /// JetPack 7 (CUDA 13): a NixOS Orin on R39 (compat of the driver's version, and newer),
+    /// Nix on an R38 Thor (compat of the driver's version, and none).
     JetPack7,
     /// What a user sets for one run, and the host's multiarch directory in the list.
     Special,
@@ -303,7 +361,7 @@ impl Group {
             Group::NixOs => "NixOS boards",
             Group::Gate => "The version gate: a NixOS JetPack 6 board (driver 12.6) and cuda_compat older, the same, newer",
             Group::JetPack => "Nix on JetPack hosts (Ubuntu)",
-            Group::JetPack7 => "JetPack 7 (CUDA 13): cuda_compat of the board driver's own version, the only one its releases have",
+            Group::JetPack7 => "JetPack 7 (CUDA 13): cuda_compat of the board driver's own version (the only one its releases have), nixpkgs' newer cuda_compat_orin, and none",
             Group::Special => "Opting out for one run; the host's multiarch directory in the list",
         }
     }
@@ -440,6 +498,16 @@ pub const COLUMNS: &[Column] = &[
         ..COLUMN
     },
     Column {
+        id: "nixos-jp7-newer",
+        heading: "NixOS, JetPack 7 board, R39.2 Orin (`{dir}`, driver 13.2 < compat 13.4: nixpkgs' `cuda_compat_orin` 13.4)",
+        short: "NixOS, JetPack 7 board (R39.2, Orin), cuda_compat_orin 13.4 (newer than the driver)",
+        group: Group::JetPack7,
+        board: BOARDS[3],
+        compat: COMPATS[6],
+        app_needs: 13040,
+        ..COLUMN
+    },
+    Column {
         id: "jetpack7",
         heading: "Nix on JetPack 7, R38.4 Thor (`{dir}`, driver 13.0, compat 13.0: `cuda-compat-13-0`)",
         short: "Nix on a JetPack 7 host (Ubuntu, R38.4, Thor), cuda_compat 13.0 (the driver's version)",
@@ -447,6 +515,18 @@ pub const COLUMNS: &[Column] = &[
         host: Host::JetPack7,
         board: BOARDS[2],
         compat: COMPATS[4],
+        app_needs: 13000,
+        ..COLUMN
+    },
+    Column {
+        id: "jetpack7-nocompat",
+        heading: "Nix on JetPack 7, R38.4 Thor (`{dir}`, driver 13.0): a program nixpkgs built without cuda_compat (runtime 13.0)",
+        short: "Nix on a JetPack 7 host (Ubuntu, R38.4, Thor), a program without cuda_compat",
+        group: Group::JetPack7,
+        host: Host::JetPack7,
+        board: BOARDS[2],
+        compat: COMPATS[4],
+        program: Program::NixWithoutCompat,
         app_needs: 13000,
         ..COLUMN
     },
@@ -578,7 +658,8 @@ pub enum DeclaredCache {
     /// cuda-compat package as a CUDA image has them, no RUNPATH), the host's driver directory
     /// mounted at its JetPack path, the `update-ldcache` hook's `00-nvcr-*.conf` naming it, the
     /// `enable-cuda-compat` hook's `00-compat-*.conf` naming the compat directory when
-    /// [`cache::toolkit_enables_compat`], then `ldconfig`. The container's glibc reads the cache.
+    /// [`cache::hook`] finds one at its device kind's root and decides so, then `ldconfig`.
+    /// The container's glibc reads the cache.
     ContainerToolkit,
     /// nixpkgs #248777: a Nix glibc reads the `ldconfig` cache `NIX_LD_SO_CACHE` names, a cache
     /// of the driver directory (in the NSS column also of the host's multiarch directory). The
@@ -642,6 +723,7 @@ pub const APPROACHES: &[Approach] = &[
     Approach {
         number: 6,
         title: "cuda_compat built with l4t-core in buildInputs (jetpack-nixos today: RUNPATH `/run/opengl-driver/lib:<l4t-core>/lib:$ORIGIN`)",
+        user_sets: "nothing (jetpack-nixos' cuda_compat, built with its l4t-core)",
         compat_runpath: CompatRunpath::L4tCoreAfterDriver,
         ..APPROACH
     },
@@ -688,7 +770,7 @@ pub const APPROACHES: &[Approach] = &[
     },
     Approach {
         number: 12,
-        title: "NVIDIA's container toolkit: an FHS container (a CUDA image with cuda-compat), the host's driver mounted; its hooks add the driver directory and, when compat is newer than the host's CUDA, the compat directory (`00-compat-*.conf`) to ld.so.conf.d, then run ldconfig",
+        title: "NVIDIA's container toolkit: an FHS container (a CUDA image with cuda-compat), the host's driver mounted; its hooks add the driver directory and, when they find compat where they look for the device kind (Orin: `compat_orin/`) and it is newer than the host's CUDA, the compat directory (`00-compat-*.conf`) to ld.so.conf.d, then run ldconfig",
         user_sets: "nothing (the container toolkit's hooks)",
         // The container's glibc is a distribution's: no LD_FALLBACK_PATH.
         flavour: Flavour::Unpatched,
@@ -707,6 +789,16 @@ pub const APPROACHES: &[Approach] = &[
 ];
 
 impl Approach {
+    /// Whether the row is a way of placing or choosing cuda_compat itself (so it has nothing
+    /// to do for a program without one): an impure or pure binding, a RUNPATH of cuda_compat's
+    /// own, the probe that chooses it.
+    fn is_about_compat(&self) -> bool {
+        self.impure_binding
+            || self.cudart_needs_compat
+            || self.compat_runpath != CompatRunpath::Driver
+            || self.launcher == Launcher::Probe
+    }
+
     /// The flavours this row runs under: its own, and the unpatched loader too when it sets
     /// LD_FALLBACK_PATH (which shows what the patch changes).
     pub(crate) fn flavours(&self) -> Vec<Flavour> {
@@ -735,6 +827,9 @@ impl Approach {
             }
             Launcher::Probe if column.program == Program::Wheel => {
                 Some("n/a: the probe is in nixpkgs' runtime")
+            }
+            _ if column.program == Program::NixWithoutCompat && self.is_about_compat() => {
+                Some("n/a: the program's closure has no cuda_compat")
             }
             _ if self.cache == Some(DeclaredCache::ContainerToolkit) => {
                 cache::container_not_applicable(column)

@@ -49,7 +49,9 @@ impl Paths {
         let gl_host = "/home/user/.cache/nix-gl-host/0123456789abcdef";
         let wheel_dir = "/home/user/venv/lib/python3.12/site-packages/app".to_string();
         let app = match column.program {
-            Program::Nix => format!("{}/bin/saxpy", store("saxpy-1.0")),
+            Program::Nix | Program::NixWithoutCompat => {
+                format!("{}/bin/saxpy", store("saxpy-1.0"))
+            }
             Program::Wheel => format!("{wheel_dir}/saxpy"),
         };
         Paths {
@@ -93,14 +95,12 @@ impl Paths {
         Paths {
             app: CONTAINER_APP.to_string(),
             cudart_dir: container_cudart_dir(triplet),
-            compat_dir: CONTAINER_COMPAT.to_string(),
+            compat_dir: super::cache::container_compat_dir(column.compat).to_string(),
             ..Paths::new(column, triplet)
         }
     }
 }
 
-/// Where the toolkit looks for the compat driver in the container (`defaultCudaCompatPath`).
-const CONTAINER_COMPAT: &str = "/usr/local/cuda/compat";
 /// The app of the container image.
 const CONTAINER_APP: &str = "/usr/local/bin/saxpy";
 

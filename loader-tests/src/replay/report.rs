@@ -188,7 +188,25 @@ pub(crate) fn merge(runs: &[&RunReport]) -> Option<String> {
 }
 
 impl CellReport {
+    /// The cell of `runs`; each run's mark also takes the premises it rests on
+    /// ([`super::premises`]), so no cell is `[R]` on a premise nobody supports.
     pub(crate) fn new(approach: &Approach, column: &Column, runs: Vec<RunReport>) -> CellReport {
+        let runs: Vec<RunReport> = runs
+            .into_iter()
+            .map(|mut run| {
+                for premise in super::premises::of_run(approach, column, &run) {
+                    run.basis = run.basis.max(premise.basis());
+                }
+                // As a run resting on an unknown rule reads (outcome.rs): not known to work.
+                if matches!(run.basis, Basis::Unknown(_)) && run.works {
+                    run.works = false;
+                    if let Some(rest) = run.outcome.strip_prefix("runs: ") {
+                        run.outcome = format!("unknown: {rest}");
+                    }
+                }
+                run
+            })
+            .collect();
         let main = |flavour: Flavour, way: Option<OptOut>| -> Vec<&RunReport> {
             runs.iter()
                 .filter(|r| {
@@ -571,8 +589,10 @@ impl ReplayReport {
              loader ({}{}): with a cuda_compat `libcuda.so.1` that has `libnvrm_*` as DT_NEEDED \
              and with one that dlopens them, and as a C++ program and as a C one; a cell shows \
              the runs apart only where they differ. Its mark says how far it rests on the \
-             modelled rules: `[R]` replayed (the loader decided it), `[E rule]` expected from \
-             the rule's cited source, `[? rule]` unknown ([The modelled rules](#the-modelled-rules)). \
+             modelled rules and premises: `[R]` replayed (the loader decided it, and every \
+             premise is replayed or cited), `[E rule]` expected from the rule's cited source, \
+             `[? rule]` unknown, a rule or a premise nobody supports ([The modelled \
+             rules](#the-modelled-rules)). \
              Rows {} were also run under the unpatched loader; \"without the patch\" shows where \
              that changes the outcome. Row 8 runs under the fallback-first variant \
              (patches/variants/fallback-first/). Rows {} run under the unpatched loader, the \
@@ -614,17 +634,27 @@ impl ReplayReport {
         }
         let _ = writeln!(
             out,
-            "\n#### The modelled rules\n\n| rule | what the stand-ins do | source |\n|---|---|---|"
+            "\n#### The modelled rules\n\nThe rules of what a driver does, and the premises of a \
+             setup (what a root assumes that no source says), each with its source or why none \
+             supports it, and for the unknown ones what would settle it. A cell that rests on an \
+             unknown premise is `[? premise]` whatever the loader did: the generator finds the \
+             runs that rest on one from what they mapped or missed.\n\n| rule | what the \
+             replay does | source |\n|---|---|---|"
         );
         for rule in RULES {
+            let settled = rule
+                .settled_by()
+                .map(|how| format!(". **Settled by** {how}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "| `{}` ({}) | {} | {} |",
+                "| `{}` ({}{}) | {} | {}{settled} |",
                 rule.id(),
                 match rule.basis() {
                     Basis::Unknown(_) => "unknown",
                     _ => "expected",
                 },
+                if rule.is_premise() { ", a premise" } else { "" },
                 rule.statement(),
                 rule.source()
             );

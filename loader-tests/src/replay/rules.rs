@@ -4,6 +4,11 @@
 //! that a source states but nobody has run on a Jetson is *expected*; one that rests on a rule
 //! no source supports is *unknown*. docs/jetson.md renders [`RULES`] as its rules table, so a
 //! rule and its source are stated once.
+//!
+//! Some rules are *premises* of the setup rather than of a driver's behaviour (what a Thor's
+//! driver links, which L4T release a compat package is for, which store path an Ubuntu host's
+//! closure names): [`super::premises`] finds the runs that rest on them, and a cell that has
+//! one is never `[R]`.
 
 use serde::Serialize;
 
@@ -29,6 +34,14 @@ pub enum Rule {
     ToolkitNoNvml,
     /// The toolkit reads a Jetson cuda-compat's CUDA version from its ELF note.
     ToolkitNote,
+    /// The toolkit looks for compat at the root of the device kind only (Orin: `compat_orin`).
+    ToolkitRoot,
+    /// A premise: Thor's `libcuda.so.1` (the board's and R38's compat) has the Orin closure.
+    ThorClosure,
+    /// A premise: row 6's l4t-core store path is of the Ubuntu host's own L4T release.
+    L4tCorePinned,
+    /// A premise: nixpkgs' `cuda_compat_orin` 13.4 is made for R39 and works there.
+    CompatOrinRelease,
 }
 
 /// How far a run (or a cell) rests on the rules.
@@ -51,7 +64,7 @@ impl Basis {
     }
 }
 
-pub const RULES: [Rule; 9] = [
+pub const RULES: [Rule; 13] = [
     Rule::CompatOtherL4t,
     Rule::CompatOlder,
     Rule::CompatSame,
@@ -61,6 +74,10 @@ pub const RULES: [Rule; 9] = [
     Rule::PtxJitDisabled,
     Rule::ToolkitNoNvml,
     Rule::ToolkitNote,
+    Rule::ToolkitRoot,
+    Rule::ThorClosure,
+    Rule::L4tCorePinned,
+    Rule::CompatOrinRelease,
 ];
 
 impl Rule {
@@ -75,7 +92,20 @@ impl Rule {
             Rule::PtxJitDisabled => "no-jit",
             Rule::ToolkitNoNvml => "toolkit-nvml",
             Rule::ToolkitNote => "toolkit-note",
+            Rule::ToolkitRoot => "toolkit-root",
+            Rule::ThorClosure => "thor-closure",
+            Rule::L4tCorePinned => "l4t-core-pin",
+            Rule::CompatOrinRelease => "compat-orin",
         }
+    }
+
+    /// Whether it is a premise of the setup (what the replay's roots assume) rather than a
+    /// rule of what a driver does.
+    pub fn is_premise(self) -> bool {
+        matches!(
+            self,
+            Rule::ThorClosure | Rule::L4tCorePinned | Rule::CompatOrinRelease
+        )
     }
 
     /// Whether the runs resting on it are expected (a source states it) or unknown.
@@ -86,8 +116,14 @@ impl Rule {
             | Rule::SassNoJit
             | Rule::PtxJitDisabled
             | Rule::ToolkitNoNvml
-            | Rule::ToolkitNote => Basis::Expected(self),
-            Rule::CompatSame | Rule::JitOfAnotherDriver | Rule::TwoDrivers => Basis::Unknown(self),
+            | Rule::ToolkitNote
+            | Rule::ToolkitRoot => Basis::Expected(self),
+            Rule::CompatSame
+            | Rule::JitOfAnotherDriver
+            | Rule::TwoDrivers
+            | Rule::ThorClosure
+            | Rule::L4tCorePinned
+            | Rule::CompatOrinRelease => Basis::Unknown(self),
         }
     }
 
@@ -103,6 +139,23 @@ impl Rule {
             Rule::PtxJitDisabled => "with `CUDA_DISABLE_PTX_JIT=1` loading a PTX-only module fails with `CUDA_ERROR_JIT_COMPILATION_DISABLED` (223)",
             Rule::ToolkitNoNvml => "(row 12) NVIDIA's container toolkit writes no `00-compat-*.conf` on an L4T R35 host, however new the container's cuda-compat: the container gets the board's driver",
             Rule::ToolkitNote => "(row 12) NVIDIA's container toolkit writes `00-compat-*.conf` for a Jetson cuda-compat whose CUDA version is newer than the host driver's, which it reads from the compat `libcuda`'s `.note.cuda.fwd_compatibility`",
+            Rule::ToolkitRoot => "(row 12) NVIDIA's container toolkit gives its `enable-cuda-compat` hook the compat directory of the device kind, `/usr/local/cuda/compat_orin` on an Orin and `/usr/local/cuda/compat` elsewhere (Thor), and the hook looks nowhere else: it needs exactly one `libcuda.so.*.*` there. A CUDA image keeps `cuda-compat-12-x` (JetPack 6) in `compat/`, `cuda-compat-orin-13-x` in `compat_orin/`",
+            Rule::ThorClosure => "(premise; Thor, R38) the board's `libcuda.so.1` needs `libnvrm_gpu.so` and `libnvrm_mem.so`, and R38's `cuda-compat-13-0` also `libnvdla_runtime.so`, with the Orin closure below them ([The closure](#the-closure)): the stand-ins are built so, and a run that loads or misses one of those libraries rests on it",
+            Rule::L4tCorePinned => "(premise; row 6 on an Ubuntu host) the `libnvrm_*` that cuda_compat's RUNPATH finds in jetpack-nixos' l4t-core store path are of the host's own L4T release: the replay's app has an l4t-core of the board's release",
+            Rule::CompatOrinRelease => "(premise; R39.2) nixpkgs' `cuda_compat_orin` 13.4 is made for R39 and its `cuInit` accepts R39.2's kernel and driver 13.2: the stand-in is built so",
+        }
+    }
+
+    /// For an unknown rule or premise: what would settle it.
+    pub fn settled_by(self) -> Option<&'static str> {
+        match self {
+            Rule::CompatSame => Some("a run of NVIDIA's `cuda-compat-12-6` on a JetPack 6 board (`cargo xtask jetson-replay --real-driver` with it installed)"),
+            Rule::JitOfAnotherDriver => Some("a PTX kernel run on a board with cuda_compat's `libcuda.so.1` and the board's `libnvidia-ptxjitcompiler.so.1` (`LD_DEBUG=libs,files` shows the pair)"),
+            Rule::TwoDrivers => Some("a run with both `libcuda.so.1` mapped on a board"),
+            Rule::ThorClosure => Some("`readelf -d` on R38.4's `libcuda.so.1.1` (`nvidia-l4t-cuda`) and on `cuda-compat-13-0`'s `libcuda.so.580.65.06`, or `LD_DEBUG=libs` of a CUDA program on a Thor"),
+            Rule::L4tCorePinned => Some("jetpack-nixos pinned to the host's L4T release (its `overlay.nix`), or a run on a board whose release differs from the store path's"),
+            Rule::CompatOrinRelease => Some("a run of `cuda_compat_orin` 13.3 or 13.4 on an R39.2 Orin, or NVIDIA naming the L4T release it is built for"),
+            _ => None,
         }
     }
 
@@ -117,7 +170,11 @@ impl Rule {
             Rule::SassNoJit => "NVIDIA's runtime API reference: the JIT helper \"is used for PTX compilation\" (`cudaErrorJitCompilerNotFound`); SASS needs none",
             Rule::PtxJitDisabled => "NVIDIA's runtime API reference, `cudaErrorJitCompilationDisabled` (223): \"This indicates that the JIT compilation was disabled\"; the variable is NVIDIA's `CUDA_DISABLE_PTX_JIT` (CUDA programming guide, environment variables: not fetched here)",
             Rule::ToolkitNoNvml => "nvidia-container-toolkit `pkg/nvcdi/lib-csv.go` (`getEnableCUDACompatHookOptions`): in CSV mode (Jetson) the `enable-cuda-compat` hook is created only when the host has NVML (`libnvidia-ml.so.1`); R35's container list has none, R36's has it (`nvidia-l4t-nvml`; jetpack-nixos `pkgs/containers/r35-l4t.json`, `r36-l4t.json`). **Not confirmed** on a board; the legacy runtime's compat modes (`nvidia-container-runtime` with libnvidia-container) are not replayed",
-            Rule::ToolkitNote => "nvidia-container-toolkit `cmd/nvidia-cdi-hook/cudacompat/cudacompat.go` (`useCompatLibraries`: with only the host's CUDA version known, as in CSV mode, no note means no entry) and `cuda-elf-header.go` (`cudaVersion.UseCompat`: strictly greater); its Jetson test file `testdata/compat/libcuda.orin.13.2.1.so.1.1` carries the note (\"CUDA Version\" 13.2). **Not confirmed** that the 12.x Jetson cuda-compat packages carry it; without it the container gets the board's driver",
+            Rule::ToolkitNote => "nvidia-container-toolkit `cmd/nvidia-cdi-hook/cudacompat/cudacompat.go` (`useCompatLibraries`: with only the host's CUDA version known, as in CSV mode, no note means no entry) and `cuda-elf-header.go` (`cudaVersion.UseCompat`: strictly greater); its Jetson test file `testdata/compat/libcuda.orin.13.2.1.so.1.1` carries the note (`{\"format\":1,\"CUDA version\":\"13.2\"}`). **Not confirmed** that the 12.x Jetson cuda-compat packages carry it; without it the container gets the board's driver",
+            Rule::ToolkitRoot => "nvidia-container-toolkit (d34b304) `pkg/nvcdi/lib-csv.go` (`hasOrinDevices`: an NVML device name containing \"Orin (nvgpu)\"; `defaultOrinCompatContainerRoot`), `pkg/nvcdi/options.go` (that default in CSV mode), `pkg/nvcdi/lib-csv_test.go` (its Orin case passes `--cuda-compat-container-root=/usr/local/cuda/compat_orin`, its Thor case, \"NVIDIA Thor\", none), `cmd/nvidia-cdi-hook/cudacompat/cudacompat.go` (`defaultCudaCompatPath`, the `libcuda.so.*.*` glob); #1649 (February 2026, v1.19.0) set `compat_orin`, #1515 (December 2025) had added the hook on Tegra. `compat_orin/` is the `cuda_compat_orin` redistributable's directory (conda-forge staged-recipes #34460). **Not confirmed** on a board that an Orin's NVML gives that name (the toolkit's test mock does); toolkits before #1515 create no hook on Tegra at all",
+            Rule::ThorClosure => "none for Thor: every source of the closure is about Xavier and Orin. R38's `cuda-compat-13-0` is built from the desktop driver's source package `nvidia-graphics-drivers-580`, as `libnvidia-compute-580` is (jetpack-nixos `sourceinfo/r38.4-debs.json` before 02d22af), and R39 keeps Thor's `libcuda` apart, in `/opt/nvidia/l4t-gpu-libs/openrm/` (`pkgs/containers/r39-l4t.json`): both suggest another closure",
+            Rule::L4tCorePinned => "none: on an Ubuntu host the store path's release is the one the user's jetpack-nixos pins (`overlay.nix`), not necessarily the host's, and the row needs jetpack-nixos' overlay (`pkgs/cuda-extensions/default.nix`), not nixpkgs alone; `libnvrm_*` of another release than the kernel's fail in the stand-ins, and nothing says what the real ones do",
+            Rule::CompatOrinRelease => "none: nixpkgs' manifests list `cuda_compat_orin` 13.3.45405995 (`redistrib_13.3.0.json`) and 13.4.47145772 (`redistrib_13.4.2.json`, linux-sbsa), without an L4T release; conda-forge's `cuda-compat-orin` recipe (staged-recipes #34460) describes it as running a CUDA 13 runtime \"on the older display driver shipped by JetPack 6 / L4T\"; R39.2's repository has only `cuda-compat-orin-13-2` (13.2.44429113, the driver's version: `sourceinfo/r39.2-debs.json`); Julia ships no compat driver from R38 on (Yggdrasil `C/CUDA/CUDA_Driver/build_tarballs.jl`). That a nixpkgs package set exposes it, with cuda_compat's RUNPATH, is not confirmed either",
         }
     }
 }

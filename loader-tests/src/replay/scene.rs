@@ -103,7 +103,9 @@ pub(super) fn run(
     );
     match column.program {
         _ if container => cache::container_image(&mut root, fixtures, column, &paths, key),
-        Program::Nix => app(&mut root, fixtures, approach, column, &paths, key, slibdir),
+        Program::Nix | Program::NixWithoutCompat => {
+            app(&mut root, fixtures, approach, column, &paths, key, slibdir)
+        }
         Program::Wheel => wheel(&mut root, fixtures, column, &paths, key, slibdir),
     }
     if approach.launcher == Launcher::NixGlHost {
@@ -117,6 +119,10 @@ pub(super) fn run(
         run = run.env(name, value);
     }
     let places = Places::new(&paths, &bench.layout, column);
+    let (hook, made) = match made {
+        Ok(hook) => (hook, Ok(())),
+        Err(err) => (None, Err(err)),
+    };
     let result = made
         .and_then(|()| loader_reads_as_declared(&root.path, approach.cache))
         .and_then(|()| run.output());
@@ -126,10 +132,8 @@ pub(super) fn run(
         Ok(out) => {
             let mut seen = outcome::classify(&out, &places, column);
             // A forced entry is the test's choice, not the hook's: no rule of the hook.
-            if container && compat_entry == CompatEntry::AsTheHookDecides {
-                if let Some(rule) = cache::toolkit_rule(column.board, column.compat) {
-                    seen.basis = seen.basis.max(rule.basis());
-                }
+            if let Some(rule) = hook.as_ref().and_then(cache::toolkit_rule) {
+                seen.basis = seen.basis.max(rule.basis());
             }
             RunReport {
                 key,
@@ -417,7 +421,10 @@ fn app(
         &["--set-rpath", &app_runpath],
     );
     let compat_libcuda = format!("{}/libcuda.so.1", paths.compat_dir);
+    let with_compat = column.program != Program::NixWithoutCompat;
     let cudart_runpath = match approach.cudart_runpath {
+        // Without cuda_compat, autoAddCudaCompatRunpath has nothing to add.
+        CudartRunpath::CompatFirst if !with_compat => "/run/opengl-driver/lib:$ORIGIN".to_string(),
         CudartRunpath::CompatFirst => {
             format!("{}:/run/opengl-driver/lib:$ORIGIN", paths.compat_dir)
         }
@@ -442,6 +449,9 @@ fn app(
         &format!("{}/{}", paths.cudart_dir, cudart_soname(column.app_needs)),
         &cudart_edit,
     );
+    if !with_compat {
+        return;
+    }
     let compat_runpath = compat_runpath(approach.compat_runpath, key.origin, paths);
     let mut compat_edit = vec!["--set-rpath".to_string(), compat_runpath];
     if approach.compat_runpath == CompatRunpath::AppendTegra {

@@ -95,10 +95,108 @@ fn grouped(items: &[(u8, Basis)]) -> String {
 }
 
 impl ReplayReport {
-    /// The summary block of docs/jetson.md (the lead table), markers included.
+    /// The summary block of docs/jetson.md (the first section, per host kind, then the lead
+    /// table), markers included.
     pub fn render_summary(&self) -> String {
-        format!("{}\n{}{}\n", SUMMARY.begin, lead(self), SUMMARY.end)
+        format!(
+            "{}\n{}\n{}{}\n",
+            SUMMARY.begin,
+            brief(self),
+            lead(self),
+            SUMMARY.end
+        )
     }
+}
+
+/// The host kinds of the first section, each the columns it stands for.
+const KINDS: &[(&str, &[&str])] = &[
+    (
+        "NixOS (jetpack-nixos), a program nixpkgs built",
+        &[
+            "nixos-jp5",
+            "nixos-jp6-newer",
+            "gate-older",
+            "gate-same",
+            "gate-newer",
+            "nixos-jp7",
+            "nixos-jp7-newer",
+        ],
+    ),
+    (
+        "NixOS, a program nixpkgs did not build (wheel, conda, download)",
+        &["nixos-jp6-wheel"],
+    ),
+    (
+        "Nix on a JetPack 5 or 6 host (Ubuntu)",
+        &["jetpack5", "jetpack6"],
+    ),
+    (
+        "Nix on a JetPack 7 host (Ubuntu, R38, Thor)",
+        &["jetpack7", "jetpack7-nocompat"],
+    ),
+];
+
+/// The first section: per host kind, the rows that run the app in every column of the kind
+/// (each with its weakest mark there, and what the user sets for it), and those that run in
+/// some of its columns only. A reading of the same cells as the lead table.
+pub(crate) fn brief(report: &ReplayReport) -> String {
+    let triplet = report.target.triplet();
+    let mut out = String::new();
+    for (kind, ids) in KINDS {
+        let at: Vec<usize> = ids
+            .iter()
+            .filter_map(|id| COLUMNS.iter().position(|c| c.id == *id))
+            .collect();
+        let (mut everywhere, mut somewhere) = (Vec::new(), Vec::new());
+        for row in &report.rows {
+            let verdicts: Vec<Verdict> = at
+                .iter()
+                .filter_map(|&i| row.cells.get(i).map(|cell| verdict(row, cell)))
+                .collect();
+            let runs = |v: &Verdict| matches!(v, Verdict::Runs(_) | Verdict::CxxOnly(_));
+            let basis = |v: &Verdict| match v {
+                Verdict::Runs(b) | Verdict::CxxOnly(b) => Some(*b),
+                _ => None,
+            };
+            let weakest = verdicts
+                .iter()
+                .filter_map(basis)
+                .max()
+                .unwrap_or(Basis::Replayed);
+            let cxx_only = verdicts.iter().any(|v| matches!(v, Verdict::CxxOnly(_)));
+            if !verdicts.is_empty() && verdicts.iter().all(runs) {
+                let sets = APPROACHES
+                    .iter()
+                    .find(|a| a.number == row.approach)
+                    .map(|a| {
+                        let dir = COLUMNS[at[0]].host.driver_dir(triplet);
+                        a.user_sets.replace("{dir}", &dir)
+                    })
+                    .unwrap_or_default();
+                everywhere.push(format!(
+                    "{} [{}]{}: {sets}",
+                    row.approach,
+                    weakest.mark(),
+                    if cxx_only { " (a C++ app only)" } else { "" }
+                ));
+            } else if verdicts.iter().any(runs) {
+                somewhere.push(format!("{} [{}]", row.approach, weakest.mark()));
+            }
+        }
+        let _ = writeln!(
+            out,
+            "- **{kind}** ({} {}): runs the app in each: {}. In some only: {}.",
+            at.len(),
+            if at.len() == 1 { "column" } else { "columns" },
+            if everywhere.is_empty() {
+                "none".to_string()
+            } else {
+                everywhere.join("; ")
+            },
+            list(&somewhere)
+        );
+    }
+    out
 }
 
 /// The lead table, one row per host kind.
@@ -239,6 +337,14 @@ mod tests {
         }
     }
 
+    fn brief_line(report: &ReplayReport) -> String {
+        brief(report)
+            .lines()
+            .find(|l| l.starts_with("- **Nix on a JetPack 5 or 6 host"))
+            .unwrap()
+            .to_string()
+    }
+
     #[test]
     fn the_lead_table_names_what_runs_what_is_unknown_and_what_to_set() {
         let report = report(|approach, column| match (approach.number, column.id) {
@@ -256,9 +362,28 @@ mod tests {
         assert_eq!(
             line,
             "| Nix on a JetPack 5 host (Ubuntu), cuda_compat 12.2 | 1; 6 [E 803-l4t] | 7 | \
-             4 [? two-drivers] | 1 and 6: nothing (nixpkgs' packaging); 7: \
+             4 [? two-drivers] | 1: nothing (nixpkgs' packaging); 6: nothing (jetpack-nixos' \
+             cuda_compat, built with its l4t-core); 7: \
              `LD_FALLBACK_PATH=/usr/lib/aarch64-linux-gnu/tegra` |"
         );
+        // The first section reads the same cells per host kind: JetPack 6 runs nothing here.
+        let brief = brief(&report);
+        let line = brief
+            .lines()
+            .find(|l| l.starts_with("- **Nix on a JetPack 5 or 6 host"))
+            .unwrap();
+        assert_eq!(
+            line,
+            "- **Nix on a JetPack 5 or 6 host (Ubuntu)** (2 columns): runs the app in each: \
+             none. In some only: 1 [R], 6 [E 803-l4t] and 7 [R]."
+        );
+        let report = self::report(|approach, column| match (approach.number, column.id) {
+            (7, "jetpack5" | "jetpack6") => ("c-fails", Basis::Replayed),
+            _ => ("fails", Basis::Replayed),
+        });
+        assert!(brief_line(&report).contains(
+            "runs the app in each: 7 [R] (a C++ app only): `LD_FALLBACK_PATH=/usr/lib/aarch64-linux-gnu/tegra`. In some only: none."
+        ));
         // Row 7 runs there with the patch and fails without it (every run here "fails"
         // unpatched), so it is named as needing the patch.
         assert!(

@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use model::{Flavour, Target};
+use xshell::cmd;
 
 use crate::cli::{self, Env, OneRelease, OneTarget};
 use crate::store::SourceStore;
 use crate::sysroot::recipe::Recipe;
 use crate::sysroot::source::{self, BuildSource};
 use crate::sysroot::{compare, default_jobs, quick, workdir, Builder, Layout};
-use crate::util::lock;
+use crate::util::{lock, shell};
 use model::Release;
 
 /// The file the inner loop edits: the loader's search code, which the series edits.
@@ -225,15 +226,12 @@ fn inner_loop(
 
     // The same sources through the full path, beside it.
     let kept = root.join("quick-sysroot");
-    let status = std::process::Command::new("cp")
-        .arg("-al")
-        .arg(&quick.sysroot.path)
-        .arg(&kept)
-        .status()
-        .context("cannot run cp")?;
-    if !status.success() {
-        bail!("cannot keep {} ({status})", quick.sysroot.path.display());
-    }
+    let quick_sysroot = &quick.sysroot.path;
+    let sh = shell::here()?;
+    cmd!(sh, "cp -al {quick_sysroot} {kept}")
+        .quiet()
+        .run()
+        .with_context(|| format!("cannot keep {}", quick_sysroot.display()))?;
     quick::forget(&builder.layout.work_dir(release, target))?;
     let full = Builder {
         rebuild: true,
@@ -279,15 +277,12 @@ fn edit_series(env: &Env, builder: &Builder, release: Release, dir: &Path) -> Re
         &parents,
     )?;
     *commits.last_mut().expect("not empty") = commit;
-    let copy = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(&builder.patches_dir)
-        .arg(dir)
-        .status()
-        .context("cannot run cp")?;
-    if !copy.success() {
-        bail!("cannot copy {} ({copy})", builder.patches_dir.display());
-    }
+    let patches = &builder.patches_dir;
+    let sh = shell::here()?;
+    cmd!(sh, "cp -r {patches} {dir}")
+        .quiet()
+        .run()
+        .with_context(|| format!("cannot copy {}", patches.display()))?;
     crate::series::Series::from_commits(repo, release, &commits)?
         .write(&dir.join(release.version()))
 }

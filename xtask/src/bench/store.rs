@@ -6,15 +6,15 @@
 //! (`--store` or `$LD_FALLBACK_STORE`, else the cache), removed afterwards; the store itself is
 //! never opened or written.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
+use xshell::cmd;
 
 use crate::cli::Env;
 use crate::store::import::{debian, Source};
 use crate::store::SourceStore;
-use crate::util::paths;
+use crate::util::{paths, shell};
 use model::Release;
 
 const RUNS: usize = 3;
@@ -41,16 +41,12 @@ pub(crate) fn run(env: &Env) -> Result<()> {
         let script = "tar -xf \"$1\" && cd glibc-* && git init -q && git add -A && \
                       git -c gc.auto=0 -c maintenance.auto=false -c user.name=bench \
                       -c user.email=bench@example.invalid commit -qm import";
+        let sh = shell::in_dir(&dir)?;
         let started = Instant::now();
-        let status = Command::new("sh")
-            .args(["-c", script, "sh"])
-            .arg(&tarball)
-            .current_dir(&dir)
-            .status()
-            .context("cannot run tar and git")?;
-        if !status.success() {
-            bail!("tar -x && git add -A && git commit failed ({status})");
-        }
+        cmd!(sh, "sh -c {script} sh {tarball}")
+            .quiet()
+            .run()
+            .context("tar -x && git add -A && git commit failed")?;
         git.push(started.elapsed());
     }
     outln!(

@@ -273,8 +273,8 @@ mod tests {
 
     /// `sh -c SCRIPT` as a step.
     fn step(script: &str) -> Step {
-        let mut command = Command::new("sh");
-        command.args(["-c", script]);
+        let sh = crate::util::shell::here().unwrap();
+        let command = Command::from(xshell::cmd!(sh, "sh -c {script}"));
         Step {
             shown: script.to_string(),
             command,

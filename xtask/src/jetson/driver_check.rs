@@ -7,16 +7,17 @@
 //! never a pass.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use loader_tests::host::{self, tools};
 use loader_tests::layout::Layout;
 use loader_tests::replay::real::{self, Dirs, Row, Setup};
 use model::{Flavour, Target};
+use xshell::{cmd, Shell};
 
 use crate::cli::Env;
 use crate::util::exit::NeedsAttention;
+use crate::util::shell;
 use model::Release;
 
 /// The machine's driver, as far as the check needs it.
@@ -111,9 +112,8 @@ fn decide(
 
 /// Looks at this machine.
 fn detect(target: Target) -> Result<Driver, String> {
-    let listing = Command::new("ldconfig")
-        .arg("-p")
-        .output()
+    let listing = Shell::new()
+        .and_then(|sh| cmd!(sh, "ldconfig -p").ignore_status().output())
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
     let libcuda = libcuda_from_ldconfig(&listing).or_else(|| {
@@ -267,18 +267,19 @@ pub(crate) fn run(env: &Env, release: Release) -> Result<()> {
             let loader = sysroot
                 .path
                 .join(target.loader_path().trim_start_matches('/'));
-            let mut cmd = Command::new("timeout");
-            cmd.arg("300")
-                .arg(&loader)
-                .args(["--inhibit-cache", "--library-path", &library_path])
-                .arg(&program)
-                .env_clear()
-                .env("PATH", "/usr/bin:/bin")
-                .env("CUDA_CACHE_DISABLE", "1");
+            let sh = shell::here()?;
+            let mut run = cmd!(
+                sh,
+                "timeout 300 {loader} --inhibit-cache --library-path {library_path} {program}"
+            )
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("CUDA_CACHE_DISABLE", "1");
             if !matches!(setup, Setup::NoVariable | Setup::LibraryPath) {
-                cmd.env("LD_FALLBACK_PATH", &driver.dir);
+                run = run.env("LD_FALLBACK_PATH", &driver.dir);
             }
-            let out = cmd
+            let out = run
+                .ignore_status()
                 .output()
                 .with_context(|| format!("cannot run {}", loader.display()))?;
             let seen = real::read(&String::from_utf8_lossy(&out.stdout), &dirs);
@@ -341,9 +342,9 @@ fn place_copy(libcuda: &Path, helper: &Path, dir: &Path, copy: real::Copy) -> Re
 }
 
 fn patchelf(file: &Path, args: &[&str]) -> Result<()> {
-    let out = Command::new("patchelf")
-        .args(args)
-        .arg(file)
+    let sh = shell::here()?;
+    let out = cmd!(sh, "patchelf {args...} {file}")
+        .ignore_status()
         .output()
         .context("cannot run patchelf")?;
     if !out.status.success() {

@@ -16,11 +16,13 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use model::{Release, Target};
+use xshell::cmd;
 
 use crate::cli::{Cells, Env};
 use crate::series::Workspace;
 use crate::store::SourceStore;
 use crate::util::exit::NeedsAttention;
+use crate::util::shell;
 
 /// A nixpkgs commit whose glibc is the series' `release`.
 #[derive(Debug, Clone, Copy)]
@@ -194,10 +196,8 @@ impl Args {
 
 /// The checkout must be the pinned commit: the report names it.
 fn check_commit(checkout: &Path, commit: &str) -> Result<()> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(checkout)
-        .args(["rev-parse", "HEAD"])
+    let sh = shell::here()?;
+    let out = Command::from(cmd!(sh, "git -C {checkout} rev-parse HEAD"))
         .stderr(Stdio::inherit())
         .output()
         .with_context(|| format!("cannot run git rev-parse in {}", checkout.display()))?;
@@ -419,9 +419,11 @@ pub(crate) fn without_manual(text: &str) -> (String, usize) {
 /// questions; no backup files).
 fn apply(tree: &Path, name: &str, text: &str) -> Result<Applied> {
     use std::io::Write;
-    let mut child = Command::new("patch")
-        .args(["-p1", "--batch", "--no-backup-if-mismatch", "-d"])
-        .arg(tree)
+    let sh = shell::here()?;
+    // Fed by hand rather than with xshell's `stdin`: xshell makes a patch that stops
+    // reading early (a failure, reported below) an error of its own.
+    let patch = cmd!(sh, "patch -p1 --batch --no-backup-if-mismatch -d {tree}");
+    let mut child = Command::from(patch)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

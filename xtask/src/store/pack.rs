@@ -308,10 +308,9 @@ mod tests {
             .map(|e| e.unwrap().path())
             .find(|p| p.extension().is_some_and(|e| e == "idx"))
             .unwrap();
-        let out = std::process::Command::new("git")
-            .arg("verify-pack")
-            .arg("-v")
-            .arg(&idx)
+        let sh = crate::util::shell::here().unwrap();
+        let out = xshell::cmd!(sh, "git verify-pack -v {idx}")
+            .ignore_status()
             .output()
             .unwrap();
         assert!(

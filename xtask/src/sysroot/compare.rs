@@ -285,12 +285,10 @@ mod tests {
                 format!("int value (void) {{ return {value}; }}\n"),
             )
             .unwrap();
-            let status = std::process::Command::new("gcc")
-                .current_dir(&d)
-                .args(["-g", "-O2", "-c", "m.c", "-o", "m.o"])
-                .status()
-                .expect("gcc runs");
-            assert!(status.success());
+            let sh = crate::util::shell::in_dir(&d).unwrap();
+            xshell::cmd!(sh, "gcc -g -O2 -c m.c -o m.o")
+                .run()
+                .expect("gcc compiles");
             fs::read(d.join("m.o")).unwrap()
         };
         let (one, two, other) = (compile("one", 1), compile("two", 1), compile("three", 2));

@@ -24,10 +24,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use model::{parallel_map, Flavour, Target};
+use xshell::cmd;
 
 use crate::cli::Env;
 use crate::rebase::patch_checks::{CompileCheck, Compiled};
 use crate::sysroot::{default_jobs, Builder, BuiltTree};
+use crate::util::shell;
 use model::Release;
 
 /// Where the compiled build tree comes from.
@@ -296,18 +298,17 @@ pub(crate) fn compile_command(
     let (dir, name) = file
         .split_once('/')
         .with_context(|| format!("{file} is not in a glibc subdirectory"))?;
-    let mut cmd = Command::new("make");
-    cmd.current_dir(src.join(dir))
-        .args(["-n", "-W", name])
-        .arg(format!("objdir={}", build.display()))
-        .arg(format!("subdir={dir}"))
-        .arg("..=../")
-        .arg(object);
+    let sh = shell::in_dir(&src.join(dir))?;
+    let mut make = cmd!(
+        sh,
+        "make -n -W {name} objdir={build} subdir={dir} ..=../ {object}"
+    );
     // A caller's flags or make settings would change the command (see sysroot::recipe).
     for var in ["CFLAGS", "CPPFLAGS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"] {
-        cmd.env_remove(var);
+        make = make.env_remove(var);
     }
-    let out = cmd
+    let out = make
+        .ignore_status()
         .output()
         .with_context(|| format!("cannot run make in {}", src.join(dir).display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -361,8 +362,8 @@ fn compile(job: &Job, src: &Path, build: &Path, tree: &Path, out: &Path) -> OneC
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
     let line = rewrite(&job.command, src, &job.object, build, tree, out);
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(&line).current_dir(tree.join(dir));
+    let sh = shell::in_dir(&tree.join(dir))?;
+    let mut cmd = Command::from(cmd!(sh, "sh -c {line}"));
     crate::util::child::dies_with_us(&mut cmd);
     let output = cmd
         .output()

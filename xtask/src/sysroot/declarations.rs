@@ -28,10 +28,12 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use git2::Oid;
+use xshell::cmd;
+
+use crate::util::shell;
 
 /// One declaration the change inserts or deletes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -279,13 +281,15 @@ pub(crate) struct Trees<'a> {
 impl Trees<'_> {
     /// The files of `tree` in which `word` occurs as a whole word.
     fn files_mentioning(&self, tree: Oid, word: &str) -> Result<BTreeSet<String>> {
-        let out = Command::new("git")
-            .arg("--git-dir")
-            .arg(self.store)
-            .args(["grep", "-l", "-w", "-F", "-I", "-z", "-e", word])
-            .arg(tree.to_string())
-            .output()
-            .context("cannot run git grep in the source store")?;
+        let (store, tree_id) = (self.store, tree.to_string());
+        let sh = shell::here()?;
+        let out = cmd!(
+            sh,
+            "git --git-dir {store} grep -l -w -F -I -z -e {word} {tree_id}"
+        )
+        .ignore_status()
+        .output()
+        .context("cannot run git grep in the source store")?;
         // git grep: 0 found, 1 none found, anything else an error.
         match out.status.code() {
             Some(0) | Some(1) => {}

@@ -22,10 +22,11 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
+use xshell::cmd;
 
 use super::cache::BuildCache;
 use super::workdir::WorkDir;
-use crate::util::durable;
+use crate::util::{durable, shell};
 
 /// In the work dir: what the tree's last publish was (tree and cache entry) and where each of
 /// its installed ELF files came from in `build/`.
@@ -169,16 +170,14 @@ fn is_loader_source(path: &str, sysroot: &Path) -> bool {
 
 /// Whether make's dependency files of any object outside `build/elf/` name one of `paths`.
 fn depended_on_outside_elf(build: &Path, paths: &BTreeSet<String>) -> Result<bool> {
-    let mut grep = Command::new("grep");
-    grep.args(["-r", "-l", "-q", "-F", "--include=*.d", "--exclude-dir=elf"]);
-    for path in paths {
-        grep.arg("-e").arg(path);
-    }
-    let status = grep
-        .arg(".")
-        .current_dir(build)
-        .status()
-        .context("cannot run grep over make's dependency files")?;
+    let patterns = paths.iter().flat_map(|path| ["-e", path]);
+    let sh = shell::in_dir(build)?;
+    let status = Command::from(cmd!(
+        sh,
+        "grep -r -l -q -F --include=*.d --exclude-dir=elf {patterns...} ."
+    ))
+    .status()
+    .context("cannot run grep over make's dependency files")?;
     // grep -q: 0 found, 1 not found, 2 an error (then the quick path is not taken).
     Ok(status.code() != Some(1))
 }
@@ -187,19 +186,18 @@ fn depended_on_outside_elf(build: &Path, paths: &BTreeSet<String>) -> Result<boo
 /// mapped file whose build output differs from it copied from `build`. Returns the installed
 /// paths it replaced.
 pub(crate) fn stage(base: &Base, build: &Path, staging: &Path) -> Result<Vec<PathBuf>> {
-    let status = Command::new("cp")
-        .arg("-al")
-        .arg(format!("{}/.", base.sysroot.display()))
-        .arg(staging)
-        .status()
-        .context("cannot run cp")?;
-    if !status.success() {
-        anyhow::bail!(
-            "cannot link {} into {} ({status})",
-            base.sysroot.display(),
-            staging.display()
-        );
-    }
+    let base_sysroot = &base.sysroot;
+    let sh = shell::here()?;
+    cmd!(sh, "cp -al {base_sysroot}/. {staging}")
+        .quiet()
+        .run()
+        .with_context(|| {
+            format!(
+                "cannot link {} into {}",
+                base_sysroot.display(),
+                staging.display()
+            )
+        })?;
     let mut replaced = Vec::new();
     for (output, installed) in &base.record.map {
         let (from, to) = (build.join(output), staging.join(installed));

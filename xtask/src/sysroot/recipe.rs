@@ -3,11 +3,12 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use loader_tests::host::{self, tools, Tool, Toolchain};
 use model::Target;
+use xshell::cmd;
 
-use crate::util::logged;
+use crate::util::{logged, shell};
 
 /// Bump when anything in the recipe changes the installed result without changing the other
 /// key inputs (new steps, fix-ups after install): every cached build then becomes a miss.
@@ -70,13 +71,10 @@ impl Recipe {
     /// `$CC --version`'s first line: a compiler upgrade must not reuse old builds.
     pub(crate) fn compiler_version(&self) -> Result<String> {
         let cc = self.toolchain.cc.program;
-        let out = Command::new(cc)
-            .arg("--version")
+        let sh = shell::here()?;
+        let out = cmd!(sh, "{cc} --version")
             .output()
             .with_context(|| format!("cannot run {cc} --version"))?;
-        if !out.status.success() {
-            bail!("{cc} --version failed ({})", out.status);
-        }
         let text = String::from_utf8_lossy(&out.stdout);
         Ok(text.lines().next().unwrap_or_default().trim().to_string())
     }
@@ -100,9 +98,9 @@ impl Recipe {
         ]
     }
 
-    fn command(&self, program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.current_dir(dir);
+    /// `cmd` with the environment configure and make are given.
+    fn command(&self, cmd: impl Into<Command>) -> Command {
+        let mut cmd = cmd.into();
         // A caller's flags or make settings would silently change what gets built.
         for var in [
             "CFLAGS",
@@ -126,8 +124,10 @@ impl Recipe {
         log: &Path,
         label: &str,
     ) -> Result<()> {
-        let mut cmd = self.command(src.join("configure"), build);
-        cmd.args(self.configure_flags());
+        let configure = src.join("configure");
+        let flags = self.configure_flags();
+        let sh = shell::in_dir(build)?;
+        let mut cmd = self.command(cmd!(sh, "{configure} {flags...}"));
         logged::run_timed(
             &mut cmd,
             log,
@@ -192,8 +192,9 @@ impl Recipe {
         what: &str,
         step: &str,
     ) -> Result<()> {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}")).args(args);
+        let jobs = jobs.to_string();
+        let sh = shell::in_dir(build)?;
+        let mut cmd = self.command(cmd!(sh, "make -j{jobs} {args...}"));
         let timeline = timeline(build, step);
         logged::run_timed(&mut cmd, log, what, make_status, Some(&timeline))
     }
@@ -230,15 +231,18 @@ impl Recipe {
 
     /// The `make -k check subdirs=SUBDIR` command of [`Recipe::check`], for a caller that
     /// runs it its own way (a foreign target's, in a sandbox where QEMU runs its programs).
+    /// Built by hand, not with `cmd!`: making a shell can fail (it reads the current
+    /// directory), and its caller in verify, a judging source, takes a `Command`, no `Result`.
     pub(crate) fn check_command(&self, build: &Path, subdir: &str, jobs: usize) -> Command {
-        let mut cmd = self.command("make", build);
-        cmd.arg(format!("-j{jobs}"))
+        let mut cmd = Command::new("make");
+        cmd.current_dir(build)
+            .arg(format!("-j{jobs}"))
             .args(["-k", "check"])
             .arg(format!("subdirs={subdir}"));
         for (test, _) in EXPECTED_TO_FAIL {
             cmd.arg(format!("test-xfail-{test}=yes"));
         }
-        with_a_second_group(cmd)
+        with_a_second_group(self.command(cmd))
     }
 }
 

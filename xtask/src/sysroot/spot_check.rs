@@ -12,13 +12,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use xshell::cmd;
 
 use super::compare::{self, FileVerdict};
 use super::workdir::WorkDir;
 use crate::sysroot::compile_check::compile_command;
+use crate::util::shell;
 
 /// Checks up to `sample` objects per header in `headers` (paths in the source tree).
 /// Returns the report; fails when an object differs.
@@ -82,11 +83,9 @@ fn dependents(
     header: &str,
     sample: usize,
 ) -> Result<Vec<(String, PathBuf)>> {
-    let out = Command::new("grep")
-        .args(["-r", "-l", "-F", "--include=*.d", "-e"])
-        .arg(format!("/{header}"))
-        .arg(".")
-        .current_dir(build)
+    let sh = shell::in_dir(build)?;
+    let out = cmd!(sh, "grep -r -l -F --include=*.d -e /{header} .")
+        .ignore_status()
         .output()
         .context("cannot run grep over make's dependency files")?;
     let mut by_dir: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
@@ -146,10 +145,9 @@ fn recompile(
     // The object and make's dependency output go to the scratch copy; the rest is make's.
     let line = command.replace(&object.display().to_string(), &out.display().to_string());
     let dir = file.split_once('/').map_or("", |(dir, _)| dir);
-    let output = Command::new("sh")
-        .arg("-c")
-        .arg(&line)
-        .current_dir(src.join(dir))
+    let sh = shell::in_dir(&src.join(dir))?;
+    let output = cmd!(sh, "sh -c {line}")
+        .ignore_status()
         .output()
         .with_context(|| format!("cannot compile {file} again"))?;
     if !output.status.success() {

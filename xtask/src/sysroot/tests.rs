@@ -112,14 +112,12 @@ fn a_builder_reads_each_series_once() {
     let release = Release::newest();
     let copy = tempfile::tempdir().unwrap();
     let project = crate::util::paths::patches_dir();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(&project)
-        .arg(copy.path().join("patches"))
-        .status()
-        .unwrap();
-    assert!(status.success());
     let patches = copy.path().join("patches");
+    let sh = crate::util::shell::here().unwrap();
+    xshell::cmd!(sh, "cp -r {project} {patches}")
+        .quiet()
+        .run()
+        .unwrap();
     let builder = Builder {
         layout: Layout::under(copy.path()),
         store: copy.path().join("store"),

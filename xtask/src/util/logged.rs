@@ -374,11 +374,9 @@ mod tests {
     fn the_log_keeps_the_order_of_stdout_and_stderr_lines() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
-        let mut cmd = Command::new("sh");
-        cmd.args([
-            "-c",
-            "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done",
-        ]);
+        let sh = crate::util::shell::here().unwrap();
+        let script = "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done";
+        let mut cmd = Command::from(xshell::cmd!(sh, "sh -c {script}"));
         let exit = run_to_end(&mut cmd, &log, "interleaved", |_| None, None).unwrap();
         assert!(exit.success());
         let text = std::fs::read_to_string(&log).unwrap();

@@ -197,6 +197,30 @@ fn output_survives_a_closed_pipe() {
     );
 }
 
+/// xshell's `Cmd::run` echoes the command line with std's `eprintln!` unless told `.quiet()`:
+/// the panic [`output_survives_a_closed_pipe`] keeps out, from inside a dependency. Found per
+/// statement: a `cmd!` whose statement runs it.
+#[test]
+fn shell_commands_run_quietly() {
+    let mut loud = Vec::new();
+    let commands = |rel: &str| rel.starts_with("xtask/src/");
+    for_each_code_line(commands, |rel, i, lines| {
+        let line = lines[i];
+        if line.trim_start().starts_with("//") || !line.contains("cmd!(") {
+            return;
+        }
+        let statement = statement_from(lines, i);
+        if statement.contains(".run()") && !statement.contains(".quiet()") {
+            loud.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+        }
+    });
+    assert_none_found(
+        &loud,
+        "xshell commands run with their echo, which std's eprintln! writes (and panics on a \
+         closed pipe): add .quiet() before .run()",
+    );
+}
+
 /// The workspace's crates, bottom first: the vocabulary, the generated files and blocks, the
 /// model of the loader's search,
 /// the harness that runs real loaders (and holds the model against them), the stand-alone

@@ -7,8 +7,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use xshell::cmd;
 
-use crate::util::logged;
+use crate::util::{logged, shell};
 use loader_tests::apt;
 use loader_tests::host::{self, tools};
 use model::Release;
@@ -104,20 +105,17 @@ impl PrivateApt {
             .apt
             .root()
             .join(format!("source-{}.log", release.version()));
-        let apt = self.command();
+        let apt_get = self.command();
+        let (apt, apt_options) = (apt_get.get_program(), apt_get.get_args());
+        let version = release.debian_version();
         // apt's exit status 100 ("some files failed") is judged below by whether the orig
         // tarball arrived; any other failure is reported as is.
-        let mut cmd = Command::new("sh");
-        cmd.current_dir(staging.path())
-            .args([
-                "-c",
-                "\"$@\"; s=$?; [ $s -eq 100 ] && exit 0; exit $s",
-                "sh",
-            ])
-            .arg(apt.get_program())
-            .args(apt.get_args())
-            .args(["source", "--download-only"])
-            .arg(format!("glibc={}", release.debian_version()));
+        let tolerate_100 = "\"$@\"; s=$?; [ $s -eq 100 ] && exit 0; exit $s";
+        let sh = shell::in_dir(staging.path())?;
+        let mut cmd = Command::from(cmd!(
+            sh,
+            "sh -c {tolerate_100} sh {apt} {apt_options...} source --download-only glibc={version}"
+        ));
         logged::run(
             &mut cmd,
             &log,

@@ -6,8 +6,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use tempfile::TempDir;
+use xshell::{cmd, Cmd};
 
-use crate::util::{child, fault};
+use crate::util::{child, fault, shell};
 use loader_tests::host::{self, tools};
 use model::Release;
 
@@ -24,16 +25,13 @@ pub(crate) fn fetch_tag(
     let scratch = crate::util::staging::tempdir_in(scratch_parent, "fetch")?;
     let tag = release.tag();
     let dir = scratch.path();
-    git(Command::new("git")
-        .args(["init", "--quiet", "--bare"])
-        .arg(dir))
-    .context("cannot create a scratch repository")?;
+    let sh = shell::here()?;
+    git(cmd!(sh, "git init --quiet --bare {dir}")).context("cannot create a scratch repository")?;
     // git2 is built without network transports; the git CLI fetches from any URL or path.
-    git(Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["fetch", "--quiet", "--depth=1", "--no-tags", url])
-        .arg(format!("refs/tags/{tag}:refs/tags/{tag}")))
+    git(cmd!(
+        sh,
+        "git -C {dir} fetch --quiet --depth=1 --no-tags {url} refs/tags/{tag}:refs/tags/{tag}"
+    ))
     .with_context(|| format!("cannot fetch tag {tag} from {url}"))?;
     fault::point("import:fetched");
     let scratch_repo = Repository::open_bare(dir).context("cannot open the scratch repository")?;
@@ -62,8 +60,8 @@ fn without_manual(repo: &Repository, tag: &str, url: &str) -> Result<Oid> {
 }
 
 /// Runs a git command that dies with us, failing with its stderr.
-fn git(cmd: &mut Command) -> Result<()> {
-    let out = child::dies_with_us(cmd)
+fn git(cmd: Cmd<'_>) -> Result<()> {
+    let out = child::dies_with_us(&mut Command::from(cmd))
         .output()
         .context("cannot run git")?;
     if !out.status.success() {

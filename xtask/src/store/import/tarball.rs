@@ -16,10 +16,11 @@ use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 use git2::{ObjectType, Oid};
+use xshell::cmd;
 
 use crate::store::pack::{Pack, PackBuilder};
 use crate::store::snapshot::{serialize_tree, TreeEntry, TreeMode};
-use crate::util::child;
+use crate::util::{child, shell};
 use loader_tests::host::{self, tools};
 
 /// A tarball's tree, hashed and packed, not yet in any store.
@@ -331,7 +332,7 @@ fn show(path: &[u8]) -> String {
 /// decompression runs on another core than the hashing), or read as is.
 struct Decompressed {
     reader: Box<dyn Read>,
-    child: Option<(Child, ChildStderr, &'static str)>,
+    child: Option<(Child, ChildStderr, String)>,
 }
 
 impl Decompressed {
@@ -342,15 +343,16 @@ impl Decompressed {
         let n = file
             .read(&mut magic)
             .with_context(|| format!("cannot read {}", tarball.display()))?;
-        let (program, args): (&'static str, &[&str]) = match &magic[..n] {
+        let sh = shell::here()?;
+        let decompress = match &magic[..n] {
             [0xfd, b'7', b'z', b'X', b'Z', 0] => {
                 host::require(&[tools::XZ])?;
                 // Multi-threaded when the file has several blocks, as Debian's do.
-                ("xz", &["-dc", "-T2"])
+                cmd!(sh, "xz -dc -T2")
             }
-            [0x1f, 0x8b, ..] => ("gzip", &["-dc"]),
-            [b'B', b'Z', b'h', ..] => ("bzip2", &["-dc"]),
-            [0x28, 0xb5, 0x2f, 0xfd, ..] => ("zstd", &["-dc"]),
+            [0x1f, 0x8b, ..] => cmd!(sh, "gzip -dc"),
+            [b'B', b'Z', b'h', ..] => cmd!(sh, "bzip2 -dc"),
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => cmd!(sh, "zstd -dc"),
             _ => {
                 let file = File::open(tarball)
                     .with_context(|| format!("cannot open {}", tarball.display()))?;
@@ -360,11 +362,11 @@ impl Decompressed {
                 });
             }
         };
-        let mut cmd = Command::new(program);
+        let mut cmd = Command::from(decompress);
+        let program = cmd.get_program().to_string_lossy().into_owned();
         // A killed import must not leave the decompressor running.
         child::dies_with_us(&mut cmd);
         let mut child = cmd
-            .args(args)
             .stdin(
                 File::open(tarball)
                     .with_context(|| format!("cannot open {}", tarball.display()))?,

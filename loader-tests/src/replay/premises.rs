@@ -1,0 +1,172 @@
+//! The premises of a run: what its root assumes besides the loader and the rules its outcome
+//! names ([`super::rules`]), found from what the run mapped or missed. The generator folds them
+//! into every run's mark when it makes a cell ([`super::report::CellReport`]), so a cell is
+//! `[R]` only where every premise it rests on is replayed or cited: a premise nobody supports
+//! makes it `[? premise]`, naming the premise, whatever the loader did.
+
+use std::path::Path;
+
+use super::fixtures::BOARD_LIBS;
+use super::paths::Paths;
+use super::rules::Rule;
+use super::{
+    cuda_version, Approach, Column, CompatPackage, CompatRunpath, Device, Host, RunReport,
+};
+
+/// The premises `run` (of `approach` in `column`) rests on.
+pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule> {
+    // The store paths a cell names do not depend on the target.
+    let paths = Paths::new(column, "");
+    let file_name = |path: &str| {
+        Path::new(path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut premises = Vec::new();
+    // Thor: what its drivers link is the Orin closure only by the model.
+    let closure_named = BOARD_LIBS
+        .iter()
+        .map(|lib| lib.name)
+        .chain(["libstdc++.so.6"])
+        .any(|name| run.outcome.contains(name));
+    let closure_loaded = run
+        .loaded
+        .iter()
+        .any(|p| BOARD_LIBS.iter().any(|lib| file_name(p) == lib.name));
+    if column.board.device == Device::Thor && (closure_named || closure_loaded) {
+        premises.push(Rule::ThorClosure);
+    }
+    // Row 6 on an Ubuntu host: the app's l4t-core is the host's release only by the model.
+    let from_l4t_core = run
+        .loaded
+        .iter()
+        .any(|p| p.starts_with(&format!("{}/", paths.app_l4t_core)));
+    if column.host != Host::NixOs
+        && approach.compat_runpath == CompatRunpath::L4tCoreAfterDriver
+        && from_l4t_core
+    {
+        premises.push(Rule::L4tCorePinned);
+    }
+    // A cuda_compat_orin newer than R39's driver: made for R39 only by the model. Its
+    // `libcuda.so.1` ran (the outcome names it) or was mapped, from its store path or (impure
+    // binding) through `/run/opengl-driver/lib`.
+    let compat_libcuda = format!("{}/libcuda.so.1", paths.compat_dir);
+    let compat_named = format!("compat {}", cuda_version(column.compat.version));
+    if column.compat.package == CompatPackage::Orin
+        && column.compat.version > column.board.driver
+        && (run.loaded.contains(&compat_libcuda) || run.outcome.contains(&compat_named))
+    {
+        premises.push(Rule::CompatOrinRelease);
+    }
+    premises
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::report::CellReport;
+    use crate::replay::rules::Basis;
+    use crate::replay::{RunKey, APPROACHES, COLUMNS};
+
+    fn column(id: &str) -> &'static Column {
+        COLUMNS.iter().find(|c| c.id == id).unwrap()
+    }
+
+    fn approach(number: u8) -> &'static Approach {
+        APPROACHES.iter().find(|a| a.number == number).unwrap()
+    }
+
+    /// Every run of `approach` in `column` working, with `loaded` mapped: what the loader
+    /// alone would call `[R] runs`.
+    fn working_cell(approach: &Approach, column: &Column, loaded: &[String]) -> CellReport {
+        let runs = RunKey::all(approach, column)
+            .into_iter()
+            .map(|key| {
+                let mut run = RunReport::not_run(key, "");
+                run.outcome = "runs: compat 12.2 + libnvrm from the l4t-core store path".into();
+                run.works = true;
+                run.loaded = loaded.to_vec();
+                run
+            })
+            .collect();
+        CellReport::new(approach, column, runs)
+    }
+
+    /// Issue 42: row 6 on a JetPack 5 host ran the app, and the page said `[R] runs`, though
+    /// the `libnvrm_*` it took came from an l4t-core store path that is the host's release
+    /// only because the replay made it so.
+    #[test]
+    fn an_r_cell_whose_premise_is_modelled_is_not_replayed() {
+        let jetpack5 = column("jetpack5");
+        let six = approach(6);
+        let core = Paths::new(jetpack5, "").app_l4t_core;
+        let cell = working_cell(six, jetpack5, &[format!("{core}/libnvrm_gpu.so")]);
+        assert_eq!(cell.basis, Basis::Unknown(Rule::L4tCorePinned));
+        assert!(
+            cell.text("<br>")
+                .starts_with("[? l4t-core-pin] unknown: compat 12.2 + libnvrm from the l4t-core"),
+            "{}",
+            cell.text("<br>")
+        );
+        // The same loads on NixOS, where the system's driver directory comes first: nothing
+        // rests on the store path's release being the host's.
+        let nixos = column("nixos-jp5");
+        let cell = working_cell(six, nixos, &[format!("{core}/libnvrm_gpu.so")]);
+        assert_eq!(cell.basis, Basis::Replayed);
+    }
+
+    #[test]
+    fn thor_runs_that_touch_the_modelled_closure_are_unknown_and_others_are_not() {
+        let thor = column("jetpack7-nocompat");
+        let two = approach(2);
+        let run = |outcome: &str, loaded: &[&str]| {
+            let key = RunKey::all(two, thor)[0];
+            let mut run = RunReport::not_run(key, "");
+            run.outcome = outcome.into();
+            run.loaded = loaded.iter().map(|s| s.to_string()).collect();
+            of_run(two, thor, &run)
+        };
+        assert_eq!(
+            run(
+                "runs: driver 13.0",
+                &["/usr/lib/aarch64-linux-gnu/nvidia/libnvrm_gpu.so"]
+            ),
+            [Rule::ThorClosure]
+        );
+        assert_eq!(
+            run("fails: libstdc++.so.6 not found", &[]),
+            [Rule::ThorClosure]
+        );
+        assert!(run("fails: libcuda.so.1 not found", &[]).is_empty());
+        // The same run on an Orin rests on the cited closure.
+        let orin = column("jetpack6");
+        let key = RunKey::all(two, orin)[0];
+        let mut on_orin = RunReport::not_run(key, "");
+        on_orin.outcome = "fails: libstdc++.so.6 not found".into();
+        assert!(of_run(two, orin, &on_orin).is_empty());
+    }
+
+    #[test]
+    fn only_the_newer_orin_compat_rests_on_its_release() {
+        let newer = column("nixos-jp7-newer");
+        let same = column("nixos-jp7");
+        let one = approach(1);
+        let loaded = |column: &Column| {
+            let key = RunKey::all(one, column)[0];
+            let mut run = RunReport::not_run(key, "");
+            run.loaded = vec![format!(
+                "{}/libcuda.so.1",
+                Paths::new(column, "").compat_dir
+            )];
+            of_run(one, column, &run)
+        };
+        assert_eq!(loaded(newer), [Rule::CompatOrinRelease]);
+        assert!(loaded(same).is_empty());
+        // Impure binding: mapped as /run/opengl-driver/lib/libcuda.so.1, named by the outcome.
+        let key = RunKey::all(one, newer)[0];
+        let mut run = RunReport::not_run(key, "");
+        run.outcome = "unknown: compat 13.4 + libnvrm from /run/opengl-driver/lib".into();
+        assert_eq!(of_run(one, newer, &run), [Rule::CompatOrinRelease]);
+    }
+}
