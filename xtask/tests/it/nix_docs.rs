@@ -62,6 +62,22 @@ fn nix_blocks(page: &str) -> Vec<(usize, String)> {
     blocks
 }
 
+/// The file a block stands for: the name its first line gives (`# glibc-fallback.nix: ...`),
+/// else, for a NixOS module that configures nix-ld, `configuration.nix`.
+fn block_name(block: &str) -> String {
+    let named = block
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# "))
+        .and_then(|l| l.split([':', ' ']).next())
+        .filter(|n| n.ends_with(".nix"));
+    match named {
+        Some(name) => name.to_string(),
+        None if block.contains("programs.nix-ld") => "configuration.nix".to_string(),
+        None => "block.nix".to_string(),
+    }
+}
+
 /// The pages users read.
 fn pages() -> Vec<PathBuf> {
     let mut pages = vec![workspace().join("README.md")];
@@ -180,6 +196,11 @@ fn every_nix_expression_in_the_docs_parses_and_builds_the_series() {
     let release = model::Release::newest().version().to_string();
     let stub = STUB.replace("RELEASE", &release);
     let repo = workspace().display().to_string();
+    let glibc_fallback = pages()
+        .iter()
+        .flat_map(|page| nix_blocks(&std::fs::read_to_string(page).unwrap()))
+        .map(|(_, block)| block)
+        .find(|block| block_name(block) == "glibc-fallback.nix");
     let mut failures = Vec::new();
     let mut evaluated = 0;
     let mut blocks = 0;
@@ -195,16 +216,17 @@ fn every_nix_expression_in_the_docs_parses_and_builds_the_series() {
             let at = format!("{rel}:{line}");
             // Each block in a directory of its own, named as its first line says, beside the
             // blocks of the same page it imports (`./glibc-fallback.nix`).
-            let name = block
-                .lines()
-                .next()
-                .and_then(|l| l.strip_prefix("# "))
-                .and_then(|l| l.split([':', ' ']).next())
-                .filter(|n| n.ends_with(".nix"))
-                .unwrap_or("block.nix")
-                .to_string();
+            let name = block_name(&block);
             let dir = scratch.path().join(rel.replace('/', "_"));
             std::fs::create_dir_all(&dir).unwrap();
+            // A module of another page imports nix.md's glibc as `./glibc-fallback.nix`.
+            if let Some(glibc) = &glibc_fallback {
+                std::fs::write(
+                    dir.join("glibc-fallback.nix"),
+                    glibc.replace("/path/to/ld-fallback", &repo),
+                )
+                .unwrap();
+            }
             let file = dir.join(&name);
             // The docs' placeholder for the checkout, in the overlay's path literal.
             std::fs::write(&file, block.replace("/path/to/ld-fallback", &repo)).unwrap();
@@ -253,7 +275,7 @@ fn every_nix_expression_in_the_docs_parses_and_builds_the_series() {
                 }
             } else {
                 failures.push(format!(
-                    "{at}: a Nix block named {name:?} that this test neither evaluates nor knows: name it in its first line (`# NAME.nix: ...`) and add it here"
+                    "{at}: a Nix block ({name}) that this test neither evaluates nor knows: name it in its first line (`# NAME.nix: ...`) and add it here"
                 ));
             }
         }
