@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use loader_model::fs::OpenError;
 use loader_model::{Config, Cpu, Dlopen, GlibcVersion, PathList, Program, ReadError};
 use model::{printable, Flavour, Release, Target, SUPPORTED};
 
@@ -159,20 +158,16 @@ impl Args {
         } else {
             format!("(from the working directory {})", printable(&cwd))
         };
-        if !root_dir.is_dir() {
-            bail!("{root} is not a directory");
+        // The root first: a path in it cannot be found when it is no directory (a symlink
+        // loop, a file), and the system's reason says why.
+        match std::fs::metadata(&root_dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => bail!("{root} is not a directory"),
+            Err(err) => bail!("cannot use {root} as the root: {err}"),
         }
         // Read once: the release, the target and the walk all look at this reading.
         let read = Program::read(&root_dir, &self.program, &cwd).map_err(|err| match err {
-            ReadError::Open(why) => anyhow::anyhow!(
-                "cannot open {program} {looked_in}: {}",
-                match why {
-                    OpenError::Absent => "no such file",
-                    OpenError::NotDirectory => "a path component is not a directory",
-                    OpenError::Loop => "too many symlinks",
-                    OpenError::Denied => "permission denied",
-                }
-            ),
+            ReadError::Open(why) => anyhow::anyhow!("cannot open {program} {looked_in}: {why}"),
             // A file that cannot be read is said as such, with the system's reason, before
             // its content is judged: "not an ELF program" would blame bytes nobody looked at.
             ReadError::Read(err) => anyhow::anyhow!("cannot read {program} {looked_in}: {err}"),
@@ -209,14 +204,9 @@ impl Args {
             (true, _, _) => Flavour::Unpatched,
             (false, Some(asked), _) => asked,
             (false, None, Some(series)) => series.flavour(),
-            (false, None, None) => bail!(
-                "cannot tell whether the loader of {program} is patched: {}",
-                printable(
-                    &read
-                        .loader_problem()
-                        .unwrap_or_else(|| "no loader file".into())
-                )
-            ),
+            // No loader file to judge: the walk refuses such a program and says why (the
+            // loader is not in the root), so this flavour is never modelled.
+            (false, None, None) => Flavour::Unpatched,
         };
         let config = Config {
             root: root_dir,

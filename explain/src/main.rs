@@ -18,12 +18,34 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The file size limit (`ulimit -f`) ends a write past it with SIGXFSZ, which kills
+    // without a word and leaves a cut file; ignored, the write fails with EFBIG, said below.
+    // SAFETY: signal(2) with SIG_IGN, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's message quotes what the user typed: parsed again from the arguments
+        // escaped, it quotes them escaped (as `cargo xtask` does); plain text, no styles.
+        Err(usage) if usage.use_stderr() => {
+            let again = model::printable_args(std::env::args_os())
+                .and_then(|escaped| Cli::try_parse_from(escaped).err())
+                .filter(|again| again.kind() == usage.kind());
+            let text = again.as_ref().unwrap_or(&usage).render().to_string();
+            say(model::printable_lines(&text).trim_end());
+            return ExitCode::from(2);
+        }
+        Err(help) => help.exit(),
+    };
     let explained = match cli.args.explain() {
         Ok(explained) => explained,
         Err(err) => {
             // Values in the message are escaped already; the causes' too.
-            eprintln!("error: {}", model::printable_lines(&format!("{err:#}")));
+            say(&format!(
+                "error: {}",
+                model::printable_lines(&format!("{err:#}"))
+            ));
             return ExitCode::from(1);
         }
     };
@@ -37,19 +59,48 @@ fn main() -> ExitCode {
         if err.kind() == std::io::ErrorKind::BrokenPipe {
             return ExitCode::from(141);
         }
-        eprintln!("error: cannot write the explanation: {err}");
+        say(&format!("error: {}", write_error(&err)));
         return ExitCode::from(1);
     }
     if let Some(why) = explained.request_error() {
-        eprintln!("error: {why}");
+        say(&format!("error: {why}"));
         return ExitCode::from(1);
     }
     if !explained.complete {
-        eprintln!(
+        say(&format!(
             "{} would not find every library (see `not found` above)",
             model::printable(&cli.args.program)
-        );
+        ));
         return ExitCode::from(2);
     }
     ExitCode::SUCCESS
+}
+
+/// `text` and a newline on stderr. Nothing there is the report (that is stdout): a failure
+/// to write it (`2>/dev/full`) could be said nowhere else, so it is dropped, and the exit
+/// status says what was found (`eprintln!` panicked instead: exit status 101).
+fn say(text: &str) {
+    let _ = writeln!(std::io::stderr(), "{text}");
+}
+
+/// Why the explanation could not be written whole: the file size limit named as such (with
+/// its value), as `cargo xtask` says it.
+fn write_error(err: &std::io::Error) -> String {
+    let cut = format!("cannot write the explanation to standard output, so what it printed there is cut short: {err}");
+    if err.raw_os_error() != Some(libc::EFBIG) {
+        return cut;
+    }
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let now = if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0
+        && limit.rlim_cur != libc::RLIM_INFINITY
+    {
+        format!(", now {} bytes", limit.rlim_cur)
+    } else {
+        String::new()
+    };
+    format!("a file outgrew the file size limit (`ulimit -f`{now}) of this process: raise it and run the command again: {cut}")
 }

@@ -3,11 +3,39 @@
 //! process chrooted there. Paths are the loader's: absolute strings, as it builds them.
 
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use model::file::{read_head, read_regular, Limit};
+
+/// An ELF object (a program, its loader, a library) is read whole. ELF's offsets are 64-bit,
+/// so the format sets no bound of use: this one is far above any program or library, and
+/// keeps a file that never ends from taking the machine's memory.
+pub const ELF_OBJECT: Limit = Limit {
+    bytes: 4 << 30,
+    what: "an ELF object",
+};
+
+/// `ld.so.cache`: its strings are found by 32-bit offsets from the start of the file, so the
+/// loader can use no more of it than this.
+pub const LD_SO_CACHE: Limit = Limit {
+    bytes: 4 << 30,
+    what: "an ld.so.cache",
+};
+
+/// `ld.so.conf` and the files it includes: a list of directories.
+pub const LD_SO_CONF: Limit = Limit {
+    bytes: 16 << 20,
+    what: "an ld.so.conf file",
+};
+
+/// What the loader reads of a file before it checks anything (an ELF header).
+const HEAD: Limit = Limit {
+    bytes: 64,
+    what: "a file the loader verifies",
+};
 
 /// Why a path cannot be opened, in the loader's terms (the `errno` it would get).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +48,28 @@ pub enum OpenError {
     Loop,
     /// EACCES or another error from `open` itself.
     Denied,
+}
+
+/// The loader's errno in words, as a message says it.
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            OpenError::Absent => "no such file",
+            OpenError::NotDirectory => "a path component is not a directory",
+            OpenError::Loop => "too many symlinks",
+            OpenError::Denied => "permission denied",
+        })
+    }
+}
+
+/// What `err` from looking a path up is for the loader: the same errno open(2) would give.
+fn open_error(err: &io::Error) -> OpenError {
+    match err.raw_os_error() {
+        Some(20) => OpenError::NotDirectory,
+        Some(40) => OpenError::Loop,
+        _ if err.kind() == io::ErrorKind::NotFound => OpenError::Absent,
+        _ => OpenError::Denied,
+    }
 }
 
 /// A file the loader could open: what it reads to verify it, and its identity.
@@ -107,7 +157,8 @@ impl Tree {
                     }
                     done.push(part);
                 }
-                Err(_) => return Err(OpenError::Denied),
+                // The tree's own root a symlink loop, say: not "permission denied".
+                Err(err) => return Err(open_error(&err)),
             }
         }
         Ok(self.host_of(&done))
@@ -130,12 +181,7 @@ impl Tree {
                 id: (meta.dev(), meta.ino()),
                 is_dir: meta.is_dir(),
             }),
-            Err(err) => Err(match err.raw_os_error() {
-                Some(20) => OpenError::NotDirectory,
-                Some(40) => OpenError::Loop,
-                _ if err.kind() == io::ErrorKind::NotFound => OpenError::Absent,
-                _ => OpenError::Denied,
-            }),
+            Err(err) => Err(open_error(&err)),
         }
     }
 
@@ -147,18 +193,23 @@ impl Tree {
             .is_some_and(|meta| meta.is_dir())
     }
 
-    /// The first `limit` bytes of an opened file (what the loader reads to verify it).
+    /// The first `limit` bytes of an opened file (what the loader reads to verify it): a
+    /// FIFO or a socket is refused, never waited on.
     pub fn head(&self, opened: &Opened, limit: u64) -> anyhow::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        fs::File::open(&opened.host)
-            .and_then(|file| file.take(limit).read_to_end(&mut bytes))
-            .with_context(|| format!("cannot read {}", opened.host.display()))?;
-        Ok(bytes)
+        read_head(
+            &opened.host,
+            Limit {
+                bytes: limit,
+                ..HEAD
+            },
+        )
+        .with_context(|| format!("cannot read {}", opened.host.display()))
     }
 
-    /// The whole of an opened file.
-    pub fn read(&self, opened: &Opened) -> anyhow::Result<Vec<u8>> {
-        fs::read(&opened.host).with_context(|| format!("cannot read {}", opened.host.display()))
+    /// The whole of an opened file, a regular one of at most `limit`.
+    pub fn read(&self, opened: &Opened, limit: Limit) -> anyhow::Result<Vec<u8>> {
+        read_regular(&opened.host, limit)
+            .with_context(|| format!("cannot read {}", opened.host.display()))
     }
 
     /// `realpath (path)` inside the tree, as the kernel gives `/proc/self/exe`.

@@ -213,7 +213,7 @@ fn ld_so_conf(m: &Model, file: &str, depth: usize) -> Vec<String> {
     let Ok(opened) = m.tree.open(file, "/") else {
         return Vec::new();
     };
-    let Ok(bytes) = m.tree.read(&opened) else {
+    let Ok(bytes) = m.tree.read(&opened, super::fs::LD_SO_CONF) else {
         return Vec::new();
     };
     let base = dir_of(file).unwrap_or_else(|| "/".into());

@@ -353,7 +353,7 @@ impl Program {
         let tree = fs::Tree::new(root);
         let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
         // The error goes back typed; each caller names the program and the tree with it.
-        let bytes = match std::fs::read(&opened.host) {
+        let bytes = match model::file::read_regular(&opened.host, fs::ELF_OBJECT) {
             Ok(bytes) => bytes,
             Err(err) => return Err(ReadError::Read(err)),
         };
@@ -364,10 +364,10 @@ impl Program {
             .and_then(|d| d.interpreter.clone())
             .map(|interp| {
                 let file = match tree.open(&interp, "/") {
-                    Ok(file) => std::fs::read(&file.host)
+                    Ok(file) => model::file::read_regular(&file.host, fs::ELF_OBJECT)
                         .map(|bytes| (file, bytes))
                         .map_err(|err| format!("cannot read it: {err}")),
-                    Err(err) => Err(format!("{err:?}")),
+                    Err(err) => Err(err.to_string()),
                 };
                 (interp, file)
             });
@@ -400,14 +400,6 @@ impl Program {
         }
     }
 
-    /// Why its loader (PT_INTERP) cannot be read in the tree, if it cannot.
-    pub fn loader_problem(&self) -> Option<String> {
-        match &self.loader {
-            Some((interp, Err(why))) => Some(format!("its loader {interp} cannot be read ({why})")),
-            _ => None,
-        }
-    }
-
     /// The target it is built for, from its ELF header.
     pub fn target(&self) -> Option<Target> {
         let head = &self.bytes[..self.bytes.len().min(64)];
@@ -431,7 +423,7 @@ pub fn explain(config: &Config) -> Result<Explanation> {
     let program =
         Program::read(&config.root, &config.program, &config.cwd).map_err(|err| match err {
             ReadError::Open(err) => anyhow::anyhow!(
-                "cannot open the program {} in {}: {err:?}",
+                "cannot open the program {} in {}: {err}",
                 config.program,
                 config.root.display()
             ),

@@ -393,8 +393,8 @@ impl<'c> Model<'c> {
         if self.cache.is_none() {
             let parsed = match self.tree.open("/etc/ld.so.cache", "/") {
                 Err(_) => Err("no /etc/ld.so.cache".to_string()),
-                Ok(opened) => match self.tree.read(&opened) {
-                    Err(e) => Err(format!("cannot read /etc/ld.so.cache: {e}")),
+                Ok(opened) => match self.tree.read(&opened, super::fs::LD_SO_CACHE) {
+                    Err(e) => Err(format!("cannot read /etc/ld.so.cache: {}", e.root_cause())),
                     Ok(bytes) => Cache::parse(&bytes).ok_or_else(|| {
                         "/etc/ld.so.cache is not a cache this loader reads".to_string()
                     }),

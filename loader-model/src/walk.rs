@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::cache::Cache;
 use super::elf::{self, Dynamic};
-use super::fs::{Opened, Tree};
+use super::fs::{Opened, Tree, ELF_OBJECT};
 use super::paths::{self, lexical_dir, Dir, DirMemory, Origin};
 use super::{Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote};
 
@@ -557,7 +557,7 @@ impl Model<'_> {
     ) -> Result<usize, String> {
         let bytes = self
             .tree
-            .read(opened)
+            .read(opened, ELF_OBJECT)
             .map_err(|e| format!("{path}: cannot read: {e}"))?;
         let dynamic = elf::dynamic(&bytes).map_err(|e| format!("{path}: {e}"))?;
         let runpath_set = dynamic.runpath.is_some();

@@ -235,7 +235,7 @@ fn is_static(config: &Config) -> bool {
     let tree = loader_model::fs::Tree::new(&config.root);
     tree.open(&config.program, &config.cwd)
         .ok()
-        .and_then(|file| tree.read(&file).ok())
+        .and_then(|file| tree.read(&file, loader_model::fs::ELF_OBJECT).ok())
         .and_then(|bytes| loader_model::elf::dynamic(&bytes).ok())
         .is_some_and(|d| d.interpreter.is_none())
 }

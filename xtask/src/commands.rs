@@ -90,13 +90,21 @@ pub fn main() -> ExitCode {
     limits::survive();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        // clap's message quotes what the user typed: parsed again from the arguments
+        // escaped, it quotes them escaped; plain text (no styles), written as every message.
+        Err(usage) if usage.use_stderr() => {
+            let again = model::printable_args(std::env::args_os())
+                .and_then(|escaped| Cli::try_parse_from(escaped).err())
+                .filter(|again| again.kind() == usage.kind());
+            diag!("{}", again.as_ref().unwrap_or(&usage).render());
+            return ExitCode::from(EXIT_FAILURE);
+        }
         Err(usage) => {
             let printed = usage.print();
             // Usage errors are failures (1), not findings: clap's own code 2 is ours. Help
             // that could not be written (`--help > /dev/full`) is a failure too; only a
             // reader that left ends quietly.
             return ExitCode::from(match printed {
-                _ if usage.use_stderr() => EXIT_FAILURE,
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => output::EXIT_READER_GONE,
                 Err(e) => {
                     diagln!("error: cannot write the help: {e}");
@@ -132,7 +140,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
     let env = || global.resolve();
     match command {
         Command::Glibc(cmd) => cmd.run(&env()?),
-        Command::Patches(cmd) => cmd.run(&env()?),
+        Command::Patches(cmd) => cmd.run(&env()?, &rebase::series_check::check_read),
         Command::FormatSeries(args) => args.run(&env()?),
         Command::NixStack(args) => args.run(&env()?),
         Command::RebaseGlibc(args) => {

@@ -65,13 +65,25 @@ impl Author {
         Ok(author)
     }
 
+    /// The author git would write, in git's order (git-commit-tree(1), "Commit Information";
+    /// git-config(1), `user.name`): `$GIT_AUTHOR_NAME` and `$GIT_AUTHOR_EMAIL`, else
+    /// `author.name` and `author.email`, else `user.name` and `user.email`, else (the address)
+    /// `$EMAIL`.
     pub(crate) fn from_git_config() -> Result<Author> {
         let config = git2::Config::open_default().context("cannot read git's configuration")?;
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let get = |key: &str| config.get_string(key).ok();
-        match (get("user.name"), get("user.email")) {
+        let name = env("GIT_AUTHOR_NAME")
+            .or_else(|| get("author.name"))
+            .or_else(|| get("user.name"));
+        let email = env("GIT_AUTHOR_EMAIL")
+            .or_else(|| get("author.email"))
+            .or_else(|| get("user.email"))
+            .or_else(|| env("EMAIL"));
+        match (name, email) {
             (Some(name), Some(email)) => Author::parse(&format!("{name} <{email}>")),
             _ => bail!(
-                "who sends the series? pass --author 'Name <email>', or set git's user.name and user.email; the series' own author ({PLACEHOLDER}) cannot be sent"
+                "who sends the series? pass --author 'Name <email>', or set git's user.name and user.email (or $GIT_AUTHOR_NAME and $GIT_AUTHOR_EMAIL); the series' own author ({PLACEHOLDER}) cannot be sent"
             ),
         }
     }

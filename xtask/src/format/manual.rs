@@ -94,6 +94,12 @@ pub struct Manual {
     pub(crate) source: String,
 }
 
+/// Upstream's `manual/dynlink.texi`: one chapter of the manual, text a person writes.
+const MANUAL_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 16 << 20,
+    what: "a chapter of the manual",
+};
+
 impl Manual {
     /// The patch at `patch_path` and the file of `checkout`. Refused, naming the cause, when
     /// the checkout has no such file, when the file is changed from the checkout's `HEAD`
@@ -108,7 +114,7 @@ impl Manual {
             );
         }
         let file = dir.join(PATH);
-        let upstream = match std::fs::read(&file) {
+        let upstream = match model::file::read_regular(&file, MANUAL_LIMIT) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
                 "{} {} has no {PATH}: it must be a checkout of upstream glibc (`{CLONE}`); a release tarball's tree has no manual/",
@@ -130,7 +136,7 @@ impl Manual {
                 return Err(e).with_context(|| format!("cannot open {} with git", dir.display()))
             }
         };
-        let patch = std::fs::read(patch_path)
+        let patch = model::file::read_regular(patch_path, crate::series::PATCH_LIMIT)
             .with_context(|| format!("cannot read {}", patch_path.display()))?;
         let patch = String::from_utf8(patch)
             .with_context(|| format!("{} is not UTF-8", patch_path.display()))?;

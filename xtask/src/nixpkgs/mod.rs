@@ -116,6 +116,11 @@ impl Args {
     pub(crate) fn run(self, env: &Env) -> Result<()> {
         let in_ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "0");
         let from_env = std::env::var_os("LD_FALLBACK_NIXPKGS").filter(|v| !v.is_empty());
+        let named_by = if self.nixpkgs.is_some() {
+            "--nixpkgs"
+        } else {
+            "$LD_FALLBACK_NIXPKGS"
+        };
         let Some(root) = self.nixpkgs.or(from_env.map(PathBuf::from)) else {
             let why = "no nixpkgs checkouts (--nixpkgs DIR or $LD_FALLBACK_NIXPKGS, DIR/<commit>/ per pin in xtask/src/nixpkgs/mod.rs)";
             if in_ci {
@@ -124,6 +129,19 @@ impl Args {
             outln!("nix-stack: SKIPPED: {why}");
             return Ok(());
         };
+        // A directory the user named that is not there is a mistake to say, not a skip of
+        // every cell (a checkout of one pin missing from it is such a skip).
+        match std::fs::metadata(&root) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => bail!("{named_by} {} is not a directory: name the directory holding one nixpkgs checkout per pin", root.display()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+                "{named_by} {} does not exist: name the directory holding one nixpkgs checkout per pin",
+                root.display()
+            ),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot look at {named_by} {}", root.display()))
+            }
+        }
         let ws = Workspace::open_read_only(env)?;
         let store = SourceStore::open(&env.store)?;
         let mut problems = Vec::new();
@@ -212,6 +230,12 @@ fn check_commit(checkout: &Path, commit: &str) -> Result<()> {
     Ok(())
 }
 
+/// nixpkgs' `common.nix` of glibc: a Nix expression a person writes, a few pages long.
+const COMMON_NIX_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 16 << 20,
+    what: "a Nix expression",
+};
+
 /// Applies nixpkgs' stack from `nix_glibc` (its `common.nix` and patch files) for `target`
 /// to `release` from the store, then `series`, in a scratch tree under `cache`.
 pub(crate) fn check_stack(
@@ -223,7 +247,7 @@ pub(crate) fn check_stack(
     cache: &Path,
 ) -> Result<StackReport> {
     let common = nix_glibc.join("common.nix");
-    let text = std::fs::read_to_string(&common)
+    let text = model::file::read_regular_text(&common, COMMON_NIX_LIMIT)
         .with_context(|| format!("cannot read {}", common.display()))?;
     let stack = NixStack::parse(&text, target)
         .with_context(|| format!("cannot read the patch list of {}", common.display()))?;
@@ -255,7 +279,7 @@ fn apply_stack(
     };
     for name in &stack.patches {
         let path = nix_glibc.join(name);
-        let text = std::fs::read_to_string(&path)
+        let text = model::file::read_regular_text(&path, crate::series::PATCH_LIMIT)
             .with_context(|| format!("cannot read {} (listed in common.nix)", path.display()))?;
         let (kept, dropped) = without_manual(&text);
         report.manual_sections += dropped;

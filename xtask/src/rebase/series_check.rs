@@ -10,7 +10,7 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use git2::{Oid, Repository};
 
 use crate::rebase::records::Resolutions;
@@ -421,8 +421,10 @@ pub(crate) fn check_release(ws: &Workspace, release: Release) -> Result<(Series,
     check_read(ws, ws.load_series(release)?)
 }
 
-/// [`check_release`] of a series read from `patches/<X.Y>/` already.
-pub(crate) fn check_read(ws: &Workspace, series: Series) -> Result<(Series, Vec<String>)> {
+/// [`check_release`] of a series read from `patches/<X.Y>/` already: the one judge of a
+/// series, whose verdict `patches status` and `verify check-support` report too (they are
+/// handed it as a [`crate::series::Judge`]).
+pub fn check_read(ws: &Workspace, series: Series) -> Result<(Series, Vec<String>)> {
     let release = series.base;
     let (_, commits) = ws.commit_series(&series)?;
     let again = Series::from_commits(ws.store.repo(), series.base, &commits)?;
@@ -461,7 +463,15 @@ fn passing(
             dir.display()
         )
     };
-    let (series, drift) = checked.with_context(refused)?;
+    let (series, drift) = match checked {
+        Ok(checked) => checked,
+        // A finding of the check is what refuses the series; a failure to read or write (a
+        // read-only store) is no finding, and `--check` may well pass the series.
+        Err(e) if is_defect(&e) || e.downcast_ref::<ReleaseNotImported>().is_some() => {
+            return Err(e.context(refused()))
+        }
+        Err(e) => return Err(e),
+    };
     if drift.is_empty() {
         return Ok(series);
     }

@@ -392,6 +392,15 @@ pub(crate) fn recover(ws: &Workspace) -> Result<Vec<String>> {
         if live.contains(&path) || Path::new("/proc").join(pid).exists() {
             continue;
         }
+        // A live command on the release (an `--abort` between unlinking the state and
+        // removing it) may be removing this very state: only the lock says it is gone.
+        let _held = match Release::parse(version) {
+            Ok(release) => match ws.try_lock_release(release)? {
+                Some(lock) => Some(lock),
+                None => continue,
+            },
+            Err(_) => None,
+        };
         if is_link {
             if std::fs::remove_file(&path).is_ok() {
                 said.push(format!(

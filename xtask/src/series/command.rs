@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::Subcommand;
 
 use crate::cli::{Env, OneRelease};
-use crate::series::Workspace;
+use crate::series::{Judge, Workspace};
 use crate::util::exit::NeedsAttention;
 use model::SUPPORTED;
 
@@ -36,7 +36,8 @@ pub(crate) enum Command {
 }
 
 impl Command {
-    pub(crate) fn run(self, env: &Env) -> Result<()> {
+    /// Runs the command; `judge` is `rebase-glibc --check`'s, whose verdict `status` reports.
+    pub(crate) fn run(self, env: &Env, judge: Judge) -> Result<()> {
         let ws = match self {
             Command::Status {
                 import_missing: false,
@@ -48,7 +49,7 @@ impl Command {
         }
         match self {
             Command::Status { .. } => {
-                let report = super::status::status(&ws, SUPPORTED)?;
+                let report = super::status::status(&ws, SUPPORTED, judge)?;
                 out!("{}", report.render());
                 if report.errors() {
                     bail!("the status of some releases could not be found out (see `error` above)");

@@ -28,6 +28,7 @@ use git2::{ObjectType, Oid, Repository};
 
 use crate::store::{worktree, SourceStore};
 use crate::util::{durable, fault};
+use model::file::Limit;
 use model::Release;
 
 /// The series file's name, as quilt expects it.
@@ -57,13 +58,38 @@ pub(crate) fn is_defect(err: &anyhow::Error) -> bool {
     err.downcast_ref::<SeriesDefect>().is_some()
 }
 
-/// Reads a series or patch file as UTF-8 text. A file that is not there is a defect of the
-/// series that lists it; a byte that is not UTF-8 is named with its line.
-/// A file of `patches/` (a series file, a patch, the scope, a recorded resolution), as every
-/// command reads it: a regular file where it is, never a symlink. What a link points at is
-/// not in the repository (or not where a reviewer reads it), so a series holding one is
-/// refused by every command alike, naming the link, before anything reads through it.
+/// The one judge of a series read from `patches/<X.Y>/`: `rebase-glibc --check`'s
+/// (`rebase::series_check::check_read`), handed down to the commands below it in the
+/// pipeline that report its verdict (`patches status`, `verify check-support`). Ok with the
+/// lines its files drift by from what its commits export (none when it passes); else the
+/// series' defect, a release the store lacks, or a failure to read.
+pub type Judge<'a> = &'a dyn Fn(&Workspace, Series) -> Result<(Series, Vec<String>)>;
+
+/// A patch or a recorded resolution, read whole: a patch that rewrote glibc 2.44's largest
+/// file (`math/auto-libm-test-out-narrow-fma`, 5.8 MB) whole would be about 12 MB.
+pub(crate) const PATCH_LIMIT: Limit = Limit {
+    bytes: 64 << 20,
+    what: "a patch",
+};
+
+/// A series file or the scope: a file name or a glob per line.
+pub(crate) const LIST_LIMIT: Limit = Limit {
+    bytes: 1 << 20,
+    what: "a series or scope file",
+};
+
+/// A file of `patches/` (a patch, a recorded resolution), as every command reads it: see
+/// [`read_own`].
 pub(crate) fn read_own_text(path: &Path) -> Result<String> {
+    read_own(path, PATCH_LIMIT)
+}
+
+/// A file of `patches/` (a series file, a patch, the scope, a recorded resolution), as every
+/// command reads it: a regular file where it is, never a symlink, of at most `limit`. What a
+/// link points at is not in the repository (or not where a reviewer reads it), so a series
+/// holding one is refused by every command alike, naming the link, before anything reads
+/// through it.
+pub(crate) fn read_own(path: &Path, limit: Limit) -> Result<String> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
             let target = std::fs::read_link(path)
@@ -75,15 +101,27 @@ pub(crate) fn read_own_text(path: &Path) -> Result<String> {
             )));
         }
     }
-    read_text(path)
+    read_text(path, limit)
 }
 
-/// A UTF-8 text file (a patch a user names, too: `patches import` follows links there).
-pub(crate) fn read_text(path: &Path) -> Result<String> {
-    let bytes = match std::fs::read(path) {
+/// A UTF-8 text file of at most `limit` (a patch a user names, too: `patches import` follows
+/// links there). A file that is not there, not a regular file (a FIFO, `/dev/zero`) or
+/// larger than the limit is a defect of the series that lists it, said before a byte of it
+/// is read; a byte that is not UTF-8 is named with its line.
+pub(crate) fn read_text(path: &Path, limit: Limit) -> Result<String> {
+    let bytes = match model::file::read_regular(path, limit) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(defect(format!("{} does not exist", path.display())));
+        }
+        // What model::file refuses: another kind of file, or one larger than the limit.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidInput | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            return Err(defect(format!("cannot read {}: {e}", path.display())));
         }
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
@@ -104,7 +142,7 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
 /// replacing the directory would delete them.
 pub(crate) fn refuse_foreign_files(dir: &Path) -> Result<()> {
     let listed: Option<Vec<String>> =
-        std::fs::read_to_string(dir.join(SERIES_FILE))
+        model::file::read_regular_text(&dir.join(SERIES_FILE), LIST_LIMIT)
             .ok()
             .map(|text| {
                 text.lines()
@@ -249,7 +287,14 @@ impl Series {
     /// Reads `dir/series` and the patches it lists.
     pub fn load(dir: &Path) -> Result<Series> {
         let path = dir.join(SERIES_FILE);
-        let series_text = read_own_text(&path)?;
+        let series_text = read_own(&path, LIST_LIMIT)?;
+        // Invisible, it would make the first line's first word something else.
+        if series_text.starts_with('\u{feff}') {
+            return Err(defect(format!(
+                "{} starts with a byte order mark (U+FEFF), which a series file has none of (some Windows editors write one): save it without",
+                path.display()
+            )));
+        }
         let mut base = None;
         let mut patches = Vec::new();
         for line in series_text.lines() {
@@ -257,14 +302,19 @@ impl Series {
                 let mut words = rest.split_whitespace();
                 let (Some(tag), Some(tree)) = (words.next(), words.next()) else {
                     return Err(defect(format!(
-                        "{}: malformed base line `{line}`; expected `# base: glibc-X.Y <tree id>`",
-                        path.display()
+                        "{}: malformed base line {}; expected `# base: glibc-X.Y <tree id>`",
+                        path.display(),
+                        quote_line(Some(line))
                     )));
                 };
                 let release = Release::parse(tag)
                     .map_err(|e| defect(format!("{}: bad base release: {e:#}", path.display())))?;
                 let tree = Oid::from_str(tree).map_err(|_| {
-                    defect(format!("{}: bad base tree id `{tree}`", path.display()))
+                    defect(format!(
+                        "{}: bad base tree id {}",
+                        path.display(),
+                        quote_line(Some(tree))
+                    ))
                 })?;
                 base = Some((release, tree));
                 continue;
@@ -280,9 +330,29 @@ impl Series {
             // would read a file no check of this series looks at.
             if name.contains('/') || name == "." || name == ".." {
                 return Err(defect(format!(
-                    "{} lists {name}, which is not a file of {} (a series names its patches by file name)",
+                    "{} lists {}, which is not a file of {} (a series names its patches by file name)",
                     path.display(),
+                    quote_line(Some(name)),
                     dir.display()
+                )));
+            }
+            // NAME_MAX: a longer name is no file (and would be said back whole by the error
+            // that opening it gives).
+            if name.len() > 255 {
+                return Err(defect(format!(
+                    "{} lists a name of {} bytes ({}), longer than a file name can be (255)",
+                    path.display(),
+                    name.len(),
+                    quote_line(Some(name))
+                )));
+            }
+            // Applied twice, a patch fails on what it did the first time, and says so in
+            // words about the tree ("NEWS is blob ...") rather than about the list.
+            if patches.iter().any(|p: &Patch| p.name == name) {
+                return Err(defect(format!(
+                    "{} lists {} twice: a series names each patch once",
+                    path.display(),
+                    quote_line(Some(name))
                 )));
             }
             let patch = dir.join(name);
@@ -442,7 +512,7 @@ impl Series {
     pub fn drift_against(&self, dir: &Path) -> Result<Vec<Drift>> {
         self.drift(dir, |name| {
             let path = dir.join(name);
-            match std::fs::read(&path) {
+            match model::file::read_regular(&path, PATCH_LIMIT) {
                 Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -519,10 +589,12 @@ mod tests {
         let tmp = tempfile::TempDir::new().unwrap();
         let path = tmp.path().join("0001-x.patch");
         std::fs::write(&path, b"From x\nSubject: caf\xe9\n").unwrap();
-        let err = format!("{:#}", read_text(&path).unwrap_err());
+        let err = format!("{:#}", read_text(&path, PATCH_LIMIT).unwrap_err());
         assert!(err.contains("line 2 has the byte 0xe9"), "{err}");
-        assert!(is_defect(&read_text(&path).unwrap_err()));
-        assert!(is_defect(&read_text(&tmp.path().join("none")).unwrap_err()));
+        assert!(is_defect(&read_text(&path, PATCH_LIMIT).unwrap_err()));
+        assert!(is_defect(
+            &read_text(&tmp.path().join("none"), PATCH_LIMIT).unwrap_err()
+        ));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use anyhow::Result;
 use git2::Oid;
 
 use crate::merge::{self, Picked, Step};
-use crate::series::{is_defect, Workspace};
+use crate::series::{is_defect, Judge, Workspace};
 use crate::store::ReleaseNotImported;
 use model::Release;
 
@@ -42,6 +42,9 @@ impl fmt::Display for Base {
 pub enum State {
     /// Its own series applies exactly.
     AppliesCleanly { base: Base },
+    /// Its own series applies, but its files are not what its commits export (`--check`'s
+    /// DRIFT): a line per difference.
+    Drift { base: Base, lines: Vec<String> },
     /// Its own series does not apply (the files are off: a defect of the series), or no
     /// series of its own and the newest one does not apply to its own release.
     DoesNotApply { base: Base, why: String },
@@ -85,8 +88,8 @@ impl State {
     }
 }
 
-/// A row per release.
-pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, State)>> {
+/// A row per release; a release's own series as `judge` (`rebase-glibc --check`'s) finds it.
+pub fn states(ws: &Workspace, releases: &[Release], judge: Judge) -> Result<Vec<(Release, State)>> {
     let newest = ws.newest_series().ok();
     let newest_commits = newest
         .as_ref()
@@ -100,8 +103,9 @@ pub fn states(ws: &Workspace, releases: &[Release]) -> Result<Vec<(Release, Stat
                         release: series.base,
                         tree: series.base_tree,
                     };
-                    match ws.commit_series(&series) {
-                        Ok(_) => State::AppliesCleanly { base },
+                    match judge(ws, series) {
+                        Ok((_, drift)) if drift.is_empty() => State::AppliesCleanly { base },
+                        Ok((_, lines)) => State::Drift { base, lines },
                         Err(e) => State::of_error(base, &e),
                     }
                 }
@@ -185,8 +189,8 @@ pub struct StatusReport {
     pub patches_dir: PathBuf,
 }
 
-/// The rows of `cargo xtask patches status`.
-pub fn status(ws: &Workspace, releases: &[Release]) -> Result<StatusReport> {
+/// The rows of `cargo xtask patches status`, each release's own series judged by `judge`.
+pub fn status(ws: &Workspace, releases: &[Release], judge: Judge) -> Result<StatusReport> {
     // A file where patches/ should be is bad input (exit status 1, as `--check` ends), not
     // a finding about series: say what it is before any row would.
     if std::fs::metadata(&ws.patches_dir).is_ok_and(|meta| !meta.is_dir()) {
@@ -196,7 +200,7 @@ pub fn status(ws: &Workspace, releases: &[Release]) -> Result<StatusReport> {
         );
     }
     Ok(StatusReport {
-        rows: states(ws, releases)?,
+        rows: states(ws, releases, judge)?,
         patches_dir: ws.patches_dir.clone(),
     })
 }
@@ -232,6 +236,13 @@ impl StatusReport {
 fn row(release: Release, state: &State) -> (&'static str, String) {
     match state {
             State::AppliesCleanly { base } => ("applies cleanly", base.to_string()),
+            State::Drift { base, lines } => (
+                "drift",
+                format!(
+                    "{base}: applies, but its files are not what its commits export: {} (`cargo xtask rebase-glibc --check` says more)",
+                    lines.join("; ")
+                ),
+            ),
             State::DoesNotApply { base, why } => ("does not apply", format!("{base}: {why}")),
             State::NeedsRebase { from, dropped } => (
                 "needs rebase",

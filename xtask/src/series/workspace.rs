@@ -27,12 +27,14 @@ impl Workspace {
     /// The environment's `patches/` and store, and `<cache>/rebase`. Releases the store
     /// lacks are imported when needed.
     pub fn open(env: &Env) -> Result<Workspace> {
+        paths::named_patches_dir_exists(&env.patches)?;
         Ok(Workspace::around(env, SourceStore::open(&env.store)?))
     }
 
     /// Like [`Workspace::open`], but the store is never written and nothing is imported: for
     /// checks and reports (see `store::Access::ReadOnly`).
     pub(crate) fn open_read_only(env: &Env) -> Result<Workspace> {
+        paths::named_patches_dir_exists(&env.patches)?;
         Ok(Workspace::around(
             env,
             SourceStore::open_read_only(&env.store)?,
@@ -103,6 +105,12 @@ impl Workspace {
     }
 
     /// The file whose flock is [`Workspace::lock_release`] (beside the rebases' states).
+    /// The lock of [`Workspace::lock_release`] if no other command holds it now (`None`
+    /// while one does): for recovery, which never touches what a live command is doing.
+    pub(crate) fn try_lock_release(&self, release: Release) -> Result<Option<FileLock>> {
+        lock::try_acquire(&self.release_lock_path(release))
+    }
+
     fn release_lock_path(&self, release: Release) -> PathBuf {
         self.rebase_dir.join(format!("{}.lock", release.version()))
     }

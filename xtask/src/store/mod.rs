@@ -130,8 +130,12 @@ fn verify_tarball(
     expected: Oid,
     _scratch_parent: &Path,
 ) -> Result<VerifiedRelease> {
-    if !tarball.is_file() {
-        bail!("tarball {} does not exist", tarball.display());
+    match model::file::regular(tarball, "a release tarball") {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("tarball {} does not exist", tarball.display())
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", tarball.display())),
     }
     let started = std::time::Instant::now();
     diagln!("glibc {release}: reading {}", tarball.display());
@@ -196,14 +200,8 @@ impl SourceStore {
     pub(crate) fn open_read_only(dir: &Path) -> Result<SourceStore> {
         recover_beside(dir);
         let downloads = paths::downloads_dir().unwrap_or_else(|_| dir.join("downloads"));
-        let (repo, scratch) = if dir.exists() {
-            let repo = Repository::open_bare(dir).with_context(|| {
-                format!(
-                    "{} is not a glibc source store (a bare git repository)",
-                    dir.display()
-                )
-            })?;
-            (repo, None)
+        let (repo, scratch) = if exists(dir)? {
+            (open_existing(dir)?, None)
         } else {
             let scratch = TempDir::new().context("cannot create a scratch repository")?;
             let repo = Repository::init_bare(scratch.path())
@@ -413,14 +411,66 @@ pub(crate) fn import_signature() -> Result<Signature<'static>> {
 
 /// A new store is built in a temporary directory and renamed into place, so that an
 /// interrupted creation never leaves a half-initialized repository at `dir`.
+/// Whether something is at `dir`: only "no such file" is no; a path that cannot be
+/// followed (a symlink loop, a file where a directory should be) is an error naming it, not
+/// a store without releases.
+fn exists(dir: &Path) -> Result<bool> {
+    dir.try_exists()
+        .with_context(|| format!("cannot look at the store {}", dir.display()))
+}
+
+/// The store at `dir`, which exists: a bare git repository whose every ref is a release's
+/// `glibc-X.Y` tag. Another repository (a glibc clone, a project's) is no store without
+/// releases: importing into it would mix the two.
+fn open_existing(dir: &Path) -> Result<Repository> {
+    let not_a_store = || {
+        format!(
+            "{} is not a glibc source store (a bare git repository of glibc-X.Y tags)",
+            dir.display()
+        )
+    };
+    let repo = match Repository::open_bare(dir) {
+        Ok(repo) => repo,
+        // libgit2 reads git's configuration ($HOME/.gitconfig too) to open any repository:
+        // one it cannot read says nothing of the store.
+        Err(e) if e.class() == git2::ErrorClass::Config => {
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot read git's configuration, which opening the store {} needs",
+                    dir.display()
+                )
+            })
+        }
+        Err(e) => return Err(e).with_context(not_a_store),
+    };
+    for reference in repo.references().with_context(not_a_store)? {
+        let reference = reference.with_context(not_a_store)?;
+        let name = String::from_utf8_lossy(reference.name_bytes()).into_owned();
+        let release = name.strip_prefix("refs/tags/glibc-");
+        if !release.is_some_and(is_version) {
+            anyhow::bail!(
+                "{}: it holds {}, which no store holds (only glibc-X.Y tags): name the store with --store or $LD_FALLBACK_STORE, or leave both unset for the cache's",
+                not_a_store(),
+                model::printable(&name)
+            );
+        }
+    }
+    Ok(repo)
+}
+
+/// `X.Y`: a release's version, supported or not (a store may hold a release a later
+/// checkout dropped).
+fn is_version(text: &str) -> bool {
+    text.split_once('.').is_some_and(|(major, minor)| {
+        [major, minor]
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
 fn open_or_create(dir: &Path) -> Result<Repository> {
-    if dir.exists() {
-        return Repository::open_bare(dir).with_context(|| {
-            format!(
-                "{} is not a glibc source store (a bare git repository)",
-                dir.display()
-            )
-        });
+    if exists(dir)? {
+        return open_existing(dir);
     }
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)

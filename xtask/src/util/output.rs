@@ -9,11 +9,14 @@
 //! status a shell gives a writer whose reader left (128 + SIGPIPE, [`EXIT_READER_GONE`]) when
 //! nothing else went wrong. The tidy test refuses the std macros elsewhere.
 //!
-//! Only a closed reader ends quietly. Any other write error (a full disk or the file size
-//! limit behind `> out.json`) leaves the output cut short, so it is remembered
-//! ([`write_failure`]) and `main` ends the command with it as an error (exit status 1): the
-//! work still finishes (a rebase whose report cannot be written still writes its series), but
-//! nobody takes a cut report for a whole one.
+//! Only a closed reader ends quietly. Any other write error on standard output (a full disk
+//! or the file size limit behind `> out.json`) leaves the output cut short, so it is
+//! remembered ([`write_failure`]) and `main` ends the command with it as an error (exit
+//! status 1): the work still finishes (a rebase whose report cannot be written still writes
+//! its series), but nobody takes a cut report for a whole one. Standard error carries no
+//! report, only progress and messages about the run, and a failure to write there could be
+//! said nowhere but there: it is dropped, and the exit status says what the command found
+//! (`explain ... 2>/dev/full` ends 0 when every library is found, its report on stdout whole).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -127,6 +130,10 @@ fn note(stream: &'static str, result: std::io::Result<()>) {
     };
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         READER_GONE.store(true, Ordering::Relaxed);
+        return;
+    }
+    // See the module docs: nothing on stderr is the report, and nowhere else could say it.
+    if stream == "standard error" {
         return;
     }
     let mut failure = WRITE_FAILURE.lock().unwrap_or_else(|e| e.into_inner());

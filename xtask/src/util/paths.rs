@@ -4,8 +4,34 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-pub(crate) use loader_tests::host::cache_dir;
 use loader_tests::host::non_empty_env;
+
+/// The cache root (`loader_tests::host::cache_dir`: `$LD_FALLBACK_CACHE`, else under
+/// `$XDG_CACHE_HOME` or `$HOME`). A `$LD_FALLBACK_CACHE` that leads to something other than
+/// a directory (a file, a symlink loop) is bad input, said naming the variable: every store
+/// and build under it would otherwise read as not there yet. (One that does not exist yet is
+/// made when something is written there.)
+pub(crate) fn cache_dir() -> Result<PathBuf> {
+    let dir = loader_tests::host::cache_dir()?;
+    if non_empty_env("LD_FALLBACK_CACHE").as_deref() == Some(dir.as_path()) {
+        match std::fs::metadata(&dir) {
+            Ok(meta) if !meta.is_dir() => anyhow::bail!(
+                "`$LD_FALLBACK_CACHE` names {}, which is not a directory: name the cache's directory",
+                dir.display()
+            ),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "`$LD_FALLBACK_CACHE` names {}, which cannot be looked at",
+                        dir.display()
+                    )
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(dir)
+}
 
 /// The root of the ld-fallback checkout this binary was built from.
 pub(crate) fn project_root() -> PathBuf {
@@ -19,6 +45,23 @@ pub(crate) fn project_root() -> PathBuf {
 /// names another (tests run the real binary on synthetic series that way).
 pub(crate) fn patches_dir() -> PathBuf {
     non_empty_env("LD_FALLBACK_PATCHES").unwrap_or_else(|| project_root().join("patches"))
+}
+
+/// Fails when `$LD_FALLBACK_PATCHES` names `dir` and nothing is there: a path the user named
+/// that does not exist is bad input (exit status 1), for every command alike, not a series
+/// missing for every release. (The checkout's own `patches/` gone is a finding about the
+/// series, which the checks report.)
+pub(crate) fn named_patches_dir_exists(dir: &Path) -> Result<()> {
+    if non_empty_env("LD_FALLBACK_PATCHES").as_deref() != Some(dir) {
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+            "`$LD_FALLBACK_PATCHES` names {}, which does not exist: name the directory of the series (or unset it for the checkout's patches/)",
+            dir.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// The glibc source store: `--store`, else `$LD_FALLBACK_STORE`, else `<cache>/glibc.git`.

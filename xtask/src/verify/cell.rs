@@ -27,7 +27,7 @@ use model::Release;
 pub(crate) const RECIPE: u32 = 4;
 
 /// The glibc subdirectory whose tests are compared patched vs unpatched.
-const SUITE: &str = "elf";
+pub(crate) const SUITE: &str = "elf";
 
 /// The steps of a cell, with how long each usually takes here (2 cores), for the estimate of
 /// what is left.

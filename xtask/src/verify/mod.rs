@@ -28,6 +28,7 @@ pub(crate) use outcome::{CellReport, CellState};
 use outcome::{CellRun, Machine, Seconds, Step, Steps};
 use provenance::{Provenance, WrittenBy};
 use support::SupportDoc;
+use testsuite::TestList;
 
 use crate::cli::{Cells, Env};
 use crate::series::Workspace;
@@ -393,7 +394,7 @@ fn store(path: &Path, report: &CellReport) -> Result<()> {
 fn merge(root: &Path, files: &[PathBuf], output: Output) -> Result<()> {
     let mut cells: Vec<CellReport> = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(file)
+        let text = model::file::read_regular_text(file, support::RECORD_LIMIT)
             .with_context(|| format!("cannot read {}", file.display()))?;
         let doc = SupportDoc::parse(&text, file)?;
         for cell in doc.cells {
@@ -425,6 +426,7 @@ fn merge(root: &Path, files: &[PathBuf], output: Output) -> Result<()> {
 /// `verify check-support`, with this machine's verify cache compared where it holds a
 /// current report (the cell's current key is computed only then, reading the store).
 fn check_support(env: &Env, root: &Path) -> Result<()> {
+    paths::named_patches_dir_exists(&env.patches)?;
     let context = Workspace::open_read_only(env).map(|workspace| (workspace, Builder::new(env)));
     let local = |release: Release, target: Target| -> Result<Option<CellReport>> {
         let path = cache_path(release, target)?;
@@ -436,7 +438,27 @@ fn check_support(env: &Env, root: &Path) -> Result<()> {
             .with_context(|| format!("cannot tell whether {} is current", path.display()))?;
         Ok(load(&path, &key))
     };
-    support::check(root, &env.patches, &local)
+    // The lists the builds of each cell gave, where this machine ran their suites.
+    let any_recorded = testsuite::any_recorded();
+    let lists = |release: Release, target: Target| -> Result<[Option<TestList>; 2]> {
+        if !any_recorded {
+            return Ok([None, None]);
+        }
+        let (_, builder) = context.as_ref().map_err(|err| anyhow::anyhow!("{err:#}"))?;
+        let list = |flavour: Flavour| -> Result<Option<TestList>> {
+            let key = builder.key_read_only(release, target, flavour)?;
+            testsuite::recorded_list(&key, cell::SUITE)
+        };
+        Ok([list(Flavour::Unpatched)?, list(Flavour::Patched)?])
+    };
+    // The one judge of a series, where the store is here to judge with.
+    let judge = |series: crate::series::Series| {
+        let Ok((workspace, _)) = context.as_ref() else {
+            return Ok(None);
+        };
+        crate::rebase::series_check::check_read(workspace, series).map(Some)
+    };
+    support::check(root, &env.patches, &local, &lists, &judge)
 }
 
 /// Which cell and step is running, and an estimate of what is left.

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use model::file::Limit;
 use model::{Cell, Target};
 use serde::{Deserialize, Serialize};
 
@@ -15,13 +16,20 @@ use super::cell;
 use super::outcome::{CellReport, CellState, Step};
 use super::provenance::{self, Provenance, CHANGES};
 use super::render;
-use crate::series::Series;
+use super::testsuite::{self, TestList};
+use crate::series::{is_defect, Series};
 use crate::util::durable;
 use model::{Release, SUPPORTED};
 
 /// The page, and the record it is rendered from.
 pub(crate) const PAGE: &str = "docs/support.md";
 pub(crate) const RECORD: &str = "docs/support.json";
+/// A record of cells (docs/support.json, a `verify --json` record `verify merge` reads) or
+/// its page: the record of all 12 cells is 180 KB.
+pub(crate) const RECORD_LIMIT: Limit = Limit {
+    bytes: 16 << 20,
+    what: "a record of verified cells or its page",
+};
 
 /// How to write both from what this machine has proven, building and running nothing.
 pub(crate) const REGENERATE: &str =
@@ -115,7 +123,7 @@ impl SupportDoc {
     /// docs/support.json of `root`; `None` when there is none yet.
     pub(crate) fn read(root: &Path) -> Result<Option<SupportDoc>> {
         let path = root.join(RECORD);
-        match std::fs::read_to_string(&path) {
+        match model::file::read_regular_text(&path, RECORD_LIMIT) {
             Ok(text) => SupportDoc::parse(&text, &path).map(Some),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
@@ -156,22 +164,72 @@ impl SupportDoc {
 /// why that could not be told.
 pub(crate) type Local<'a> = &'a dyn Fn(Release, Target) -> Result<Option<CellReport>>;
 
+/// `rebase-glibc --check`'s judge of a series (see [`crate::series::Judge`]), where this
+/// machine has the source store to judge it with (`Ok(None)` where it has none).
+pub(crate) type SeriesJudge<'a> = &'a dyn Fn(Series) -> Result<Option<(Series, Vec<String>)>>;
+
+/// The elf suite's test lists (unpatched, patched) of the builds a cell of the series now
+/// is made of, where this machine recorded their results; `None` for a tree it did not run.
+pub(crate) type OwnLists<'a> = &'a dyn Fn(Release, Target) -> Result<[Option<TestList>; 2]>;
+
 /// Fails naming every cell of docs/support.json (under `root`) that is missing, failed,
 /// incomplete, contradicts its own figures, was produced from another series than
 /// `patches`' now, or differs from this machine's current verified report of it; and when
-/// docs/support.md is not the record rendered.
-pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
-    // The series first: what the page must describe, whatever state the page is in.
+/// docs/support.md is not the record rendered; and every cell whose elf suite lists other
+/// tests than its trees do ([`listed_problems`]).
+pub(crate) fn check(
+    root: &Path,
+    patches: &Path,
+    local: Local,
+    lists: OwnLists,
+    judge: SeriesJudge,
+) -> Result<()> {
+    let mut problems = Vec::new();
+    let mut notes = Vec::new();
+    // The series first: what the page must describe, whatever state the page is in, each
+    // with the verdict of `rebase-glibc --check`, the one judge of a series.
     let mut series = Vec::new();
+    let mut unjudged = Vec::new();
     for release in SUPPORTED {
         let dir = patches.join(release.version());
-        let loaded = Series::load(&dir)
-            .with_context(|| format!("cannot load the series {}", dir.display()))?;
+        let loaded = match Series::load(&dir) {
+            Ok(loaded) => loaded,
+            Err(e) if is_defect(&e) => {
+                problems.push(format!(
+                    "{}: FAILED (`rebase-glibc --check` says more): {e:#}",
+                    dir.display()
+                ));
+                continue;
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot load the series {}", dir.display()))
+            }
+        };
         series.push((
             *release,
-            dir,
+            dir.clone(),
             loaded.content_id(),
             cell::series_tests(&loaded),
+        ));
+        match judge(loaded) {
+            Ok(Some((_, drift))) if drift.is_empty() => {}
+            Ok(Some((_, lines))) => problems.push(format!(
+                "{}: DRIFT (`rebase-glibc --check` says more): {}",
+                dir.display(),
+                lines.join("; ")
+            )),
+            Ok(None) => unjudged.push(release.version()),
+            Err(e) if is_defect(&e) => problems.push(format!(
+                "{}: FAILED (`rebase-glibc --check` says more): {e:#}",
+                dir.display()
+            )),
+            Err(e) => notes.push(format!("{}: not judged: {e:#}", dir.display())),
+        }
+    }
+    if !unjudged.is_empty() {
+        notes.push(format!(
+            "the series of {} were not judged against their releases: no source store here (`rebase-glibc --check` judges them)",
+            unjudged.join(", ")
         ));
     }
     let record_path = root.join(RECORD);
@@ -182,10 +240,8 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         );
     };
     let page_path = root.join(PAGE);
-    let page = std::fs::read_to_string(&page_path)
+    let page = model::file::read_regular_text(&page_path, RECORD_LIMIT)
         .with_context(|| format!("cannot read {}", page_path.display()))?;
-    let mut problems = Vec::new();
-    let mut notes = Vec::new();
     let mut machines = Vec::new();
     let mut unverified = Vec::new();
 
@@ -253,6 +309,13 @@ pub(crate) fn check(root: &Path, patches: &Path, local: Local) -> Result<()> {
         }
         for contradiction in cell.contradictions() {
             problems.push(format!("{name}: {RECORD} edited? {contradiction}"));
+        }
+        let own = lists(cell.release, cell.target).unwrap_or_else(|err| {
+            notes.push(format!("{name}: {err:#}"));
+            [None, None]
+        });
+        for problem in listed_problems(cell, &own) {
+            problems.push(format!("{name}: {problem}"));
         }
         match cell.state() {
             CellState::Verified => {}
@@ -360,6 +423,51 @@ fn series_tests_missing(cell: &CellReport, tests: &[String]) -> Option<String> {
         ));
     }
     Some(text)
+}
+
+/// Why the tests a cell's elf suite lists, by its record, are not every test its trees list:
+/// each tree's list is held to the one this machine's build of that tree gave (`own`,
+/// unpatched and patched, where it ran them), else the unpatched tree's to the release's
+/// known size (the patched tree's is the unpatched one's and the series' own tests, which
+/// the figures check). The record's figures agree with each other, cut or not: only the
+/// trees can say what they list.
+fn listed_problems(cell: &CellReport, own: &[Option<TestList>; 2]) -> Vec<String> {
+    let Some(diff) = cell
+        .run
+        .as_ref()
+        .and_then(|run| run.steps.elf_regressions.figures())
+    else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    let recorded = [&diff.listed.unpatched, &diff.listed.patched];
+    for ((tree, recorded), own) in ["unpatched", "patched"].iter().zip(recorded).zip(own) {
+        if let Some(own) = own {
+            if own != recorded {
+                problems.push(format!(
+                    "the {tree} tree's elf suite lists {} tests (digest {}) in this machine's run of the same build, the record {} (digest {}): not what the tree lists",
+                    own.count, own.digest, recorded.count, recorded.digest
+                ));
+            }
+        }
+    }
+    if own[0].is_none() {
+        let count = diff.listed.unpatched.count;
+        match testsuite::known_unpatched_count(cell.release, cell.target) {
+            Some(known) if count < testsuite::unpatched_floor(known) => problems.push(format!(
+                "the record's unpatched tree lists {count} elf tests, where glibc {} on {} lists {known} (at least {} with any toolchain): a list cut short is no proof",
+                cell.release,
+                cell.target,
+                testsuite::unpatched_floor(known)
+            )),
+            Some(_) => {}
+            None => problems.push(format!(
+                "how many elf tests glibc {} on {} lists is not known: add the count of its first verified run to KNOWN_UNPATCHED_LISTS (xtask/src/verify/testsuite.rs)",
+                cell.release, cell.target
+            )),
+        }
+    }
+    problems
 }
 
 /// Why a time a record gives cannot be when something was proven: unreadable, or later
@@ -517,6 +625,10 @@ mod tests {
                 let commit = commit.clone();
                 Target::ALL.map(move |t| {
                     let mut cell = verified(r.version(), t, &id);
+                    // As many tests as the release's tree lists.
+                    if let Step::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
+                        d.listed.unpatched.count = testsuite::known_unpatched_count(*r, t).unwrap();
+                    }
                     with_series_tests(&mut cell, &tests);
                     run_mut(&mut cell).commit = commit.clone();
                     cell
@@ -534,6 +646,14 @@ mod tests {
     }
 
     fn nothing_local(_: Release, _: Target) -> Result<Option<CellReport>> {
+        Ok(None)
+    }
+
+    fn no_own_lists(_: Release, _: Target) -> Result<[Option<TestList>; 2]> {
+        Ok([None, None])
+    }
+
+    fn no_judge(_: Series) -> Result<Option<(Series, Vec<String>)>> {
         Ok(None)
     }
 
@@ -561,7 +681,13 @@ mod tests {
         }
 
         fn check_with(&self, local: Local) -> Result<()> {
-            check(self.root.path(), &self.patches, local)
+            check(
+                self.root.path(),
+                &self.patches,
+                local,
+                &no_own_lists,
+                &no_judge,
+            )
         }
 
         fn edit(&self, file: &str, edit: impl Fn(&str) -> String) {
@@ -739,13 +865,27 @@ mod tests {
                 std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
             }
         }
-        check(page.root.path(), other.path(), &nothing_local).unwrap();
+        check(
+            page.root.path(),
+            other.path(),
+            &nothing_local,
+            &no_own_lists,
+            &no_judge,
+        )
+        .unwrap();
         let series = other.path().join("2.42/series");
         let text = std::fs::read_to_string(&series).unwrap();
         std::fs::write(&series, format!("{text}# edited\n")).unwrap();
         let err = format!(
             "{:#}",
-            check(page.root.path(), other.path(), &nothing_local).unwrap_err()
+            check(
+                page.root.path(),
+                other.path(),
+                &nothing_local,
+                &no_own_lists,
+                &no_judge
+            )
+            .unwrap_err()
         );
         assert!(err.contains("2.42 x86_64: produced from series"), "{err}");
         assert!(err.contains("2.42 aarch64: produced from series"), "{err}");
@@ -835,7 +975,7 @@ mod tests {
         fails_with(&page, "2.41 x86_64: failed");
         fails_with(
             &page,
-            "the figures do not add up (552 tests patched, 484 unpatched)",
+            "the figures do not add up (552 tests patched, 473 unpatched)",
         );
         // A step said not to apply: every step applies to every cell.
         let mut doc = page.doc.clone();
@@ -844,6 +984,81 @@ mod tests {
         fails_with(
             &page,
             "2.41 aarch64: figures not whole: ElfRegressions is n/a, and every step applies to every cell",
+        );
+    }
+
+    /// Issue 44 class 2: both trees' lists cut alike (537 -> 100, 564 -> 127), or the
+    /// unpatched one to nothing: every figure agrees with every other, and the page with the
+    /// record, but not with what the trees list.
+    #[test]
+    fn test_lists_cut_to_agree_with_themselves_fail() {
+        let page = page();
+        let newest = page.doc.cells.len() - 2;
+        let cut = |count: usize| {
+            let mut doc = page.doc.clone();
+            if let Step::Done(d) = &mut run_mut(&mut doc.cells[newest]).steps.elf_regressions {
+                let own = d.listed.patched.count - d.listed.unpatched.count;
+                d.listed.unpatched.count = count;
+                d.listed.patched.count = count + own;
+            }
+            doc
+        };
+        page.rewrite(&cut(100));
+        fails_with(
+            &page,
+            "2.44 x86_64: the record's unpatched tree lists 100 elf tests, where glibc 2.44 on x86_64 lists 537 (at least 484 with any toolchain): a list cut short is no proof",
+        );
+        page.rewrite(&cut(0));
+        fails_with(
+            &page,
+            "2.44 x86_64: the record's unpatched tree lists 0 elf tests",
+        );
+        // A tenth fewer is another toolchain's list, not a cut.
+        page.rewrite(&cut(484));
+        page.check().unwrap();
+        // Where this machine ran the same builds' suites, each list is held to theirs.
+        page.rewrite(&page.doc);
+        let recorded = |cell: &CellReport| {
+            let d = cell
+                .run
+                .as_ref()
+                .unwrap()
+                .steps
+                .elf_regressions
+                .figures()
+                .unwrap();
+            [
+                Some(d.listed.unpatched.clone()),
+                Some(d.listed.patched.clone()),
+            ]
+        };
+        let own = |release: Release, target: Target| {
+            let cell = page
+                .doc
+                .cells
+                .iter()
+                .find(|c| (c.release, c.target) == (release, target));
+            let mut lists = recorded(cell.unwrap());
+            if (release, target) == (Release::newest(), Target::X86_64) {
+                lists[1] = Some(TestList {
+                    count: 565,
+                    digest: "the build's own".into(),
+                });
+            }
+            Ok(lists)
+        };
+        let err = check(
+            page.root.path(),
+            &page.patches,
+            &nothing_local,
+            &own,
+            &no_judge,
+        )
+        .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.contains("2.44 x86_64: the patched tree's elf suite lists 565 tests (digest the build's own) in this machine's run of the same build, the record 564 (digest digest-of-486): not what the tree lists"),
+            "{err}"
         );
     }
 

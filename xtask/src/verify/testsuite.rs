@@ -16,6 +16,7 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use model::{Release, Target};
 use serde::{Deserialize, Serialize};
 
 use super::emulated::Sandbox;
@@ -122,13 +123,8 @@ pub(crate) fn results_for(
     subdir: &str,
     run: impl FnOnce() -> Result<Results>,
 ) -> Result<(Results, SuiteRun)> {
-    let path = crate::util::paths::cache_dir()?
-        .join("verify/suites")
-        .join(format!("{build_key}-{subdir}-{RESULTS_FORMAT}.json"));
-    if let Some(results) = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-    {
+    let path = results_path(build_key, subdir)?;
+    if let Some(results) = read_results(&path) {
         // The record is written once, when its suite has run: its file's time is when the
         // run ended (on this machine; a cache copied from elsewhere gives the copy's time).
         let recorded = fs::metadata(&path)
@@ -143,6 +139,75 @@ pub(crate) fn results_for(
         .with_context(|| format!("cannot record test results in {}", path.display()))?;
     let at = super::provenance::now();
     Ok((results, SuiteRun { at, reused: false }))
+}
+
+fn results_path(build_key: &str, subdir: &str) -> Result<std::path::PathBuf> {
+    Ok(crate::util::paths::cache_dir()?
+        .join("verify/suites")
+        .join(format!("{build_key}-{subdir}-{RESULTS_FORMAT}.json")))
+}
+
+/// A record of one suite's results: some 30 KB for 2.44's elf suite.
+const RESULTS_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 64 << 20,
+    what: "a record of test results",
+};
+
+fn read_results(path: &std::path::Path) -> Option<Results> {
+    let text = model::file::read_regular_text(path, RESULTS_LIMIT).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The list of tests `subdir`'s suite of the build with cache key `build_key` gave, when this
+/// machine recorded its results (`None` otherwise): what a record of that build must list.
+pub(crate) fn recorded_list(build_key: &str, subdir: &str) -> Result<Option<TestList>> {
+    Ok(read_results(&results_path(build_key, subdir)?).map(|r| TestList::of(&r)))
+}
+
+/// Whether this machine recorded the results of any suite (else no build's list is here to
+/// look up, and no key need be computed for one).
+pub(crate) fn any_recorded() -> bool {
+    crate::util::paths::cache_dir()
+        .ok()
+        .and_then(|cache| std::fs::read_dir(cache.join("verify/suites")).ok())
+        .is_some_and(|mut entries| entries.next().is_some())
+}
+
+/// How many tests the unpatched tree's `make check subdirs=elf` lists, per release and
+/// target, as the verified runs recorded in docs/support.json counted them (main at 9b58570).
+/// A record of a cell that lists fewer than [`unpatched_floor`] of them was cut,
+/// whatever its other figures say: they are checked against each other, this against the
+/// release. A release added to the supported list adds its counts here, from its first
+/// verified run.
+const KNOWN_UNPATCHED_LISTS: &[(&str, Target, usize)] = &[
+    ("2.36", Target::X86_64, 355),
+    ("2.36", Target::Aarch64, 316),
+    ("2.40", Target::X86_64, 381),
+    ("2.40", Target::Aarch64, 342),
+    ("2.41", Target::X86_64, 473),
+    ("2.41", Target::Aarch64, 435),
+    ("2.42", Target::X86_64, 488),
+    ("2.42", Target::Aarch64, 450),
+    ("2.43", Target::X86_64, 492),
+    ("2.43", Target::Aarch64, 452),
+    ("2.44", Target::X86_64, 537),
+    ("2.44", Target::Aarch64, 489),
+];
+
+/// How many tests the unpatched tree of `release` on `target` is known to list
+/// ([`KNOWN_UNPATCHED_LISTS`]).
+pub(crate) fn known_unpatched_count(release: Release, target: Target) -> Option<usize> {
+    KNOWN_UNPATCHED_LISTS
+        .iter()
+        .find(|(r, t, _)| *r == release.version() && *t == target)
+        .map(|(_, _, count)| *count)
+}
+
+/// The fewest tests a whole run of a tree known to list `known` may list: glibc's makefiles
+/// list some tests only where the toolchain has a feature (a C++ compiler, a linker option),
+/// so another machine may list a few fewer; a tenth is allowed, a cut to a fraction is not.
+pub(crate) fn unpatched_floor(known: usize) -> usize {
+    known - known / 10
 }
 
 /// The test container's root, installed once per build tree by `make check`
@@ -613,6 +678,21 @@ impl SuiteFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// check-support holds every cell's list to its release's size: a supported cell without
+    /// one could not be checked.
+    #[test]
+    fn every_supported_cell_has_a_known_list_size() {
+        for release in model::SUPPORTED {
+            for target in Target::ALL {
+                assert!(
+                    known_unpatched_count(*release, target).is_some(),
+                    "no known size of glibc {release} {target}'s elf suite"
+                );
+            }
+        }
+        assert_eq!(unpatched_floor(537), 484);
+    }
 
     fn results(rows: &[(&str, Status)]) -> Results {
         rows.iter()

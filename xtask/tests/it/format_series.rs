@@ -594,3 +594,53 @@ fn out_deletes_only_the_mails_it_can_prove_it_wrote() {
     format_into(&p, &out, &[]).expect(0);
     assert_eq!(visible_files(&out), before);
 }
+
+/// Without `--author`, the sender is whom git would name, in git's order: `$GIT_AUTHOR_NAME`
+/// and `$GIT_AUTHOR_EMAIL` before `user.name` and `user.email` (issue 44 class 8: the
+/// configuration won).
+#[test]
+fn the_sender_is_git_s_author_in_git_s_order() {
+    let p = Project::new();
+    let home = p.root().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = Config Person\n\temail = config@gnu.org\n",
+    )
+    .unwrap();
+    let sent_by = |env: &[(&str, &str)]| {
+        let out = p.root().join(format!("mails-{}", env.len()));
+        let mut cmd = p.command(&[
+            "format-series",
+            "--release",
+            "2.41",
+            "--out",
+            &out.display().to_string(),
+        ]);
+        cmd.env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .env_remove("GIT_AUTHOR_NAME")
+            .env_remove("GIT_AUTHOR_EMAIL")
+            .env_remove("EMAIL");
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        Ran::of(cmd.output().unwrap()).expect(0);
+        let mail = std::fs::read_to_string(out.join(PATCH_NAMES[0])).unwrap();
+        mail.lines()
+            .find(|l| l.starts_with("From: "))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(sent_by(&[]), "From: Config Person <config@gnu.org>");
+    assert_eq!(
+        sent_by(&[
+            ("GIT_AUTHOR_NAME", "Env Person"),
+            ("GIT_AUTHOR_EMAIL", "env@gnu.org")
+        ]),
+        "From: Env Person <env@gnu.org>"
+    );
+}
+
+const PATCH_NAMES: [&str; 1] = ["0001-elf-Search-LD_FALLBACK_PATH-last.patch"];

@@ -6,6 +6,7 @@
 mod common;
 
 mod build_glibc;
+mod endless;
 mod faults;
 mod format_series;
 mod install_deps;

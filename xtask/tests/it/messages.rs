@@ -91,16 +91,12 @@ fn table_of(state: &str, detail: &str) -> String {
 
 /// `patches status` with no series at all says what `patches/` is, and needs attention, as
 /// `rebase-glibc --check` does (it said "nothing in ..." and exited 0); a file in its place
-/// fails the command, as it fails `--check`.
+/// fails the command, as it fails `--check`, and so does a directory the environment names
+/// that does not exist
+/// (`a_patches_dir_the_environment_names_that_does_not_exist_fails_every_command`).
 #[test]
 fn status_without_a_series_says_what_patches_is_and_exits_2() {
     let p = Project::new();
-    let gone = p.root().join("no-such-dir");
-    let ran = status_with_patches(&p, &gone).expect(2);
-    assert_eq!(
-        ran.stdout,
-        table_of("no series", &format!("{} does not exist", gone.display()))
-    );
     // A file there is bad input, as `--check` says too (exit status 1), before any row.
     let file = p.root().join("a-file");
     std::fs::write(&file, "").unwrap();
@@ -199,7 +195,7 @@ fn explain_says_why_a_program_cannot_be_read() {
     let ran = explain(&program, &[]).expect(1);
     assert_eq!(
         ran.stderr,
-        format!("error: cannot read {program} in /: Is a directory (os error 21)\n")
+        format!("error: cannot read {program} in /: it is a directory, not a regular file (an ELF object is read from a regular file only)\n")
     );
 }
 
@@ -317,4 +313,336 @@ fn build_glibc_refuses_a_series_that_check_refuses() {
     let ran = p.run(&["build-glibc", "--release", "2.41"]).expect(1);
     // The whole output: the refusal, and nothing built before it.
     insta::assert_snapshot!(scrubbed(&p, &ran.both()));
+}
+
+/// Issue 44 class 3: one judge of a series, `rebase-glibc --check`'s. A series file with CRLF
+/// line endings, and a patch that lost one of its file diffs, still apply, but are not what
+/// their commits export: DRIFT for `--check`, and the same verdict from `patches status`
+/// (which said "applies cleanly", exit 0).
+#[test]
+fn status_and_check_judge_a_drifted_series_alike() {
+    let crlf = |p: &Project| {
+        let path = p.patches().join("2.41/series");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace('\n', "\r\n")).unwrap();
+        "series"
+    };
+    let without_news = |p: &Project| {
+        p.edit_patch(PATCH_1, |text| {
+            let start = text.find("diff --git a/NEWS").unwrap();
+            let end = start + text[start + 1..].find("diff --git").unwrap() + 1;
+            format!("{}{}", &text[..start], &text[end..])
+        });
+        PATCH_1
+    };
+    for edit in [&crlf as &dyn Fn(&Project) -> &'static str, &without_news] {
+        let p = Project::new();
+        let file = edit(&p);
+        let check = p.run(CHECK).expect(2);
+        assert!(
+            check.stdout.contains("DRIFT   ") && check.stdout.contains(file),
+            "{file}: {}",
+            check.both()
+        );
+        let status = p.run(&["patches", "status"]).expect(2);
+        let row = status
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("2.41 "))
+            .unwrap()
+            .to_string();
+        assert!(
+            row.starts_with("2.41     drift            glibc-2.41 ")
+                && row.contains("applies, but its files are not what its commits export: ")
+                && row.contains(file),
+            "{file}: {row}"
+        );
+        // check-support judges the series it describes with the same judge (the checkout's
+        // record describes other series: those findings are beside the point here).
+        let support = p.run(&["verify", "check-support"]).expect(2);
+        let drift = format!(
+            "{}: DRIFT (`rebase-glibc --check` says more): ",
+            p.patches().join("2.41").display()
+        );
+        assert!(
+            support
+                .stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with(&drift) && l.contains(file)),
+            "{file}: {}",
+            support.both()
+        );
+    }
+}
+
+/// Issue 44 class 3: `$LD_FALLBACK_PATCHES` naming nothing is bad input, the same for every
+/// command (status and `--check` exited 2, check-support 1, and `--check` told to make every
+/// release's series with `update-release`).
+#[test]
+fn a_patches_dir_the_environment_names_that_does_not_exist_fails_every_command() {
+    let p = Project::new();
+    let gone = p.root().join("no-such-dir");
+    for args in [
+        &["patches", "status"][..],
+        CHECK,
+        &["verify", "check-support"],
+    ] {
+        let mut cmd = p.command(args);
+        cmd.env("LD_FALLBACK_PATCHES", &gone);
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        assert_eq!(ran.stdout, "", "{args:?}");
+        assert_eq!(
+            ran.stderr,
+            format!("error: `$LD_FALLBACK_PATCHES` names {}, which does not exist: name the directory of the series (or unset it for the checkout's patches/)\n", gone.display()),
+            "{args:?}"
+        );
+    }
+}
+
+/// Issue 44 class 4: a path the user named that is not there, or not what it must be, is an
+/// error (exit status 1) naming it, not every cell SKIPPED or every release "not imported"
+/// (both ended 0).
+#[test]
+fn a_path_the_user_named_that_is_not_there_is_an_error() {
+    let p = Project::new();
+    let gone = p.root().join("no-such-dir");
+    let ran = p
+        .run(&["nix-stack", "--nixpkgs", gone.to_str().unwrap()])
+        .expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: --nixpkgs {} does not exist: name the directory holding one nixpkgs checkout per pin\n",
+            gone.display()
+        )
+    );
+    let file = p.root().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let mut cmd = p.command(&["nix-stack"]);
+    cmd.env("LD_FALLBACK_NIXPKGS", &file);
+    let ran = Ran::of(cmd.output().unwrap()).expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: $LD_FALLBACK_NIXPKGS {} is not a directory: name the directory holding one nixpkgs checkout per pin\n",
+            file.display()
+        )
+    );
+    // The cache: a file, and a symlink loop.
+    let looped = p.root().join("loop");
+    std::os::unix::fs::symlink("loop", &looped).unwrap();
+    for (cache, said) in [
+        (
+            &file,
+            "which is not a directory: name the cache's directory",
+        ),
+        (
+            &looped,
+            "which cannot be looked at: Too many levels of symbolic links (os error 40)",
+        ),
+    ] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.args(["glibc", "list"])
+            .env("LD_FALLBACK_CACHE", cache)
+            .env_remove("LD_FALLBACK_STORE");
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        assert_eq!(
+            ran.stderr,
+            format!(
+                "error: `$LD_FALLBACK_CACHE` names {}, {said}\n",
+                cache.display()
+            )
+        );
+    }
+}
+
+/// Issue 44 class 8: `--store` naming another git repository (one with a branch) is not a
+/// store without releases: importing into it would mix the two.
+#[test]
+fn a_store_that_is_another_repository_is_refused() {
+    let p = Project::new();
+    let other = p.root().join("other.git");
+    let repo = git2::Repository::init_bare(&other).unwrap();
+    let tree = repo.treebuilder(None).unwrap().write().unwrap();
+    let tree = repo.find_tree(tree).unwrap();
+    let who = git2::Signature::now("A U Thor", "author@example.com").unwrap();
+    repo.commit(Some("HEAD"), &who, &who, "not glibc", &tree, &[])
+        .unwrap();
+    let branch = repo.head().unwrap().name().unwrap().to_string();
+    let ran = p.run_on_store(&other, &["glibc", "list"]).expect(1);
+    assert_eq!(
+        ran.stderr,
+        format!(
+            "error: {} is not a glibc source store (a bare git repository of glibc-X.Y tags): it holds {branch}, which no store holds (only glibc-X.Y tags): name the store with --store or $LD_FALLBACK_STORE, or leave both unset for the cache's\n",
+            other.display()
+        )
+    );
+    // An empty one is a store without releases yet, as a new store is.
+    let empty = p.root().join("empty.git");
+    git2::Repository::init_bare(&empty).unwrap();
+    p.run_on_store(&empty, &["glibc", "list"]).expect(0);
+}
+
+/// Issue 44 class 8: standard error is not the report. `explain` with stderr into a full
+/// disk ends with the status of what it found (it ended 1 for its lost timing line), its
+/// report on stdout whole; stdout into a full disk is still a failure
+/// (`a_write_error_on_the_output_fails_the_command_with_its_cause`).
+#[test]
+fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
+    let p = Project::new();
+    let me = std::env::current_exe().unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = p
+        .command(&["explain", me.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(full)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("every library is found"), "{stdout}");
+}
+
+/// Issue 44 class 6: git's configuration that cannot be read (here, a `$HOME/.gitconfig`
+/// that does not parse) is said as that, not as a store that is none.
+#[test]
+fn an_unreadable_git_configuration_is_not_blamed_on_the_store() {
+    let p = Project::new();
+    let home = p.root().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::write(home.join(".gitconfig"), "[user\n bad").unwrap();
+    let mut cmd = p.command(&["glibc", "list"]);
+    cmd.env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("GIT_CONFIG_GLOBAL");
+    let ran = Ran::of(cmd.output().unwrap()).expect(1);
+    assert!(
+        ran.stderr.starts_with(&format!(
+            "error: cannot read git's configuration, which opening the store {} needs: ",
+            p.store().display()
+        )),
+        "{}",
+        ran.stderr
+    );
+}
+
+/// Issue 44 class 6: of two `--abort`s at once, the one that loses must not remove the state
+/// the other is removing and call it "a rebase state a killed run left": the other is alive,
+/// holding the release's lock (here stopped between unlinking the state and removing it).
+#[test]
+fn an_abort_beside_a_live_one_does_not_call_it_killed() {
+    use std::io::Read;
+    let p = Project::new();
+    p.run(ONTO).expect(2);
+    let mut winner = p.command(&["rebase-glibc", "--abort"]);
+    winner
+        .env("LD_FALLBACK_FAULT", "rebase-remove:unlinked:1:stop")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let winner = winner.spawn().unwrap();
+    let stat = format!("/proc/{}/stat", winner.id());
+    let started = std::time::Instant::now();
+    // `pid (comm) T ...`: stopped.
+    while !std::fs::read_to_string(&stat)
+        .unwrap()
+        .rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
+    {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the first --abort never stopped"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut loser = p.command(&["rebase-glibc", "--abort"]);
+    let mut loser = loser
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It recovers what it may while the stopped one holds the lock.
+    let mut stderr = loser.stderr.take().unwrap();
+    let said = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).unwrap();
+        text
+    });
+    let lost = loser.wait().unwrap();
+    // SAFETY: kill(2) on a child of this test.
+    unsafe {
+        libc::kill(winner.id() as libc::pid_t, libc::SIGCONT);
+    }
+    let won = winner.wait_with_output().unwrap();
+    assert_eq!(won.status.code(), Some(0), "{won:?}");
+    assert_eq!(lost.code(), Some(1));
+    let said = said.join().unwrap();
+    assert!(!said.contains("a killed run left"), "{said}");
+    // The state is unlinked already: nothing is in progress for it to abort.
+    assert!(said.contains("no rebase is in progress"), "{said}");
+}
+
+/// Issue 44 class 6: a series file that lists a patch twice is said to, not reported as what
+/// applying it a second time meets ("NEWS is blob ...").
+#[test]
+fn a_patch_listed_twice_is_said_to_be() {
+    let p = Project::new();
+    let series = p.patches().join("2.41/series");
+    let text = std::fs::read_to_string(&series).unwrap();
+    std::fs::write(&series, format!("{text}{PATCH_1}\n")).unwrap();
+    let ran = p.run(CHECK).expect(2);
+    let said = format!(
+        "FAILED  {}: {} lists `{PATCH_1}` twice: a series names each patch once",
+        p.patches().join("2.41").display(),
+        series.display()
+    );
+    assert!(ran.stdout.contains(&said), "{}", ran.both());
+    let ran = p.run(&["patches", "status"]).expect(2);
+    assert!(
+        ran.stdout.contains("twice: a series names each patch once"),
+        "{}",
+        ran.both()
+    );
+}
+
+/// Issue 44 class 7: a byte order mark at the start of a series file (as some Windows
+/// editors write one) is said to be one, never printed raw.
+#[test]
+fn a_byte_order_mark_in_a_series_file_is_named_not_printed() {
+    let p = Project::new();
+    let series = p.patches().join("2.41/series");
+    let text = std::fs::read_to_string(&series).unwrap();
+    std::fs::write(&series, format!("\u{feff}{text}")).unwrap();
+    for args in [CHECK, &["patches", "status"]] {
+        let ran = p.run(args).expect(2);
+        assert!(!ran.both().contains('\u{feff}'), "{args:?}: {}", ran.both());
+        assert!(
+            ran.stdout.contains(&format!(
+                "{} starts with a byte order mark (U+FEFF)",
+                series.display()
+            )),
+            "{args:?}: {}",
+            ran.both()
+        );
+    }
+}
+
+/// Issue 44 class 7: clap's message for a value it refuses quotes the value escaped, as
+/// every message does: a newline in `--release` does not break its line, an escape sequence
+/// reaches no terminal (it was written as typed).
+#[test]
+fn a_refused_option_value_is_quoted_escaped() {
+    let p = Project::new();
+    let ran = p
+        .run(&["build-glibc", "--release", "2.4\x1b[31m\nX"])
+        .expect(1);
+    assert!(
+        ran.stderr
+            .starts_with("error: invalid value '2.4\\u{1b}[31m\\nX' for '--release <X.Y>'\n"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains('\x1b'), "{}", ran.stderr);
 }

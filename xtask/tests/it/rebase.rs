@@ -8,7 +8,7 @@ use crate::common::*;
 use git2::Oid;
 use model::Release;
 use xtask::rebase;
-use xtask::rebase::series_check::Verdict;
+use xtask::rebase::series_check::{check_read, Verdict};
 use xtask::series::status::{self, Base, State};
 use xtask::series::Series;
 use xtask::series::Workspace;
@@ -265,7 +265,7 @@ fn check_catches_drift_and_patches_that_do_not_apply() {
 fn status_has_a_row_per_release() {
     let f = fixture();
     let releases = [rel("2.41"), rel("2.42"), rel("2.43"), rel("2.44")];
-    let rows = status::states(&f.ws, &releases).unwrap();
+    let rows = status::states(&f.ws, &releases, &check_read).unwrap();
     assert!(
         matches!(&rows[0].1, State::AppliesCleanly { base: Base::Own { release, .. } } if *release == rel("2.41")),
         "{:?}",
@@ -292,7 +292,7 @@ fn status_has_a_row_per_release() {
             dropped: 1
         }
     );
-    let table = status::status(&f.ws, &releases).unwrap();
+    let table = status::status(&f.ws, &releases, &check_read).unwrap();
     insta::assert_snapshot!("status_table", scrubbed(&f, &table.render()));
     // Only a series of its own that applies needs nothing: a rebase or a conflict does.
     assert!(table.needs_attention() && !table.errors());

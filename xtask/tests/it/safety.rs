@@ -322,7 +322,8 @@ fn check_and_status_work_on_a_read_only_store() {
     let status = in_bwrap(&["patches", "status"]);
     let text = String::from_utf8_lossy(&status.stdout);
     insta::assert_snapshot!("read_only_status", scrubbed(&p, &text));
-    // A rebase must write: it says the store is not writable, not that anything conflicts.
+    // A rebase must write: it says the store is not writable, not that anything conflicts,
+    // nor that `--check` (which just passed) refuses the series (issue 44 class 6).
     let onto = in_bwrap(ONTO);
     let err = String::from_utf8_lossy(&onto.stderr);
     assert_eq!(onto.status.code(), Some(1), "{err}");
@@ -332,10 +333,8 @@ fn check_and_status_work_on_a_read_only_store() {
     assert_eq!(
         error_lines(before_random_name),
         "error: the store ROOT/glibc.git is not writable, and a rebase keeps its commits there: \
-         refusing to use the series in ROOT/patches/2.41: `cargo xtask rebase-glibc --check` does \
-         not pass it: cannot commit 0001-elf-Search-LD_FALLBACK_PATH-last.patch on glibc 2.41 in \
-         the store: cannot apply the diff: failed to create temporary file \
-         'ROOT/glibc.git/objects/"
+         cannot commit 0001-elf-Search-LD_FALLBACK_PATH-last.patch on glibc 2.41 in the store: \
+         cannot apply the diff: failed to create temporary file 'ROOT/glibc.git/objects/"
     );
 }
 
@@ -1015,14 +1014,16 @@ fn check_names_a_supported_release_whose_series_is_gone() {
 }
 
 /// `verify check-support` reads the series `$LD_FALLBACK_PATCHES` names, like every other
-/// command, not the checkout's.
+/// command, not the checkout's; a supported release without one is a finding, as `--check`
+/// says (it was a failure to load, exit status 1).
 #[test]
 fn check_support_reads_the_patches_the_environment_names() {
     let p = Project::new();
-    let ran = p.run(&["verify", "check-support"]).expect(1);
-    // Which series it misses first is the checkout's docs/support.json's: only the directory.
+    let ran = p.run(&["verify", "check-support"]).expect(2);
     assert!(
-        scrubbed(&p, &ran.stderr).starts_with("error: cannot load the series ROOT/patches/"),
+        scrubbed(&p, &ran.stderr).contains(
+            "ROOT/patches/2.36: FAILED (`rebase-glibc --check` says more): ROOT/patches/2.36/series does not exist"
+        ),
         "{ran:?}"
     );
 }

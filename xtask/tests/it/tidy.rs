@@ -154,7 +154,10 @@ fn every_module_says_what_it_is() {
 #[test]
 fn filesystem_errors_carry_context() {
     let mut bare = Vec::new();
-    let outside_tests = |rel: &str| !rel.split('/').any(|c| c == "tests");
+    // model/src/file.rs reads a file for its caller and returns std's error as it is (its
+    // kind tells a missing file from a refused one): every caller names the path.
+    let outside_tests =
+        |rel: &str| !rel.split('/').any(|c| c == "tests") && rel != "model/src/file.rs";
     for_each_code_line(outside_tests, |rel, i, lines| {
         let line = lines[i];
         if line.trim_start().starts_with("//") || !is_fs_call(line) {

@@ -36,8 +36,12 @@ pub(crate) struct Imported {
 /// top-level entries named in `drop_top_level`. No store is opened: the caller checks the tree
 /// before anything is written.
 pub(crate) fn import(tarball: &Path, drop_top_level: &[&str]) -> Result<Imported> {
-    if !tarball.is_file() {
-        bail!("tarball {} does not exist", tarball.display());
+    match model::file::regular(tarball, "a release tarball") {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("tarball {} does not exist", tarball.display())
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", tarball.display())),
     }
     let mut stream = Decompressed::open(tarball)?;
     let read = read_archive(&mut stream.reader, drop_top_level);
