@@ -17,11 +17,13 @@ use model::{printable, Flavour, Release, Target, SUPPORTED};
 /// The command line.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// The program, as it would be started (a path inside --root).
+    /// The program, as it would be started: an absolute path, or one relative to the
+    /// working directory (with --root: relative to --cwd inside the root).
     pub program: String,
-    /// The tree taken as `/`: a scenario root, a container's or a board's filesystem.
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    pub root: PathBuf,
+    /// The tree taken as `/`: a scenario root, a container's or a board's filesystem
+    /// [default: /, this machine].
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
     /// LD_FALLBACK_PATH: the fallback directories.
     #[arg(long, value_name = "LIST")]
     pub fallback_path: Option<String>,
@@ -42,11 +44,14 @@ pub struct Args {
     /// Target [default: the program's architecture].
     #[arg(long, value_parser = target())]
     pub target: Option<Target>,
-    /// The loader modelled: `patched` (the series), `unpatched` (the release as it is) or
+    /// Model this loader instead of the one the program names (PT_INTERP): `patched` (the
+    /// series: what a patched loader would do), `unpatched` (the release as it is) or
     /// `fallback-first` (the variant that searches the fallback list right after DT_RUNPATH,
-    /// before ld.so.cache and the default directories, as NixOS/nixpkgs#248547 proposed).
-    #[arg(long, value_parser = flavour(), default_value = "patched")]
-    pub flavour: Flavour,
+    /// before ld.so.cache and the default directories, as NixOS/nixpkgs#248547 proposed)
+    /// [default: what the program's loader file is: patched when it carries LD_FALLBACK_PATH
+    /// and --fallback-path]
+    #[arg(long, value_parser = flavour())]
+    pub flavour: Option<Flavour>,
     /// Model the release as it is, without the LD_FALLBACK_PATH series: `--flavour unpatched`.
     #[arg(long, conflicts_with = "flavour")]
     pub unpatched: bool,
@@ -59,10 +64,10 @@ pub struct Args {
     /// As `ldd` lists: go on past a missing library.
     #[arg(long)]
     pub ldd: bool,
-    /// The working directory inside --root (for relative paths and empty LD_LIBRARY_PATH
-    /// entries).
-    #[arg(long, value_name = "DIR", default_value = "/")]
-    pub cwd: String,
+    /// The working directory (for a relative program, relative paths and empty
+    /// LD_LIBRARY_PATH entries) [default: this process's own; with --root: / inside it].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
     /// Print JSON instead of the explanation.
     #[arg(long)]
     pub json: bool,
@@ -120,28 +125,53 @@ fn target() -> impl TypedValueParser<Value = Target> {
 }
 
 impl Args {
+    /// The working directory the program is started from: --cwd, else `/` inside --root, or
+    /// this process's own.
+    fn cwd(&self) -> Result<String> {
+        if let Some(cwd) = &self.cwd {
+            return Ok(cwd.clone());
+        }
+        if self.root.is_some() {
+            return Ok("/".into());
+        }
+        let here = std::env::current_dir().context("cannot read the working directory")?;
+        here.into_os_string().into_string().map_err(|here| {
+            anyhow::anyhow!("the working directory {here:?} is not UTF-8: pass --cwd")
+        })
+    }
+
     /// The explanation of the program, or why there is none (it cannot be opened, or it is
     /// not an x86_64 or aarch64 ELF program).
     pub fn explain(&self) -> Result<Explained> {
         // Values from outside are quoted with their control characters escaped.
         let program = printable(&self.program);
-        let root = self.root.display().to_string();
+        let root_dir = self.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+        let root = root_dir.display().to_string();
         let root = printable(&root);
+        let cwd = self.cwd()?;
+        // Where a relative program was looked for, said with the error: the working
+        // directory, or --cwd inside --root.
+        let looked_in = if self.program.starts_with('/') {
+            format!("in {root}")
+        } else if self.root.is_some() {
+            format!("in {root} (from {} inside it)", printable(&cwd))
+        } else {
+            format!("(from the working directory {})", printable(&cwd))
+        };
         // The root first: a path in it cannot be found when it is no directory (a symlink
         // loop, a file), and the system's reason says why.
-        match std::fs::metadata(&self.root) {
+        match std::fs::metadata(&root_dir) {
             Ok(meta) if meta.is_dir() => {}
             Ok(_) => bail!("{root} is not a directory"),
             Err(err) => bail!("cannot use {root} as the root: {err}"),
         }
         // Read once: the release, the target and the walk all look at this reading.
-        let read =
-            Program::read(&self.root, &self.program, &self.cwd).map_err(|err| match err {
-                ReadError::Open(why) => anyhow::anyhow!("cannot open {program} in {root}: {why}"),
-                // A file that cannot be read is said as such, with the system's reason, before
-                // its content is judged: "not an ELF program" would blame bytes nobody looked at.
-                ReadError::Read(err) => anyhow::anyhow!("cannot read {program} in {root}: {err}"),
-            })?;
+        let read = Program::read(&root_dir, &self.program, &cwd).map_err(|err| match err {
+            ReadError::Open(why) => anyhow::anyhow!("cannot open {program} {looked_in}: {why}"),
+            // A file that cannot be read is said as such, with the system's reason, before
+            // its content is judged: "not an ELF program" would blame bytes nobody looked at.
+            ReadError::Read(err) => anyhow::anyhow!("cannot read {program} {looked_in}: {err}"),
+        })?;
         let detected = read.release();
         let (release, release_note) = match (&self.release, detected) {
             (Some(r), _) => (GlibcVersion::from(*r), None),
@@ -169,17 +199,22 @@ impl Args {
             from: None,
             new_namespace: true,
         }));
+        // The loader the program names, as its file is, unless another is asked for.
+        let flavour = match (self.unpatched, self.flavour, read.series()) {
+            (true, _, _) => Flavour::Unpatched,
+            (false, Some(asked), _) => asked,
+            (false, None, Some(series)) => series.flavour(),
+            // No loader file to judge: the walk refuses such a program and says why (the
+            // loader is not in the root), so this flavour is never modelled.
+            (false, None, None) => Flavour::Unpatched,
+        };
         let config = Config {
-            root: self.root.clone(),
+            root: root_dir,
             program: self.program.clone(),
-            cwd: self.cwd.clone(),
+            cwd,
             release,
             target,
-            flavour: if self.unpatched {
-                Flavour::Unpatched
-            } else {
-                self.flavour
-            },
+            flavour,
             library_path: self.library_path.clone().map(|value| PathList {
                 value,
                 source: "LD_LIBRARY_PATH".into(),

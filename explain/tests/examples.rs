@@ -117,19 +117,20 @@ fn examples() -> Result<(), String> {
     let explain = |json: bool| {
         ld_fallback_explain::Args {
             program: program.clone(),
-            root: checked.root.clone(),
+            root: Some(checked.root.clone()),
             fallback_path: Some(fallback.clone()),
             library_path: None,
             dlopen: dlopens.clone(),
             dlmopen: Vec::new(),
             release: None,
             target: None,
-            flavour: Flavour::Patched,
+            // The loader the program names, judged from its file: patched here.
+            flavour: None,
             unpatched: false,
             secure: false,
             inhibit_cache: false,
             ldd: false,
-            cwd: invocation.cwd.clone(),
+            cwd: Some(invocation.cwd.clone()),
             json,
         }
         .explain()

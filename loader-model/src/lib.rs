@@ -31,7 +31,7 @@ mod tiers;
 mod walk;
 
 pub(crate) use hazards::Hazard;
-pub use platform::{Cpu, GlibcVersion, LoaderFacts};
+pub use platform::{Cpu, GlibcVersion, LoaderFacts, SeriesInFile};
 
 /// What to explain: a program in a tree, and what the user sets.
 #[derive(Debug, Clone)]
@@ -285,6 +285,9 @@ pub struct Explanation {
     /// The fallback directories, as the loader decomposed them (empty when unset, ignored
     /// in secure mode, or without the patch).
     pub fallback_path: Vec<String>,
+    /// A fallback list that was given and that the loader ignores, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_ignored: Option<Ignored>,
     /// What the model was told or assumed that a reader should know.
     pub notes: Vec<String>,
     /// Requests it was asked to follow and could not (a dlopen from a caller that is not
@@ -295,6 +298,18 @@ pub struct Explanation {
     /// Whether the program would start: every DT_NEEDED entry found.
     pub starts: bool,
     pub hazards: Vec<Hazard>,
+    /// What to change when the loader modelled ignores the fallback and a patched one would
+    /// find there what this one does not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub to_change: Vec<String>,
+}
+
+/// A directory list the loader ignores as a whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ignored {
+    pub value: String,
+    pub source: String,
+    pub why: String,
 }
 
 impl Explanation {
@@ -307,6 +322,7 @@ impl Explanation {
 /// A program as read from its tree, once: its file, its bytes, its dynamic section and, for
 /// a dynamic program, its loader's file. [`Program::release`], [`Program::target`] and
 /// [`explain_program`] all look at this one reading.
+#[derive(Clone)]
 pub struct Program {
     tree: fs::Tree,
     opened: fs::Opened,
@@ -374,6 +390,16 @@ impl Program {
         }
     }
 
+    /// Whether the glibc it would run with carries the series, read from its loader's file
+    /// (or, for a static program, its own); `None` when there is none to read.
+    pub fn series(&self) -> Option<SeriesInFile> {
+        match (&self.dynamic, &self.loader) {
+            (Err(_), _) | (Ok(_), Some((_, Err(_)))) => None,
+            (Ok(_), Some((_, Ok((_, loader))))) => Some(platform::series_in(loader, true)),
+            (Ok(_), None) => Some(platform::series_in(&self.bytes, false)),
+        }
+    }
+
     /// The target it is built for, from its ELF header.
     pub fn target(&self) -> Option<Target> {
         let head = &self.bytes[..self.bytes.len().min(64)];
@@ -410,6 +436,69 @@ pub fn explain(config: &Config) -> Result<Explanation> {
 
 /// Explains `config` for `program`, read from `config.root` already: walks the search.
 pub fn explain_program(config: &Config, program: Program) -> Result<Explanation> {
+    // What a patched loader would take, kept for when this one ignores the fallback and
+    // misses a library: the answer then says what to change.
+    let what_if =
+        (!config.flavour.is_patched() && config.fallback_path.is_some() && !config.secure)
+            .then(|| program.clone());
+    let mut explanation = walked(config, program)?;
+    let missing: Vec<&Load> = explanation
+        .loads
+        .iter()
+        .filter(|l| l.outcome == Outcome::NotFound)
+        .collect();
+    if let (Some(program), false) = (what_if, missing.is_empty()) {
+        let patched = Config {
+            flavour: Flavour::Patched,
+            ..config.clone()
+        };
+        let other = walked(&patched, program)?;
+        let in_fallback: Vec<(String, String)> = missing
+            .iter()
+            .filter_map(|miss| {
+                other.loads.iter().find_map(|l| match &l.outcome {
+                    Outcome::Mapped {
+                        path,
+                        rule: Rule::Fallback { .. },
+                    } if l.name == miss.name
+                        && l.how == miss.how
+                        && l.requested_by == miss.requested_by =>
+                    {
+                        Some((l.name.clone(), path.clone()))
+                    }
+                    _ => None,
+                })
+            })
+            .collect();
+        if !in_fallback.is_empty() {
+            let names: Vec<&str> = in_fallback.iter().map(|(name, _)| name.as_str()).collect();
+            let paths: Vec<&str> = in_fallback.iter().map(|(_, path)| path.as_str()).collect();
+            let loader = explanation
+                .loader
+                .path
+                .clone()
+                .unwrap_or_else(|| "its libc".into());
+            let list = config
+                .fallback_path
+                .as_ref()
+                .map_or(String::new(), |l| l.value.clone());
+            explanation.to_change.push(format!(
+                "{} {} only in the fallback ({}), which {loader} does not search: it is not \
+                 patched. Start the program with a patched loader: as `PATCHED/ld.so \
+                 --fallback-path {list} {}`, or from a copy whose interpreter is a patched \
+                 ld.so (`patchelf --set-interpreter`); README.md, \"How to get it\"",
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" },
+                paths.join(", "),
+                config.program
+            ));
+        }
+    }
+    Ok(explanation)
+}
+
+/// One walk of the search for `program`, as `config` says.
+fn walked(config: &Config, program: Program) -> Result<Explanation> {
     let Program {
         tree,
         opened,
@@ -456,6 +545,8 @@ pub fn explain_program(config: &Config, program: Program) -> Result<Explanation>
             .map(|l| l.0.clone())
             .unwrap_or_default(),
         fallback_path: m.fallback.as_ref().map(|l| l.0.clone()).unwrap_or_default(),
+        fallback_ignored: m.fallback_ignored,
+        to_change: Vec::new(),
         notes: m.notes,
         not_followed: m.not_followed,
         loads: m.loads,

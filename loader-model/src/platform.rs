@@ -257,9 +257,11 @@ pub struct LoaderFacts {
     pub path: Option<String>,
     pub release: GlibcVersion,
     pub target: Target,
-    /// With the series, without it, or the fallback-first variant (which searches the
-    /// fallback list right after DT_RUNPATH).
+    /// The loader modelled: with the series, without it, or the fallback-first variant
+    /// (which searches the fallback list right after DT_RUNPATH).
     pub flavour: Flavour,
+    /// What the loader file itself says: whether it carries the series, and why.
+    pub series: SeriesInFile,
     /// The default directories, each ending in `/`, in search order.
     pub system_dirs: Vec<String>,
     /// Where they were read from.
@@ -297,6 +299,7 @@ impl LoaderFacts {
         };
         let dst_lib = dst_lib(binary, &system_dirs[0]);
         let dynamic = path.is_some();
+        let series = series_in(binary, dynamic);
         let glibc_hwcaps = if dynamic {
             cpu.glibc_hwcaps(target)
         } else {
@@ -320,6 +323,7 @@ impl LoaderFacts {
             release,
             target,
             flavour,
+            series,
             system_dirs,
             system_dirs_source: source,
             dst_lib,
@@ -361,6 +365,57 @@ impl LoaderFacts {
         self.system_dirs
             .iter()
             .any(|d| path.starts_with(d.as_str()))
+    }
+}
+
+/// Whether a loader file carries the `LD_FALLBACK_PATH` series, read from the file itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeriesInFile {
+    pub patched: bool,
+    /// What in the file decided it.
+    pub why: String,
+}
+
+impl SeriesInFile {
+    /// The flavour the file is: `patched` or `unpatched` (a variant of the series carries
+    /// the same strings; only asking for it models one).
+    pub fn flavour(&self) -> Flavour {
+        if self.patched {
+            Flavour::Patched
+        } else {
+            Flavour::Unpatched
+        }
+    }
+}
+
+/// Whether `binary` (a loader, or a static program: its libc) carries the series. The series
+/// puts two strings into `ld.so` that no glibc has without it: the variable `rtld.c` reads
+/// and `unsecvars.h` lists (`LD_FALLBACK_PATH`), and the option `rtld.c` compares its
+/// arguments with (`--fallback-path`); a loader is patched when it carries both. A static
+/// program has no options, and its libc reads only the variable (`_dl_non_dynamic_init`).
+/// Each string counts only whole: NUL after it, and no name character before it.
+pub fn series_in(binary: &[u8], loader: bool) -> SeriesInFile {
+    let has = |text: &str| {
+        let whole = [text.as_bytes(), b"\0"].concat();
+        binary.windows(whole.len()).enumerate().any(|(at, w)| {
+            w == whole.as_slice()
+                && (at == 0
+                    || !(binary[at - 1].is_ascii_alphanumeric() || b"_-".contains(&binary[at - 1])))
+        })
+    };
+    let variable = has("LD_FALLBACK_PATH");
+    let option = has("--fallback-path");
+    let (patched, why) = match (loader, variable, option) {
+        (true, true, true) => (true, "the file carries LD_FALLBACK_PATH and --fallback-path, as a loader with the series does"),
+        (true, false, false) => (false, "the file carries neither LD_FALLBACK_PATH nor --fallback-path (a loader with the series carries both)"),
+        (true, true, false) => (false, "the file carries LD_FALLBACK_PATH but not --fallback-path (a loader with the series carries both)"),
+        (true, false, true) => (false, "the file carries --fallback-path but not LD_FALLBACK_PATH (a loader with the series carries both)"),
+        (false, true, _) => (true, "its libc carries LD_FALLBACK_PATH, as one with the series does"),
+        (false, false, _) => (false, "its libc carries no LD_FALLBACK_PATH (one with the series does)"),
+    };
+    SeriesInFile {
+        patched,
+        why: why.to_string(),
     }
 }
 
@@ -495,6 +550,23 @@ mod tests {
         let ld_so = b"\0ld.so (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.\0";
         assert_eq!(release_of(ld_so), GlibcVersion::parse("2.36"));
         assert_eq!(release_of(b"no version here"), None);
+    }
+
+    /// A loader is patched when it carries both strings of the series, whole; a static
+    /// program's libc when it carries the variable.
+    #[test]
+    fn the_series_is_read_from_the_file() {
+        let patched = b"\0LD_FALLBACK_PATH\0x\0--fallback-path\0";
+        assert!(series_in(patched, true).patched);
+        assert!(!series_in(b"\0LD_LIBRARY_PATH\0--library-path\0", true).patched);
+        let one = series_in(b"\0LD_FALLBACK_PATH\0", true);
+        assert!(!one.patched);
+        assert!(one.why.contains("not --fallback-path"), "{}", one.why);
+        // Part of another name, or not ended by NUL: not the string.
+        assert!(!series_in(b"\0XLD_FALLBACK_PATH\0---fallback-path\0", true).patched);
+        assert!(!series_in(b"\0LD_FALLBACK_PATHS\0--fallback-path\0", true).patched);
+        assert!(series_in(b"\0LD_FALLBACK_PATH\0", false).patched);
+        assert_eq!(series_in(b"nothing", false).flavour(), Flavour::Unpatched);
     }
 
     /// A supported release converts and comes back; a version outside the table is still a

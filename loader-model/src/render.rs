@@ -17,18 +17,28 @@ use super::{Candidate, Explanation, How, Load, Match, Outcome, Verdict};
 pub fn text(x: &Explanation) -> String {
     let mut out = String::new();
     let l = &x.loader;
+    // What the file is, then what is modelled when that was asked for instead.
+    let is = l.series.flavour();
     let _ = writeln!(
         out,
-        "{}: glibc {} {} loader, {}{}",
+        "{}: glibc {} {} loader, {}{}{}",
         p(&x.program),
         l.release,
         l.target,
-        l.flavour,
+        is,
+        if l.flavour == is {
+            String::new()
+        } else {
+            format!(", modelled as {}", l.flavour)
+        },
         match &l.path {
             Some(path) => format!(" ({})", p(path)),
             None => " (a static program: its own libc searches)".into(),
         }
     );
+    if !l.series.patched || l.flavour != is {
+        let _ = writeln!(out, "  {is}: {}", p(&l.series.why));
+    }
     let dirs: Vec<_> = l.system_dirs.iter().map(|d| p(d)).collect();
     let _ = writeln!(
         out,
@@ -55,6 +65,15 @@ pub fn text(x: &Explanation) -> String {
     }
     if !x.fallback_path.is_empty() {
         let _ = writeln!(out, "  fallback: {}", joined(&x.fallback_path, " "));
+    }
+    if let Some(ignored) = &x.fallback_ignored {
+        let _ = writeln!(
+            out,
+            "  fallback: {} ({}) IGNORED, {}",
+            p(&ignored.value),
+            p(&ignored.source),
+            p(&ignored.why)
+        );
     }
     for note in &x.notes {
         let _ = writeln!(out, "  note: {}", p(note));
@@ -104,6 +123,9 @@ pub fn text(x: &Explanation) -> String {
             "does not start"
         }
     );
+    for change in &x.to_change {
+        let _ = writeln!(out, "to change: {}", p(change));
+    }
     for hazard in &x.hazards {
         let _ = writeln!(out, "hazard: {}", p(&hazard.text));
     }

@@ -73,6 +73,8 @@ pub(super) struct Model<'c> {
     pub library_path: Option<(Vec<Dir>, String)>,
     /// The fallback list and its source, when active.
     pub fallback: Option<(Vec<Dir>, String)>,
+    /// The fallback list given, when the loader ignores it.
+    pub fallback_ignored: Option<super::Ignored>,
     /// ld.so.cache, read on first use.
     pub cache: Option<Result<Cache, String>>,
     pub loads: Vec<Load>,
@@ -106,6 +108,7 @@ pub(super) fn run<'c>(
         rtld: None,
         library_path: None,
         fallback: None,
+        fallback_ignored: None,
         cache: None,
         loads: Vec::new(),
         notes: Vec::new(),
@@ -225,17 +228,20 @@ impl Model<'_> {
                     list.source
                 ));
             }
-            self.notes.push(format!(
-                "{} is ignored: the unpatched loader does not know it",
-                list.source
-            ));
+            self.fallback_ignored = Some(super::Ignored {
+                value: list.value.clone(),
+                source: list.source.clone(),
+                why: "the loader is not patched, it does not know the variable".into(),
+            });
             return None;
         }
         if c.secure {
-            self.notes.push(format!(
-                "{} is ignored (and removed from the environment): the program runs in secure mode",
-                list.source
-            ));
+            self.fallback_ignored = Some(super::Ignored {
+                value: list.value.clone(),
+                source: list.source.clone(),
+                why: "the program runs in secure mode (it is removed from the environment too)"
+                    .into(),
+            });
             return None;
         }
         // Unlike LD_LIBRARY_PATH, only absolute directories: an empty or relative entry is

@@ -41,7 +41,7 @@ pub(crate) const PINS: &[Pin] = &[
     Pin {
         release: "2.40",
         commit: "b9b90f07d7d476954ea61592be63757fcd17e438",
-        what: "glibc 2.40 with 2.40-master.patch (the glibc of NixOS 25.11 and 25.05)",
+        what: "glibc 2.40 with 2.40-master.patch (the glibc of NixOS 25.05; 25.11's by inference, not confirmed: docs/nix.md)",
     },
     Pin {
         release: "2.42",

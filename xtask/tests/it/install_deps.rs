@@ -1,6 +1,7 @@
 //! `scripts/install-deps` installs every Debian package the code needs: the tools and
 //! directories declared in `loader_tests::host`, and any package the code names elsewhere
-//! (a `Tool::new("program", "package")` or an `apt-get install package` hint). A CI run on a
+//! (a `Tool::new("program", "package")` or an `apt-get install package` hint; in xtask's
+//! integration tests, a `Tool::new`). A CI run on a
 //! new machine has only what that script installs, so a requirement added without its install
 //! step fails here first.
 
@@ -62,6 +63,20 @@ fn named_in_code() -> BTreeSet<String> {
             }
         }
     }
+    // The integration tests' own tools (`nix_docs.rs`'s nix-instantiate), declared the same
+    // way; this file's examples are not requirements.
+    for file in rust_files(&workspace().join("xtask/tests/it")) {
+        if file.ends_with("install_deps.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for call in text.split("Tool::new(").skip(1) {
+            let mut strings = call.split('"').skip(1).step_by(2);
+            if let (Some(_program), Some(package)) = (strings.next(), strings.next()) {
+                found.insert(package.to_string());
+            }
+        }
+    }
     found
 }
 
@@ -102,4 +117,9 @@ fn the_code_scan_sees_the_declared_requirements() {
             tool.package
         );
     }
+    // And what the integration tests declare.
+    assert!(
+        named.contains("nix-bin"),
+        "nix_docs.rs's nix-bin not found by the scan"
+    );
 }

@@ -11,6 +11,7 @@ mod faults;
 mod format_series;
 mod install_deps;
 mod messages;
+mod nix_docs;
 mod real_release;
 mod rebase;
 mod safety;

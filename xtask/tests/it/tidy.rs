@@ -599,28 +599,41 @@ fn dependencies(manifest: &str, section: &str) -> Vec<String> {
         .collect()
 }
 
-/// Where a page quotes a duration (`6:49`, `27.4 min`, `50-80 ms`), outside the blocks a
-/// command generates (`<!-- NAME: begin ... -->` to `<!-- NAME: end -->`), if anywhere.
+/// Where a page quotes a duration (`6:49`, `27.4 min`, `50-80 ms`, `7.4 minutes`, "hours to
+/// days"), outside the blocks a command generates (`<!-- NAME: begin ... -->` to
+/// `<!-- NAME: end -->`), if anywhere.
 fn quoted_durations(text: &str) -> Vec<(usize, String)> {
-    let mut found = Vec::new();
+    outside_generated(text, false)
+        .flat_map(|(n, line)| durations_in(line).into_iter().map(move |d| (n, d)))
+        .collect()
+}
+
+/// The lines of a page (1-based numbers) outside its generated blocks and, with
+/// `skip_fences`, outside its fenced blocks too (a command's output, quoted from one dated run).
+fn outside_generated(text: &str, skip_fences: bool) -> impl Iterator<Item = (usize, &str)> {
     let mut generated = false;
-    for (n, line) in text.lines().enumerate() {
+    let mut fenced = false;
+    text.lines().enumerate().filter_map(move |(n, line)| {
         let trimmed = line.trim_start();
         if trimmed.starts_with("<!-- ") && trimmed.contains(": begin") {
             generated = true;
-            continue;
+            return None;
         }
         if trimmed.starts_with("<!-- ") && trimmed.contains(": end -->") {
             generated = false;
-            continue;
+            return None;
         }
-        if generated {
-            continue;
+        if skip_fences && trimmed.starts_with("```") {
+            fenced = !fenced;
+            return None;
         }
-        found.extend(durations_in(line).into_iter().map(|d| (n + 1, d)));
-    }
-    found
+        (!generated && !fenced).then_some((n + 1, line))
+    })
 }
+
+/// Durations said in words: these always (`hours to days`, `in seconds`), and their singular
+/// after a number (`1 hour`).
+const DURATION_WORDS: [&str; 4] = ["seconds", "minutes", "hours", "days"];
 
 /// The durations of one line: a number or range (`0.6-2.5`) followed by `ms`, `s`, `min` or
 /// `h` as a word, or a clock figure (`6:49`).
@@ -666,12 +679,70 @@ fn durations_in(line: &str) -> Vec<String> {
             k += 1;
         }
         let unit: String = chars[unit_start..k].iter().collect();
-        if matches!(unit.as_str(), "ms" | "s" | "min" | "h")
+        let unit = unit.to_ascii_lowercase();
+        let in_words = DURATION_WORDS
+            .iter()
+            .any(|w| unit == *w || unit == w[..w.len() - 1]);
+        if (matches!(unit.as_str(), "ms" | "s" | "min" | "h") || in_words)
             && chars.get(k).is_none_or(|&c| !is_word(c))
         {
             found.push(chars[i..k].iter().collect());
+            // The words are found once, with their number.
+            i = k;
+            continue;
         }
         i = number_end.max(i + 1);
+    }
+    // The words without a number (`(minutes; ...)`, `hours to days`); with one, they are
+    // found above.
+    let lower = line.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !is_word(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (n, word) in words.iter().enumerate() {
+        let after_number = n > 0 && words[n - 1].starts_with(|c: char| c.is_ascii_digit());
+        if DURATION_WORDS.contains(word) && !after_number {
+            found.push(word.to_string());
+        }
+    }
+    found
+}
+
+/// What the project counts, whose figures change as it grows: a count of one of them is
+/// quoted on one page only.
+const COUNTED: [&str; 5] = ["scenarios", "cells", "trials", "approaches", "columns"];
+
+/// Words that make the number after them a label, not a count (`row 16 tests it`).
+const LABELS: [&str; 8] = [
+    "row",
+    "rows",
+    "approach",
+    "approaches",
+    "issue",
+    "patch",
+    "column",
+    "step",
+];
+
+/// The counts a line quotes (`63 scenarios`, `12 cells`): a number, a space and a counted
+/// noun, the number not a label's.
+fn counts_in(line: &str) -> Vec<(String, String)> {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';' | ':'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut found = Vec::new();
+    for (n, pair) in words.windows(2).enumerate() {
+        let [number, noun] = pair else { continue };
+        let noun = noun.trim_end_matches(['.', '*', '`']);
+        let counted = number.chars().all(|c| c.is_ascii_digit())
+            && !(number.len() > 1 && number.starts_with('0'))
+            && COUNTED.contains(&noun);
+        let labelled = n > 0 && LABELS.contains(&words[n - 1].to_ascii_lowercase().as_str());
+        if counted && !labelled {
+            found.push((noun.to_string(), format!("{number} {noun}")));
+        }
     }
     found
 }
@@ -693,13 +764,43 @@ fn durations_are_found_where_pages_quote_them() {
         ]
     );
     assert_eq!(
-        durations_in(
-            "glibc 2.42-67, x86_64 scenarios, 63 scenarios, 1:2.66-4, 04:45:00, 3 seconds"
-        ),
+        durations_in("glibc 2.42-67, x86_64 scenarios, 63 scenarios, 1:2.66-4, 04:45:00"),
+        Vec::<String>::new()
+    );
+    // In words, with a number or without one (issue 43: "7.4 minutes", "hours to days").
+    assert_eq!(
+        durations_in("took 7.4 minutes, 1 hour, 3 seconds; (minutes), hours to Days"),
+        [
+            "7.4 minutes",
+            "1 hour",
+            "3 seconds",
+            "minutes",
+            "hours",
+            "days"
+        ]
+    );
+    assert_eq!(
+        durations_in("a second flavour, today, the minute hand, holidays"),
         Vec::<String>::new()
     );
     let page = "a 9 min build\n<!-- x: begin (generated) -->\n6:49\n<!-- x: end -->\n";
     assert_eq!(quoted_durations(page), [(1, "9 min".to_string())]);
+}
+
+#[test]
+fn counts_are_found_where_pages_quote_them() {
+    let counts = |line| -> Vec<String> { counts_in(line).into_iter().map(|c| c.1).collect() };
+    assert_eq!(
+        counts("the matrix, 63 scenarios; what the 12 cells cost (5037 trials)."),
+        ["63 scenarios", "12 cells", "5037 trials"]
+    );
+    assert_eq!(
+        counts("row 16 cells, approach 7 columns, glibc 2.44 cells, 0002 cells, the cells"),
+        Vec::<String>::new()
+    );
+    let page = "12 cells\n```\n63 scenarios\n```\n<!-- x: begin -->\n4 cells\n<!-- x: end -->\n";
+    let lines: Vec<(usize, &str)> = outside_generated(page, true).collect();
+    assert_eq!(lines, [(1, "12 cells")]);
 }
 
 /// Every figure of time has one source: docs/measurements.md, or a block a command
@@ -739,6 +840,55 @@ fn docs_quote_durations_from_one_page() {
     assert_none_found(
         &quoted,
         "durations quoted outside docs/measurements.md (move the figure there and link to it)",
+    );
+}
+
+/// A count of what the project counts (scenarios, cells, ...) is quoted on one page only,
+/// outside generated blocks and quoted output (docs/support.md is rendered from
+/// support.json): two pages that quote one would disagree when it changes (issue 43: 63
+/// scenarios on one page, 67 on the others).
+#[test]
+fn docs_quote_each_count_on_one_page() {
+    let mut pages = vec![
+        workspace().join("README.md"),
+        workspace().join("loader-tests/README.md"),
+        workspace().join("patches/variants/README.md"),
+    ];
+    for entry in std::fs::read_dir(workspace().join("docs"))
+        .unwrap()
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "md")
+            && path.file_name().is_some_and(|n| n != "support.md")
+        {
+            pages.push(path);
+        }
+    }
+    pages.sort();
+    let mut by_noun: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for (line, text) in outside_generated(&text, true) {
+            for (noun, figure) in counts_in(text) {
+                by_noun
+                    .entry(noun)
+                    .or_default()
+                    .push(format!("{}:{line}: {figure}", relative(page)));
+            }
+        }
+    }
+    let mut twice = Vec::new();
+    for (noun, quotes) in by_noun {
+        let pages: std::collections::BTreeSet<&str> =
+            quotes.iter().filter_map(|q| q.split(':').next()).collect();
+        if pages.len() > 1 {
+            twice.push(format!("{noun}: {}", quotes.join(", ")));
+        }
+    }
+    assert_none_found(
+        &twice,
+        "counts quoted on two pages (keep the figure on one and link to it)",
     );
 }
 
