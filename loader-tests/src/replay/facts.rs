@@ -79,9 +79,9 @@ pub fn jit_mismatch_note() -> String {
     };
     format!(
         "The replay flags such a pair \"JIT helper of driver 11.4 ... (mismatch)\", marks the run \
-         `[{}]` ({}: [the rule](jetson.md#the-modelled-rules)) {counted}; issue 23 saw a kernel \
-         run with a close x86_64 driver's helper, and that a Jetson driver fails with 222 \
-         instead is **not confirmed**. What would settle it: {}.\n",
+         `[{}]` ({}: [the rule](jetson.md#the-modelled-rules)) {counted}; on an x86_64 GPU host \
+         a kernel ran with the helper of a close driver release ([measurements](measurements.md)), \
+         and that a Jetson driver fails with 222 instead is **not confirmed**. What would settle it: {}.\n",
         rule.basis().mark(),
         how_sure(rule),
         rule.settled_by().unwrap_or("a run on a board")

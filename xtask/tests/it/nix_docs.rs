@@ -161,6 +161,11 @@ const CHECKED: &[(&str, &str, &str)] = &[
         "/nix/store/22222222222222222222222222222222-glibc-fallback/lib/ld-linux-aarch64.so.1",
     ),
     (
+        "compat-origin-first.nix",
+        "let prev = { cudaPackages.overrideScope = f: f { } { cuda_compat.overrideAttrs = g: g { postFixup = \"\"; }; }; }; in ((import {F}) prev prev).cudaPackages.cuda_compat.postFixup",
+        "patchelf --set-rpath \"$ORIGIN:$(patchelf --print-rpath \"$lib\")\" \"$lib\"",
+    ),
+    (
         "configuration.nix",
         "(import {F} { pkgs = {S}; lib = ({S}).lib; }).environment.variables.NIX_LD.content",
         "-glibc-fallback/lib/ld-linux-aarch64.so.1",
