@@ -170,20 +170,41 @@ fn control_characters_in_values_are_escaped() {
     let Some(program) = host_program() else {
         return;
     };
-    let ran = explain(program, &["--fallback-path", "/opt/a\nb:/opt/\x1b[31mred"]);
+    let value = "/opt/a\nb:/opt/\x1b[31mred";
+    // Modelled as patched: each entry the loader would search, escaped.
+    let ran = explain(program, &["--flavour", "patched", "--fallback-path", value]);
     assert!(!ran.both().contains('\x1b'), "{ran:?}");
-    let fallback: Vec<&str> = ran
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("  fallback:"))
-        .collect();
-    assert_eq!(fallback, ["  fallback: /opt/a\\nb/ /opt/\\u{1b}[31mred/"]);
+    assert_eq!(
+        fallback_lines(&ran),
+        ["  fallback: /opt/a\\nb/ /opt/\\u{1b}[31mred/"]
+    );
+    // The machine's own loader (unpatched): the value it ignores, escaped as well.
+    let ran = explain(
+        program,
+        &["--flavour", "unpatched", "--fallback-path", value],
+    );
+    assert!(!ran.both().contains('\x1b'), "{ran:?}");
+    let line = fallback_lines(&ran);
+    assert_eq!(line.len(), 1, "{ran:?}");
+    assert!(
+        line[0]
+            .starts_with("  fallback: /opt/a\\nb:/opt/\\u{1b}[31mred (LD_FALLBACK_PATH) IGNORED"),
+        "{ran:?}"
+    );
     // An error quoting a value says it escaped too.
     let ran = explain("/no/such\x1b[2Jprogram", &[]).expect(1);
     assert_eq!(
         ran.stderr,
         "error: cannot open /no/such\\u{1b}[2Jprogram in /: no such file\n"
     );
+}
+
+/// The `fallback:` lines of an explanation.
+fn fallback_lines(ran: &Ran) -> Vec<&str> {
+    ran.stdout
+        .lines()
+        .filter(|l| l.starts_with("  fallback:"))
+        .collect()
 }
 
 /// A program that cannot be read is said to be unreadable, with the system's reason, not
