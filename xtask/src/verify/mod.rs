@@ -172,9 +172,8 @@ impl Output {
             out!("{}", render::table(&doc.cells));
         }
         if self.write_support {
-            let record = SupportDoc::read(root)?;
             let cells = doc.cells.clone();
-            let written = match record {
+            let written = match record_to_extend(root, &cells)? {
                 Some(record) => record.with_cells(doc.provenance.clone(), cells),
                 None => SupportDoc::new(doc.provenance.clone(), cells),
             };
@@ -183,6 +182,23 @@ impl Output {
         }
         judge(&doc.cells)
     }
+}
+
+/// The record whose other cells a run's `cells` join: none when the run has every cell of
+/// the table, which then replaces the record whole. Not read in that case, so a record of an
+/// older format is rewritten by the very command its refusal names.
+fn record_to_extend(root: &Path, cells: &[CellReport]) -> Result<Option<SupportDoc>> {
+    let every_cell = model::SUPPORTED.iter().all(|&release| {
+        Target::ALL.iter().all(|&target| {
+            cells
+                .iter()
+                .any(|c| (c.release, c.target) == (release, target))
+        })
+    });
+    if every_cell {
+        return Ok(None);
+    }
+    SupportDoc::read(root)
 }
 
 /// Ok when no cell failed or is incomplete (cells not verified are listed, and claim
@@ -513,5 +529,34 @@ impl Progress {
 
     fn cell_done(&self) {
         self.state.borrow_mut().done += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record of an older format is refused when a run of some cells would join it, and
+    /// replaced, not read, by a run of every cell: the command its refusal names.
+    #[test]
+    fn a_run_of_every_cell_replaces_a_record_of_an_older_format() {
+        let root = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir(root.path().join("docs")).unwrap();
+        std::fs::write(
+            root.path().join(support::RECORD),
+            "{\n  \"format\": 2,\n  \"cells\": []\n}\n",
+        )
+        .unwrap();
+        let cell = |release, target| CellReport::new(release, target, "s".into(), "k".into());
+        let every: Vec<CellReport> = model::SUPPORTED
+            .iter()
+            .flat_map(|&release| Target::ALL.map(|target| cell(release, target)))
+            .collect();
+        assert!(record_to_extend(root.path(), &every).unwrap().is_none());
+        let err = record_to_extend(root.path(), &every[..1]).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("record format 2; this one reads 3"),
+            "{err:#}"
+        );
     }
 }
