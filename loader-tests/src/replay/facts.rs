@@ -80,7 +80,8 @@ pub fn jit_mismatch_note() -> String {
     format!(
         "The replay flags such a pair \"JIT helper of driver 11.4 ... (mismatch)\", marks the run \
          `[{}]` ({}: [the rule](jetson.md#the-modelled-rules)) {counted}; on an x86_64 GPU host \
-         a kernel ran with the helper of a close driver release ([measurements](measurements.md)), \
+         a kernel ran with the helper of a close driver release (580.95's helper under the 580.159 \
+         driver, as the rule's row says), \
          and that a Jetson driver fails with 222 instead is **not confirmed**. What would settle it: {}.\n",
         rule.basis().mark(),
         how_sure(rule),
