@@ -90,17 +90,5 @@ fn write_error(err: &std::io::Error) -> String {
     if err.raw_os_error() != Some(libc::EFBIG) {
         return cut;
     }
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given.
-    let now = if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0
-        && limit.rlim_cur != libc::RLIM_INFINITY
-    {
-        format!(", now {} bytes", limit.rlim_cur)
-    } else {
-        String::new()
-    };
-    format!("a file outgrew the file size limit (`ulimit -f`{now}) of this process: raise it and run the command again: {cut}")
+    format!("{}: {cut}", model::file::size_limit_outgrown())
 }

@@ -142,6 +142,24 @@ fn too_large(limit: Limit) -> io::Error {
     )
 }
 
+/// What to say when a write outgrew this process's file size limit (`EFBIG`): the limit named,
+/// with its value where it has one, and what to do. `explain` and `cargo xtask` say it alike.
+pub fn size_limit_outgrown() -> String {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    let now = if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0
+        && limit.rlim_cur != libc::RLIM_INFINITY
+    {
+        format!(", now {} bytes", limit.rlim_cur)
+    } else {
+        String::new()
+    };
+    format!("a file outgrew the file size limit (`ulimit -f`{now}) of this process: raise it and run the command again")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,21 +48,7 @@ pub(crate) fn explain(err: anyhow::Error) -> anyhow::Error {
     if !too_large {
         return err;
     }
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct it is given.
-    let now = if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut limit) } == 0
-        && limit.rlim_cur != libc::RLIM_INFINITY
-    {
-        format!(", now {} bytes", limit.rlim_cur)
-    } else {
-        String::new()
-    };
-    err.context(format!(
-        "a file outgrew the file size limit (`ulimit -f`{now}) of this process: raise it and run the command again"
-    ))
+    err.context(model::file::size_limit_outgrown())
 }
 
 #[cfg(test)]
