@@ -214,6 +214,7 @@ impl Args {
 
 /// The checkout must be the pinned commit: the report names it.
 fn check_commit(checkout: &Path, commit: &str) -> Result<()> {
+    crate::util::git::check_configuration(&[checkout.join(".git")])?;
     let sh = shell::here()?;
     let out = Command::from(cmd!(sh, "git -C {checkout} rev-parse HEAD"))
         .stderr(Stdio::inherit())

@@ -493,7 +493,7 @@ struct History {
 impl History {
     fn open(root: &Path) -> History {
         History {
-            repo: git2::Repository::open(root).map_err(|err| {
+            repo: crate::util::git::open(root).map_err(|err| {
                 format!(
                     "{} is not a git checkout ({err}): commits not checked",
                     root.display()

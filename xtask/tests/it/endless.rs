@@ -191,3 +191,72 @@ fn a_line_of_10_mb_is_refused_without_printing_it() {
         }
     }
 }
+
+/// `cargo xtask <args>` on `p` with `$HOME` at `home` and nothing else telling git where its
+/// configuration is.
+fn with_home(p: &Project, home: &Path, args: &[&str]) -> Command {
+    let mut cmd = p.command(args);
+    cmd.env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("GIT_CONFIG_GLOBAL")
+        .env_remove("GIT_CONFIG_SYSTEM");
+    cmd
+}
+
+/// git's configuration that never ends: a FIFO as `~/.gitconfig`, as `~/.config/git/config`
+/// or as the upstream checkout's `.git/config` (libgit2 opens each with a blocking `open` to
+/// open any repository, and waited for a writer). Every command that opens a repository
+/// refuses at once, naming the file.
+#[test]
+fn a_git_configuration_that_never_ends_is_refused_at_once() {
+    let p = Project::new();
+    let out = p.root().join("out");
+    let format_series = [
+        "format-series",
+        "--release",
+        "2.41",
+        "--author",
+        "Ada Lovelace <ada@gnu.org>",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let commands = [
+        &["glibc", "list"][..],
+        &["patches", "status"],
+        crate::common::project::CHECK,
+        &format_series,
+    ];
+    let home = p.root().join("home");
+    for config in [".gitconfig", ".config/git/config"] {
+        let file = home.join(config);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let made = Command::new("mkfifo").arg(&file).status().unwrap();
+        assert!(made.success());
+        let said = format!(
+            "cannot read git's configuration file {}: {FIFO_IS}",
+            file.display()
+        );
+        for args in commands {
+            let ran = within_a_second(with_home(&p, &home, args)).expect(1);
+            assert!(ran.stderr.contains(&said), "{args:?}:\n{}", ran.stderr);
+        }
+        std::fs::remove_file(&file).unwrap();
+    }
+    // The sender's checkout of upstream, which format-series opens with git.
+    let checkout = p.root().join("upstream-glibc");
+    git2::Repository::init(&checkout).unwrap();
+    let config = checkout.join(".git/config");
+    std::fs::remove_file(&config).unwrap();
+    let made = Command::new("mkfifo").arg(&config).status().unwrap();
+    assert!(made.success());
+    let ran = within_a_second(with_home(&p, &home, &format_series)).expect(1);
+    assert!(
+        ran.stderr.contains(&format!(
+            "cannot read git's configuration file {}: {FIFO_IS}",
+            config.display()
+        )),
+        "{}",
+        ran.stderr
+    );
+    assert!(!out.exists(), "nothing is written");
+}

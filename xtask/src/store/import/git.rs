@@ -34,7 +34,8 @@ pub(crate) fn fetch_tag(
     ))
     .with_context(|| format!("cannot fetch tag {tag} from {url}"))?;
     fault::point("import:fetched");
-    let scratch_repo = Repository::open_bare(dir).context("cannot open the scratch repository")?;
+    let scratch_repo =
+        crate::util::git::open_bare(dir).context("cannot open the scratch repository")?;
     let tree = without_manual(&scratch_repo, &tag, url)?;
     if tree != expected {
         bail!(
@@ -59,8 +60,10 @@ fn without_manual(repo: &Repository, tag: &str, url: &str) -> Result<Oid> {
         .context("cannot write the tree without manual/")
 }
 
-/// Runs a git command that dies with us, failing with its stderr.
+/// Runs a git command that dies with us, failing with its stderr; git's configuration is
+/// checked first, as for every repository this program opens (`util::git`).
 fn git(cmd: Cmd<'_>) -> Result<()> {
+    crate::util::git::check_configuration(&[])?;
     let out = child::dies_with_us(&mut Command::from(cmd))
         .output()
         .context("cannot run git")?;
