@@ -260,3 +260,67 @@ fn a_git_configuration_that_never_ends_is_refused_at_once() {
     );
     assert!(!out.exists(), "nothing is written");
 }
+
+/// The previous version's mails (`format-series --previous DIR`): a FIFO, a link to
+/// `/dev/zero`, a file of 100 MiB, one of 60 MiB that is no mail (told from its first bytes)
+/// and a mail without a subject are refused at once, naming the file (a FIFO waited for a writer, `/dev/zero` was read until memory
+/// ran out, and the other two made the cover letter say "- dropped: " of no name).
+#[test]
+fn format_series_refuses_previous_mails_that_never_end_or_are_none() {
+    let p = Project::new();
+    let previous = p.root().join("v1");
+    let out = p.root().join("v2");
+    let format = |version: &str, out: &Path, previous: Option<&Path>| {
+        let mut args = vec![
+            "format-series",
+            "--release",
+            "2.41",
+            "--author",
+            "Ada Lovelace <ada@gnu.org>",
+            "--cover-letter",
+            "--version",
+            version,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(previous) = previous {
+            args.extend(["--previous", previous.to_str().unwrap()]);
+        }
+        p.command(&args)
+    };
+    Ran::of(format("1", &previous, None).output().unwrap()).expect(0);
+    let mail = previous.join("0001-elf-Search-LD_FALLBACK_PATH-last.patch");
+    let text = std::fs::read_to_string(&mail).unwrap();
+    let fifo = fifo_in(p.root());
+    let unnamed = text.replace("\nSubject: ", "\nX-Subject: ");
+    let sparse =
+        |bytes: u64| move |m: &Path| std::fs::File::create(m).unwrap().set_len(bytes).unwrap();
+    let cases: [(&str, &dyn Fn(&Path)); 5] = [
+        (FIFO_IS, &|m| std::os::unix::fs::symlink(&fifo, m).unwrap()),
+        (ZERO_IS, &|m| std::os::unix::fs::symlink("/dev/zero", m).unwrap()),
+        (
+            "it is larger than 64 MiB, the most a patch can hold here",
+            &sparse(100 << 20),
+        ),
+        (
+            "it is not a mail as git format-patch writes one: it does not start with `From <commit> Mon Sep 17 00:00:00 2001`",
+            &sparse(60 << 20),
+        ),
+        (
+            "it has no `Subject:` line, which tells which patch of the new version it was",
+            &|m| std::fs::write(m, &unnamed).unwrap(),
+        ),
+    ];
+    for (said, make) in cases {
+        std::fs::remove_file(&mail).unwrap();
+        make(&mail);
+        let ran = within_a_second(format("2", &out, Some(&previous))).expect(1);
+        assert!(
+            ran.stderr
+                .starts_with(&format!("error: cannot read {}: {said}", mail.display())),
+            "{}",
+            ran.stderr
+        );
+        assert!(!out.exists(), "nothing is written");
+    }
+}
