@@ -667,3 +667,93 @@ fn a_refused_option_value_is_quoted_escaped() {
     );
     assert!(!ran.stderr.contains('\x1b'), "{}", ran.stderr);
 }
+
+/// `patches status`'s row of `release` and `rebase-glibc --check`'s line of `dir`, each
+/// asserted to end in `code`.
+fn both_judges(p: &Project, release: &str, dir: &Path, code: i32) -> (String, String) {
+    let status = p.run(&["patches", "status"]).expect(code);
+    let row = status
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{release} ")))
+        .unwrap_or_else(|| panic!("no row of {release}:\n{}", status.both()))
+        .to_string();
+    let check = p.run(CHECK).expect(code);
+    let prefix = format!("{}: ", dir.display());
+    let line = check
+        .stdout
+        .lines()
+        .find(|l| l.get(8..).is_some_and(|rest| rest.starts_with(&prefix)))
+        .unwrap_or_else(|| panic!("no line of {}:\n{}", dir.display(), check.both()))
+        .to_string();
+    assert!(!check.stdout.contains("ERROR"), "{}", check.both());
+    (row, line)
+}
+
+/// One judge of a series, also when what it is made of is not what it must be: `patches/scope`
+/// a FIFO or a directory (`--check` said it could not read it, exit 1, where resolutions are
+/// recorded; `patches status`, "does not apply", exit 2), a release's directory a symlink to
+/// a directory outside the repository (both said "ok") or a FIFO (`patches status` called the
+/// release "not imported"). Each is the series' defect, refused by both with exit status 2.
+#[test]
+fn status_and_check_refuse_an_unfit_scope_or_series_directory_alike() {
+    let p = Project::new();
+    std::fs::create_dir_all(p.patches().join("resolutions/2.42")).unwrap();
+    let scope = p.patches().join("scope");
+    let text = std::fs::read_to_string(&scope).unwrap();
+    let series = p.patches().join("2.41");
+    let fifo = |path: &Path| {
+        let made = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(made.success());
+    };
+    std::fs::remove_file(&scope).unwrap();
+    fifo(&scope);
+    let (row, line) = both_judges(&p, "2.41", &series, 2);
+    let said = format!(
+        "cannot read {}: it is a FIFO (a named pipe)",
+        scope.display()
+    );
+    assert!(
+        row.contains(&said) && row.contains("does not apply"),
+        "{row}"
+    );
+    assert!(line.starts_with("FAILED") && line.contains(&said), "{line}");
+    std::fs::remove_file(&scope).unwrap();
+    std::fs::create_dir(&scope).unwrap();
+    let (row, line) = both_judges(&p, "2.41", &series, 2);
+    let said = format!("cannot read {}: it is a directory", scope.display());
+    assert!(row.contains(&said), "{row}");
+    assert!(line.contains(&said), "{line}");
+    std::fs::remove_dir(&scope).unwrap();
+    std::fs::write(&scope, text).unwrap();
+
+    // The series itself a link to a copy outside the repository.
+    let outside = tempfile::TempDir::new().unwrap();
+    let copy = outside.path().join("2.41");
+    std::fs::rename(&series, &copy).unwrap();
+    std::os::unix::fs::symlink(&copy, &series).unwrap();
+    let (row, line) = both_judges(&p, "2.41", &series, 2);
+    let said = format!(
+        "{}: it is a symlink (to {}): a series lives in a directory of patches/ itself",
+        series.display(),
+        copy.display()
+    );
+    assert!(
+        row.contains("does not apply") && row.contains(&said),
+        "{row}"
+    );
+    assert!(line.starts_with("FAILED") && line.contains(&said), "{line}");
+    std::fs::remove_file(&series).unwrap();
+    std::fs::rename(&copy, &series).unwrap();
+
+    // A FIFO where a release's series would be.
+    let named = p.patches().join("2.44");
+    fifo(&named);
+    let (row, line) = both_judges(&p, "2.44", &named, 2);
+    let said = "not a directory: the series of glibc 2.44 lives in a directory of that name";
+    assert!(
+        row.contains("does not apply") && row.contains(said),
+        "{row}"
+    );
+    assert!(line.starts_with("FAILED") && line.contains(said), "{line}");
+}
