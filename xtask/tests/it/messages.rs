@@ -437,6 +437,27 @@ fn a_path_the_user_named_that_is_not_there_is_an_error() {
             gone.display()
         )
     );
+    // A directory holding no checkout of any pin the cells need (every cell was SKIPPED,
+    // exit 0): the directory is the mistake.
+    let empty = p.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let ran = p
+        .run(&[
+            "nix-stack",
+            "--nixpkgs",
+            empty.to_str().unwrap(),
+            "--release",
+            "all",
+        ])
+        .expect(1);
+    assert!(
+        ran.stderr.ends_with(&format!(
+            "error: --nixpkgs {} holds no nixpkgs checkout of the pins of the releases asked for (DIR/<commit>/, a checkout at each commit pinned in xtask/src/nixpkgs/mod.rs): name the directory holding them\n",
+            empty.display()
+        )),
+        "{}",
+        ran.both()
+    );
     let file = p.root().join("a-file");
     std::fs::write(&file, "").unwrap();
     let mut cmd = p.command(&["nix-stack"]);
