@@ -511,6 +511,41 @@ fn an_import_over_the_file_size_limit_leaves_no_temporary_pack() {
     assert_eq!(unfinished_packs(&store), Vec::<String>::new());
 }
 
+/// An import whose index cannot be put in place after its pack was (here a directory stands
+/// where the index goes; in the wild, a disk that filled while the index was written) fails,
+/// and leaves no pack behind: the pack was renamed into place first, and stayed there
+/// without its index, invisible to git and as large as the release (55 MiB for glibc).
+#[test]
+fn an_import_whose_index_cannot_be_written_leaves_no_pack() {
+    let tmp = TempDir::new().unwrap();
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("elf/f{i:02}.c"), format!("int f{i};\n")))
+        .collect();
+    let (tree, tar) = release_tarball(tmp.path(), &files);
+    // The same objects make the same pack, by name too: where this one's index goes.
+    let probe = tmp.path().join("probe/glibc.git");
+    commit_line(&import_in_child(&probe, &tar, &tree, &[]));
+    let index = std::fs::read_dir(probe.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .find(|n| n.to_string_lossy().ends_with(".idx"))
+        .unwrap();
+    let store = tmp.path().join("glibc.git");
+    SourceStore::open(&store).unwrap();
+    std::fs::create_dir_all(store.join("objects/pack").join(&index).join("in-the-way")).unwrap();
+    let out = import_in_child(&store, &tar, &tree, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot move") && stderr.contains("into place"),
+        "{stderr}"
+    );
+    let left: Vec<String> = std::fs::read_dir(store.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, [index.to_string_lossy().into_owned()], "{stderr}");
+}
+
 /// What a killed pack install can leave in `objects/pack/`: a temporary file, or a pack
 /// whose index never arrived. The next install must leave neither.
 fn unfinished_packs(store: &Path) -> Vec<String> {
