@@ -398,7 +398,7 @@ impl Decompressed {
             std::io::copy(&mut self.reader, &mut std::io::sink())
                 .with_context(|| format!("cannot read the output of {program}"))?;
         } else {
-            let _ = child.kill();
+            child::kill_group(&child);
         }
         drop(self.reader);
         let mut said = String::new();
