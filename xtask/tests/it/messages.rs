@@ -65,6 +65,46 @@ fn the_file_size_limit_on_the_output_is_named() {
     );
 }
 
+/// The file size limit met where libgit2 writes an object says no more than "no error": a
+/// patch applied to a file whose object outgrows the limit. format-series and the rebase
+/// name the limit all the same (they said "cannot apply the diff: no error").
+#[test]
+fn the_file_size_limit_is_named_where_git_says_nothing() {
+    // Letters that do not compress: an object about as large as the file.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let letters: String = (0..60_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'a' + (state % 26) as u8)
+        })
+        .collect();
+    let p = Project::with_dl_load_top(&format!("/* {letters} */\n"));
+    let out = p.root().join("out");
+    let format_series = [
+        "format-series",
+        "--release",
+        "2.41",
+        "--author",
+        "Ada Lovelace <ada@gnu.org>",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    for args in [&format_series[..], ONTO] {
+        let mut cmd = p.command(args);
+        crate::common::limit_file_size(&mut cmd, 20_000, false);
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        assert!(
+            ran.stderr.starts_with(
+                "error: a file outgrew the file size limit (`ulimit -f`, now 20000 bytes) of this process: raise it and run the command again: "
+            ),
+            "{args:?}: {}",
+            ran.stderr
+        );
+    }
+}
+
 /// The table of `patches status` after `patches/` was replaced by `what`.
 fn status_with_patches(p: &Project, patches: &Path) -> Ran {
     let mut cmd = p.command(&["patches", "status"]);
