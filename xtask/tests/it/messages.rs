@@ -32,12 +32,14 @@ fn a_write_error_on_the_output_fails_the_command_with_its_cause() {
         ran.stderr,
         "error: cannot write to standard output, so what the command printed there is cut short: No space left on device (os error 28)\n"
     );
-    // clap's help, too.
-    let ran = into_a_full_disk(p.command(&["--help"])).expect(1);
-    assert_eq!(
-        ran.stderr,
-        "error: cannot write the help: No space left on device (os error 28)\n"
-    );
+    // clap's help, too, a command's as well (`cargo xtask` has no version to print).
+    for args in [&["--help"][..], &["glibc", "--help"], &["help", "patches"]] {
+        let ran = into_a_full_disk(p.command(args)).expect(1);
+        assert_eq!(
+            ran.stderr, "error: cannot write the help: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
     // A finding (exit status 2) whose report is lost is a failure too.
     let ran = into_a_full_disk(p.command(CHECK)).expect(1);
     assert!(
