@@ -335,8 +335,14 @@ fn read_patches(dir: &Path) -> Result<Vec<(String, String)>> {
             .with_context(|| format!("cannot read {}", dir.display()))?
             .path();
         if path.extension().is_some_and(|e| e == "patch") {
-            let text = read_previous_mail(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            // Found in the directory, not named by the user: a newline in its name is said
+            // escaped.
+            let text = read_previous_mail(&path).with_context(|| {
+                format!(
+                    "cannot read {}",
+                    model::printable(&path.display().to_string())
+                )
+            })?;
             let name = path
                 .file_name()
                 .unwrap_or_default()

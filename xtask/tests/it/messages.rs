@@ -820,3 +820,103 @@ fn status_and_check_refuse_an_unfit_scope_or_series_directory_alike() {
     );
     assert!(line.starts_with("FAILED") && line.contains(said), "{line}");
 }
+
+/// A newline or a tab in a value the user gives is never printed raw (escape sequences were
+/// escaped already; these broke or shifted the line quoting the value): a path with one, or
+/// any other value with one (`--base`), is refused, quoted escaped, whether an option or an
+/// environment variable names it (`--store`, `--upstream`, `--out`, whose mails format-series
+/// lists one a line, `--from`, `$LD_FALLBACK_*`).
+#[test]
+fn a_control_character_in_a_value_is_refused_and_said_escaped() {
+    let p = Project::new();
+    let weird = p.root().join("no\nsuch\tdir");
+    let weird = weird.to_str().unwrap();
+    let escaped = model::printable(weird).into_owned();
+    let out = p.root().join("out");
+    let out = out.to_str().unwrap();
+    let format_series = |extra: &[&str]| {
+        let mut args = vec![
+            "format-series",
+            "--release",
+            "2.41",
+            "--author",
+            "Ada Lovelace <ada@gnu.org>",
+        ];
+        args.extend(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let tarball = format!("tarball:{weird}");
+    // `--store` on its own (the project's commands name theirs).
+    let ran = Ran::of(
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["--store", weird, "glibc", "list"])
+            .env("LD_FALLBACK_CACHE", p.cache())
+            .output()
+            .unwrap(),
+    )
+    .expect(1);
+    assert!(
+        !ran.both().contains(weird) && ran.both().contains(&escaped),
+        "{}",
+        ran.both()
+    );
+    let options: Vec<(Vec<String>, &str)> = vec![
+        (format_series(&["--base", "x\ny", "--out", out]), "x\ny"),
+        (format_series(&["--upstream", weird, "--out", out]), weird),
+        (format_series(&["--out", weird]), weird),
+        (
+            ["glibc", "import", "2.44", "--from", &tarball]
+                .map(String::from)
+                .to_vec(),
+            weird,
+        ),
+    ];
+    for (args, value) in options {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ran = p.run(&args).expect(1);
+        let said = ran.both();
+        assert!(
+            !said.contains('\t') && !said.contains(value),
+            "{args:?}: {said}"
+        );
+        assert!(
+            said.contains(model::printable(value).as_ref()),
+            "{args:?}: {said}"
+        );
+    }
+    for variable in [
+        "LD_FALLBACK_STORE",
+        "LD_FALLBACK_PATCHES",
+        "LD_FALLBACK_CACHE",
+        "LD_FALLBACK_GLIBC_UPSTREAM",
+        "LD_FALLBACK_MANUAL_PATCH",
+        "LD_FALLBACK_NIXPKGS",
+    ] {
+        let args = match variable {
+            "LD_FALLBACK_GLIBC_UPSTREAM" | "LD_FALLBACK_MANUAL_PATCH" => {
+                format_series(&["--out", out])
+            }
+            "LD_FALLBACK_NIXPKGS" => vec!["nix-stack".to_string()],
+            _ => vec!["patches".to_string(), "status".to_string()],
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut cmd = if variable == "LD_FALLBACK_STORE" {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+            cmd.args(&args)
+                .env("LD_FALLBACK_PATCHES", p.patches())
+                .env("LD_FALLBACK_CACHE", p.cache());
+            cmd
+        } else {
+            p.command(&args)
+        };
+        cmd.env(variable, weird).env_remove("CI");
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        let said = ran.both();
+        assert!(
+            !said.contains('\t') && !said.contains(weird),
+            "{variable}: {said}"
+        );
+        assert!(said.contains(&escaped), "{variable}: {said}");
+        assert!(said.contains(variable), "{variable}: {said}");
+    }
+}
