@@ -67,6 +67,53 @@ fn verify_merge_refuses_a_record_that_never_ends() {
     );
 }
 
+/// A file as large as a record may be (16 MiB) or a patch (64 MiB) that is of another kind
+/// altogether is refused from its first bytes, saying what it should start with, before the
+/// rest is read: `verify merge` (a record is a JSON object), `patches import` (a patch is a
+/// mail) and `glibc import --from tarball:` (a tarball is compressed or a tar archive).
+#[test]
+fn a_large_file_of_another_kind_is_refused_from_its_head() {
+    let p = Project::new();
+    let junk = p.root().join("junk");
+    for (args, limit, said) in [
+        (
+            &["verify", "merge", "{}"][..],
+            16 << 20,
+            "it is not a support record (`cargo xtask verify --json` output): it does not start with `{`, as the JSON object of a record does",
+        ),
+        (
+            &["patches", "import", "--release", "2.41", "--replace", "{}"],
+            64 << 20,
+            "it is not a mail as git format-patch writes one: it does not start with `From <commit> Mon Sep 17 00:00:00 2001`",
+        ),
+    ] {
+        std::fs::write(&junk, "junk").unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&junk)
+            .unwrap()
+            .set_len(limit)
+            .unwrap();
+        let file = junk.to_str().unwrap();
+        let args: Vec<String> = args.iter().map(|a| a.replace("{}", file)).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ran = within_a_second(p.command(&args)).expect(1);
+        assert!(ran.stderr.contains(said), "{args:?}: {}", ran.stderr);
+    }
+    // A tarball neither compressed nor a tar archive: its first header says so (the tar
+    // reader's complaint quoted its bytes, newlines and all).
+    std::fs::write(&junk, "not a tarball\n".repeat(100)).unwrap();
+    let from = format!("tarball:{}", junk.display());
+    let ran = within_a_second(p.command(&["glibc", "import", "2.44", "--from", &from])).expect(1);
+    assert_eq!(
+        ran.stderr.lines().last().unwrap(),
+        format!(
+            "error: {} is not a tarball: it starts with neither a compressed stream (xz, gzip, bzip2, zstd) nor a tar header (`ustar` at byte 257)",
+            junk.display()
+        )
+    );
+}
+
 #[test]
 fn patches_import_refuses_a_patch_that_never_ends() {
     refused(
