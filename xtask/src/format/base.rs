@@ -317,7 +317,7 @@ pub fn recorded_run(cache: &Path, base: &Base, moved: &Moved) -> Result<Option<B
         return Ok(None);
     };
     let path = record_path(cache, base, moved.tree_of(*head)?);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match model::file::read_regular_text(&path, crate::verify::support::RECORD_LIMIT) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),

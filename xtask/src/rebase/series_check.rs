@@ -512,7 +512,7 @@ fn explain_drift(
             lines.push(d.to_string());
             continue;
         };
-        let text = std::fs::read(dir.join(name))
+        let text = model::file::read_regular(&dir.join(name), crate::series::PATCH_LIMIT)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
         match original_of(repo, &text, n + 1, total) {
