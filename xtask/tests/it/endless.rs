@@ -201,6 +201,24 @@ fn format_series_refuses_a_manual_that_never_ends() {
     assert!(!Path::new(out).exists(), "nothing is written");
 }
 
+/// A stopped rebase's marker that never ends (a FIFO where a rebase that was writing its
+/// series leaves `finishing`): `--abort` reads no such marker, and ends at once (it waited
+/// for a writer).
+#[test]
+fn a_rebase_marker_that_never_ends_is_not_waited_for() {
+    let p = Project::new();
+    p.run(crate::common::project::ONTO).expect(2);
+    let marker = p.cache().join("rebase/2.42/finishing");
+    let made = Command::new("mkfifo").arg(&marker).status().unwrap();
+    assert!(made.success());
+    let ran = within_a_second(p.command(&["rebase-glibc", "--abort"])).expect(0);
+    assert!(
+        ran.stdout.contains("patches/ is unchanged"),
+        "{}",
+        ran.both()
+    );
+}
+
 /// An edit of a file's text.
 type Edit<'a> = dyn Fn(&str) -> String + 'a;
 
