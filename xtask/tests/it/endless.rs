@@ -326,6 +326,9 @@ fn a_git_configuration_that_never_ends_is_refused_at_once() {
     assert!(!out.exists(), "nothing is written");
 }
 
+/// What puts a file in place at a path.
+type Make<'a> = dyn Fn(&Path) + 'a;
+
 /// The previous version's mails (`format-series --previous DIR`): a FIFO, a link to
 /// `/dev/zero`, a file of 100 MiB, one of 60 MiB that is no mail (told from its first bytes)
 /// and a mail without a subject are refused at once, naming the file (a FIFO waited for a writer, `/dev/zero` was read until memory
@@ -360,7 +363,7 @@ fn format_series_refuses_previous_mails_that_never_end_or_are_none() {
     let unnamed = text.replace("\nSubject: ", "\nX-Subject: ");
     let sparse =
         |bytes: u64| move |m: &Path| std::fs::File::create(m).unwrap().set_len(bytes).unwrap();
-    let cases: [(&str, &dyn Fn(&Path)); 5] = [
+    let cases: [(&str, &Make<'_>); 5] = [
         (FIFO_IS, &|m| std::os::unix::fs::symlink(&fifo, m).unwrap()),
         (ZERO_IS, &|m| std::os::unix::fs::symlink("/dev/zero", m).unwrap()),
         (
