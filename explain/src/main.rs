@@ -43,7 +43,11 @@ fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
                 Err(err) => {
-                    say(&format!("error: cannot write the help: {err}"));
+                    let what = match help.kind() {
+                        clap::error::ErrorKind::DisplayVersion => "the version",
+                        _ => "the help",
+                    };
+                    say(&format!("error: cannot write {what}: {err}"));
                     ExitCode::from(1)
                 }
             }

@@ -48,7 +48,7 @@ fn the_file_size_limit_is_said_not_died_of() {
 /// an explanation cut short does (they ended 0, nothing said).
 #[test]
 fn help_that_cannot_be_written_is_a_failure() {
-    for arg in ["--help", "--version"] {
+    for (arg, what) in [("--help", "the help"), ("--version", "the version")] {
         let full = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/full")
@@ -62,8 +62,8 @@ fn help_that_cannot_be_written_is_a_failure() {
         let stderr = String::from_utf8_lossy(&ran.stderr);
         assert_eq!(ran.status.code(), Some(1), "{arg}: {stderr}");
         assert_eq!(
-            stderr, "error: cannot write the help: No space left on device (os error 28)\n",
-            "{arg}"
+            stderr,
+            format!("error: cannot write {what}: No space left on device (os error 28)\n"),
         );
     }
 }
