@@ -64,7 +64,11 @@ fn without_manual(repo: &Repository, tag: &str, url: &str) -> Result<Oid> {
 /// checked first, as for every repository this program opens (`util::git`).
 fn git(cmd: Cmd<'_>) -> Result<()> {
     crate::util::git::check_configuration(&[])?;
-    let out = child::dies_with_us(&mut Command::from(cmd))
+    let mut cmd = Command::from(cmd);
+    // It runs in a process group of its own (`util::child`), away from the terminal, where
+    // a prompt for a password would stop it for good: a URL that needs one fails instead.
+    cmd.env("GIT_TERMINAL_PROMPT", "0");
+    let out = child::dies_with_us(&mut cmd)
         .output()
         .context("cannot run git")?;
     if !out.status.success() {
