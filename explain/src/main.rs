@@ -36,7 +36,22 @@ fn main() -> ExitCode {
             say(model::printable_lines(&text).trim_end());
             return ExitCode::from(2);
         }
-        Err(help) => help.exit(),
+        // Help or the version, on stdout: one that cannot be written is a failure, as an
+        // explanation cut short is (a reader that left is none).
+        Err(help) => {
+            return match help.print() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+                Err(err) => {
+                    let what = match help.kind() {
+                        clap::error::ErrorKind::DisplayVersion => "the version",
+                        _ => "the help",
+                    };
+                    say(&format!("error: cannot write {what}: {err}"));
+                    ExitCode::from(1)
+                }
+            }
+        }
     };
     let explained = match cli.args.explain() {
         Ok(explained) => explained,

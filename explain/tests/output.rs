@@ -44,6 +44,30 @@ fn the_file_size_limit_is_said_not_died_of() {
     );
 }
 
+/// Help and the version that cannot be written (`--help > /dev/full`) fail the command, as
+/// an explanation cut short does (they ended 0, nothing said).
+#[test]
+fn help_that_cannot_be_written_is_a_failure() {
+    for (arg, what) in [("--help", "the help"), ("--version", "the version")] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let ran = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+            .arg(arg)
+            .stdout(full)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(1), "{arg}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!("error: cannot write {what}: No space left on device (os error 28)\n"),
+        );
+    }
+}
+
 /// Standard error is not the report: a failure to write it (`2>/dev/full`) changes nothing
 /// the exit status says (0 when every library is found; `eprintln!` panicked, 101, where
 /// something was said there).

@@ -42,9 +42,11 @@ pub struct Env {
 }
 
 impl Global {
-    /// The environment of a command. Fails only when the cache cannot be placed (no
-    /// `$LD_FALLBACK_CACHE`, `$XDG_CACHE_HOME` or `$HOME`).
+    /// The environment of a command. Fails when the cache cannot be placed (no
+    /// `$LD_FALLBACK_CACHE`, `$XDG_CACHE_HOME` or `$HOME`), or a path a variable names holds
+    /// a control character (`paths::named_paths_printable`).
     pub fn resolve(&self) -> Result<Env> {
+        paths::named_paths_printable()?;
         Ok(Env {
             store: paths::store_dir(self.store.as_deref())?,
             patches: paths::patches_dir(),

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::Global;
 use crate::sysroot;
@@ -88,7 +88,7 @@ pub(crate) enum Command {
 pub fn main() -> ExitCode {
     output::survive_closed_pipes();
     limits::survive();
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         // clap's message quotes what the user typed: parsed again from the arguments
         // escaped, it quotes them escaped; plain text (no styles), written as every message.
@@ -134,6 +134,51 @@ pub fn main() -> ExitCode {
         return ExitCode::from(output::EXIT_READER_GONE);
     }
     ExitCode::from(status)
+}
+
+/// The command line, parsed; a value holding a control character is refused here, for every
+/// command alike ([`values_printable`]).
+fn parse() -> Result<Cli, clap::Error> {
+    let matches = Cli::command().try_get_matches()?;
+    if let Err(why) = values_printable(&Cli::command(), &matches) {
+        return Err(Cli::command().error(clap::error::ErrorKind::ValueValidation, why));
+    }
+    Cli::from_arg_matches(&matches)
+}
+
+/// Refuses a value of the command line (`matches` of `cmd` and the subcommands under it) that
+/// holds a control character, a newline or a tab: every message says the values it quotes
+/// on one line (a list of the mails written, one a line, would list other files), and the
+/// paths below a path named, and a rebase's state keeps its `--exec` commands one a line.
+/// Said escaped. Not `explain`'s, which models the loader's search for any bytes (and says
+/// them escaped).
+fn values_printable(cmd: &clap::Command, matches: &clap::ArgMatches) -> Result<(), String> {
+    for arg in cmd.get_arguments() {
+        let id = arg.get_id().as_str();
+        let Ok(Some(values)) = matches.try_get_raw(id) else {
+            continue;
+        };
+        for value in values {
+            let text = value.to_string_lossy();
+            if text.chars().any(char::is_control) {
+                let name = match arg.get_long() {
+                    Some(long) => format!("--{long}"),
+                    None => format!("<{}>", id.to_uppercase()),
+                };
+                return Err(format!(
+                    "{name} {} holds a control character: no value cargo xtask takes holds one (each message says it on one line); give it without",
+                    model::printable(&text)
+                ));
+            }
+        }
+    }
+    match matches.subcommand() {
+        None | Some(("explain", _)) => Ok(()),
+        Some((name, sub)) => match cmd.find_subcommand(name) {
+            Some(sub_cmd) => values_printable(sub_cmd, sub),
+            None => Ok(()),
+        },
+    }
 }
 
 fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {

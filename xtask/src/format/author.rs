@@ -70,7 +70,8 @@ impl Author {
     /// `author.name` and `author.email`, else `user.name` and `user.email`, else (the address)
     /// `$EMAIL`.
     pub(crate) fn from_git_config() -> Result<Author> {
-        let config = git2::Config::open_default().context("cannot read git's configuration")?;
+        let config =
+            crate::util::git::user_configuration().context("cannot read git's configuration")?;
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let get = |key: &str| config.get_string(key).ok();
         let name = env("GIT_AUTHOR_NAME")

@@ -17,6 +17,7 @@ use git2::{Oid, Repository};
 
 use crate::merge::{self, Picked, Step};
 use crate::series::{Series, Workspace};
+use crate::util::git;
 use model::Release;
 
 /// A commit of the sender's checkout, resolved.
@@ -36,9 +37,19 @@ impl Base {
     /// repository and no `rev` was asked for (an exported snapshot: the mails then apply to the
     /// series' own release, as the letter says).
     pub fn resolve(dir: &Path, rev: Option<&str>) -> Result<Option<Base>> {
-        let repo = match Repository::open(dir) {
+        let repo = match git::open(dir) {
             Ok(repo) => repo,
-            Err(e) if e.code() == git2::ErrorCode::NotFound && rev.is_none() => return Ok(None),
+            Err(e) if git::is_configuration_error(&e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "cannot read git's configuration, which opening the checkout {} needs",
+                        dir.display()
+                    )
+                })
+            }
+            Err(e) if git::error_code(&e) == Some(git2::ErrorCode::NotFound) && rev.is_none() => {
+                return Ok(None)
+            }
             Err(e) => {
                 return Err(e).with_context(|| {
                     format!(
@@ -306,7 +317,7 @@ pub fn recorded_run(cache: &Path, base: &Base, moved: &Moved) -> Result<Option<B
         return Ok(None);
     };
     let path = record_path(cache, base, moved.tree_of(*head)?);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match model::file::read_regular_text(&path, crate::verify::support::RECORD_LIMIT) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),

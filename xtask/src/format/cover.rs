@@ -161,7 +161,7 @@ impl Letter<'_> {
 
 /// The subject of a mail without its `[PATCH ...]` tag: what identifies a patch across
 /// versions.
-fn subject(text: &str) -> String {
+pub(super) fn subject(text: &str) -> String {
     text.lines()
         .find_map(|l| l.strip_prefix("Subject: "))
         .map(|s| s.split_once("] ").map_or(s, |(_, rest)| rest).to_string())
@@ -207,6 +207,7 @@ fn changes(previous: &[(String, String)], current: &[(String, String)]) -> Strin
             .map(|(_, text)| text.clone())
             .collect()
     };
+    let previous_mails = previous;
     let (previous, current) = (patches(previous), patches(current));
     for (i, text) in current.iter().enumerate() {
         let title = subject(text);
@@ -234,9 +235,17 @@ fn changes(previous: &[(String, String)], current: &[(String, String)]) -> Strin
         };
         let _ = writeln!(out, "- {}/{} {title}: {line}", i + 1, current.len());
     }
-    for old in &previous {
+    for (name, old) in previous_mails
+        .iter()
+        .filter(|(n, _)| !n.contains("cover-letter"))
+    {
         if !current.iter().any(|text| subject(text) == subject(old)) {
-            let _ = writeln!(out, "- dropped: {}", subject(old));
+            // A mail is named by its subject; one without (read elsewhere than by the
+            // command, which refuses it) by its file, never by nothing.
+            let title = Some(subject(old))
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| name.clone());
+            let _ = writeln!(out, "- dropped: {title}");
         }
     }
     out

@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature};
 
 use super::Author;
-use crate::util::paths;
+use crate::util::{git, paths};
 use loader_tests::host::non_empty_env;
 
 /// The manual change, a diff of `manual/dynlink.texi`, in the project checkout.
@@ -130,10 +130,13 @@ impl Manual {
         let blob = Oid::hash_object(git2::ObjectType::Blob, &upstream)
             .with_context(|| format!("cannot hash {}", file.display()))?
             .to_string();
-        let source = match Repository::open(dir) {
+        let source = match git::open(dir) {
             Ok(repo) => committed_source(&repo, dir, &file, &blob)?,
             // Not a git work tree (an exported snapshot): the file is named by its content.
-            Err(e) if e.code() == git2::ErrorCode::NotFound => {
+            Err(e)
+                if git::error_code(&e) == Some(git2::ErrorCode::NotFound)
+                    && !git::is_configuration_error(&e) =>
+            {
                 format!("{PATH} as of blob {}", &blob[..ABBREV])
             }
             Err(e) => {
@@ -152,8 +155,8 @@ impl Manual {
     /// The patch at `patch_path` and upstream's file as the base commit of the checkout `dir`
     /// has it (the mails apply to that commit, whatever its work tree holds).
     pub fn at_base(patch_path: &Path, dir: &Path, base: &super::Base) -> Result<Manual> {
-        let repo = Repository::open(dir)
-            .with_context(|| format!("cannot open {} with git", dir.display()))?;
+        let repo =
+            git::open(dir).with_context(|| format!("cannot open {} with git", dir.display()))?;
         let tree = repo
             .find_commit(base.commit)
             .and_then(|c| c.tree())

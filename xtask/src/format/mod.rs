@@ -323,6 +323,9 @@ fn rewrite(
     Ok(out)
 }
 
+/// The previous version's mails, `*.patch` of `dir`: each a regular file of at most a
+/// patch's size that starts as a mail (judged from its first bytes, before the rest is read)
+/// and has a subject, which is what tells its patch in the new version.
 fn read_patches(dir: &Path) -> Result<Vec<(String, String)>> {
     let mut patches = Vec::new();
     let entries =
@@ -332,8 +335,14 @@ fn read_patches(dir: &Path) -> Result<Vec<(String, String)>> {
             .with_context(|| format!("cannot read {}", dir.display()))?
             .path();
         if path.extension().is_some_and(|e| e == "patch") {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
+            // Found in the directory, not named by the user: a newline in its name is said
+            // escaped.
+            let text = read_previous_mail(&path).with_context(|| {
+                format!(
+                    "cannot read {}",
+                    model::printable(&path.display().to_string())
+                )
+            })?;
             let name = path
                 .file_name()
                 .unwrap_or_default()
@@ -347,6 +356,16 @@ fn read_patches(dir: &Path) -> Result<Vec<(String, String)>> {
         bail!("{} holds no .patch files", dir.display());
     }
     Ok(patches)
+}
+
+/// One mail of the previous version (see [`read_patches`]).
+fn read_previous_mail(path: &Path) -> Result<String> {
+    let bytes = crate::series::Head::Mail.read(path, crate::series::PATCH_LIMIT)?;
+    let text = String::from_utf8(bytes).context("it is not UTF-8 text")?;
+    if cover::subject(&text).is_empty() {
+        bail!("it has no `Subject:` line, which tells which patch of the new version it was");
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

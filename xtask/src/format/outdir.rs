@@ -19,6 +19,12 @@ use model::Release;
 /// wrote there, with their blob ids.
 const OUTPUT_MARKER: &str = ".format-series";
 
+/// The marker: a line per mail.
+const MARKER_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 1 << 20,
+    what: "the list of mails format-series wrote",
+};
+
 /// Where the mails go, as found before writing.
 pub(super) struct OutDir {
     path: PathBuf,
@@ -89,8 +95,10 @@ impl OutDir {
         };
         let marker_path = path.join(OUTPUT_MARKER);
         let marker = match std::fs::symlink_metadata(&marker_path) {
-            Ok(meta) if meta.is_file() => std::fs::read_to_string(&marker_path)
-                .with_context(|| format!("cannot read {}", marker_path.display()))?,
+            Ok(meta) if meta.is_file() => {
+                model::file::read_regular_text(&marker_path, MARKER_LIMIT)
+                    .with_context(|| format!("cannot read {}", marker_path.display()))?
+            }
             Ok(_) => {
                 return Err(refuse(format!(
                     "its {OUTPUT_MARKER} is not a plain file, so not one format-series wrote"
@@ -191,12 +199,23 @@ fn unproven(dir: &Path, name: &str, blob: Option<&str>) -> Result<Option<&'stati
     let Some(blob) = blob else {
         return Ok(Some("the manifest records no content id for it"));
     };
-    let content =
-        std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let edited = "its content is not what format-series wrote there: edited since?";
+    // Judged from its first bytes, then read within a patch's size: a file of another kind,
+    // or a larger one, is no mail of the command's.
+    let content = match crate::series::Head::Mail.read(&path, crate::series::PATCH_LIMIT) {
+        Ok(content) => content,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            ) =>
+        {
+            return Ok(Some(edited))
+        }
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
     if blob_id(&content)? != blob || !reads_as_mail(&content) {
-        return Ok(Some(
-            "its content is not what format-series wrote there: edited since?",
-        ));
+        return Ok(Some(edited));
     }
     Ok(None)
 }

@@ -173,7 +173,7 @@ impl Args {
 /// ids of the series and the variant the loaders were built from.
 fn provenance(release: Release, target: Target, host_libraries: &[String]) -> Result<String> {
     let root = paths::project_root();
-    let repo = git2::Repository::discover(&root)
+    let repo = crate::util::git::discover(&root)
         .with_context(|| format!("cannot open the git repository of {}", root.display()))?;
     let head = repo
         .head()

@@ -142,6 +142,26 @@ impl Args {
                 return Err(e).with_context(|| format!("cannot look at {named_by} {}", root.display()))
             }
         }
+        // Checkouts of some pins missing are cells SKIPPED; of every pin the cells need, the
+        // directory named is the mistake.
+        let pinned: Vec<&Pin> = PINS
+            .iter()
+            .filter(|pin| {
+                self.cells
+                    .iter()
+                    .any(|c| c.release.version() == pin.release)
+            })
+            .collect();
+        if !pinned.is_empty()
+            && !pinned
+                .iter()
+                .any(|pin| root.join(pin.commit).join(GLIBC_DIR).is_dir())
+        {
+            bail!(
+                "{named_by} {} holds no nixpkgs checkout of the pins of the releases asked for (DIR/<commit>/, a checkout at each commit pinned in xtask/src/nixpkgs/mod.rs): name the directory holding them",
+                root.display()
+            );
+        }
         let ws = Workspace::open_read_only(env)?;
         let store = SourceStore::open(&env.store)?;
         let mut problems = Vec::new();
@@ -214,6 +234,7 @@ impl Args {
 
 /// The checkout must be the pinned commit: the report names it.
 fn check_commit(checkout: &Path, commit: &str) -> Result<()> {
+    crate::util::git::check_configuration(&[checkout.join(".git")])?;
     let sh = shell::here()?;
     let out = Command::from(cmd!(sh, "git -C {checkout} rev-parse HEAD"))
         .stderr(Stdio::inherit())

@@ -19,7 +19,7 @@ use tempfile::TempDir;
 use xshell::cmd;
 
 use crate::store::worktree;
-use crate::util::{child, logged, shell, staging};
+use crate::util::{logged, shell, staging};
 use model::Release;
 
 /// The staging kind of scratch trees in the rebase directory (`.check-<pid>-*`).
@@ -166,7 +166,7 @@ impl Checker {
                     .env(ENV_PATCH, patch.name)
                     .env(ENV_TREE, &tree),
             );
-            child::dies_with_us(&mut cmd);
+            // logged::run_to_end makes it die with us, and all it starts.
             let label = format!("exec `{command}` after {}", patch.name);
             let status = logged::run_to_end(&mut cmd, &log, &label, |_| None, None)?;
             if !status.success() {

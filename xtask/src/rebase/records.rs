@@ -217,7 +217,11 @@ impl Resolutions {
         names.sort();
         let mut list = Vec::new();
         for (patch, path) in names {
-            let text = crate::series::read_own_text(&path)?;
+            let text = crate::series::read_own(
+                &path,
+                crate::series::PATCH_LIMIT,
+                crate::series::Head::Resolution,
+            )?;
             list.extend(parse(&patch, &text, &path)?);
         }
         Ok(Resolutions { list })

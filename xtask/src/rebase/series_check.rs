@@ -14,6 +14,7 @@ use anyhow::Result;
 use git2::{Oid, Repository};
 
 use crate::rebase::records::Resolutions;
+use crate::series::workspace::SeriesEntry;
 use crate::series::{
     first_difference, format_patch, is_defect, quote_line, Drift, Series, RESOLUTIONS_DIR,
 };
@@ -53,8 +54,9 @@ pub enum Verdict {
     NoSeries,
     /// A supported release whose series directory is gone.
     Absent { release: Release },
-    /// Where a supported release's series lives, something that is not a directory.
-    NotADirectory { release: Release },
+    /// Where a supported release's series lives, what no series can be (a symlink, a file
+    /// that is not a directory): why.
+    Unfit { why: String },
     /// `patches/resolutions` is not a directory.
     RecordsNotADirectory,
     /// A directory named after no supported release.
@@ -170,10 +172,7 @@ fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
             text,
             "FAILED  {dir}: glibc {release} is a supported release, but it has no series (the directory is gone): restore it from git, or make it with `cargo xtask update-release {release}`"
         ),
-        Verdict::NotADirectory { release } => writeln!(
-            text,
-            "FAILED  {dir}: not a directory: the series of glibc {release} lives in a directory of that name"
-        ),
+        Verdict::Unfit { why } => writeln!(text, "FAILED  {dir}: {why}"),
         Verdict::RecordsNotADirectory => writeln!(
             text,
             "FAILED  {dir}: not a directory (recorded resolutions live in {dir}/<X.Y>/)"
@@ -258,14 +257,15 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
     // not a release with nothing to check.
     for release in SUPPORTED.iter().copied().filter(|r| !releases.contains(r)) {
         let dir = ws.series_dir(release);
-        let verdict = match dir.try_exists() {
-            Ok(false) => Verdict::Absent { release },
-            Ok(true) => Verdict::NotADirectory { release },
-            Err(e) => Verdict::Error {
-                why: format!("cannot tell whether it exists: {e}"),
+        let verdict = match ws.series_entry(release) {
+            SeriesEntry::Absent => Verdict::Absent { release },
+            SeriesEntry::Unfit(why) => Verdict::Unfit { why },
+            SeriesEntry::Unknown(why) => Verdict::Error {
+                why,
                 about: Subject::Series,
                 wrote: false,
             },
+            SeriesEntry::Directory => unreachable!("a directory is one of `releases`"),
         };
         report.push(&dir, verdict);
     }
@@ -391,7 +391,12 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
             continue;
         };
         let loaded = Resolutions::load_dir(&dir).and_then(|set| {
-            let scope = scope.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            // The scope's defect (a FIFO, a directory) is the records' too, as the series';
+            // a failure to read it stays a failure.
+            let scope = scope.as_ref().map_err(|e| match is_defect(e) {
+                true => crate::series::defect(format!("{e:#}")),
+                false => anyhow::anyhow!("{e:#}"),
+            })?;
             set.keep_rules(scope)?;
             Ok(set)
         });
@@ -507,7 +512,7 @@ fn explain_drift(
             lines.push(d.to_string());
             continue;
         };
-        let text = std::fs::read(dir.join(name))
+        let text = model::file::read_regular(&dir.join(name), crate::series::PATCH_LIMIT)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
         match original_of(repo, &text, n + 1, total) {

@@ -28,6 +28,12 @@ use crate::store::worktree;
 use crate::util::{durable, fault, staging};
 use model::{Release, SUPPORTED};
 
+/// A rebase's state file: a line per patch and per conflict, written by the rebase.
+const STATE_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 16 << 20,
+    what: "a rebase's state",
+};
+
 pub(crate) struct RebaseState {
     pub onto: Release,
     /// The target-release commit the stopped patch is being picked onto.
@@ -179,7 +185,7 @@ impl RebaseState {
     pub(crate) fn load(ws: &Workspace, onto: Release) -> Result<(RebaseState, Series)> {
         let dir = state_dir(ws, onto);
         let path = dir.join("state");
-        let text = match std::fs::read_to_string(&path) {
+        let text = match model::file::read_regular_text(&path, STATE_LIMIT) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
                 "no rebase onto glibc {onto} is in progress ({} does not exist)",
@@ -355,7 +361,8 @@ pub(crate) fn mark_finishing(
 /// The directory the stopped rebase onto `onto` had already written its series into when it
 /// was interrupted (after the write, before its state was removed), if it had.
 pub(crate) fn written_before_abort(ws: &Workspace, onto: Release) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(state_dir(ws, onto).join(FINISHING)).ok()?;
+    let text =
+        model::file::read_regular_text(&state_dir(ws, onto).join(FINISHING), STATE_LIMIT).ok()?;
     let field = |key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix(' ')))

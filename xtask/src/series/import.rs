@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::series::Workspace;
-use crate::series::{is_defect, read_text, PatchMail, Series, PATCH_LIMIT, TRAILER};
+use crate::series::{is_defect, read_text, Head, PatchMail, Series, PATCH_LIMIT, TRAILER};
 use model::Release;
 
 /// Writes `patches/<release>/` from `files`, in order. An existing series is kept unless
@@ -35,7 +35,7 @@ pub fn import(
     let mut commits = Vec::new();
     let mut named = Vec::new();
     for file in files {
-        let text = read_text(file, PATCH_LIMIT)?;
+        let text = read_text(file, PATCH_LIMIT, Head::Mail)?;
         let mail = PatchMail::parse(&with_project_trailer(&text)).with_context(|| {
             format!(
                 "cannot parse {} as a `git format-patch` mail",

@@ -80,18 +80,66 @@ pub(crate) const LIST_LIMIT: Limit = Limit {
     what: "a series or scope file",
 };
 
-/// A file of `patches/` (a patch, a recorded resolution), as every command reads it: see
-/// [`read_own`].
-pub(crate) fn read_own_text(path: &Path) -> Result<String> {
-    read_own(path, PATCH_LIMIT)
+/// What a file of a series starts with, judged from its first [`Head::BYTES`] before the rest
+/// (up to 64 MiB for a patch) is read: a file of the wrong kind is refused from its head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Head {
+    /// Any text (a series file, the scope: small files).
+    Text,
+    /// A mail as `git format-patch` writes one: `From <commit> Mon Sep 17 00:00:00 2001`.
+    Mail,
+    /// A recorded resolution: comment lines, then `resolution <kind> <path>`.
+    Resolution,
+}
+
+impl Head {
+    /// How many bytes decide.
+    const BYTES: u64 = 16;
+
+    /// The whole of `path`, a regular file of at most `limit` that starts as this kind does
+    /// (`util::read::judged`: the first bytes decide before the rest is read).
+    pub(crate) fn read(self, path: &Path, limit: Limit) -> std::io::Result<Vec<u8>> {
+        crate::util::read::judged(path, limit, Head::BYTES, |first| self.judge(first))
+    }
+
+    /// Why `head` (a file's first bytes) is not the start of this kind of file. An empty
+    /// file passes: what reads it says what an empty one lacks.
+    fn judge(self, head: &[u8]) -> std::result::Result<(), String> {
+        let first_line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+        let fits = match self {
+            Head::Text => true,
+            Head::Mail => head.is_empty() || head.starts_with(b"From "),
+            Head::Resolution => {
+                first_line.starts_with(b"#")
+                    || first_line.starts_with(b"resolution ")
+                    || first_line.iter().all(u8::is_ascii_whitespace)
+            }
+        };
+        match (fits, self) {
+            (true, _) | (_, Head::Text) => Ok(()),
+            (false, Head::Mail) => Err(
+                "it is not a mail as git format-patch writes one: it does not start with `From <commit> Mon Sep 17 00:00:00 2001`"
+                    .to_string(),
+            ),
+            (false, Head::Resolution) => Err(
+                "it is not a recorded resolution: it does not start with a `#` comment or a `resolution <kind> <path>` line"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+/// A patch of `patches/`, as every command reads it: see [`read_own`].
+pub(crate) fn read_own_patch(path: &Path) -> Result<String> {
+    read_own(path, PATCH_LIMIT, Head::Mail)
 }
 
 /// A file of `patches/` (a series file, a patch, the scope, a recorded resolution), as every
-/// command reads it: a regular file where it is, never a symlink, of at most `limit`. What a
-/// link points at is not in the repository (or not where a reviewer reads it), so a series
-/// holding one is refused by every command alike, naming the link, before anything reads
-/// through it.
-pub(crate) fn read_own(path: &Path, limit: Limit) -> Result<String> {
+/// command reads it: a regular file where it is, never a symlink, of at most `limit`, whose
+/// first bytes are what `head` says. What a link points at is not in the repository (or not
+/// where a reviewer reads it), so a series holding one is refused by every command alike,
+/// naming the link, before anything reads through it.
+pub(crate) fn read_own(path: &Path, limit: Limit, head: Head) -> Result<String> {
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
             let target = std::fs::read_link(path)
@@ -103,15 +151,16 @@ pub(crate) fn read_own(path: &Path, limit: Limit) -> Result<String> {
             )));
         }
     }
-    read_text(path, limit)
+    read_text(path, limit, head)
 }
 
-/// A UTF-8 text file of at most `limit` (a patch a user names, too: `patches import` follows
-/// links there). A file that is not there, not a regular file (a FIFO, `/dev/zero`) or
-/// larger than the limit is a defect of the series that lists it, said before a byte of it
-/// is read; a byte that is not UTF-8 is named with its line.
-pub(crate) fn read_text(path: &Path, limit: Limit) -> Result<String> {
-    let bytes = match model::file::read_regular(path, limit) {
+/// A UTF-8 text file of at most `limit` whose first bytes are what `head` says (a patch a
+/// user names, too: `patches import` follows links there). A file that is not there, not a
+/// regular file (a FIFO, `/dev/zero`), larger than the limit or of another kind is a defect
+/// of the series that lists it, said before the rest of it is read; a byte that is not UTF-8
+/// is named with its line.
+pub(crate) fn read_text(path: &Path, limit: Limit, head: Head) -> Result<String> {
+    let bytes = match head.read(path, limit) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(defect(format!("{} does not exist", path.display())));
@@ -290,7 +339,7 @@ impl Series {
     /// Reads `dir/series` and the patches it lists.
     pub fn load(dir: &Path) -> Result<Series> {
         let path = dir.join(SERIES_FILE);
-        let series_text = read_own(&path, LIST_LIMIT)?;
+        let series_text = read_own(&path, LIST_LIMIT, Head::Text)?;
         // Invisible, it would make the first line's first word something else.
         if series_text.starts_with('\u{feff}') {
             return Err(defect(format!(
@@ -359,7 +408,7 @@ impl Series {
                 )));
             }
             let patch = dir.join(name);
-            let text = read_own_text(&patch)
+            let text = read_own_patch(&patch)
                 .with_context(|| format!("{} lists {name}", path.display()))?;
             patches.push(Patch {
                 name: name.to_string(),
@@ -592,12 +641,45 @@ mod tests {
         let tmp = tempfile::TempDir::new().unwrap();
         let path = tmp.path().join("0001-x.patch");
         std::fs::write(&path, b"From x\nSubject: caf\xe9\n").unwrap();
-        let err = format!("{:#}", read_text(&path, PATCH_LIMIT).unwrap_err());
+        let err = format!(
+            "{:#}",
+            read_text(&path, PATCH_LIMIT, Head::Mail).unwrap_err()
+        );
         assert!(err.contains("line 2 has the byte 0xe9"), "{err}");
-        assert!(is_defect(&read_text(&path, PATCH_LIMIT).unwrap_err()));
         assert!(is_defect(
-            &read_text(&tmp.path().join("none"), PATCH_LIMIT).unwrap_err()
+            &read_text(&path, PATCH_LIMIT, Head::Mail).unwrap_err()
         ));
+        assert!(is_defect(
+            &read_text(&tmp.path().join("none"), PATCH_LIMIT, Head::Mail).unwrap_err()
+        ));
+    }
+
+    /// A file of the wrong kind is a defect told from its first bytes; so is one of 64 MiB
+    /// that is no patch, whose rest is never read.
+    #[test]
+    fn a_file_of_another_kind_is_told_from_its_head() {
+        let tmp = tempfile::TempDir::new().unwrap();
+        let path = tmp.path().join("0001-x.patch");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(PATCH_LIMIT.bytes)
+            .unwrap();
+        let err = read_text(&path, PATCH_LIMIT, Head::Mail).unwrap_err();
+        assert!(is_defect(&err));
+        assert_eq!(
+            format!("{err:#}"),
+            format!("cannot read {}: it is not a mail as git format-patch writes one: it does not start with `From <commit> Mon Sep 17 00:00:00 2001`", path.display())
+        );
+        std::fs::write(&path, "From x\n").unwrap();
+        let err = read_text(&path, PATCH_LIMIT, Head::Resolution).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("it is not a recorded resolution"),
+            "{err:#}"
+        );
+        std::fs::write(&path, "\n# a comment\nresolution conflict x\n").unwrap();
+        read_text(&path, PATCH_LIMIT, Head::Resolution).unwrap();
+        std::fs::write(&path, "").unwrap();
+        read_text(&path, PATCH_LIMIT, Head::Mail).unwrap();
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Scope {
     /// could change anything.
     pub(crate) fn load(patches_dir: &Path) -> Result<Scope> {
         let path = patches_dir.join(SCOPE_FILE);
-        let text = super::read_own(&path, super::LIST_LIMIT).map_err(|e| {
+        let text = super::read_own(&path, super::LIST_LIMIT, super::Head::Text).map_err(|e| {
             // Only a scope that is not there declares nothing (a symlink or bad bytes are
             // named as what they are).
             if super::is_defect(&e) && std::fs::symlink_metadata(&path).is_err() {

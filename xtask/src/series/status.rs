@@ -11,6 +11,7 @@ use anyhow::Result;
 use git2::Oid;
 
 use crate::merge::{self, Picked, Step};
+use crate::series::workspace::SeriesEntry;
 use crate::series::{is_defect, Judge, Workspace};
 use crate::store::ReleaseNotImported;
 use model::Release;
@@ -110,6 +111,15 @@ pub fn states(ws: &Workspace, releases: &[Release], judge: Judge) -> Result<Vec<
                     }
                 }
                 Err(e) => State::of_error(Base::Unreadable, &e),
+            }
+        } else if let SeriesEntry::Unfit(why) = ws.series_entry(release) {
+            State::DoesNotApply {
+                base: Base::Unreadable,
+                why: format!("{}: {why}", ws.series_dir(release).display()),
+            }
+        } else if let SeriesEntry::Unknown(why) = ws.series_entry(release) {
+            State::Error {
+                why: format!("{}: {why}", ws.series_dir(release).display()),
             }
         } else if let (Some(series), Some(Err(e))) = (&newest, &newest_commits) {
             match State::of_error(Base::Newest, e) {

@@ -49,7 +49,7 @@ pub(crate) fn append(
     for name in names {
         let path = dir.join(&name);
         // The rule of every file of patches/: a regular file, never a symlink.
-        let text = super::read_own_text(&path)?;
+        let text = super::read_own_patch(&path)?;
         series.series_text.push_str(&format!(
             "variants/{variant}/{}/{name}\n",
             release.version()

@@ -14,6 +14,20 @@ use crate::util::lock::{self, FileLock};
 use crate::util::{durable, paths, staging, together};
 use model::{Release, SUPPORTED};
 
+/// What `patches/<X.Y>` is ([`Workspace::series_entry`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SeriesEntry {
+    /// A directory, the series' (whatever it holds).
+    Directory,
+    /// Nothing.
+    Absent,
+    /// What no series can be, and why: a symlink (what it points at is not in the repository,
+    /// or not where a reviewer reads it) or another kind of file. A defect of the series.
+    Unfit(String),
+    /// It cannot be looked at (why): a failure, not a finding.
+    Unknown(String),
+}
+
 /// Everything a rebase touches, injectable so that tests use temp dirs.
 pub struct Workspace {
     pub store: SourceStore,
@@ -121,13 +135,35 @@ impl Workspace {
     }
 
     /// Every directory of `patches/` named after a supported release, with a series file
-    /// or without (a series that lost its file must not drop out of a check).
+    /// or without (a series that lost its file must not drop out of a check); a symlink is
+    /// none ([`Workspace::series_entry`]).
     pub(crate) fn series_dirs(&self) -> Vec<Release> {
         SUPPORTED
             .iter()
             .copied()
-            .filter(|r| self.series_dir(*r).is_dir())
+            .filter(|r| self.series_entry(*r) == SeriesEntry::Directory)
             .collect()
+    }
+
+    /// What `patches/<release>` is, as every command that reads a series judges it.
+    pub(crate) fn series_entry(&self, release: Release) -> SeriesEntry {
+        let dir = self.series_dir(release);
+        match std::fs::symlink_metadata(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => SeriesEntry::Absent,
+            Err(e) => SeriesEntry::Unknown(format!("cannot tell whether it exists: {e}")),
+            Ok(meta) if meta.is_dir() => SeriesEntry::Directory,
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&dir)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|e| format!("unreadable: {e}"));
+                SeriesEntry::Unfit(format!(
+                    "it is a symlink (to {target}): a series lives in a directory of patches/ itself, so that what is checked, built and mailed is what the repository holds; put the directory there in place of the link"
+                ))
+            }
+            Ok(_) => SeriesEntry::Unfit(format!(
+                "not a directory: the series of glibc {release} lives in a directory of that name"
+            )),
+        }
     }
 
     pub fn series_dir(&self, release: Release) -> PathBuf {
@@ -140,9 +176,11 @@ impl Workspace {
             .iter()
             .copied()
             .filter(|r| {
-                self.series_dir(*r)
-                    .join(crate::series::SERIES_FILE)
-                    .is_file()
+                self.series_entry(*r) == SeriesEntry::Directory
+                    && self
+                        .series_dir(*r)
+                        .join(crate::series::SERIES_FILE)
+                        .is_file()
             })
             .collect()
     }
@@ -172,6 +210,18 @@ impl Workspace {
     }
 
     pub fn load_series(&self, release: Release) -> Result<Series> {
+        match self.series_entry(release) {
+            SeriesEntry::Directory | SeriesEntry::Absent => {}
+            SeriesEntry::Unfit(why) => {
+                return Err(defect(format!(
+                    "{}: {why}",
+                    self.series_dir(release).display()
+                )))
+            }
+            SeriesEntry::Unknown(why) => {
+                bail!("{}: {why}", self.series_dir(release).display())
+            }
+        }
         let series = Series::load(&self.series_dir(release))?;
         if series.base.version() != release.version() {
             return Err(defect(format!(

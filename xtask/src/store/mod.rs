@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository, Signature, Time};
 use tempfile::TempDir;
 
-use crate::util::{durable, fault, paths, staging};
+use crate::util::{durable, fault, git, paths, staging};
 use import::Source;
 use model::Release;
 
@@ -204,8 +204,8 @@ impl SourceStore {
             (open_existing(dir)?, None)
         } else {
             let scratch = TempDir::new().context("cannot create a scratch repository")?;
-            let repo = Repository::init_bare(scratch.path())
-                .context("cannot create a scratch repository")?;
+            let repo =
+                git::init_bare(scratch.path()).context("cannot create a scratch repository")?;
             (repo, Some(scratch))
         };
         // Objects go to the highest-priority backend that can write: this in-memory one.
@@ -429,11 +429,11 @@ fn open_existing(dir: &Path) -> Result<Repository> {
             dir.display()
         )
     };
-    let repo = match Repository::open_bare(dir) {
+    let repo = match git::open_bare(dir) {
         Ok(repo) => repo,
         // libgit2 reads git's configuration ($HOME/.gitconfig too) to open any repository:
         // one it cannot read says nothing of the store.
-        Err(e) if e.class() == git2::ErrorClass::Config => {
+        Err(e) if git::is_configuration_error(&e) => {
             return Err(e).with_context(|| {
                 format!(
                     "cannot read git's configuration, which opening the store {} needs",
@@ -476,7 +476,7 @@ fn open_or_create(dir: &Path) -> Result<Repository> {
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
     let staging = crate::util::staging::tempdir_in(parent, "store")?;
-    Repository::init_bare(staging.path()).context("cannot initialize the store")?;
+    git::init_bare(staging.path()).context("cannot initialize the store")?;
     fault::point("store-create:initialized");
     let staged = staging.keep();
     if let Err(e) = std::fs::rename(&staged, dir) {
@@ -486,6 +486,5 @@ fn open_or_create(dir: &Path) -> Result<Repository> {
             return Err(e).with_context(|| format!("cannot create the store at {}", dir.display()));
         }
     }
-    Repository::open_bare(dir)
-        .with_context(|| format!("cannot open the store at {}", dir.display()))
+    git::open_bare(dir).with_context(|| format!("cannot open the store at {}", dir.display()))
 }

@@ -130,9 +130,9 @@ impl PackBuilder {
 
 impl Pack {
     /// Writes the objects `repo` lacks as one pack and its index into `objects/pack/`, each
-    /// under a temporary name, flushed, then renamed (the index last: git and libgit2 only
-    /// look at packs that have one, so a reader never sees half a pack); makes `repo` see
-    /// them. Returns how many objects were written.
+    /// under a temporary name, flushed, then both renamed (the index last: git and libgit2
+    /// only look at packs that have one, so a reader never sees half a pack); makes `repo`
+    /// see them. Returns how many objects were written.
     pub(crate) fn install(&self, repo: &Repository) -> Result<usize> {
         let odb = repo.odb().context("cannot open the object database")?;
         let mut bytes = Vec::with_capacity(self.body.len() + 32);
@@ -178,20 +178,36 @@ impl Pack {
         remove_orphans(&dir);
         let hex: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
         let pid = std::process::id();
-        for (data, ext) in [(&bytes, "pack"), (&index, "idx")] {
-            // git's own prefix for packs in progress: `git gc` removes stale ones.
-            let tmp = dir.join(format!("tmp_{ext}_{hex}_{pid}"));
-            let dest = dir.join(format!("pack-{hex}.{ext}"));
-            let installed = durable::write_synced(&tmp, data).and_then(|()| {
-                fault::point("pack:written");
-                fs::rename(&tmp, &dest)
-                    .with_context(|| format!("cannot move {} into place", dest.display()))
-            });
-            if let Err(e) = installed {
-                // A full disk or the file size limit: what was written of it helps nobody
-                // (a pack is tens of MB), and this process is alive to remove it.
-                let _ = fs::remove_file(&tmp);
+        // git's own prefix for packs in progress: `git gc` removes stale ones.
+        let tmp = |ext: &str| dir.join(format!("tmp_{ext}_{hex}_{pid}"));
+        let dest = |ext: &str| dir.join(format!("pack-{hex}.{ext}"));
+        let files = [(&bytes, "pack"), (&index, "idx")];
+        // Both written in full before either is renamed: a write that fails (a full disk, the
+        // file size limit) leaves nothing in place, where a pack renamed before its index was
+        // written stayed without one, invisible to git and as large as the release. What was
+        // written helps nobody, and this process is alive to remove it.
+        let remove_temporaries = || {
+            for (_, ext) in files {
+                let _ = fs::remove_file(tmp(ext));
+            }
+        };
+        for (data, ext) in files {
+            if let Err(e) = durable::write_synced(&tmp(ext), data) {
+                remove_temporaries();
                 return Err(e);
+            }
+            fault::point("pack:written");
+        }
+        for (_, ext) in files {
+            if let Err(e) = fs::rename(tmp(ext), dest(ext)) {
+                remove_temporaries();
+                // The pack is in place without its index, unless an install of the same
+                // objects put one there: then it is whole, and someone else's.
+                if ext == "idx" && !dest("idx").is_file() {
+                    let _ = fs::remove_file(dest("pack"));
+                }
+                return Err(e)
+                    .with_context(|| format!("cannot move {} into place", dest(ext).display()));
             }
             fault::point("pack:renamed");
         }

@@ -282,6 +282,7 @@ impl Trees<'_> {
     /// The files of `tree` in which `word` occurs as a whole word.
     fn files_mentioning(&self, tree: Oid, word: &str) -> Result<BTreeSet<String>> {
         let (store, tree_id) = (self.store, tree.to_string());
+        crate::util::git::check_configuration(&[store.to_path_buf()])?;
         let sh = shell::here()?;
         let out = cmd!(
             sh,

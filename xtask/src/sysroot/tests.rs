@@ -58,7 +58,9 @@ fn editing_a_patch_changes_the_key_and_nothing_else_does() {
     )
     .unwrap();
     let patch = dir.join("0001-fallback.patch");
-    std::fs::write(&patch, "Subject: [PATCH] fallback\n\n+a\n").unwrap();
+    // Only its bytes count here (it is never applied), but a patch starts as a mail.
+    let from = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n";
+    std::fs::write(&patch, format!("{from}Subject: [PATCH] fallback\n\n+a\n")).unwrap();
     let key = || {
         let series = source::load_series(patches.path(), release).unwrap();
         KeyInputs {
@@ -76,7 +78,7 @@ fn editing_a_patch_changes_the_key_and_nothing_else_does() {
     };
     let first = key();
     assert_eq!(key(), first);
-    std::fs::write(&patch, "Subject: [PATCH] fallback\n\n+b\n").unwrap();
+    std::fs::write(&patch, format!("{from}Subject: [PATCH] fallback\n\n+b\n")).unwrap();
     assert_ne!(key(), first);
 }
 

@@ -7,6 +7,12 @@
 //! and reports it ([`explain`]), and turns SIGXCPU (the soft CPU limit, a warning before the
 //! hard one's SIGKILL) into a message and exit status 1. What a killed command leaves is
 //! recovered by the next run, as after any crash.
+//!
+//! Not every writer keeps the EFBIG: libgit2 fails an object it could not write with no
+//! message at all (git2's "no error"). So SIGXFSZ is blocked as well as ignored: a blocked
+//! signal is kept pending, never discarded, and a pending SIGXFSZ is the kernel's own word
+//! that a write of this process met the limit ([`limit_met`]). Children start with no signal
+//! blocked (the standard library clears the mask) and the signal still ignored.
 
 use crate::util::exit::EXIT_FAILURE;
 
@@ -17,6 +23,11 @@ pub(crate) fn survive() {
     // functions (write, _exit).
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        // Before any thread starts: threads inherit the mask.
+        let mut xfsz: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut xfsz);
+        libc::sigaddset(&mut xfsz, libc::SIGXFSZ);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &xfsz, std::ptr::null_mut());
         libc::signal(
             libc::SIGXCPU,
             on_cpu_limit as extern "C" fn(libc::c_int) as libc::sighandler_t,
@@ -36,15 +47,28 @@ extern "C" fn on_cpu_limit(_: libc::c_int) {
 /// How the C library words EFBIG, as libgit2 and tools print it.
 const FILE_TOO_LARGE: &str = "File too large";
 
+/// Whether a write of this process met the file size limit: SIGXFSZ is pending (see the
+/// module docs; never, where [`survive`] did not block it).
+fn limit_met() -> bool {
+    // SAFETY: sigpending(2) writes the set it is given; sigismember reads it.
+    unsafe {
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pending);
+        libc::sigpending(&mut pending) == 0 && libc::sigismember(&pending, libc::SIGXFSZ) == 1
+    }
+}
+
 /// `err` with what to do when a cause is the file size limit (EFBIG, from us, libgit2 or a
-/// tool's output); else `err` as it is.
+/// tool's output, or a write that met it and whose error said nothing, [`limit_met`]); else
+/// `err` as it is.
 pub(crate) fn explain(err: anyhow::Error) -> anyhow::Error {
-    let too_large = err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.raw_os_error() == Some(libc::EFBIG))
-            || cause.to_string().contains(FILE_TOO_LARGE)
-    });
+    let too_large = limit_met()
+        || err.chain().any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.raw_os_error() == Some(libc::EFBIG))
+                || cause.to_string().contains(FILE_TOO_LARGE)
+        });
     if !too_large {
         return err;
     }

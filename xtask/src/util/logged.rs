@@ -139,6 +139,18 @@ fn run_inner(
         .with_context(|| format!("cannot open log {}", log.display()))?;
     writeln!(log_file, "$ {cmd:?}").with_context(|| format!("cannot write {}", log.display()))?;
 
+    // A command started from outside (`start`) is handed its own pid to act on; any other
+    // goes, with all it starts, when this process goes (`util::child`).
+    let grouped = start.is_none();
+    if grouped {
+        crate::util::child::dies_with_us(cmd);
+    }
+    let kill = |child: &mut Child| match grouped {
+        true => crate::util::child::kill_group(child),
+        false => {
+            let _ = child.kill();
+        }
+    };
     let stdin = if start.is_some() {
         Stdio::piped()
     } else {
@@ -167,14 +179,14 @@ fn run_inner(
         Ok(reader) => reader,
         Err(e) => {
             // The child's output would go unread: it must not run on without us.
-            let _ = child.kill();
+            kill(&mut child);
             let _ = child.wait();
             return Err(e).context("cannot start a thread to read a command's output");
         }
     };
     if let Some(start) = start {
         if let Err(err) = start(&mut child) {
-            let _ = child.kill();
+            kill(&mut child);
             let _ = child.wait();
             let _ = reader.join();
             return Err(err);

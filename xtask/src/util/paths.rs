@@ -13,6 +13,11 @@ use loader_tests::host::non_empty_env;
 /// made when something is written there.)
 pub(crate) fn cache_dir() -> Result<PathBuf> {
     let dir = loader_tests::host::cache_dir()?;
+    let named_by = match non_empty_env("LD_FALLBACK_CACHE") {
+        Some(_) => "`$LD_FALLBACK_CACHE`",
+        None => "`$XDG_CACHE_HOME` (or `$HOME`), where the cache is placed,",
+    };
+    printable_path(&dir, named_by)?;
     if non_empty_env("LD_FALLBACK_CACHE").as_deref() == Some(dir.as_path()) {
         match std::fs::metadata(&dir) {
             Ok(meta) if !meta.is_dir() => anyhow::bail!(
@@ -31,6 +36,43 @@ pub(crate) fn cache_dir() -> Result<PathBuf> {
         }
     }
     Ok(dir)
+}
+
+/// The environment variables that name a path to the commands (the cache's own, and those of
+/// `$XDG_CACHE_HOME` and `$HOME` where the cache is placed by them, are looked at where it is
+/// placed: [`cache_dir`]).
+const PATH_VARIABLES: &[&str] = &[
+    "LD_FALLBACK_STORE",
+    "LD_FALLBACK_PATCHES",
+    "LD_FALLBACK_GLIBC_UPSTREAM",
+    "LD_FALLBACK_MANUAL_PATCH",
+    "LD_FALLBACK_NIXPKGS",
+    "LD_FALLBACK_APT_SOURCES",
+];
+
+/// Refuses a path an environment variable names that holds a control character (a newline,
+/// a tab): every message quotes its paths on one line, and one of these would break or
+/// shift it (a list of the mails written, one a line, would list other files). Said escaped.
+pub(crate) fn named_paths_printable() -> Result<()> {
+    for variable in PATH_VARIABLES {
+        if let Some(path) = non_empty_env(variable) {
+            printable_path(&path, &format!("`${variable}`"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses `path`, which `named_by` names, if it holds a control character (see
+/// [`named_paths_printable`]).
+pub(crate) fn printable_path(path: &Path, named_by: &str) -> Result<()> {
+    let text = path.to_string_lossy();
+    if text.chars().any(char::is_control) {
+        anyhow::bail!(
+            "{named_by} names {}, which holds a control character: a path named to cargo xtask holds none (each message says it on one line); rename it, or name another",
+            model::printable(&text)
+        );
+    }
+    Ok(())
 }
 
 /// The root of the ld-fallback checkout this binary was built from.

@@ -17,6 +17,19 @@ use anyhow::{bail, Context, Result};
 
 use crate::util::{durable, fault, paths};
 
+/// A journal: a few lines per directory written together.
+const JOURNAL_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 1 << 20,
+    what: "a journal of directories written together",
+};
+
+/// A file of a directory written together (a patch, a recorded resolution: see
+/// `series::PATCH_LIMIT`).
+const STAGED_LIMIT: model::file::Limit = model::file::Limit {
+    bytes: 64 << 20,
+    what: "a file of a series",
+};
+
 /// The journal's name prefix in the directory that holds it: `.publish-<pid>-<name>`.
 const JOURNAL: &str = ".publish-";
 
@@ -101,7 +114,7 @@ pub(crate) fn recover(dir: &Path) -> Result<Vec<String>> {
             continue;
         }
         let journal = dir.join(&name);
-        let text = std::fs::read_to_string(&journal)
+        let text = model::file::read_regular_text(&journal, JOURNAL_LIMIT)
             .with_context(|| format!("cannot read {}", journal.display()))?;
         let entries = parse(&text)
             .with_context(|| format!("cannot read the journal {}", journal.display()))?;
@@ -210,8 +223,8 @@ fn digest(dir: &Path) -> Result<Option<String>> {
     let mut hash = sha1_smol::Sha1::new();
     for name in names {
         let path = dir.join(&name);
-        let bytes =
-            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = model::file::read_regular(&path, STAGED_LIMIT)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         hash.update(name.to_string_lossy().as_bytes());
         hash.update(&[0]);
         hash.update(&(bytes.len() as u64).to_le_bytes());

@@ -410,9 +410,7 @@ fn store(path: &Path, report: &CellReport) -> Result<()> {
 fn merge(root: &Path, files: &[PathBuf], output: Output) -> Result<()> {
     let mut cells: Vec<CellReport> = Vec::new();
     for file in files {
-        let text = model::file::read_regular_text(file, support::RECORD_LIMIT)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-        let doc = SupportDoc::parse(&text, file)?;
+        let doc = SupportDoc::read_file(file)?;
         for cell in doc.cells {
             if cells
                 .iter()

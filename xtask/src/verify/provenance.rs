@@ -59,7 +59,7 @@ pub(crate) fn utc_minutes_of(time: std::time::SystemTime) -> String {
 /// of those changes (the diff of the work tree against the commit), so that a cell proven
 /// from uncommitted changes says which.
 pub(crate) fn project_commit(root: &Path) -> String {
-    let Ok(repo) = git2::Repository::open(root) else {
+    let Ok(repo) = crate::util::git::open(root) else {
         return "unknown (not a git checkout)".into();
     };
     let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {

@@ -125,11 +125,35 @@ impl SupportDoc {
     /// docs/support.json of `root`; `None` when there is none yet.
     pub(crate) fn read(root: &Path) -> Result<Option<SupportDoc>> {
         let path = root.join(RECORD);
-        match model::file::read_regular_text(&path, RECORD_LIMIT) {
-            Ok(text) => SupportDoc::parse(&text, &path).map(Some),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
+        match SupportDoc::read_file(&path) {
+            Ok(doc) => Ok(Some(doc)),
+            Err(err)
+                if err
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound) =>
+            {
+                Ok(None)
+            }
+            Err(err) => Err(err),
         }
+    }
+
+    /// The record in `path`: a regular file of at most [`RECORD_LIMIT`], told to be a JSON
+    /// object from its first bytes before the rest is read.
+    pub(crate) fn read_file(path: &Path) -> Result<SupportDoc> {
+        let bytes = crate::util::read::judged(path, RECORD_LIMIT, 256, |head| {
+            match head.iter().find(|b| !b.is_ascii_whitespace()) {
+                Some(b'{') | None => Ok(()),
+                Some(_) => Err(
+                    "it is not a support record (`cargo xtask verify --json` output): it does not start with `{`, as the JSON object of a record does"
+                        .to_string(),
+                ),
+            }
+        })
+        .with_context(|| format!("cannot read {}", path.display()))?;
+        let text = String::from_utf8(bytes)
+            .with_context(|| format!("{} is not UTF-8 text", path.display()))?;
+        SupportDoc::parse(&text, path)
     }
 
     /// Writes docs/support.json and docs/support.md: both are made and flushed beside their
@@ -493,7 +517,7 @@ struct History {
 impl History {
     fn open(root: &Path) -> History {
         History {
-            repo: git2::Repository::open(root).map_err(|err| {
+            repo: crate::util::git::open(root).map_err(|err| {
                 format!(
                     "{} is not a git checkout ({err}): commits not checked",
                     root.display()

@@ -106,17 +106,23 @@ pub(crate) fn with_entry(news: &str) -> String {
 
 impl Project {
     pub(crate) fn new() -> Project {
+        Project::with_dl_load_top("")
+    }
+
+    /// The project with `top` at the top of every `elf/dl-load.c` (a large comment makes
+    /// large objects of the file and of what the patches make of it).
+    pub(crate) fn with_dl_load_top(top: &str) -> Project {
         let t = TestStore::new();
         let (r41, base) = t.add(
             "2.41",
             &borrowed(&release_files(
                 "2.41",
-                &dl_load("2.41", ""),
+                &dl_load("2.41", top),
                 "int rtld;\n",
                 &news("2.41"),
             )),
         );
-        let clash = dl_load("2.42", "").replace(OLD_LINE, "  return default_path (flags);\n");
+        let clash = dl_load("2.42", top).replace(OLD_LINE, "  return default_path (flags);\n");
         t.add(
             "2.42",
             &borrowed(&release_files(
@@ -132,7 +138,7 @@ impl Project {
             &[
                 (
                     "elf/dl-load.c",
-                    &dl_load("2.41", "").replace(OLD_LINE, NEW_LINES),
+                    &dl_load("2.41", top).replace(OLD_LINE, NEW_LINES),
                 ),
                 ("NEWS", &with_entry(&news("2.41"))),
             ],

@@ -67,6 +67,53 @@ fn verify_merge_refuses_a_record_that_never_ends() {
     );
 }
 
+/// A file as large as a record may be (16 MiB) or a patch (64 MiB) that is of another kind
+/// altogether is refused from its first bytes, saying what it should start with, before the
+/// rest is read: `verify merge` (a record is a JSON object), `patches import` (a patch is a
+/// mail) and `glibc import --from tarball:` (a tarball is compressed or a tar archive).
+#[test]
+fn a_large_file_of_another_kind_is_refused_from_its_head() {
+    let p = Project::new();
+    let junk = p.root().join("junk");
+    for (args, limit, said) in [
+        (
+            &["verify", "merge", "{}"][..],
+            16 << 20,
+            "it is not a support record (`cargo xtask verify --json` output): it does not start with `{`, as the JSON object of a record does",
+        ),
+        (
+            &["patches", "import", "--release", "2.41", "--replace", "{}"],
+            64 << 20,
+            "it is not a mail as git format-patch writes one: it does not start with `From <commit> Mon Sep 17 00:00:00 2001`",
+        ),
+    ] {
+        std::fs::write(&junk, "junk").unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&junk)
+            .unwrap()
+            .set_len(limit)
+            .unwrap();
+        let file = junk.to_str().unwrap();
+        let args: Vec<String> = args.iter().map(|a| a.replace("{}", file)).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ran = within_a_second(p.command(&args)).expect(1);
+        assert!(ran.stderr.contains(said), "{args:?}: {}", ran.stderr);
+    }
+    // A tarball neither compressed nor a tar archive: its first header says so (the tar
+    // reader's complaint quoted its bytes, newlines and all).
+    std::fs::write(&junk, "not a tarball\n".repeat(100)).unwrap();
+    let from = format!("tarball:{}", junk.display());
+    let ran = within_a_second(p.command(&["glibc", "import", "2.44", "--from", &from])).expect(1);
+    assert_eq!(
+        ran.stderr.lines().last().unwrap(),
+        format!(
+            "error: {} is not a tarball: it starts with neither a compressed stream (xz, gzip, bzip2, zstd) nor a tar header (`ustar` at byte 257)",
+            junk.display()
+        )
+    );
+}
+
 #[test]
 fn patches_import_refuses_a_patch_that_never_ends() {
     refused(
@@ -154,6 +201,24 @@ fn format_series_refuses_a_manual_that_never_ends() {
     assert!(!Path::new(out).exists(), "nothing is written");
 }
 
+/// A stopped rebase's marker that never ends (a FIFO where a rebase that was writing its
+/// series leaves `finishing`): `--abort` reads no such marker, and ends at once (it waited
+/// for a writer).
+#[test]
+fn a_rebase_marker_that_never_ends_is_not_waited_for() {
+    let p = Project::new();
+    p.run(crate::common::project::ONTO).expect(2);
+    let marker = p.cache().join("rebase/2.42/finishing");
+    let made = Command::new("mkfifo").arg(&marker).status().unwrap();
+    assert!(made.success());
+    let ran = within_a_second(p.command(&["rebase-glibc", "--abort"])).expect(0);
+    assert!(
+        ran.stdout.contains("patches/ is unchanged"),
+        "{}",
+        ran.both()
+    );
+}
+
 /// An edit of a file's text.
 type Edit<'a> = dyn Fn(&str) -> String + 'a;
 
@@ -189,5 +254,141 @@ fn a_line_of_10_mb_is_refused_without_printing_it() {
             );
             assert_eq!(ran.code, 2, "{file}, {args:?}: {}", ran.both());
         }
+    }
+}
+
+/// `cargo xtask <args>` on `p` with `$HOME` at `home` and nothing else telling git where its
+/// configuration is.
+fn with_home(p: &Project, home: &Path, args: &[&str]) -> Command {
+    let mut cmd = p.command(args);
+    cmd.env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("GIT_CONFIG_GLOBAL")
+        .env_remove("GIT_CONFIG_SYSTEM");
+    cmd
+}
+
+/// git's configuration that never ends: a FIFO as `~/.gitconfig`, as `~/.config/git/config`
+/// or as the upstream checkout's `.git/config` (libgit2 opens each with a blocking `open` to
+/// open any repository, and waited for a writer). Every command that opens a repository
+/// refuses at once, naming the file.
+#[test]
+fn a_git_configuration_that_never_ends_is_refused_at_once() {
+    let p = Project::new();
+    let out = p.root().join("out");
+    let format_series = [
+        "format-series",
+        "--release",
+        "2.41",
+        "--author",
+        "Ada Lovelace <ada@gnu.org>",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let commands = [
+        &["glibc", "list"][..],
+        &["patches", "status"],
+        crate::common::project::CHECK,
+        &format_series,
+    ];
+    let home = p.root().join("home");
+    for config in [".gitconfig", ".config/git/config"] {
+        let file = home.join(config);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let made = Command::new("mkfifo").arg(&file).status().unwrap();
+        assert!(made.success());
+        let said = format!(
+            "cannot read git's configuration file {}: {FIFO_IS}",
+            file.display()
+        );
+        for args in commands {
+            let ran = within_a_second(with_home(&p, &home, args)).expect(1);
+            assert!(ran.stderr.contains(&said), "{args:?}:\n{}", ran.stderr);
+        }
+        std::fs::remove_file(&file).unwrap();
+    }
+    // The sender's checkout of upstream, which format-series opens with git.
+    let checkout = p.root().join("upstream-glibc");
+    git2::Repository::init(&checkout).unwrap();
+    let config = checkout.join(".git/config");
+    std::fs::remove_file(&config).unwrap();
+    let made = Command::new("mkfifo").arg(&config).status().unwrap();
+    assert!(made.success());
+    let ran = within_a_second(with_home(&p, &home, &format_series)).expect(1);
+    assert!(
+        ran.stderr.contains(&format!(
+            "cannot read git's configuration file {}: {FIFO_IS}",
+            config.display()
+        )),
+        "{}",
+        ran.stderr
+    );
+    assert!(!out.exists(), "nothing is written");
+}
+
+/// What puts a file in place at a path.
+type Make<'a> = dyn Fn(&Path) + 'a;
+
+/// The previous version's mails (`format-series --previous DIR`): a FIFO, a link to
+/// `/dev/zero`, a file of 100 MiB, one of 60 MiB that is no mail (told from its first bytes)
+/// and a mail without a subject are refused at once, naming the file (a FIFO waited for a writer, `/dev/zero` was read until memory
+/// ran out, and the other two made the cover letter say "- dropped: " of no name).
+#[test]
+fn format_series_refuses_previous_mails_that_never_end_or_are_none() {
+    let p = Project::new();
+    let previous = p.root().join("v1");
+    let out = p.root().join("v2");
+    let format = |version: &str, out: &Path, previous: Option<&Path>| {
+        let mut args = vec![
+            "format-series",
+            "--release",
+            "2.41",
+            "--author",
+            "Ada Lovelace <ada@gnu.org>",
+            "--cover-letter",
+            "--version",
+            version,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if let Some(previous) = previous {
+            args.extend(["--previous", previous.to_str().unwrap()]);
+        }
+        p.command(&args)
+    };
+    Ran::of(format("1", &previous, None).output().unwrap()).expect(0);
+    let mail = previous.join("0001-elf-Search-LD_FALLBACK_PATH-last.patch");
+    let text = std::fs::read_to_string(&mail).unwrap();
+    let fifo = fifo_in(p.root());
+    let unnamed = text.replace("\nSubject: ", "\nX-Subject: ");
+    let sparse =
+        |bytes: u64| move |m: &Path| std::fs::File::create(m).unwrap().set_len(bytes).unwrap();
+    let cases: [(&str, &Make<'_>); 5] = [
+        (FIFO_IS, &|m| std::os::unix::fs::symlink(&fifo, m).unwrap()),
+        (ZERO_IS, &|m| std::os::unix::fs::symlink("/dev/zero", m).unwrap()),
+        (
+            "it is larger than 64 MiB, the most a patch can hold here",
+            &sparse(100 << 20),
+        ),
+        (
+            "it is not a mail as git format-patch writes one: it does not start with `From <commit> Mon Sep 17 00:00:00 2001`",
+            &sparse(60 << 20),
+        ),
+        (
+            "it has no `Subject:` line, which tells which patch of the new version it was",
+            &|m| std::fs::write(m, &unnamed).unwrap(),
+        ),
+    ];
+    for (said, make) in cases {
+        std::fs::remove_file(&mail).unwrap();
+        make(&mail);
+        let ran = within_a_second(format("2", &out, Some(&previous))).expect(1);
+        assert!(
+            ran.stderr
+                .starts_with(&format!("error: cannot read {}: {said}", mail.display())),
+            "{}",
+            ran.stderr
+        );
+        assert!(!out.exists(), "nothing is written");
     }
 }

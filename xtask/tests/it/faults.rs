@@ -511,6 +511,41 @@ fn an_import_over_the_file_size_limit_leaves_no_temporary_pack() {
     assert_eq!(unfinished_packs(&store), Vec::<String>::new());
 }
 
+/// An import whose index cannot be put in place after its pack was (here a directory stands
+/// where the index goes; in the wild, a disk that filled while the index was written) fails,
+/// and leaves no pack behind: the pack was renamed into place first, and stayed there
+/// without its index, invisible to git and as large as the release (55 MiB for glibc).
+#[test]
+fn an_import_whose_index_cannot_be_written_leaves_no_pack() {
+    let tmp = TempDir::new().unwrap();
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("elf/f{i:02}.c"), format!("int f{i};\n")))
+        .collect();
+    let (tree, tar) = release_tarball(tmp.path(), &files);
+    // The same objects make the same pack, by name too: where this one's index goes.
+    let probe = tmp.path().join("probe/glibc.git");
+    commit_line(&import_in_child(&probe, &tar, &tree, &[]));
+    let index = std::fs::read_dir(probe.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .find(|n| n.to_string_lossy().ends_with(".idx"))
+        .unwrap();
+    let store = tmp.path().join("glibc.git");
+    SourceStore::open(&store).unwrap();
+    std::fs::create_dir_all(store.join("objects/pack").join(&index).join("in-the-way")).unwrap();
+    let out = import_in_child(&store, &tar, &tree, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot move") && stderr.contains("into place"),
+        "{stderr}"
+    );
+    let left: Vec<String> = std::fs::read_dir(store.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, [index.to_string_lossy().into_owned()], "{stderr}");
+}
+
 /// What a killed pack install can leave in `objects/pack/`: a temporary file, or a pack
 /// whose index never arrived. The next install must leave neither.
 fn unfinished_packs(store: &Path) -> Vec<String> {
@@ -567,7 +602,7 @@ fn a_killed_import_leaves_no_decompressor_running() {
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     let gzip_pid = loop {
-        if let Some(pid) = child_named(xtask.id(), "gzip") {
+        if let Some(pid) = descendant_named(xtask.id(), "gzip") {
             break pid;
         }
         assert!(Instant::now() < deadline, "gzip never started");
@@ -589,29 +624,113 @@ fn a_killed_import_leaves_no_decompressor_running() {
     assert_eq!(hidden_entries(&root), Vec::<String>::new());
 }
 
-/// The first child of `parent` whose command name is `name`.
-fn child_named(parent: u32, name: &str) -> Option<u32> {
+/// A killed `glibc import` takes all it started with it, the children of its children too:
+/// `apt-get update`, whose download methods wrote on into the cache after the import was
+/// killed. Played by an `apt-get` of the test's own (first in `$PATH`) that starts a child of
+/// its own and waits, as apt-get waits on its methods.
+#[test]
+fn a_killed_import_takes_the_children_of_its_children_with_it() {
+    let tmp = TempDir::new().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pids = tmp.path().join("pids");
+    let apt_get = bin.join("apt-get");
+    std::fs::write(
+        &apt_get,
+        format!(
+            "#!/bin/sh\nsleep 300 &\necho \"$$ $!\" > {}.new\nmv {}.new {}\nwait\n",
+            pids.display(),
+            pids.display(),
+            pids.display()
+        ),
+    )
+    .unwrap();
+    crate::common::make_executable(&apt_get);
+    // One mirror for the private apt's source entry (nothing is fetched from it).
+    let sources = tmp.path().join("sources");
+    std::fs::create_dir_all(&sources).unwrap();
+    std::fs::write(
+        sources.join("debian.list"),
+        "deb http://deb.debian.org/debian bookworm main\n",
+    )
+    .unwrap();
+    let root = tmp.path().join("project");
+    std::fs::create_dir_all(&root).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut xtask = command_in(&root, &["glibc", "import", "2.44"])
+        .env("PATH", path)
+        .env("LD_FALLBACK_APT_SOURCES", &sources)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let started: Vec<u32> = loop {
+        if let Ok(text) = std::fs::read_to_string(&pids) {
+            break text
+                .split_whitespace()
+                .map(|p| p.parse().unwrap())
+                .collect();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the import never ran apt-get update"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    xtask.kill().unwrap();
+    xtask.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while started.iter().any(|pid| is_running(*pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let running: Vec<u32> = started.into_iter().filter(|pid| is_running(*pid)).collect();
+    for pid in &running {
+        // SAFETY: kill(2) of a process this test started (through the import).
+        unsafe {
+            libc::kill(*pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+    assert_eq!(
+        running,
+        Vec::<u32>::new(),
+        "processes the import started still ran 5 s after it was killed"
+    );
+}
+
+/// A process below `ancestor` (its child, or a child's child: a command runs under a guard
+/// of its own, `util::child`) whose command name is `name`.
+fn descendant_named(ancestor: u32, name: &str) -> Option<u32> {
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid ...`; comm may hold spaces, so split at the last `)`.
-        let Some((head, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let comm = head.split_once('(').map(|(_, c)| c).unwrap_or("");
-        let ppid = rest
-            .split_whitespace()
-            .nth(1)
-            .and_then(|p| p.parse::<u32>().ok());
-        if comm == name && ppid == Some(parent) {
-            return Some(pid);
+        if comm_and_parent(pid).is_some_and(|(comm, _)| comm == name) {
+            let mut up = pid;
+            for _ in 0..4 {
+                match comm_and_parent(up) {
+                    Some((_, parent)) if parent == ancestor => return Some(pid),
+                    Some((_, parent)) => up = parent,
+                    None => break,
+                }
+            }
         }
     }
     None
+}
+
+/// The command name and the parent of `pid`.
+fn comm_and_parent(pid: u32) -> Option<(String, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`; comm may hold spaces, so split at the last `)`.
+    let (head, rest) = stat.rsplit_once(')')?;
+    let comm = head.split_once('(').map(|(_, c)| c).unwrap_or("");
+    let ppid = rest.split_whitespace().nth(1)?.parse::<u32>().ok()?;
+    Some((comm.to_string(), ppid))
 }
 
 /// Whether `pid` exists and is not a zombie waiting for a reaper.

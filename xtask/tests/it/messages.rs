@@ -32,12 +32,14 @@ fn a_write_error_on_the_output_fails_the_command_with_its_cause() {
         ran.stderr,
         "error: cannot write to standard output, so what the command printed there is cut short: No space left on device (os error 28)\n"
     );
-    // clap's help, too.
-    let ran = into_a_full_disk(p.command(&["--help"])).expect(1);
-    assert_eq!(
-        ran.stderr,
-        "error: cannot write the help: No space left on device (os error 28)\n"
-    );
+    // clap's help, too, a command's as well (`cargo xtask` has no version to print).
+    for args in [&["--help"][..], &["glibc", "--help"], &["help", "patches"]] {
+        let ran = into_a_full_disk(p.command(args)).expect(1);
+        assert_eq!(
+            ran.stderr, "error: cannot write the help: No space left on device (os error 28)\n",
+            "{args:?}"
+        );
+    }
     // A finding (exit status 2) whose report is lost is a failure too.
     let ran = into_a_full_disk(p.command(CHECK)).expect(1);
     assert!(
@@ -63,6 +65,46 @@ fn the_file_size_limit_on_the_output_is_named() {
         stderr,
         "error: a file outgrew the file size limit (`ulimit -f`, now 10 bytes) of this process: raise it and run the command again: cannot write to standard output, so what the command printed there is cut short: File too large (os error 27)\n"
     );
+}
+
+/// The file size limit met where libgit2 writes an object says no more than "no error": a
+/// patch applied to a file whose object outgrows the limit. format-series and the rebase
+/// name the limit all the same (they said "cannot apply the diff: no error").
+#[test]
+fn the_file_size_limit_is_named_where_git_says_nothing() {
+    // Letters that do not compress: an object about as large as the file.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let letters: String = (0..60_000)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            char::from(b'a' + (state % 26) as u8)
+        })
+        .collect();
+    let p = Project::with_dl_load_top(&format!("/* {letters} */\n"));
+    let out = p.root().join("out");
+    let format_series = [
+        "format-series",
+        "--release",
+        "2.41",
+        "--author",
+        "Ada Lovelace <ada@gnu.org>",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    for args in [&format_series[..], ONTO] {
+        let mut cmd = p.command(args);
+        crate::common::limit_file_size(&mut cmd, 20_000, false);
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        assert!(
+            ran.stderr.starts_with(
+                "error: a file outgrew the file size limit (`ulimit -f`, now 20000 bytes) of this process: raise it and run the command again: "
+            ),
+            "{args:?}: {}",
+            ran.stderr
+        );
+    }
 }
 
 /// The table of `patches status` after `patches/` was replaced by `what`.
@@ -437,6 +479,27 @@ fn a_path_the_user_named_that_is_not_there_is_an_error() {
             gone.display()
         )
     );
+    // A directory holding no checkout of any pin the cells need (every cell was SKIPPED,
+    // exit 0): the directory is the mistake.
+    let empty = p.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let ran = p
+        .run(&[
+            "nix-stack",
+            "--nixpkgs",
+            empty.to_str().unwrap(),
+            "--release",
+            "all",
+        ])
+        .expect(1);
+    assert!(
+        ran.stderr.ends_with(&format!(
+            "error: --nixpkgs {} holds no nixpkgs checkout of the pins of the releases asked for (DIR/<commit>/, a checkout at each commit pinned in xtask/src/nixpkgs/mod.rs): name the directory holding them\n",
+            empty.display()
+        )),
+        "{}",
+        ran.both()
+    );
     let file = p.root().join("a-file");
     std::fs::write(&file, "").unwrap();
     let mut cmd = p.command(&["nix-stack"]);
@@ -666,4 +729,194 @@ fn a_refused_option_value_is_quoted_escaped() {
         ran.stderr
     );
     assert!(!ran.stderr.contains('\x1b'), "{}", ran.stderr);
+}
+
+/// `patches status`'s row of `release` and `rebase-glibc --check`'s line of `dir`, each
+/// asserted to end in `code`.
+fn both_judges(p: &Project, release: &str, dir: &Path, code: i32) -> (String, String) {
+    let status = p.run(&["patches", "status"]).expect(code);
+    let row = status
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("{release} ")))
+        .unwrap_or_else(|| panic!("no row of {release}:\n{}", status.both()))
+        .to_string();
+    let check = p.run(CHECK).expect(code);
+    let prefix = format!("{}: ", dir.display());
+    let line = check
+        .stdout
+        .lines()
+        .find(|l| l.get(8..).is_some_and(|rest| rest.starts_with(&prefix)))
+        .unwrap_or_else(|| panic!("no line of {}:\n{}", dir.display(), check.both()))
+        .to_string();
+    assert!(!check.stdout.contains("ERROR"), "{}", check.both());
+    (row, line)
+}
+
+/// One judge of a series, also when what it is made of is not what it must be: `patches/scope`
+/// a FIFO or a directory (`--check` said it could not read it, exit 1, where resolutions are
+/// recorded; `patches status`, "does not apply", exit 2), a release's directory a symlink to
+/// a directory outside the repository (both said "ok") or a FIFO (`patches status` called the
+/// release "not imported"). Each is the series' defect, refused by both with exit status 2.
+#[test]
+fn status_and_check_refuse_an_unfit_scope_or_series_directory_alike() {
+    let p = Project::new();
+    std::fs::create_dir_all(p.patches().join("resolutions/2.42")).unwrap();
+    let scope = p.patches().join("scope");
+    let text = std::fs::read_to_string(&scope).unwrap();
+    let series = p.patches().join("2.41");
+    let fifo = |path: &Path| {
+        let made = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(made.success());
+    };
+    std::fs::remove_file(&scope).unwrap();
+    fifo(&scope);
+    let (row, line) = both_judges(&p, "2.41", &series, 2);
+    let said = format!(
+        "cannot read {}: it is a FIFO (a named pipe)",
+        scope.display()
+    );
+    assert!(
+        row.contains(&said) && row.contains("does not apply"),
+        "{row}"
+    );
+    assert!(line.starts_with("FAILED") && line.contains(&said), "{line}");
+    std::fs::remove_file(&scope).unwrap();
+    std::fs::create_dir(&scope).unwrap();
+    let (row, line) = both_judges(&p, "2.41", &series, 2);
+    let said = format!("cannot read {}: it is a directory", scope.display());
+    assert!(row.contains(&said), "{row}");
+    assert!(line.contains(&said), "{line}");
+    std::fs::remove_dir(&scope).unwrap();
+    std::fs::write(&scope, text).unwrap();
+
+    // The series itself a link to a copy outside the repository.
+    let outside = tempfile::TempDir::new().unwrap();
+    let copy = outside.path().join("2.41");
+    std::fs::rename(&series, &copy).unwrap();
+    std::os::unix::fs::symlink(&copy, &series).unwrap();
+    let (row, line) = both_judges(&p, "2.41", &series, 2);
+    let said = format!(
+        "{}: it is a symlink (to {}): a series lives in a directory of patches/ itself",
+        series.display(),
+        copy.display()
+    );
+    assert!(
+        row.contains("does not apply") && row.contains(&said),
+        "{row}"
+    );
+    assert!(line.starts_with("FAILED") && line.contains(&said), "{line}");
+    std::fs::remove_file(&series).unwrap();
+    std::fs::rename(&copy, &series).unwrap();
+
+    // A FIFO where a release's series would be.
+    let named = p.patches().join("2.44");
+    fifo(&named);
+    let (row, line) = both_judges(&p, "2.44", &named, 2);
+    let said = "not a directory: the series of glibc 2.44 lives in a directory of that name";
+    assert!(
+        row.contains("does not apply") && row.contains(said),
+        "{row}"
+    );
+    assert!(line.starts_with("FAILED") && line.contains(said), "{line}");
+}
+
+/// A newline or a tab in a value the user gives is never printed raw (escape sequences were
+/// escaped already; these broke or shifted the line quoting the value): a path with one, or
+/// any other value with one (`--base`), is refused, quoted escaped, whether an option or an
+/// environment variable names it (`--store`, `--upstream`, `--out`, whose mails format-series
+/// lists one a line, `--from`, `$LD_FALLBACK_*`).
+#[test]
+fn a_control_character_in_a_value_is_refused_and_said_escaped() {
+    let p = Project::new();
+    let weird = p.root().join("no\nsuch\tdir");
+    let weird = weird.to_str().unwrap();
+    let escaped = model::printable(weird).into_owned();
+    let out = p.root().join("out");
+    let out = out.to_str().unwrap();
+    let format_series = |extra: &[&str]| {
+        let mut args = vec![
+            "format-series",
+            "--release",
+            "2.41",
+            "--author",
+            "Ada Lovelace <ada@gnu.org>",
+        ];
+        args.extend(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let tarball = format!("tarball:{weird}");
+    // `--store` on its own (the project's commands name theirs).
+    let ran = Ran::of(
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["--store", weird, "glibc", "list"])
+            .env("LD_FALLBACK_CACHE", p.cache())
+            .output()
+            .unwrap(),
+    )
+    .expect(1);
+    assert!(
+        !ran.both().contains(weird) && ran.both().contains(&escaped),
+        "{}",
+        ran.both()
+    );
+    let options: Vec<(Vec<String>, &str)> = vec![
+        (format_series(&["--base", "x\ny", "--out", out]), "x\ny"),
+        (format_series(&["--upstream", weird, "--out", out]), weird),
+        (format_series(&["--out", weird]), weird),
+        (
+            ["glibc", "import", "2.44", "--from", &tarball]
+                .map(String::from)
+                .to_vec(),
+            weird,
+        ),
+    ];
+    for (args, value) in options {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ran = p.run(&args).expect(1);
+        let said = ran.both();
+        assert!(
+            !said.contains('\t') && !said.contains(value),
+            "{args:?}: {said}"
+        );
+        assert!(
+            said.contains(model::printable(value).as_ref()),
+            "{args:?}: {said}"
+        );
+    }
+    for variable in [
+        "LD_FALLBACK_STORE",
+        "LD_FALLBACK_PATCHES",
+        "LD_FALLBACK_CACHE",
+        "LD_FALLBACK_GLIBC_UPSTREAM",
+        "LD_FALLBACK_MANUAL_PATCH",
+        "LD_FALLBACK_NIXPKGS",
+    ] {
+        let args = match variable {
+            "LD_FALLBACK_GLIBC_UPSTREAM" | "LD_FALLBACK_MANUAL_PATCH" => {
+                format_series(&["--out", out])
+            }
+            "LD_FALLBACK_NIXPKGS" => vec!["nix-stack".to_string()],
+            _ => vec!["patches".to_string(), "status".to_string()],
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut cmd = if variable == "LD_FALLBACK_STORE" {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+            cmd.args(&args)
+                .env("LD_FALLBACK_PATCHES", p.patches())
+                .env("LD_FALLBACK_CACHE", p.cache());
+            cmd
+        } else {
+            p.command(&args)
+        };
+        cmd.env(variable, weird).env_remove("CI");
+        let ran = Ran::of(cmd.output().unwrap()).expect(1);
+        let said = ran.both();
+        assert!(
+            !said.contains('\t') && !said.contains(weird),
+            "{variable}: {said}"
+        );
+        assert!(said.contains(&escaped), "{variable}: {said}");
+        assert!(said.contains(variable), "{variable}: {said}");
+    }
 }

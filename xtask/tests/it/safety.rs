@@ -703,7 +703,8 @@ fn a_file_size_limit_is_an_error_not_a_silent_death() {
 
 /// The soft CPU time limit (`ulimit -t`) sends SIGXCPU, which killed a command without a
 /// word; now it says why it ends, with status 1, and its checks' commands end with it. The
-/// check here sends the signal itself, at a known moment.
+/// check here sends the signal itself, at a known moment, to cargo xtask: the parent of the
+/// guard its commands run under (`util::child`).
 #[test]
 fn the_cpu_time_limit_ends_a_command_with_a_message() {
     let p = Project::new();
@@ -714,7 +715,7 @@ fn the_cpu_time_limit_ends_a_command_with_a_message() {
         "--from",
         "2.41",
         "--exec",
-        "kill -XCPU $PPID; sleep 10",
+        "kill -XCPU $(cut -d' ' -f4 /proc/$PPID/stat); sleep 10",
     ]);
     assert_eq!(ran.code, 1, "{ran:?}");
     // Its progress lines name a scratch directory of the run's pid: the error only.

@@ -200,6 +200,35 @@ fn output_survives_a_closed_pipe() {
     );
 }
 
+/// libgit2 reads git's configuration with a blocking `open` to open any repository: a FIFO
+/// as `~/.gitconfig` would hang the command. Repositories and git's configuration are opened
+/// through `xtask::util::git`, which looks at every file git would read first.
+#[test]
+fn git_opens_through_util_git() {
+    let mut direct = Vec::new();
+    let commands = |rel: &str| rel.starts_with("xtask/src/") && rel != "xtask/src/util/git.rs";
+    for_each_code_line(commands, |rel, i, lines| {
+        let line = lines[i];
+        let opens = [
+            "Repository::open",
+            "Repository::init",
+            "Repository::discover",
+            "Config::open",
+        ]
+        .iter()
+        .any(|call| line.contains(call));
+        if opens && !line.trim_start().starts_with("//") {
+            direct.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+        }
+    });
+    assert_none_found(
+        &direct,
+        "git repositories or configuration opened without looking at git's configuration \
+         files first; use xtask::util::git's open, open_bare, init_bare, discover or \
+         user_configuration",
+    );
+}
+
 /// xshell's `Cmd::run` echoes the command line with std's `eprintln!` unless told `.quiet()`:
 /// the panic [`output_survives_a_closed_pipe`] keeps out, from inside a dependency. Found per
 /// statement: a `cmd!` whose statement runs it.

@@ -454,8 +454,9 @@ fn a_run_killed_while_checking_leaves_a_scratch_tree_the_next_run_removes() {
             .output()
             .unwrap()
     };
-    // The check kills the cargo xtask it runs under, as a crash would.
-    let outcome = rebase_onto_2_42(&["--exec", "kill -9 $PPID"]);
+    // The check kills the cargo xtask it runs under (the parent of its guard, the check's
+    // parent: `util::child`), as a crash would.
+    let outcome = rebase_onto_2_42(&["--exec", "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)"]);
     assert_eq!(outcome.status.code(), None, "killed by a signal");
     let rebase_dir = f.t.tmp.path().join("cache/rebase");
     assert!(

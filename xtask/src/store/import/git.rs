@@ -34,7 +34,8 @@ pub(crate) fn fetch_tag(
     ))
     .with_context(|| format!("cannot fetch tag {tag} from {url}"))?;
     fault::point("import:fetched");
-    let scratch_repo = Repository::open_bare(dir).context("cannot open the scratch repository")?;
+    let scratch_repo =
+        crate::util::git::open_bare(dir).context("cannot open the scratch repository")?;
     let tree = without_manual(&scratch_repo, &tag, url)?;
     if tree != expected {
         bail!(
@@ -59,9 +60,15 @@ fn without_manual(repo: &Repository, tag: &str, url: &str) -> Result<Oid> {
         .context("cannot write the tree without manual/")
 }
 
-/// Runs a git command that dies with us, failing with its stderr.
+/// Runs a git command that dies with us, failing with its stderr; git's configuration is
+/// checked first, as for every repository this program opens (`util::git`).
 fn git(cmd: Cmd<'_>) -> Result<()> {
-    let out = child::dies_with_us(&mut Command::from(cmd))
+    crate::util::git::check_configuration(&[])?;
+    let mut cmd = Command::from(cmd);
+    // It runs in a process group of its own (`util::child`), away from the terminal, where
+    // a prompt for a password would stop it for good: a URL that needs one fails instead.
+    cmd.env("GIT_TERMINAL_PROMPT", "0");
+    let out = child::dies_with_us(&mut cmd)
         .output()
         .context("cannot run git")?;
     if !out.status.success() {

@@ -161,9 +161,16 @@ fn read_entries(
     let mut root = Dir::default();
     let mut files = 0;
     let mut archive = tar::Archive::new(reader);
-    let unreadable = "cannot read the archive: is it a complete, uncorrupted tarball?";
-    for entry in archive.entries().context(unreadable)? {
-        let mut entry = entry.context(unreadable)?;
+    // The tar reader's error quotes the bytes it could not read, which may be anything: said
+    // escaped.
+    let unreadable = |e: std::io::Error| {
+        anyhow!(
+            "cannot read the archive: is it a complete, uncorrupted tarball?: {}",
+            model::printable(&e.to_string())
+        )
+    };
+    for entry in archive.entries().map_err(unreadable)? {
+        let mut entry = entry.map_err(unreadable)?;
         let kind = entry.header().entry_type();
         if matches!(
             kind,
@@ -332,6 +339,18 @@ fn show(path: &[u8]) -> String {
     String::from_utf8_lossy(path).into_owned()
 }
 
+/// Reads into `buf` until it is full or the file ends; how much was read.
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            read => n += read,
+        }
+    }
+    Ok(n)
+}
+
 /// The tarball's bytes, decompressed by the matching tool in a child process (so that
 /// decompression runs on another core than the hashing), or read as is.
 struct Decompressed {
@@ -358,6 +377,21 @@ impl Decompressed {
             [b'B', b'Z', b'h', ..] => cmd!(sh, "bzip2 -dc"),
             [0x28, 0xb5, 0x2f, 0xfd, ..] => cmd!(sh, "zstd -dc"),
             _ => {
+                // Read as a tar archive: judged from its first header before anything else.
+                let mut header = [0u8; 512];
+                let mut file = File::open(tarball)
+                    .with_context(|| format!("cannot open {}", tarball.display()))?;
+                let n = read_up_to(&mut file, &mut header)
+                    .with_context(|| format!("cannot read {}", tarball.display()))?;
+                if n == header.len()
+                    && !header.starts_with(&[0; 512])
+                    && &header[257..262] != b"ustar"
+                {
+                    bail!(
+                        "{} is not a tarball: it starts with neither a compressed stream (xz, gzip, bzip2, zstd) nor a tar header (`ustar` at byte 257)",
+                        tarball.display()
+                    );
+                }
                 let file = File::open(tarball)
                     .with_context(|| format!("cannot open {}", tarball.display()))?;
                 return Ok(Decompressed {
@@ -398,7 +432,7 @@ impl Decompressed {
             std::io::copy(&mut self.reader, &mut std::io::sink())
                 .with_context(|| format!("cannot read the output of {program}"))?;
         } else {
-            let _ = child.kill();
+            child::kill_group(&child);
         }
         drop(self.reader);
         let mut said = String::new();
