@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use model::{Cell, Flavour, Release, Target, SUPPORTED};
+use model::{supported, Cell, Flavour, Release, Target};
 
 use crate::util::paths;
 
@@ -149,13 +149,13 @@ const DEFAULT_FLAVOUR: &str = "patched";
 
 /// One release, for commands that name exactly one (`X.Y`) and have no default.
 pub(crate) fn release() -> impl TypedValueParser<Value = Release> {
-    PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version()))
+    PossibleValuesParser::new(supported().iter().map(|r| r.version()))
         .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
 }
 
 /// `X.Y`, or `newest` (the default, not listed).
 pub(crate) fn release_or_newest() -> impl TypedValueParser<Value = Release> {
-    let values = SUPPORTED
+    let values = supported()
         .iter()
         .map(|r| clap::builder::PossibleValue::new(r.version()))
         .chain([clap::builder::PossibleValue::new(NEWEST).hide(true)]);
@@ -167,12 +167,12 @@ pub(crate) fn release_or_newest() -> impl TypedValueParser<Value = Release> {
 
 /// `X.Y`, `all`, or `newest` (the default, not listed).
 fn releases() -> impl TypedValueParser<Value = Releases> {
-    let listed = SUPPORTED.iter().map(|r| r.version()).chain(["all"]);
+    let listed = supported().iter().map(|r| r.version()).chain(["all"]);
     let values = listed
         .map(clap::builder::PossibleValue::new)
         .chain([clap::builder::PossibleValue::new(NEWEST).hide(true)]);
     PossibleValuesParser::new(values).map(|text| match text.as_str() {
-        "all" => Releases(SUPPORTED.to_vec()),
+        "all" => Releases(supported().to_vec()),
         NEWEST => Releases(vec![Release::newest()]),
         one => Releases(vec![
             Release::parse(one).expect("a possible value is a supported release")
@@ -290,7 +290,7 @@ mod tests {
     #[test]
     fn all_and_both_expand() {
         let s = parse(&["--release", "all", "--target", "all", "--flavour", "both"]).unwrap();
-        assert_eq!(s.iter().count(), SUPPORTED.len() * 2 * 2);
+        assert_eq!(s.iter().count(), supported().len() * 2 * 2);
     }
 
     #[test]

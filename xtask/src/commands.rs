@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use crate::cli::Global;
 use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
-use crate::util::{limits, output};
+use crate::util::{limits, output, release_table};
 use crate::{bench, ci, explain, format, jetson, nixpkgs, rebase, resolution, series, store};
 use crate::{regenerate, update, verify};
 
@@ -55,8 +55,12 @@ pub(crate) enum Command {
     NixStack(nixpkgs::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
-    /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
+    /// Bring one glibc release up to date, a new one included: import, rebase, build, verify,
+    /// write the series (and a new release's row in data/releases.json).
     UpdateRelease(update::Args),
+    /// Retire a glibc release: its series, cells and row go; what follows from the table is
+    /// written again.
+    RetireRelease(update::retire::Args),
     /// Build glibc, patched or not, into a cached sysroot.
     BuildGlibc(sysroot::command::Args),
     /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
@@ -88,6 +92,11 @@ pub(crate) enum Command {
 pub fn main() -> ExitCode {
     output::survive_closed_pipes();
     limits::survive();
+    // Before the command line: its release values are the table's.
+    if let Err(err) = release_table::load() {
+        diagln!("error: {err:#}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // clap's message quotes what the user typed: parsed again from the arguments
@@ -147,7 +156,8 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
             let env = env()?;
             args.run(&env, sysroot::compile_check::for_rebase(&env))
         }
-        Command::UpdateRelease(args) => args.run(&env()?),
+        Command::UpdateRelease(args) => args.run(&env()?, &regenerate::write_all),
+        Command::RetireRelease(args) => args.run(&env()?, &regenerate::write_all),
         Command::BuildGlibc(args) => args.run(&env()?),
         Command::TestResolution(args) => args.run(&env()?),
         Command::Verify(args) => args.run(&env()?),

@@ -39,6 +39,13 @@ impl Args {
     }
 }
 
+/// Writes every part this command makes under `root` and says, part by part, what it did
+/// and which parts a run of the loaders writes: for the commands that change the table of
+/// releases (a new release's update, a retirement).
+pub(crate) fn write_all(root: &Path) -> Result<String> {
+    Ok(run(root, generated::PARTS, false)?.text)
+}
+
 /// What a run found and said.
 pub(crate) struct Report {
     pub text: String,

@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use model::Target;
 
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 
-use crate::nixpkgs::{GLIBC_DIR, PINS};
+use crate::nixpkgs::{self, GLIBC_DIR};
 
 /// Where the workflow lives in the checkout.
 pub(crate) const PATH: &str = generated::WORKFLOW.path;
@@ -34,7 +34,7 @@ pub fn path(root: &Path) -> PathBuf {
 
 /// The workflow's text.
 pub fn render() -> String {
-    let releases: Vec<String> = SUPPORTED
+    let releases: Vec<String> = supported()
         .iter()
         .map(|r| format!("\"{}\"", r.version()))
         .collect();
@@ -187,7 +187,7 @@ fn nix_stack_job() -> String {
       - uses: dtolnay/rust-toolchain@stable
 "#,
     );
-    for pin in PINS {
+    for (release, pin) in nixpkgs::pins() {
         let _ = write!(
             out,
             r#"      - name: nixpkgs {short} (glibc {release})
@@ -199,7 +199,6 @@ fn nix_stack_job() -> String {
           sparse-checkout: {GLIBC_DIR}
 "#,
             short = &pin.commit[..12],
-            release = pin.release,
             commit = pin.commit,
         );
     }

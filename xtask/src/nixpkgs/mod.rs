@@ -7,7 +7,7 @@
 //! `series` file, and says per patch whether it applied, moved (offset) or needed fuzz.
 //!
 //! nixpkgs' files are not copied into this repository: they are read from checkouts of
-//! nixpkgs at the commits pinned in [`PINS`] (`--nixpkgs DIR`: `DIR/<commit>/`, as the CI
+//! nixpkgs at the commits pinned in data/releases.json ([`pins`]; `--nixpkgs DIR`: `DIR/<commit>/`, as the CI
 //! workflow checks them out). Without them the check is SKIPPED outside CI and fails under CI.
 
 use std::fmt::Write as _;
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
-use model::{Release, Target};
+use model::{NixpkgsPin, Release, Target};
 use xshell::cmd;
 
 use crate::cli::{Cells, Env};
@@ -24,41 +24,16 @@ use crate::store::SourceStore;
 use crate::util::exit::NeedsAttention;
 use crate::util::shell;
 
-/// A nixpkgs commit whose glibc is the series' `release`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Pin {
-    pub release: &'static str,
-    /// The nixpkgs commit (40 hex digits).
-    pub commit: &'static str,
-    /// What the pin stands for (the channel, where known).
-    pub what: &'static str,
+/// The nixpkgs commits checked, with their releases: each release's `nixpkgs` fact in
+/// data/releases.json, the commit at which the files were read for docs/nix.md
+/// (NixOS/nixpkgs, `pkgs/development/libraries/glibc/`). The check itself reads `common.nix`
+/// at the commit and fails when its glibc is not the pin's release.
+pub(crate) fn pins() -> Vec<(Release, &'static NixpkgsPin)> {
+    model::supported()
+        .iter()
+        .filter_map(|r| Some((*r, r.facts().nixpkgs.as_ref()?)))
+        .collect()
 }
-
-/// The nixpkgs commits checked: for each, the commit at which the files were read for
-/// docs/nix.md (NixOS/nixpkgs, `pkgs/development/libraries/glibc/`). The check itself reads
-/// `common.nix` at the commit and fails when its glibc is not the pin's release.
-pub(crate) const PINS: &[Pin] = &[
-    Pin {
-        release: "2.40",
-        commit: "b9b90f07d7d476954ea61592be63757fcd17e438",
-        what: "glibc 2.40 with 2.40-master.patch (the glibc of NixOS 25.05; 25.11's by inference, not confirmed: docs/nix.md)",
-    },
-    Pin {
-        release: "2.42",
-        commit: "00437292513a341c81ae728a74011fc0cfb7fa01",
-        what: "glibc 2.42-67 with 2.42-master.patch and three resolv CVE patches (NixOS 26.05)",
-    },
-    Pin {
-        release: "2.43",
-        commit: "9e688b53a691a4bd242b351adf5f80f141af6461",
-        what: "glibc 2.43 with 2.43-master.patch (the 2.42 -> 2.43 update)",
-    },
-    Pin {
-        release: "2.44",
-        commit: "1e23b1be785ea5d625c65aff6de3333831a842fb",
-        what: "glibc 2.44 with 2.44-master.patch",
-    },
-];
 
 /// Where nixpkgs keeps glibc, inside a checkout.
 pub(crate) const GLIBC_DIR: &str = "pkgs/development/libraries/glibc";
@@ -122,7 +97,7 @@ impl Args {
             "$LD_FALLBACK_NIXPKGS"
         };
         let Some(root) = self.nixpkgs.or(from_env.map(PathBuf::from)) else {
-            let why = "no nixpkgs checkouts (--nixpkgs DIR or $LD_FALLBACK_NIXPKGS, DIR/<commit>/ per pin in xtask/src/nixpkgs/mod.rs)";
+            let why = "no nixpkgs checkouts (--nixpkgs DIR or $LD_FALLBACK_NIXPKGS, DIR/<commit>/ per nixpkgs commit in data/releases.json)";
             if in_ci {
                 bail!("{why}: under CI this is a failure, not a skip");
             }
@@ -146,7 +121,7 @@ impl Args {
         let store = SourceStore::open(&env.store)?;
         let mut problems = Vec::new();
         for cell in self.cells.iter() {
-            let Some(pin) = PINS.iter().find(|p| p.release == cell.release.version()) else {
+            let Some(pin) = cell.release.facts().nixpkgs.as_ref() else {
                 outln!(
                     "{} {}: no nixpkgs pin (nixpkgs ships no glibc {} here)",
                     cell.release,
@@ -155,7 +130,7 @@ impl Args {
                 );
                 continue;
             };
-            let checkout = root.join(pin.commit);
+            let checkout = root.join(&pin.commit);
             if !checkout.join(GLIBC_DIR).is_dir() {
                 let why = format!(
                     "{} {}: SKIPPED: no checkout of nixpkgs {} at {}",
@@ -171,7 +146,7 @@ impl Args {
                 }
                 continue;
             }
-            check_commit(&checkout, pin.commit)?;
+            check_commit(&checkout, &pin.commit)?;
             let series = ws.load_series(cell.release)?;
             let report = check_stack(
                 &store,
@@ -502,7 +477,12 @@ pub(crate) fn parse_patch_output(name: &str, said: &str) -> Applied {
 }
 
 /// The report of one cell.
-pub(crate) fn render(release: Release, target: Target, pin: &Pin, report: &StackReport) -> String {
+pub(crate) fn render(
+    release: Release,
+    target: Target,
+    pin: &NixpkgsPin,
+    report: &StackReport,
+) -> String {
     let mut out = String::new();
     let verdict = if !report.applies() {
         "DOES NOT APPLY"

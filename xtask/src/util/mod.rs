@@ -17,6 +17,7 @@ pub(crate) mod limits;
 pub mod lock;
 pub(crate) mod logged;
 pub mod paths;
+pub(crate) mod release_table;
 pub(crate) mod shell;
 // build.rs runs it (the digest is the binary's own); here for its tests.
 #[cfg(test)]

@@ -251,7 +251,7 @@ pub(crate) fn without_absent_series(report: &str) -> String {
     report
         .lines()
         .filter(|line| {
-            !model::SUPPORTED
+            !model::supported()
                 .iter()
                 .any(|release| *line == no_series_line(release.version()))
         })
@@ -278,6 +278,7 @@ fn isolate(cmd: &mut Command, root: &Path) {
             root.join("manual-dynlink.texi.patch"),
         )
         .env_remove("LD_FALLBACK_STORE")
+        .env_remove("LD_FALLBACK_CHECKOUT")
         .env_remove("LD_FALLBACK_FAULT")
         .env_remove("LD_FALLBACK_FAULT_LOG")
         .env_remove("RUST_BACKTRACE")

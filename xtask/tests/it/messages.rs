@@ -83,7 +83,7 @@ fn table_of(state: &str, detail: &str) -> String {
         "{:<8} {:<16} {}\n",
         "release", "state", "series base / details"
     );
-    for release in model::SUPPORTED {
+    for release in model::supported() {
         table.push_str(&format!("{:<8} {state:<16} {detail}\n", release.version()));
     }
     table
