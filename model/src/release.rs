@@ -50,6 +50,12 @@ pub struct Facts {
     /// cut short, whatever its other figures say. Absent until that run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub elf_tests_unpatched: BTreeMap<Target, usize>,
+    /// The targets whose cell of this release also verifies the series in glibc's
+    /// `--enable-hardcoded-path-in-tests` configuration (its elf suite and the series' tests
+    /// built that way: as much again as the cell's own builds and suites, so one cell or a
+    /// few, chosen, not every one). A cell's record is held to exactly what its row declares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hardcoded_path_in_tests: Vec<Target>,
     /// The nixpkgs commit whose glibc is this release, where nixpkgs has one (`cargo xtask
     /// nix-stack` applies the series on top of its patches).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -175,6 +181,12 @@ impl Table {
             }
             if let Some((target, _)) = row.elf_tests_unpatched.iter().find(|(_, n)| **n == 0) {
                 return Err(bad(format!("{target} lists no elf test")));
+            }
+            let declared = &row.hardcoded_path_in_tests;
+            if declared.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad(
+                    "hardcoded_path_in_tests lists each target once, in the targets' order".into(),
+                ));
             }
             if let Some(pin) = &row.nixpkgs {
                 if !is_object_id(&pin.commit) {
@@ -439,6 +451,7 @@ mod tests {
             debian: Some(format!("{version}-1")),
             tree: "0123456789abcdef0123456789abcdef01234567".into(),
             elf_tests_unpatched: BTreeMap::new(),
+            hardcoded_path_in_tests: Vec::new(),
             nixpkgs: None,
         }
     }
@@ -550,9 +563,10 @@ mod tests {
     fn every_pin_is_a_tree_id() {
         for release in supported() {
             assert!(is_object_id(release.pinned_tree()), "{release}");
+            // A release Debian does not carry yet has none.
             let debian = release.debian_version();
             assert!(
-                debian.is_some_and(|d| d.starts_with(release.version())),
+                debian.is_none_or(|d| d.starts_with(&format!("{release}-"))),
                 "{release}: {debian:?}"
             );
         }

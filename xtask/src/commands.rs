@@ -12,7 +12,7 @@ use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output, release_table};
 use crate::{bench, ci, explain, format, jetson, nixpkgs, rebase, resolution, series, store};
-use crate::{regenerate, update, verify};
+use crate::{regenerate, rehearse, update, verify};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -61,6 +61,9 @@ pub(crate) enum Command {
     /// Retire a glibc release: its series, cells and row go; what follows from the table is
     /// written again.
     RetireRelease(update::retire::Args),
+    /// Rehearse a new release's day: the next version, made from the newest's tree, through
+    /// update-release in scratch copies of the checkout and store; no source file may change.
+    RehearseRelease(rehearse::Args),
     /// Build glibc, patched or not, into a cached sysroot.
     BuildGlibc(sysroot::command::Args),
     /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
@@ -158,6 +161,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         }
         Command::UpdateRelease(args) => args.run(&env()?, &regenerate::write_all),
         Command::RetireRelease(args) => args.run(&env()?, &regenerate::write_all),
+        Command::RehearseRelease(args) => args.run(&env()?),
         Command::BuildGlibc(args) => args.run(&env()?),
         Command::TestResolution(args) => args.run(&env()?),
         Command::Verify(args) => args.run(&env()?),

@@ -74,6 +74,7 @@ pub(crate) fn admit(
         debian,
         tree: stored.tree.to_string(),
         elf_tests_unpatched: Default::default(),
+        hardcoded_path_in_tests: Vec::new(),
         nixpkgs: None,
     };
     let no_debian = facts.debian.is_none();

@@ -261,7 +261,7 @@ const LAYERS: &[&[&str]] = &[
     &["resolution"],
     &["verify"],
     &["ci"],
-    &["update", "format", "jetson", "explain", "bench"],
+    &["update", "rehearse", "format", "jetson", "explain", "bench"],
     // Every generated file, whichever command above makes it (the Jetson page's provenance).
     &["regenerate"],
     &["commands"],
