@@ -245,6 +245,7 @@ impl Args {
             // Written to patches/ directly: no verification asked (or a rebase started
             // without one). The records a candidate carried are in patches/ now too.
             durable::remove_tree(&candidate)?;
+            carry_variants(&ws, onto)?;
             print_phases(onto, &phases, started);
             outln!(
                 "patches/{onto} is written, not verified: docs/support.md's rows for {onto} are stale until \
@@ -314,6 +315,7 @@ impl Args {
         write_from_candidate(&ws, onto, &series_dir)?;
         let [record, page] = support.write(&root)?;
         durable::remove_tree(&candidate)?;
+        carry_variants(&ws, onto)?;
         print_phases(onto, &phases, started);
         outln!(
             "wrote {} and the cells of glibc {onto} in {} and {}: review and commit them (with patches/resolutions/{onto}/ if it changed)",
@@ -409,6 +411,67 @@ pub(crate) fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
             ws.patches_dir.display()
         ),
     }
+}
+
+/// The variants of the series (`patches/variants/<name>/<X.Y>/`) that `onto` lacks, carried
+/// from the newest older release that has one, when `onto` is the newest release: the
+/// variants' users (the Jetson replay, CI's build of the variant) take the newest. The same
+/// patch files are taken when they apply exactly on top of `onto`'s series, and written whole
+/// or not at all; otherwise the command says so and what to do (patches/variants/README.md).
+fn carry_variants(ws: &Workspace, onto: Release) -> Result<()> {
+    if onto != Release::newest() {
+        return Ok(());
+    }
+    for variant in model::Flavour::VARIANTS.iter().filter_map(|f| f.variant()) {
+        let dest = crate::series::variant::dir(&ws.patches_dir, variant, onto);
+        if dest.exists() {
+            continue;
+        }
+        let Some(from) = supported()
+            .iter()
+            .rev()
+            .copied()
+            .filter(|r| *r < onto)
+            .find(|r| crate::series::variant::dir(&ws.patches_dir, variant, *r).is_dir())
+        else {
+            continue;
+        };
+        let source = crate::series::variant::dir(&ws.patches_dir, variant, from);
+        let parent = dest
+            .parent()
+            .context("a variant's directory has a parent")?;
+        let staged = crate::util::staging::tempdir_in(parent, "variant")?;
+        // Laid out as patches/ is, so that the check reads it as it will read the real one.
+        let copy = crate::series::variant::dir(staged.path(), variant, onto);
+        std::fs::create_dir_all(&copy)
+            .with_context(|| format!("cannot create {}", copy.display()))?;
+        for entry in std::fs::read_dir(&source)
+            .with_context(|| format!("cannot read {}", source.display()))?
+        {
+            let entry = entry.with_context(|| format!("cannot read {}", source.display()))?;
+            let text = crate::series::read_own_text(&entry.path())?;
+            durable::write_synced(&copy.join(entry.file_name()), text.as_bytes())?;
+        }
+        let mut series = ws.load_series(onto)?;
+        let applies = crate::series::variant::append(&mut series, staged.path(), variant, onto)
+            .and_then(|()| ws.commit_series(&series).map(drop));
+        match applies {
+            Ok(()) => {
+                std::fs::rename(&copy, &dest)
+                    .with_context(|| format!("cannot move {} into place", dest.display()))?;
+                durable::sync_dir(parent)?;
+                outln!(
+                    "carried the {variant} variant from glibc {from}: {} applies on top of patches/{onto} as it is",
+                    dest.display()
+                );
+            }
+            Err(e) => outln!(
+                "the {variant} variant of glibc {from} does not apply on top of patches/{onto} ({e:#}): \
+                 carry it by hand (patches/variants/README.md); until then the Jetson replay and CI's build of the variant, which take the newest release, fail for want of it"
+            ),
+        }
+    }
+    Ok(())
 }
 
 /// The checkout's table with the counts of the elf tests `reports` list unpatched added to

@@ -76,6 +76,11 @@ fn a_new_release_takes_no_code_edit() {
     );
     let patches = |text: &str| text.lines().filter(|l| !l.starts_with('#')).count();
     assert_eq!(patches(&new), patches(&series(newest.version())));
+    // The variant the Jetson replay builds on the newest release came along.
+    assert!(checkout
+        .join("patches/variants/fallback-first")
+        .join(&next)
+        .is_dir());
     // The workflow names the new release's cells; the real store has no new tag.
     let workflow = std::fs::read_to_string(checkout.join(".github/workflows/verify.yml")).unwrap();
     assert!(workflow.contains(&format!("\"{next}\"]")), "{workflow}");
