@@ -86,6 +86,14 @@ pub(crate) struct SomeTargets {
     pub targets: Targets,
 }
 
+/// Which releases, for commands that act on releases, not cells.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct SomeReleases {
+    /// glibc release: X.Y or `all` [default: the newest].
+    #[arg(long = "release", value_name = "X.Y", value_parser = releases(), default_value = NEWEST, hide_default_value = true)]
+    pub releases: Releases,
+}
+
 /// Which cells: releases x targets.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Cells {

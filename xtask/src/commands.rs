@@ -11,8 +11,9 @@ use crate::cli::Global;
 use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output, release_table};
-use crate::{bench, ci, explain, format, jetson, nixpkgs, rebase, resolution, series, store};
+use crate::{bench, ci, debian_stack, explain, format, jetson, nixpkgs, rebase, resolution};
 use crate::{regenerate, rehearse, update, verify};
+use crate::{series, store};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -53,6 +54,9 @@ pub(crate) enum Command {
     FormatSeries(format::Args),
     /// Apply the series on top of nixpkgs' own glibc patches, as a Nix user would (docs/nix.md).
     NixStack(nixpkgs::Args),
+    /// Apply the series on top of Debian's glibc patches (the release's stable branch,
+    /// git-updates.diff first), as Debian builds it; patches/stable/ resolves what it rejects.
+    DebianStack(debian_stack::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
     /// Bring one glibc release up to date, a new one included: import, rebase, build, verify,
@@ -155,6 +159,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Patches(cmd) => cmd.run(&env()?, &rebase::series_check::check_read),
         Command::FormatSeries(args) => args.run(&env()?),
         Command::NixStack(args) => args.run(&env()?),
+        Command::DebianStack(args) => args.run(&env()?),
         Command::RebaseGlibc(args) => {
             let env = env()?;
             args.run(&env, sysroot::compile_check::for_rebase(&env))

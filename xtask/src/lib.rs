@@ -24,6 +24,7 @@ pub mod util;
 pub mod cli;
 
 pub mod ci;
+mod debian_stack;
 pub mod merge;
 mod nixpkgs;
 pub mod rebase;

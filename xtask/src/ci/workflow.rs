@@ -146,9 +146,31 @@ jobs:
         targets = targets.join(", "),
     );
     out.push_str(&nix_stack_job());
+    out.push_str(DEBIAN_STACK_JOB);
     out.push_str(EXPLAIN_ON_ARM64);
     out
 }
+
+/// The series on Debian's stable branches (`cargo xtask debian-stack`): every release
+/// imported (Debian's orig tarballs), then each release's Debian patches and the series, with
+/// the stable branch's resolutions of patches/stable/.
+const DEBIAN_STACK_JOB: &str = r#"
+  debian-stack:
+    name: the series on Debian's stable branches
+    runs-on: ubuntu-latest
+    timeout-minutes: 30
+    container:
+      image: debian:bookworm
+    steps:
+      - name: Tools the checkout and the toolchain need
+        run: apt-get update -qq && apt-get install -y -qq --no-install-recommends curl ca-certificates git build-essential patch xz-utils
+      - uses: actions/checkout@v4
+      - uses: dtolnay/rust-toolchain@stable
+      - name: Import every release
+        run: cargo xtask rebase-glibc --check --import-missing
+      - name: Apply Debian's patches, then the series
+        run: cargo xtask debian-stack --release all
+"#;
 
 /// `ld-fallback-explain` installed on its own, as users install it, natively on an arm64
 /// runner (the machine a Jetson user has), and run on a program of that machine.

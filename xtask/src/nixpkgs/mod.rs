@@ -258,10 +258,14 @@ fn apply_stack(
             .with_context(|| format!("cannot read {} (listed in common.nix)", path.display()))?;
         let (kept, dropped) = without_manual(&text);
         report.manual_sections += dropped;
-        report.stack.push(apply(tree, name, &kept)?);
+        report
+            .stack
+            .push(apply(tree, name, &kept, &Patching::STDENV)?);
     }
     for patch in series {
-        report.series.push(apply(tree, &patch.name, &patch.text)?);
+        report
+            .series
+            .push(apply(tree, &patch.name, &patch.text, &Patching::STDENV)?);
     }
     Ok(report)
 }
@@ -414,14 +418,35 @@ pub(crate) fn without_manual(text: &str) -> (String, usize) {
     (kept, dropped)
 }
 
-/// `patch -p1` of `text` in `tree`, as stdenv's patch phase runs it (`--batch`: no
+/// How a distribution's build runs `patch`: the components stripped from the paths, and
+/// whether to change nothing (`--dry-run`: only say whether it would apply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Patching {
+    pub strip: u8,
+    pub dry_run: bool,
+}
+
+impl Patching {
+    /// `patch -p1`, as stdenv's patch phase and quilt (by default) run it.
+    pub(crate) const STDENV: Patching = Patching {
+        strip: 1,
+        dry_run: false,
+    };
+}
+
+/// `patch -pN` of `text` in `tree`, as stdenv's patch phase and quilt run it (`--batch`: no
 /// questions; no backup files).
-fn apply(tree: &Path, name: &str, text: &str) -> Result<Applied> {
+pub(crate) fn apply(tree: &Path, name: &str, text: &str, how: &Patching) -> Result<Applied> {
     use std::io::Write;
     let sh = shell::here()?;
+    let strip = format!("-p{}", how.strip);
+    let dry_run = how.dry_run.then_some("--dry-run");
     // Fed by hand rather than with xshell's `stdin`: xshell makes a patch that stops
     // reading early (a failure, reported below) an error of its own.
-    let patch = cmd!(sh, "patch -p1 --batch --no-backup-if-mismatch -d {tree}");
+    let patch = cmd!(
+        sh,
+        "patch {strip} {dry_run...} --batch --no-backup-if-mismatch -d {tree}"
+    );
     let mut child = Command::from(patch)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -460,7 +485,11 @@ pub(crate) fn parse_patch_output(name: &str, said: &str) -> Applied {
     };
     let mut file = String::new();
     for line in said.lines() {
-        if let Some(path) = line.strip_prefix("patching file ") {
+        // `checking file` where `--dry-run` changes nothing.
+        if let Some(path) = line
+            .strip_prefix("patching file ")
+            .or_else(|| line.strip_prefix("checking file "))
+        {
             file = path.trim_matches(|c| c == '\'' || c == '`').to_string();
         } else if line.starts_with("Hunk #") {
             if line.contains("FAILED") {

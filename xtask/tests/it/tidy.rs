@@ -256,6 +256,7 @@ const LAYERS: &[&[&str]] = &[
     &["merge"],
     &["series"],
     &["nixpkgs"],
+    &["debian_stack"],
     &["rebase"],
     &["sysroot"],
     &["resolution"],
