@@ -4,6 +4,9 @@
 //! the checkout and the store. The update must exit 0, write the release's row and series and
 //! nothing that is Rust or Cargo, and `rebase-glibc --check` must then pass on every release.
 //!
+//! Retiring the oldest release in the same copy is the inverse: its series, resolutions,
+//! cells and row go, `rebase-glibc --check` passes on the rest, and no source file changes.
+//!
 //! The real store is read (every supported release in it: imported from Debian first where
 //! the store lacks one, as `real_release`'s tests do) and never written: the rehearsal's
 //! store borrows its objects.
@@ -16,7 +19,7 @@ use xtask::store::SourceStore;
 use crate::common::project::Ran;
 
 #[test]
-fn a_new_release_takes_no_code_edit() {
+fn a_new_release_and_a_retired_one_take_no_code_edit() {
     let env = xtask::cli::Global::default().resolve().unwrap();
     let store = SourceStore::open(&env.store).unwrap();
     for release in model::supported() {
@@ -89,4 +92,64 @@ fn a_new_release_takes_no_code_edit() {
         .unwrap()
         .iter()
         .all(|s| s.tag != format!("glibc-{next}")));
+
+    // The oldest release retired in the same copy.
+    let oldest = model::supported()[0].version();
+    let in_copy = |args: &[&str]| {
+        Ran::of(
+            Command::new(env!("CARGO_BIN_EXE_xtask"))
+                .arg("--store")
+                .arg(scratch.join("glibc.git"))
+                .args(args)
+                .env("LD_FALLBACK_CHECKOUT", &checkout)
+                .env("LD_FALLBACK_CACHE", scratch.join("cache"))
+                .env_remove("LD_FALLBACK_PATCHES")
+                .output()
+                .unwrap(),
+        )
+    };
+    let ran = in_copy(&["retire-release", oldest]).expect(0);
+    assert!(
+        ran.stdout.contains(&format!(
+            "glibc {oldest} is retired; the newest release is {next}"
+        )),
+        "{}",
+        ran.both()
+    );
+    in_copy(&["rebase-glibc", "--check"]).expect(0);
+    let table =
+        Table::parse(&std::fs::read_to_string(checkout.join(model::TABLE_PATH)).unwrap()).unwrap();
+    assert!(table.row(oldest).is_none());
+    for gone in ["", "resolutions/", "stable/"] {
+        let dir = checkout.join(format!("patches/{gone}{oldest}"));
+        assert!(!dir.exists(), "{} is still there", dir.display());
+    }
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(checkout.join("docs/support.json")).unwrap())
+            .unwrap();
+    let cells = record["cells"].as_array().unwrap();
+    assert!(!cells.is_empty());
+    assert!(cells.iter().all(|c| c["release"] != oldest), "{record}");
+    let readme = std::fs::read_to_string(checkout.join("README.md")).unwrap();
+    assert!(
+        !readme.contains(&format!("glibc {oldest},")),
+        "README still names {oldest}"
+    );
+    let changed = Ran::of(
+        Command::new("git")
+            .args(["-C"])
+            .arg(&checkout)
+            .args(["status", "--porcelain"])
+            .output()
+            .unwrap(),
+    )
+    .expect(0);
+    assert!(
+        !changed
+            .stdout
+            .lines()
+            .any(|l| l.ends_with(".rs") || l.ends_with("Cargo.toml") || l.ends_with("Cargo.lock")),
+        "{}",
+        changed.stdout
+    );
 }
