@@ -303,7 +303,7 @@ impl Args {
             );
         }
         let root = paths::project_root();
-        let counted = with_counts(onto, &reports)?;
+        let counted = with_counts(&release_table::read()?, onto, &reports)?;
         let support = support_with(&root, onto, reports)?;
 
         diagln!("==== update-release glibc {onto}: write");
@@ -474,13 +474,21 @@ fn carry_variants(ws: &Workspace, onto: Release) -> Result<()> {
     Ok(())
 }
 
-/// The checkout's table with the counts of the elf tests `reports` list unpatched added to
-/// `onto`'s row, for the targets it has none for (the first verified run's count is the one a
-/// record is held to: a later run that lists fewer is not what the release lists). `None`
-/// when the row has every count already.
-fn with_counts(onto: Release, reports: &[CellReport]) -> Result<Option<model::Table>> {
-    let mut facts = onto.facts().clone();
-    for report in reports {
+/// `table` with the counts of the elf tests `reports` list unpatched added to `onto`'s row,
+/// for the targets it has none for (the first verified run's count is the one a record is
+/// held to: a later run that lists fewer is not what the release lists). `None` when the row
+/// has every count already.
+fn with_counts(
+    table: &model::Table,
+    onto: Release,
+    reports: &[CellReport],
+) -> Result<Option<model::Table>> {
+    let mut facts = table
+        .row(onto.version())
+        .with_context(|| format!("glibc {onto} has no row in {}", model::TABLE_PATH))?
+        .clone();
+    let before = facts.clone();
+    for report in reports.iter().filter(|r| r.release == onto) {
         let listed = report
             .run
             .as_ref()
@@ -493,10 +501,10 @@ fn with_counts(onto: Release, reports: &[CellReport]) -> Result<Option<model::Ta
                 .or_insert(count);
         }
     }
-    if facts == *onto.facts() {
+    if facts == before {
         return Ok(None);
     }
-    Ok(Some(release_table::read()?.with(facts)?))
+    Ok(Some(table.with(facts)?))
 }
 
 /// docs/support.json with the release's cells replaced (the others kept; only these when
@@ -524,6 +532,34 @@ fn print_phases(onto: Release, phases: &[(&str, f64)], started: Instant) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A release's first verified runs give its row the counts it lacks; a row that has them
+    /// keeps them (a later run listing fewer tests is judged against them, not taken).
+    #[test]
+    fn the_first_verified_run_counts_the_elf_tests_of_the_row() {
+        use crate::verify::outcome::Step;
+        use model::Target;
+        let newest = Release::newest();
+        let listing = |target, count| {
+            let mut cell = crate::verify::render::tests::verified(newest.version(), target, "s");
+            if let Some(run) = cell.run.as_mut() {
+                if let Step::Done(diff) = &mut run.steps.elf_regressions {
+                    diff.listed.unpatched.count = count;
+                }
+            }
+            cell
+        };
+        let reports = [listing(Target::X86_64, 600), listing(Target::Aarch64, 550)];
+        let mut row = newest.facts().clone();
+        row.elf_tests_unpatched.clear();
+        let table = release_table::read().unwrap().with(row).unwrap();
+        let counted = with_counts(&table, newest, &reports).unwrap().unwrap();
+        let counts = &counted.row(newest.version()).unwrap().elf_tests_unpatched;
+        assert_eq!(counts.get(&Target::X86_64), Some(&600));
+        assert_eq!(counts.get(&Target::Aarch64), Some(&550));
+        let again = [listing(Target::X86_64, 100)];
+        assert!(with_counts(&counted, newest, &again).unwrap().is_none());
+    }
 
     #[test]
     fn the_nearest_series_is_the_closest_release_and_the_newer_of_two() {
