@@ -140,8 +140,10 @@ impl VerifiedRelease {
             Source::Debian => {
                 let Some(debian) = &incoming.debian else {
                     bail!(
-                        "glibc {} has no Debian version to download: name it with --debian-version, or import from tarball:<path> or git:<url>",
-                        incoming.version
+                        "glibc {} has no Debian version to download: import it from tarball:<path> or git:<url>, or name the Debian version \
+                         (`update-release --debian-version` for a release without a row, `debian` in its row of {} otherwise)",
+                        incoming.version,
+                        model::TABLE_PATH
                     );
                 };
                 let tarball = import::debian::fetch_orig(&incoming.version, debian, downloads)?;

@@ -84,7 +84,7 @@ pub(crate) fn admit(
         stored.tree,
         release_table::path().display(),
         if no_debian {
-            " (no Debian version: name one with --debian-version once Debian carries it; the stable-branch check skips the release until then)"
+            " (no Debian version: set `debian` in the row once Debian carries the release; the stable-branch check skips it until then)"
         } else {
             ""
         }
