@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use loader_model::{Config, Cpu, Dlopen, GlibcVersion, PathList, Program, ReadError};
-use model::{printable, Flavour, Release, Target, SUPPORTED};
+use model::{printable, supported, Flavour, Release, Target};
 
 /// The command line.
 #[derive(clap::Args, Debug, Clone)]
@@ -103,7 +103,7 @@ impl Explained {
 
 /// `X.Y` of a supported release.
 fn release() -> impl TypedValueParser<Value = Release> {
-    PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version()))
+    PossibleValuesParser::new(supported().iter().map(|r| r.version()))
         .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
 }
 

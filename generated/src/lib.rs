@@ -39,6 +39,9 @@ pub const SUPPORT_PAGE: Part = whole("docs/support.md", "cargo xtask verify --wr
 pub const CONTRACT_SCENARIOS: Part =
     block("docs/contract.md", "scenarios", "cargo xtask regenerate");
 
+/// README's sentence naming the supported releases, from data/releases.json.
+pub const README_RELEASES: Part = block("README.md", "releases", "cargo xtask regenerate");
+
 /// README's "What to set" table and the 222 entry's sentence on the replay, from the Jetson
 /// replay's definitions (its hosts, its rules), so that they say what docs/jetson.md says.
 pub const README_WHAT_TO_SET: Part = block("README.md", "what-to-set", "cargo xtask regenerate");
@@ -79,6 +82,7 @@ pub const JETSON_TABLE: Part = block(
 /// Every generated part of the project, page by page.
 pub const PARTS: &[Part] = &[
     WORKFLOW,
+    README_RELEASES,
     README_WHAT_TO_SET,
     README_EXPLAIN_EXAMPLE,
     CONTRACT_SCENARIOS,

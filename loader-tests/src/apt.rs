@@ -201,7 +201,16 @@ impl PrivateApt {
 
     /// `apt-get -o ...` pointing every state and configuration path into the private root.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new("apt-get");
+        self.command_of("apt-get")
+    }
+
+    /// `apt-cache` with the same options: what the private index lists.
+    pub fn cache_command(&self) -> Command {
+        self.command_of("apt-cache")
+    }
+
+    fn command_of(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
         let root = &self.root;
         let mut options = vec![
             "Dir::Etc::SourceList=/dev/null".to_string(),

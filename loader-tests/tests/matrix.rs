@@ -1,7 +1,7 @@
 //! The matrix as tests, generated from the table (`loader_tests::matrix::MATRIX`): one test
 //! per scenario, target and flavour (`x86_64::patched::03-dlopen-runpath-miss`); row 23 per
 //! target (without the patch, exactly the scenarios that need it fail); and snapshots of the
-//! report and of normalised `LD_DEBUG=libs` traces per release.
+//! report and of normalised `LD_DEBUG=libs` traces per release (`newest` in the newest's names).
 //!
 //! `cargo test -p loader-tests -- 03-dlopen` runs one scenario everywhere it can.
 
@@ -10,7 +10,7 @@ mod util;
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_tests::matrix::{self, MATRIX};
 use loader_tests::report::{self, Sensitivity};
-use model::{Flavour, Target};
+use model::{Flavour, Release, Target};
 
 fn main() {
     let args = Arguments::from_args();
@@ -95,16 +95,35 @@ fn report_snapshot(target: Target, flavour: Flavour) -> Result<(), String> {
         .filter(|s| !s.needs_root && !s.needs_archive)
         .map(|s| report::run_one(bench, s))
         .collect();
-    let name = format!("report-{}-{target}-{flavour}", bench.sysroot.release);
-    snapshot(&name, report::table(&outcomes))
+    let release = bench.sysroot.release;
+    let name = format!("report-{}-{target}-{flavour}", release_in_name(release));
+    let text = format!(
+        "glibc {release} {target} {flavour}\n\n{}",
+        report::table(&outcomes)
+    );
+    snapshot(&name, text)
 }
 
 fn trace_snapshot(target: Target, flavour: Flavour, id: &str) -> Result<(), String> {
     let bench = util::bench(target, flavour)?;
     let scenario = matrix::find(id).ok_or_else(|| format!("no scenario {id}"))?;
     let trace = report::trace(bench, scenario).map_err(|err| format!("{err:#}"))?;
-    let name = format!("trace-{id}-{}-{target}-{flavour}", bench.sysroot.release);
-    snapshot(&name, trace)
+    let release = bench.sysroot.release;
+    let name = format!("trace-{id}-{}-{target}-{flavour}", release_in_name(release));
+    snapshot(
+        &name,
+        format!("glibc {release} {target} {flavour}\n\n{trace}"),
+    )
+}
+
+/// A snapshot's name says `newest` for the newest supported release and the version for any
+/// other: a new release then changes the newest's snapshots in place (their text names the
+/// release), and review shows its traces against the old release's.
+fn release_in_name(release: Release) -> String {
+    match release == Release::newest() {
+        true => "newest".to_string(),
+        false => release.version().to_string(),
+    }
 }
 
 /// insta's assertion, as a test result: libtest-mimic runs each test on a thread of its own

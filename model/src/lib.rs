@@ -1,5 +1,5 @@
 //! The project's vocabulary, shared by `cargo xtask` and the scenario harness: the supported
-//! glibc releases ([`Release`], a handle into the pinned table), the targets ([`Target`]),
+//! glibc releases ([`Release`], a handle into data/releases.json's table), the targets ([`Target`]),
 //! the flavours of a build ([`Flavour`]), a cell (one release on one target, [`Cell`]) and an
 //! installed glibc ([`Sysroot`]); how text from outside is printed ([`printable`]) and how a
 //! file someone named is read ([`file`]: bounded, regular files only); and the one way the
@@ -21,7 +21,10 @@ mod text;
 pub use cell::Cell;
 pub use flavour::Flavour;
 pub use parallel::parallel_map;
-pub use release::{listed, supported_list, Release, UnsupportedRelease, SUPPORTED};
+pub use release::{
+    install, listed, supported, supported_list, version_numbers, Facts, NixpkgsPin, Release, Table,
+    TableError, UnsupportedRelease, TABLE_PATH,
+};
 pub use sysroot::{sysroot_env_var, Sysroot};
 pub use target::Target;
 pub use text::{printable, printable_args, printable_lines};

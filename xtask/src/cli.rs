@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use model::{Cell, Flavour, Release, Target, SUPPORTED};
+use model::{supported, Cell, Flavour, Release, Target};
 
 use crate::util::paths;
 
@@ -88,6 +88,14 @@ pub(crate) struct SomeTargets {
     pub targets: Targets,
 }
 
+/// Which releases, for commands that act on releases, not cells.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct SomeReleases {
+    /// glibc release: X.Y or `all` [default: the newest].
+    #[arg(long = "release", value_name = "X.Y", value_parser = releases(), default_value = NEWEST, hide_default_value = true)]
+    pub releases: Releases,
+}
+
 /// Which cells: releases x targets.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct Cells {
@@ -151,13 +159,13 @@ const DEFAULT_FLAVOUR: &str = "patched";
 
 /// One release, for commands that name exactly one (`X.Y`) and have no default.
 pub(crate) fn release() -> impl TypedValueParser<Value = Release> {
-    PossibleValuesParser::new(SUPPORTED.iter().map(|r| r.version()))
+    PossibleValuesParser::new(supported().iter().map(|r| r.version()))
         .map(|text| Release::parse(&text).expect("a possible value is a supported release"))
 }
 
 /// `X.Y`, or `newest` (the default, not listed).
 pub(crate) fn release_or_newest() -> impl TypedValueParser<Value = Release> {
-    let values = SUPPORTED
+    let values = supported()
         .iter()
         .map(|r| clap::builder::PossibleValue::new(r.version()))
         .chain([clap::builder::PossibleValue::new(NEWEST).hide(true)]);
@@ -169,12 +177,12 @@ pub(crate) fn release_or_newest() -> impl TypedValueParser<Value = Release> {
 
 /// `X.Y`, `all`, or `newest` (the default, not listed).
 fn releases() -> impl TypedValueParser<Value = Releases> {
-    let listed = SUPPORTED.iter().map(|r| r.version()).chain(["all"]);
+    let listed = supported().iter().map(|r| r.version()).chain(["all"]);
     let values = listed
         .map(clap::builder::PossibleValue::new)
         .chain([clap::builder::PossibleValue::new(NEWEST).hide(true)]);
     PossibleValuesParser::new(values).map(|text| match text.as_str() {
-        "all" => Releases(SUPPORTED.to_vec()),
+        "all" => Releases(supported().to_vec()),
         NEWEST => Releases(vec![Release::newest()]),
         one => Releases(vec![
             Release::parse(one).expect("a possible value is a supported release")
@@ -286,13 +294,16 @@ mod tests {
         assert_eq!(one.release.release, Release::parse("2.41").unwrap());
         assert_eq!(one.target.target, Target::Aarch64);
         let err = single(&["--release", "all"]).err().unwrap();
-        assert!(err.contains("2.36, 2.40, 2.41, 2.42, 2.43, 2.44]"), "{err}");
+        assert!(
+            err.contains(&format!("[possible values: {}]", model::supported_list())),
+            "{err}"
+        );
     }
 
     #[test]
     fn all_and_both_expand() {
         let s = parse(&["--release", "all", "--target", "all", "--flavour", "both"]).unwrap();
-        assert_eq!(s.iter().count(), SUPPORTED.len() * 2 * 2);
+        assert_eq!(s.iter().count(), supported().len() * 2 * 2);
     }
 
     #[test]
@@ -307,7 +318,7 @@ mod tests {
     fn unknown_values_list_the_possible_ones() {
         let err = parse(&["--release", "2.39"]).unwrap_err();
         assert!(
-            err.contains("2.36, 2.40, 2.41, 2.42, 2.43, 2.44, all"),
+            err.contains(&format!("{}, all]", model::supported_list())),
             "{err}"
         );
         assert!(!err.contains("newest"), "{err}");

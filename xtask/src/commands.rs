@@ -10,9 +10,10 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::cli::Global;
 use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
-use crate::util::{limits, output};
-use crate::{bench, ci, explain, format, jetson, nixpkgs, rebase, resolution, series, store};
-use crate::{regenerate, update, verify};
+use crate::util::{limits, output, release_table};
+use crate::{bench, ci, debian_stack, explain, format, jetson, nixpkgs, rebase, resolution};
+use crate::{regenerate, rehearse, update, verify};
+use crate::{series, store};
 
 /// The command line of `cargo xtask`.
 #[derive(Parser)]
@@ -53,10 +54,20 @@ pub(crate) enum Command {
     FormatSeries(format::Args),
     /// Apply the series on top of nixpkgs' own glibc patches, as a Nix user would (docs/nix.md).
     NixStack(nixpkgs::Args),
+    /// Apply the series on top of Debian's glibc patches (the release's stable branch,
+    /// git-updates.diff first), as Debian builds it; patches/stable/ resolves what it rejects.
+    DebianStack(debian_stack::Args),
     /// Move the patch series onto another glibc release with a 3-way merge.
     RebaseGlibc(rebase::command::Args),
-    /// Bring one glibc release up to date: import, rebase, build, verify, write the series.
+    /// Bring one glibc release up to date, a new one included: import, rebase, build, verify,
+    /// write the series (and a new release's row in data/releases.json).
     UpdateRelease(update::Args),
+    /// Retire a glibc release: its series, cells and row go; what follows from the table is
+    /// written again.
+    RetireRelease(update::retire::Args),
+    /// Rehearse a new release's day: the next version, made from the newest's tree, through
+    /// update-release in scratch copies of the checkout and store; no source file may change.
+    RehearseRelease(rehearse::Args),
     /// Build glibc, patched or not, into a cached sysroot.
     BuildGlibc(sysroot::command::Args),
     /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
@@ -88,6 +99,11 @@ pub(crate) enum Command {
 pub fn main() -> ExitCode {
     output::survive_closed_pipes();
     limits::survive();
+    // Before the command line: its release values are the table's.
+    if let Err(err) = release_table::load() {
+        diagln!("error: {err:#}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
     let cli = match parse() {
         Ok(cli) => cli,
         // clap's message quotes what the user typed: parsed again from the arguments
@@ -188,11 +204,14 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::Patches(cmd) => cmd.run(&env()?, &rebase::series_check::check_read),
         Command::FormatSeries(args) => args.run(&env()?),
         Command::NixStack(args) => args.run(&env()?),
+        Command::DebianStack(args) => args.run(&env()?),
         Command::RebaseGlibc(args) => {
             let env = env()?;
             args.run(&env, sysroot::compile_check::for_rebase(&env))
         }
-        Command::UpdateRelease(args) => args.run(&env()?),
+        Command::UpdateRelease(args) => args.run(&env()?, &regenerate::write_all),
+        Command::RetireRelease(args) => args.run(&env()?, &regenerate::write_all),
+        Command::RehearseRelease(args) => args.run(&env()?),
         Command::BuildGlibc(args) => args.run(&env()?),
         Command::TestResolution(args) => args.run(&env()?),
         Command::Verify(args) => args.run(&env()?),

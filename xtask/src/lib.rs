@@ -11,7 +11,8 @@
 //!    sysroot) -> `verify` (every cell proven, the support table) -> `ci` (all of it, as CI
 //!    runs it);
 //! 3. the commands that take several stages at once: `update` (one release through all of
-//!    them), `format` (a series as mails for libc-alpha), `jetson` (the Jetson replay),
+//!    them; a new one, a retired one), `rehearse` (a new release's update, rehearsed on a
+//!    pretend one in copies), `format` (a series as mails for libc-alpha), `jetson` (the Jetson replay),
 //!    `explain` (the loader's search for a program, modelled), `bench` (timings),
 //!    `regenerate` (every generated file and block, written or compared);
 //! 4. `commands`: the command tree, which dispatches to all of the above.
@@ -23,6 +24,7 @@ pub mod util;
 pub mod cli;
 
 pub mod ci;
+mod debian_stack;
 pub mod merge;
 mod nixpkgs;
 pub mod rebase;
@@ -37,6 +39,7 @@ mod explain;
 pub mod format;
 mod jetson;
 mod regenerate;
+mod rehearse;
 mod update;
 
 pub mod commands;

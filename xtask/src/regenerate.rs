@@ -2,7 +2,8 @@
 //! (`generated::PARTS`, each naming its generator), written again or, with `--check`,
 //! compared with what its generator makes now. The parts this command can make itself (the
 //! CI workflow, the support page from docs/support.json, docs/contract.md's scenario list,
-//! README's "What to set" and the 222 entry's note, from the Jetson replay's definitions)
+//! README's sentence on the supported releases, from data/releases.json, README's "What to
+//! set" and the 222 entry's note, from the Jetson replay's definitions)
 //! are made and compared; those a run of the real loaders writes (the example outputs, the
 //! lddtree table, docs/jetson.md) are checked for their markers and said to be SKIPPED here,
 //! with the command that writes them (docs/jetson.md's table also for the series its
@@ -37,6 +38,13 @@ impl Args {
         }
         Ok(())
     }
+}
+
+/// Writes every part this command makes under `root` and says, part by part, what it did
+/// and which parts a run of the loaders writes: for the commands that change the table of
+/// releases (a new release's update, a retirement).
+pub(crate) fn write_all(root: &Path) -> Result<String> {
+    Ok(run(root, generated::PARTS, false)?.text)
 }
 
 /// What a run found and said.
@@ -94,6 +102,8 @@ fn render(root: &Path, part: &Part) -> Result<Option<String>> {
         doc.markdown()
     } else if *part == generated::CONTRACT_SCENARIOS {
         contract_scenarios()
+    } else if *part == generated::README_RELEASES {
+        releases_sentence()
     } else if *part == generated::README_WHAT_TO_SET {
         loader_tests::replay::facts::what_to_set()
     } else if *part == generated::JIT_MISMATCH_NOTE {
@@ -123,6 +133,20 @@ fn by_run(root: &Path, part: &Part) -> Result<Option<String>> {
         }
         Kind::Block(_) => None,
     })
+}
+
+/// README's sentence on the supported releases: data/releases.json's rows, the newest last.
+fn releases_sentence() -> String {
+    let versions: Vec<&str> = model::supported().iter().map(|r| r.version()).collect();
+    let listed = match versions.as_slice() {
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        [] => unreachable!("a table has one row at least"),
+    };
+    format!(
+        "The series applies to glibc {listed}; this repository keeps it\n\
+         applying, building and proven on each, for x86_64 and aarch64.\n"
+    )
 }
 
 /// docs/contract.md's list of scenarios: the matrix table, row by row.
@@ -160,6 +184,7 @@ mod tests {
         let report = run(&root, generated::PARTS, true).unwrap();
         assert_eq!(report.text, "\
 fresh    .github/workflows/verify.yml
+fresh    README.md (block releases)
 fresh    README.md (block what-to-set)
 SKIPPED  README.md (block explain-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
 fresh    docs/contract.md (block scenarios)

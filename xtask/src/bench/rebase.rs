@@ -9,7 +9,7 @@ use crate::cli::Env;
 use crate::merge::{pick, Picked, Step};
 use crate::series::Series;
 use crate::series::Workspace;
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 
 /// A one-patch series on `release` touching `elf/dl-load.c` next to the default-path search,
 /// where a real LD_FALLBACK_PATH patch hooks in: used while `patches/` has no series.
@@ -51,7 +51,7 @@ pub fn synthetic_series(repo: &Repository, release: Release, base: Oid) -> Resul
 pub(crate) fn run(env: &Env) -> Result<()> {
     let ws = Workspace::open(env)?;
     let newest = Release::newest();
-    for release in SUPPORTED {
+    for release in supported() {
         ws.store.ensure_release(*release)?;
     }
     let series = match ws.newest_series() {
@@ -64,7 +64,7 @@ pub(crate) fn run(env: &Env) -> Result<()> {
     let started = Instant::now();
     let (_, commits) = ws.commit_series(&series)?;
     let mut rows = Vec::new();
-    for release in SUPPORTED
+    for release in supported()
         .iter()
         .filter(|r| r.version() != series.base.version())
     {

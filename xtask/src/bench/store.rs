@@ -21,7 +21,7 @@ const RUNS: usize = 3;
 
 pub(crate) fn run(env: &Env) -> Result<()> {
     let newest = Release::newest();
-    let tarball = debian::fetch_orig(newest, &paths::downloads_dir()?)?;
+    let tarball = debian::fetch_release_orig(newest, &paths::downloads_dir()?)?;
     let store = env.store.clone();
     let beside = store.parent().unwrap_or(std::path::Path::new("."));
     let mut ours = Vec::new();

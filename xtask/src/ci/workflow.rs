@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use model::Target;
 
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 
-use crate::nixpkgs::{GLIBC_DIR, PINS};
+use crate::nixpkgs::{self, GLIBC_DIR};
 
 /// Where the workflow lives in the checkout.
 pub(crate) const PATH: &str = generated::WORKFLOW.path;
@@ -34,7 +34,7 @@ pub fn path(root: &Path) -> PathBuf {
 
 /// The workflow's text.
 pub fn render() -> String {
-    let releases: Vec<String> = SUPPORTED
+    let releases: Vec<String> = supported()
         .iter()
         .map(|r| format!("\"{}\"", r.version()))
         .collect();
@@ -146,9 +146,31 @@ jobs:
         targets = targets.join(", "),
     );
     out.push_str(&nix_stack_job());
+    out.push_str(DEBIAN_STACK_JOB);
     out.push_str(EXPLAIN_ON_ARM64);
     out
 }
+
+/// The series on Debian's stable branches (`cargo xtask debian-stack`): every release
+/// imported (Debian's orig tarballs), then each release's Debian patches and the series, with
+/// the stable branch's resolutions of patches/stable/.
+const DEBIAN_STACK_JOB: &str = r#"
+  debian-stack:
+    name: the series on Debian's stable branches
+    runs-on: ubuntu-latest
+    timeout-minutes: 30
+    container:
+      image: debian:bookworm
+    steps:
+      - name: Tools the checkout and the toolchain need
+        run: apt-get update -qq && apt-get install -y -qq --no-install-recommends curl ca-certificates git build-essential patch xz-utils
+      - uses: actions/checkout@v4
+      - uses: dtolnay/rust-toolchain@stable
+      - name: Import every release
+        run: cargo xtask rebase-glibc --check --import-missing
+      - name: Apply Debian's patches, then the series
+        run: cargo xtask debian-stack --release all
+"#;
 
 /// `ld-fallback-explain` installed on its own, as users install it, natively on an arm64
 /// runner (the machine a Jetson user has), and run on a program of that machine.
@@ -187,7 +209,7 @@ fn nix_stack_job() -> String {
       - uses: dtolnay/rust-toolchain@stable
 "#,
     );
-    for pin in PINS {
+    for (release, pin) in nixpkgs::pins() {
         let _ = write!(
             out,
             r#"      - name: nixpkgs {short} (glibc {release})
@@ -199,7 +221,6 @@ fn nix_stack_job() -> String {
           sparse-checkout: {GLIBC_DIR}
 "#,
             short = &pin.commit[..12],
-            release = pin.release,
             commit = pin.commit,
         );
     }

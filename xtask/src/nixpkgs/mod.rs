@@ -7,7 +7,7 @@
 //! `series` file, and says per patch whether it applied, moved (offset) or needed fuzz.
 //!
 //! nixpkgs' files are not copied into this repository: they are read from checkouts of
-//! nixpkgs at the commits pinned in [`PINS`] (`--nixpkgs DIR`: `DIR/<commit>/`, as the CI
+//! nixpkgs at the commits pinned in data/releases.json ([`pins`]; `--nixpkgs DIR`: `DIR/<commit>/`, as the CI
 //! workflow checks them out). Without them the check is SKIPPED outside CI and fails under CI.
 
 use std::fmt::Write as _;
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
-use model::{Release, Target};
+use model::{NixpkgsPin, Release, Target};
 use xshell::cmd;
 
 use crate::cli::{Cells, Env};
@@ -24,41 +24,16 @@ use crate::store::SourceStore;
 use crate::util::exit::NeedsAttention;
 use crate::util::shell;
 
-/// A nixpkgs commit whose glibc is the series' `release`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Pin {
-    pub release: &'static str,
-    /// The nixpkgs commit (40 hex digits).
-    pub commit: &'static str,
-    /// What the pin stands for (the channel, where known).
-    pub what: &'static str,
+/// The nixpkgs commits checked, with their releases: each release's `nixpkgs` fact in
+/// data/releases.json, the commit at which the files were read for docs/nix.md
+/// (NixOS/nixpkgs, `pkgs/development/libraries/glibc/`). The check itself reads `common.nix`
+/// at the commit and fails when its glibc is not the pin's release.
+pub(crate) fn pins() -> Vec<(Release, &'static NixpkgsPin)> {
+    model::supported()
+        .iter()
+        .filter_map(|r| Some((*r, r.facts().nixpkgs.as_ref()?)))
+        .collect()
 }
-
-/// The nixpkgs commits checked: for each, the commit at which the files were read for
-/// docs/nix.md (NixOS/nixpkgs, `pkgs/development/libraries/glibc/`). The check itself reads
-/// `common.nix` at the commit and fails when its glibc is not the pin's release.
-pub(crate) const PINS: &[Pin] = &[
-    Pin {
-        release: "2.40",
-        commit: "b9b90f07d7d476954ea61592be63757fcd17e438",
-        what: "glibc 2.40 with 2.40-master.patch (the glibc of NixOS 25.05; 25.11's by inference, not confirmed: docs/nix.md)",
-    },
-    Pin {
-        release: "2.42",
-        commit: "00437292513a341c81ae728a74011fc0cfb7fa01",
-        what: "glibc 2.42-67 with 2.42-master.patch and three resolv CVE patches (NixOS 26.05)",
-    },
-    Pin {
-        release: "2.43",
-        commit: "9e688b53a691a4bd242b351adf5f80f141af6461",
-        what: "glibc 2.43 with 2.43-master.patch (the 2.42 -> 2.43 update)",
-    },
-    Pin {
-        release: "2.44",
-        commit: "1e23b1be785ea5d625c65aff6de3333831a842fb",
-        what: "glibc 2.44 with 2.44-master.patch",
-    },
-];
 
 /// Where nixpkgs keeps glibc, inside a checkout.
 pub(crate) const GLIBC_DIR: &str = "pkgs/development/libraries/glibc";
@@ -122,7 +97,7 @@ impl Args {
             "$LD_FALLBACK_NIXPKGS"
         };
         let Some(root) = self.nixpkgs.or(from_env.map(PathBuf::from)) else {
-            let why = "no nixpkgs checkouts (--nixpkgs DIR or $LD_FALLBACK_NIXPKGS, DIR/<commit>/ per pin in xtask/src/nixpkgs/mod.rs)";
+            let why = "no nixpkgs checkouts (--nixpkgs DIR or $LD_FALLBACK_NIXPKGS, DIR/<commit>/ per nixpkgs commit in data/releases.json)";
             if in_ci {
                 bail!("{why}: under CI this is a failure, not a skip");
             }
@@ -144,21 +119,18 @@ impl Args {
         }
         // Checkouts of some pins missing are cells SKIPPED; of every pin the cells need, the
         // directory named is the mistake.
-        let pinned: Vec<&Pin> = PINS
+        let pinned: Vec<&NixpkgsPin> = self
+            .cells
             .iter()
-            .filter(|pin| {
-                self.cells
-                    .iter()
-                    .any(|c| c.release.version() == pin.release)
-            })
+            .filter_map(|c| c.release.facts().nixpkgs.as_ref())
             .collect();
         if !pinned.is_empty()
             && !pinned
                 .iter()
-                .any(|pin| root.join(pin.commit).join(GLIBC_DIR).is_dir())
+                .any(|pin| root.join(&pin.commit).join(GLIBC_DIR).is_dir())
         {
             bail!(
-                "{named_by} {} holds no nixpkgs checkout of the pins of the releases asked for (DIR/<commit>/, a checkout at each commit pinned in xtask/src/nixpkgs/mod.rs): name the directory holding them",
+                "{named_by} {} holds no nixpkgs checkout of the pins of the releases asked for (DIR/<commit>/, a checkout at each release's nixpkgs commit in data/releases.json): name the directory holding them",
                 root.display()
             );
         }
@@ -166,7 +138,7 @@ impl Args {
         let store = SourceStore::open(&env.store)?;
         let mut problems = Vec::new();
         for cell in self.cells.iter() {
-            let Some(pin) = PINS.iter().find(|p| p.release == cell.release.version()) else {
+            let Some(pin) = cell.release.facts().nixpkgs.as_ref() else {
                 outln!(
                     "{} {}: no nixpkgs pin (nixpkgs ships no glibc {} here)",
                     cell.release,
@@ -175,7 +147,7 @@ impl Args {
                 );
                 continue;
             };
-            let checkout = root.join(pin.commit);
+            let checkout = root.join(&pin.commit);
             if !checkout.join(GLIBC_DIR).is_dir() {
                 let why = format!(
                     "{} {}: SKIPPED: no checkout of nixpkgs {} at {}",
@@ -191,7 +163,7 @@ impl Args {
                 }
                 continue;
             }
-            check_commit(&checkout, pin.commit)?;
+            check_commit(&checkout, &pin.commit)?;
             let series = ws.load_series(cell.release)?;
             let report = check_stack(
                 &store,
@@ -304,10 +276,14 @@ fn apply_stack(
             .with_context(|| format!("cannot read {} (listed in common.nix)", path.display()))?;
         let (kept, dropped) = without_manual(&text);
         report.manual_sections += dropped;
-        report.stack.push(apply(tree, name, &kept)?);
+        report
+            .stack
+            .push(apply(tree, name, &kept, &Patching::STDENV)?);
     }
     for patch in series {
-        report.series.push(apply(tree, &patch.name, &patch.text)?);
+        report
+            .series
+            .push(apply(tree, &patch.name, &patch.text, &Patching::STDENV)?);
     }
     Ok(report)
 }
@@ -460,14 +436,35 @@ pub(crate) fn without_manual(text: &str) -> (String, usize) {
     (kept, dropped)
 }
 
-/// `patch -p1` of `text` in `tree`, as stdenv's patch phase runs it (`--batch`: no
+/// How a distribution's build runs `patch`: the components stripped from the paths, and
+/// whether to change nothing (`--dry-run`: only say whether it would apply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Patching {
+    pub strip: u8,
+    pub dry_run: bool,
+}
+
+impl Patching {
+    /// `patch -p1`, as stdenv's patch phase and quilt (by default) run it.
+    pub(crate) const STDENV: Patching = Patching {
+        strip: 1,
+        dry_run: false,
+    };
+}
+
+/// `patch -pN` of `text` in `tree`, as stdenv's patch phase and quilt run it (`--batch`: no
 /// questions; no backup files).
-fn apply(tree: &Path, name: &str, text: &str) -> Result<Applied> {
+pub(crate) fn apply(tree: &Path, name: &str, text: &str, how: &Patching) -> Result<Applied> {
     use std::io::Write;
     let sh = shell::here()?;
+    let strip = format!("-p{}", how.strip);
+    let dry_run = how.dry_run.then_some("--dry-run");
     // Fed by hand rather than with xshell's `stdin`: xshell makes a patch that stops
     // reading early (a failure, reported below) an error of its own.
-    let patch = cmd!(sh, "patch -p1 --batch --no-backup-if-mismatch -d {tree}");
+    let patch = cmd!(
+        sh,
+        "patch {strip} {dry_run...} --batch --no-backup-if-mismatch -d {tree}"
+    );
     let mut child = Command::from(patch)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -506,7 +503,11 @@ pub(crate) fn parse_patch_output(name: &str, said: &str) -> Applied {
     };
     let mut file = String::new();
     for line in said.lines() {
-        if let Some(path) = line.strip_prefix("patching file ") {
+        // `checking file` where `--dry-run` changes nothing.
+        if let Some(path) = line
+            .strip_prefix("patching file ")
+            .or_else(|| line.strip_prefix("checking file "))
+        {
             file = path.trim_matches(|c| c == '\'' || c == '`').to_string();
         } else if line.starts_with("Hunk #") {
             if line.contains("FAILED") {
@@ -523,7 +524,12 @@ pub(crate) fn parse_patch_output(name: &str, said: &str) -> Applied {
 }
 
 /// The report of one cell.
-pub(crate) fn render(release: Release, target: Target, pin: &Pin, report: &StackReport) -> String {
+pub(crate) fn render(
+    release: Release,
+    target: Target,
+    pin: &NixpkgsPin,
+    report: &StackReport,
+) -> String {
     let mut out = String::new();
     let verdict = if !report.applies() {
         "DOES NOT APPLY"

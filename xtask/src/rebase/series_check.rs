@@ -20,7 +20,7 @@ use crate::series::{
 };
 use crate::series::{variant, Workspace};
 use crate::store::ReleaseNotImported;
-use model::{Flavour, Release, SUPPORTED};
+use model::{supported, Flavour, Release};
 
 /// What `--check` found: one finding per series directory (or stray entry) of `patches/` and
 /// per directory of `patches/resolutions/`, in the order the check met them.
@@ -255,7 +255,11 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
     }
     // Every supported release is accounted for: one whose directory is gone is a finding,
     // not a release with nothing to check.
-    for release in SUPPORTED.iter().copied().filter(|r| !releases.contains(r)) {
+    for release in supported()
+        .iter()
+        .copied()
+        .filter(|r| !releases.contains(r))
+    {
         let dir = ws.series_dir(release);
         let verdict = match ws.series_entry(release) {
             SeriesEntry::Absent => Verdict::Absent { release },

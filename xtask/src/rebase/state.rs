@@ -26,7 +26,7 @@ use crate::series::Series;
 use crate::series::Workspace;
 use crate::store::worktree;
 use crate::util::{durable, fault, staging};
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 
 /// A rebase's state file: a line per patch and per conflict, written by the rebase.
 const STATE_LIMIT: model::file::Limit = model::file::Limit {
@@ -94,7 +94,7 @@ pub(crate) fn tree_dir(ws: &Workspace, onto: Release) -> PathBuf {
 
 /// Target releases with a rebase in progress.
 pub(crate) fn in_progress(ws: &Workspace) -> Vec<Release> {
-    SUPPORTED
+    supported()
         .iter()
         .copied()
         .filter(|r| state_dir(ws, *r).join("state").is_file())
@@ -380,7 +380,7 @@ pub(crate) fn recover(ws: &Workspace) -> Result<Vec<String>> {
     let Some(names) = crate::util::paths::sorted_entry_names(&ws.rebase_dir) else {
         return Ok(said);
     };
-    let live: Vec<PathBuf> = SUPPORTED
+    let live: Vec<PathBuf> = supported()
         .iter()
         .filter_map(|r| generation_of(&state_dir(ws, *r)).ok())
         .collect();

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use crate::cli::{Env, OneRelease};
 use crate::series::{Judge, Workspace};
 use crate::util::exit::NeedsAttention;
-use model::SUPPORTED;
+use model::supported;
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
@@ -49,7 +49,7 @@ impl Command {
         }
         match self {
             Command::Status { .. } => {
-                let report = super::status::status(&ws, SUPPORTED, judge)?;
+                let report = super::status::status(&ws, supported(), judge)?;
                 out!("{}", report.render());
                 if report.errors() {
                     bail!("the status of some releases could not be found out (see `error` above)");

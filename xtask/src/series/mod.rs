@@ -38,6 +38,10 @@ pub(crate) const SERIES_FILE: &str = "series";
 /// `patches/<RESOLUTIONS_DIR>/<X.Y>/`: the recorded resolutions of the rebases onto X.Y
 /// (see `rebase::records`), kept with the series but not part of any.
 pub(crate) const RESOLUTIONS_DIR: &str = "resolutions";
+/// `patches/<STABLE_DIR>/<X.Y>/`: what the series of X.Y needs to apply on the stable branch
+/// users build (Debian's source package of the release), where it does not as it is (see
+/// `series::stable`).
+pub(crate) const STABLE_DIR: &str = "stable";
 /// Ends every patch: the mail signature `git format-patch` would fill with its version.
 pub const TRAILER: &str = "-- \nld-fallback\n";
 const BASE_PREFIX: &str = "# base: ";

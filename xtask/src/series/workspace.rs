@@ -12,7 +12,7 @@ use crate::series::{defect, Series, RESOLUTIONS_DIR};
 use crate::store::SourceStore;
 use crate::util::lock::{self, FileLock};
 use crate::util::{durable, paths, staging, together};
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 
 /// What `patches/<X.Y>` is ([`Workspace::series_entry`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +138,7 @@ impl Workspace {
     /// or without (a series that lost its file must not drop out of a check); a symlink is
     /// none ([`Workspace::series_entry`]).
     pub(crate) fn series_dirs(&self) -> Vec<Release> {
-        SUPPORTED
+        supported()
             .iter()
             .copied()
             .filter(|r| self.series_entry(*r) == SeriesEntry::Directory)
@@ -172,7 +172,7 @@ impl Workspace {
 
     /// Supported releases that have a series in `patches/`, oldest first.
     pub fn releases_with_series(&self) -> Vec<Release> {
-        SUPPORTED
+        supported()
             .iter()
             .copied()
             .filter(|r| {
@@ -186,8 +186,8 @@ impl Workspace {
     }
 
     /// Directories in `patches/` that are not a supported release (typos, dropped releases),
-    /// besides `resolutions/` and `variants/` (variants of the series, see
-    /// `sysroot::source::series_for`).
+    /// besides `resolutions/`, `stable/` (the stable branch's resolutions) and `variants/`
+    /// (variants of the series, see `sysroot::source::series_for`).
     pub(crate) fn unknown_series_dirs(&self) -> Result<Vec<PathBuf>> {
         // No patches/ at all: the check says so, release by release.
         let Some(entries) = paths::entries_if_exists(&self.patches_dir)? else {
@@ -199,8 +199,9 @@ impl Workspace {
             if entry.path().is_dir()
                 && !name.starts_with('.')
                 && name != RESOLUTIONS_DIR
+                && name != crate::series::STABLE_DIR
                 && name != "variants"
-                && !SUPPORTED.iter().any(|r| r.version() == name)
+                && !supported().iter().any(|r| r.version() == name)
             {
                 stray.push(entry.path());
             }

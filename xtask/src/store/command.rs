@@ -6,7 +6,7 @@ use clap::Subcommand;
 use crate::cli::{self, Env};
 use crate::store::import::Source;
 use crate::store::SourceStore;
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
@@ -35,7 +35,7 @@ impl Command {
                 let store = SourceStore::open_read_only(dir)?;
                 outln!("store: {}", store.dir().display());
                 let stored = store.list()?;
-                for release in SUPPORTED {
+                for release in supported() {
                     let row = stored.iter().find(|s| s.tag == release.tag());
                     let state = match row {
                         None => "not imported".to_string(),
@@ -53,7 +53,7 @@ impl Command {
                 }
                 for other in stored
                     .iter()
-                    .filter(|s| !SUPPORTED.iter().any(|r| r.tag() == s.tag))
+                    .filter(|s| !supported().iter().any(|r| r.tag() == s.tag))
                 {
                     outln!(
                         "{:<11} commit {} (not a supported release)",

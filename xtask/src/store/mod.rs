@@ -4,7 +4,7 @@
 //! Imports are deterministic (fixed author, date and message, no parent), so a release's
 //! commit id is the same on every machine and patches exported against it are reproducible.
 //! The tag is the commit point of an import: objects written before it are unreferenced and
-//! harmless, and a tree that does not match the id pinned in `release.rs` is refused before
+//! harmless, and a tree that does not match the id pinned in data/releases.json is refused before
 //! anything is written (`glibc import` verifies before the store is even created, so rejected
 //! input leaves no empty store behind). Checks and reports open the store read-only
 //! ([`Access::ReadOnly`]): they write nothing and import nothing.
@@ -78,9 +78,10 @@ pub struct StoredRelease {
     pub tree: Oid,
 }
 
-/// A release whose tree matched its pin, held outside any store until it is written into one.
+/// A release whose tree matched its pin (or, for a release without one yet, whatever tree it
+/// is), held outside any store until it is written into one.
 pub(crate) struct VerifiedRelease {
-    release: Release,
+    incoming: Incoming,
     tree: Oid,
     objects: VerifiedObjects,
     /// The scratch repository a git import's objects come from.
@@ -93,29 +94,67 @@ enum VerifiedObjects {
     Repository(Repository),
 }
 
+/// What an import is to bring in: a release by version, where its files come from in Debian,
+/// and the tree it must make (`None` for a release without a row yet: the import pins what it
+/// makes, `update-release` writes it to the row).
+#[derive(Debug, Clone)]
+pub(crate) struct Incoming {
+    pub version: String,
+    pub debian: Option<String>,
+    pub tree: Option<Oid>,
+}
+
+impl Incoming {
+    /// A supported release, held to its pin.
+    pub(crate) fn pinned(release: Release) -> Result<Incoming> {
+        Ok(Incoming {
+            version: release.version().to_string(),
+            debian: release.debian_version().map(str::to_string),
+            tree: Some(pinned_tree(release)?),
+        })
+    }
+
+    /// `glibc-X.Y`, upstream's tag and the store's.
+    pub(crate) fn tag(&self) -> String {
+        format!("glibc-{}", self.version)
+    }
+
+    /// Where an expected tree is pinned, for messages.
+    fn pinned_where(&self) -> String {
+        format!("its row in {}", model::TABLE_PATH)
+    }
+}
+
 impl VerifiedRelease {
-    /// Fetches or extracts `release` from `source` and checks its tree against `expected`
-    /// (the pin, but for synthetic releases in tests). Scratch space goes below
-    /// `scratch_parent`; no store is opened or created.
+    /// Fetches or extracts the release from `source` and checks its tree against the one
+    /// `incoming` expects (the pin, but for synthetic releases in tests; none for a release
+    /// without a row). Scratch space goes below `scratch_parent`; no store is opened or
+    /// created.
     pub(crate) fn prepare(
-        release: Release,
-        expected: Oid,
+        incoming: Incoming,
         source: &Source,
         downloads: &Path,
         scratch_parent: &Path,
     ) -> Result<VerifiedRelease> {
         match source {
             Source::Debian => {
-                let tarball = import::debian::fetch_orig(release, downloads)?;
-                verify_tarball(release, &tarball, expected, scratch_parent)
+                let Some(debian) = &incoming.debian else {
+                    bail!(
+                        "glibc {} has no Debian version to download: import it from tarball:<path> or git:<url>, or name the Debian version \
+                         (`update-release --debian-version` for a release without a row, `debian` in its row of {} otherwise)",
+                        incoming.version,
+                        model::TABLE_PATH
+                    );
+                };
+                let tarball = import::debian::fetch_orig(&incoming.version, debian, downloads)?;
+                verify_tarball(incoming, &tarball, scratch_parent)
             }
-            Source::Tarball(path) => verify_tarball(release, path, expected, scratch_parent),
+            Source::Tarball(path) => verify_tarball(incoming, path, scratch_parent),
             Source::Git(url) => {
-                let (scratch, repo) =
-                    import::git::fetch_tag(scratch_parent, release, url, expected)?;
+                let (scratch, repo, tree) = import::git::fetch_tag(scratch_parent, &incoming, url)?;
                 Ok(VerifiedRelease {
-                    release,
-                    tree: expected,
+                    incoming,
+                    tree,
                     objects: VerifiedObjects::Repository(repo),
                     _staging: Some(scratch),
                 })
@@ -125,11 +164,11 @@ impl VerifiedRelease {
 }
 
 fn verify_tarball(
-    release: Release,
+    incoming: Incoming,
     tarball: &Path,
-    expected: Oid,
     _scratch_parent: &Path,
 ) -> Result<VerifiedRelease> {
+    let version = incoming.version.clone();
     match model::file::regular(tarball, "a release tarball") {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -138,27 +177,29 @@ fn verify_tarball(
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", tarball.display())),
     }
     let started = std::time::Instant::now();
-    diagln!("glibc {release}: reading {}", tarball.display());
+    diagln!("glibc {version}: reading {}", tarball.display());
     let imported = import::tarball::import(tarball, &[import::DROPPED_TOP_LEVEL])?;
     fault::point("import:read");
     diagln!(
-        "glibc {release}: {} files hashed and packed, tree {} ({:.1} s)",
+        "glibc {version}: {} files hashed and packed, tree {} ({:.1} s)",
         imported.files,
         imported.root,
         started.elapsed().as_secs_f64()
     );
-    if imported.root != expected {
-        bail!(
-            "{} does not hold glibc {release} as pinned: its tree (minus manual/) is {}, \
-             expected {expected} (model/src/release.rs); the store is unchanged. \
+    match incoming.tree {
+        Some(expected) if imported.root != expected => bail!(
+            "{} does not hold glibc {version} as pinned: its tree (minus manual/) is {}, \
+             expected {expected} ({}); the store is unchanged. \
              Is it the right, unmodified release tarball?",
             tarball.display(),
-            imported.root
-        );
+            imported.root,
+            incoming.pinned_where()
+        ),
+        Some(_) => diagln!("glibc {version}: tree verified"),
+        None => diagln!("glibc {version}: no tree pinned yet; this one will be"),
     }
-    diagln!("glibc {release}: tree verified");
     Ok(VerifiedRelease {
-        release,
+        incoming,
         tree: imported.root,
         objects: VerifiedObjects::Pack(imported.pack),
         _staging: None,
@@ -175,7 +216,7 @@ pub(crate) fn import_into(dir: &Path, release: Release, source: &Source) -> Resu
     let parent = dir.parent().unwrap_or(Path::new("."));
     let downloads = paths::downloads_dir().unwrap_or_else(|_| parent.join("downloads"));
     let verified =
-        VerifiedRelease::prepare(release, pinned_tree(release)?, source, &downloads, parent)?;
+        VerifiedRelease::prepare(Incoming::pinned(release)?, source, &downloads, parent)?;
     SourceStore::open(dir)?.write_verified(verified)
 }
 
@@ -292,14 +333,66 @@ impl SourceStore {
             return Ok(commit);
         }
         self.refuse_to_import_if_read_only(release)?;
+        let incoming = Incoming {
+            tree: Some(tree),
+            ..Incoming::pinned(release)?
+        };
+        self.import_incoming(incoming, source)
+    }
+
+    /// Imports a release that has no row yet (no pin): whatever tree `source` holds for
+    /// `version`, which the caller pins. Returns the commit and its tree; a release the store
+    /// has already is not imported again.
+    pub(crate) fn import_unpinned(
+        &self,
+        version: &str,
+        debian: Option<&str>,
+        source: &Source,
+    ) -> Result<StoredRelease> {
+        let incoming = Incoming {
+            version: version.to_string(),
+            debian: debian.map(str::to_string),
+            tree: None,
+        };
+        if let Some(commit) = self.tag_commit(&incoming.tag())? {
+            diagln!(
+                "glibc {version} is already in the store as {commit}: its source is not read again"
+            );
+        } else {
+            if self.access == Access::ReadOnly {
+                bail!(
+                    "glibc {version} is not in the store {}, which this command may not write",
+                    self.dir.display()
+                );
+            }
+            self.import_incoming(incoming.clone(), source)?;
+        }
+        self.stored(&incoming.tag())?
+            .with_context(|| format!("the store lost glibc {version} as it imported it"))
+    }
+
+    fn import_incoming(&self, incoming: Incoming, source: &Source) -> Result<Oid> {
         let parent = self.dir.parent().unwrap_or(Path::new("."));
-        let verified = VerifiedRelease::prepare(release, tree, source, &self.downloads, parent)?;
+        let verified = VerifiedRelease::prepare(incoming, source, &self.downloads, parent)?;
         self.write_verified(verified)
+    }
+
+    /// The stored release tagged `tag`.
+    fn stored(&self, tag: &str) -> Result<Option<StoredRelease>> {
+        let Some(commit) = self.tag_commit(tag)? else {
+            return Ok(None);
+        };
+        let tree = self.repo.find_commit(commit)?.tree_id();
+        Ok(Some(StoredRelease {
+            tag: tag.to_string(),
+            commit,
+            tree,
+        }))
     }
 
     /// Writes a verified release's objects, then its commit and tag (the commit point).
     pub(crate) fn write_verified(&self, verified: VerifiedRelease) -> Result<Oid> {
-        let release = verified.release;
+        let release = verified.incoming.version.as_str();
         diagln!("glibc {release}: writing it into the store");
         let written = match &verified.objects {
             VerifiedObjects::Pack(pack) => pack.install(&self.repo).map(|written| {
@@ -318,20 +411,20 @@ impl SourceStore {
                 )
             })?;
         fault::point("import:objects-written");
-        self.commit_release(release, verified.tree)
+        self.commit_release(&verified.incoming, verified.tree)
             .map_err(|e| durable::explain_full_disk(e, &self.dir))
     }
 
     /// The deterministic root commit for a verified tree, then the tag (the commit point).
-    fn commit_release(&self, release: Release, tree: Oid) -> Result<Oid> {
+    fn commit_release(&self, incoming: &Incoming, tree: Oid) -> Result<Oid> {
+        let (release, tag) = (&incoming.version, incoming.tag());
         let tree = self
             .repo
             .find_tree(tree)
             .context("imported tree is missing")?;
         let sig = import_signature()?;
         let message = format!(
-            "glibc {release}\n\nThe upstream tag {} without manual/, imported by `cargo xtask glibc import`.\n",
-            release.tag()
+            "glibc {release}\n\nThe upstream tag {tag} without manual/, imported by `cargo xtask glibc import`.\n"
         );
         let commit = self
             .repo
@@ -340,13 +433,8 @@ impl SourceStore {
         fault::point("import:committed");
         // Forced: another process importing the same release computes the same commit.
         self.repo
-            .reference(
-                &format!("refs/tags/{}", release.tag()),
-                commit,
-                true,
-                "import",
-            )
-            .with_context(|| format!("cannot tag {}", release.tag()))?;
+            .reference(&format!("refs/tags/{tag}"), commit, true, "import")
+            .with_context(|| format!("cannot tag {tag}"))?;
         diagln!(
             "imported glibc {release}: commit {commit}, tree {}",
             tree.id()
@@ -358,14 +446,7 @@ impl SourceStore {
     pub fn list(&self) -> Result<Vec<StoredRelease>> {
         let mut out = Vec::new();
         for name in self.repo.tag_names(Some("glibc-*"))?.iter().flatten() {
-            if let Some(commit) = self.tag_commit(name)? {
-                let tree = self.repo.find_commit(commit)?.tree_id();
-                out.push(StoredRelease {
-                    tag: name.to_string(),
-                    commit,
-                    tree,
-                });
-            }
+            out.extend(self.stored(name)?);
         }
         Ok(out)
     }
@@ -379,7 +460,8 @@ impl SourceStore {
     }
 }
 
-/// The tree id pinned for `release` (model/src/release.rs): what an import must produce.
+/// The tree id pinned for `release` (its row in data/releases.json): what an import must
+/// produce.
 pub(crate) fn pinned_tree(release: Release) -> Result<Oid> {
     Oid::from_str(release.pinned_tree())
         .with_context(|| format!("the pinned tree id of glibc {release} is malformed"))

@@ -1,19 +1,30 @@
-//! `cargo xtask update-release X.Y`: one glibc release from import to verdict in one command.
+//! `cargo xtask update-release X.Y`: one glibc release from import to verdict in one command,
+//! a release the project has never seen included.
 //!
-//! 1. import the release into the store (from Debian, when it is not there);
+//! 1. import the release into the store (from Debian, when it is not there, or from the
+//!    `--source` named); a release without a row in data/releases.json gets one, pinning the
+//!    tree the import made ([`new_release`]);
 //! 2. rebase the nearest series onto it (`rebase-glibc`, with the build check after each
 //!    patch, recorded resolutions replayed), writing the series into a candidate copy of
 //!    `patches/` under `<cache>/update/X.Y/`;
 //! 3. verify the release's cells (both sysroots built, matrix, glibc's `elf/` tests) with
 //!    `verify`'s library, from the candidate;
 //! 4. only when they are verified, write `patches/X.Y/` and the release's cells of
-//!    docs/support.json, with docs/support.md rendered from it.
+//!    docs/support.json, with docs/support.md rendered from it, and the counts of its first
+//!    verified run into its row;
+//!
+//! For a new release, every generated part that follows from the table (the CI workflow, the
+//! blocks that name the supported or the newest release) is written as soon as its row is,
+//! and those that a run of the loaders writes are named with their commands.
 //!
 //! A stop is a finding (exit status 2) with the precise report and the commands that go on:
 //! the rebase's work tree to fix, then `update-release X.Y --continue`. The rebase's state is
 //! crash-safe and every later step is cached (builds, verified cells), so a run killed
 //! anywhere goes on by running the same command again. `--no-verify` skips steps 3 and 4's
 //! page (the series goes straight to `patches/X.Y/`): the rebase part alone, for rehearsals.
+
+pub(crate) mod new_release;
+pub(crate) mod retire;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -25,20 +36,32 @@ use crate::rebase::state::{self, RebaseState};
 use crate::rebase::{self, command::options_for_cli, Outcome, Resume};
 use crate::series::scope::SCOPE_FILE;
 use crate::series::{Series, Workspace};
+use crate::store::import::Source;
 use crate::sysroot::compile_check;
 use crate::util::exit::NeedsAttention;
-use crate::util::{durable, paths, together};
+use crate::util::{durable, paths, release_table, together};
 use crate::verify::provenance::{Provenance, WrittenBy};
 use crate::verify::support::SupportDoc;
 use crate::verify::{self, CellReport, CellState};
 use anyhow::{bail, Context, Result};
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
+use new_release::Asked;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The release to bring up to date.
-    #[arg(value_name = "X.Y", value_parser = cli::release())]
-    pub release: Release,
+    /// The release to bring up to date: a supported one, or a new one (it gets a row in
+    /// data/releases.json).
+    #[arg(value_name = "X.Y", value_parser = new_release::parse_asked)]
+    pub release: Asked,
+    /// Where to import the release from when the store lacks it: `debian` (the orig tarball
+    /// of its Debian version, through apt), `tarball:<path>` or `git:<url-or-path>`. A
+    /// supported release's import is held to its pinned tree; a new one's pins what it makes.
+    #[arg(long, default_value = "debian", value_parser = Source::parse, conflicts_with_all = ["continue_", "abort"])]
+    pub source: Source,
+    /// A new release's Debian source version, for its row [default: with --source debian,
+    /// the newest the archive lists; otherwise none until Debian carries it].
+    #[arg(long, value_name = "VERSION", conflicts_with_all = ["continue_", "abort"])]
+    pub debian_version: Option<String>,
     /// The series to move onto it [default: the nearest other release with a series, the
     /// newer one when two are as near].
     #[arg(long, value_name = "X.Y", value_parser = cli::release(), conflicts_with_all = ["continue_", "abort"])]
@@ -72,13 +95,47 @@ pub(crate) struct Args {
     pub force: bool,
 }
 
+/// Writes every generated part this process can make (`regenerate`'s, passed in from above)
+/// under the checkout's root, and says what it did, part by part.
+pub(crate) type Regenerate<'a> = &'a dyn Fn(&Path) -> Result<String>;
+
 impl Args {
-    pub(crate) fn run(self, env: &Env) -> Result<()> {
+    pub(crate) fn run(self, env: &Env, regenerate: Regenerate<'_>) -> Result<()> {
         let ws = Workspace::open(env)?;
         for said in ws.recover()?.into_iter().chain(state::recover(&ws)?) {
             diagln!("{said}");
         }
-        let onto = self.release;
+        let onto = match &self.release {
+            Asked::Supported(release) => {
+                if self.debian_version.is_some() {
+                    bail!(
+                        "glibc {release} has a row already (Debian version {}): edit it in {}",
+                        release.debian_version().unwrap_or("none"),
+                        model::TABLE_PATH
+                    );
+                }
+                *release
+            }
+            Asked::New(version) if self.continue_ || self.abort => bail!(
+                "there is no update of glibc {version} to go on with or give up: glibc {version} has no row in {} \
+                 (`cargo xtask update-release {version}` adds it)",
+                model::TABLE_PATH
+            ),
+            Asked::New(version) => {
+                diagln!("==== update-release glibc {version}: a new release");
+                let release = new_release::admit(
+                    &ws.store,
+                    version,
+                    &self.source,
+                    self.debian_version.clone(),
+                )?;
+                // What follows from the table alone (the workflow's cells, the pages' lists
+                // of releases) is the new table's from now on, whatever the rest of the run
+                // comes to.
+                out!("{}", regenerate(&paths::project_root())?);
+                release
+            }
+        };
         // For the whole run: the final write comes long after the rebase.
         let _lock = ws.lock_release(onto)?;
         let candidate = candidate_dir(onto)?;
@@ -103,13 +160,17 @@ impl Args {
 
         diagln!("==== update-release glibc {onto}: import");
         let phase = Instant::now();
-        if ws.store.release_commit(onto)?.is_none() {
-            diagln!(
-                "importing glibc {onto} into {} (from Debian)",
-                ws.store.dir().display()
-            );
-        }
-        let commit = ws.store.ensure_release(onto)?;
+        let commit = match ws.store.release_commit(onto)? {
+            Some(commit) => commit,
+            None => {
+                diagln!(
+                    "importing glibc {onto} into {} (from {})",
+                    ws.store.dir().display(),
+                    self.source.describe()
+                );
+                ws.store.import(onto, &self.source)?
+            }
+        };
         diagln!("glibc {onto} is {} in {}", commit, ws.store.dir().display());
         phases.push(("import", phase.elapsed().as_secs_f64()));
 
@@ -184,6 +245,7 @@ impl Args {
             // Written to patches/ directly: no verification asked (or a rebase started
             // without one). The records a candidate carried are in patches/ now too.
             durable::remove_tree(&candidate)?;
+            carry_variants(&ws, onto)?;
             print_phases(onto, &phases, started);
             outln!(
                 "patches/{onto} is written, not verified: docs/support.md's rows for {onto} are stale until \
@@ -241,14 +303,19 @@ impl Args {
             );
         }
         let root = paths::project_root();
+        let counted = with_counts(&release_table::read()?, onto, &reports)?;
         let support = support_with(&root, onto, reports)?;
 
         diagln!("==== update-release glibc {onto}: write");
         // The support record's new text was made above: one that cannot take the cells stops
         // the update before the series changed, not after.
+        if let Some(table) = counted {
+            release_table::write(&table)?;
+        }
         write_from_candidate(&ws, onto, &series_dir)?;
         let [record, page] = support.write(&root)?;
         durable::remove_tree(&candidate)?;
+        carry_variants(&ws, onto)?;
         print_phases(onto, &phases, started);
         outln!(
             "wrote {} and the cells of glibc {onto} in {} and {}: review and commit them (with patches/resolutions/{onto}/ if it changed)",
@@ -329,7 +396,7 @@ fn copy_scope(ws: &Workspace, patches_dir: &Path) -> Result<()> {
 /// supported list), the newer of two as near, since the series is developed on the newest;
 /// `onto`'s own when it is the only one.
 pub(crate) fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
-    let at = |r: Release| SUPPORTED.iter().position(|s| *s == r).unwrap_or(0) as i64;
+    let at = |r: Release| supported().iter().position(|s| *s == r).unwrap_or(0) as i64;
     let with = ws.releases_with_series();
     let nearest = with
         .iter()
@@ -344,6 +411,100 @@ pub(crate) fn nearest_series(ws: &Workspace, onto: Release) -> Result<Release> {
             ws.patches_dir.display()
         ),
     }
+}
+
+/// The variants of the series (`patches/variants/<name>/<X.Y>/`) that `onto` lacks, carried
+/// from the newest older release that has one, when `onto` is the newest release: the
+/// variants' users (the Jetson replay, CI's build of the variant) take the newest. The same
+/// patch files are taken when they apply exactly on top of `onto`'s series, and written whole
+/// or not at all; otherwise the command says so and what to do (patches/variants/README.md).
+fn carry_variants(ws: &Workspace, onto: Release) -> Result<()> {
+    if onto != Release::newest() {
+        return Ok(());
+    }
+    for variant in model::Flavour::VARIANTS.iter().filter_map(|f| f.variant()) {
+        let dest = crate::series::variant::dir(&ws.patches_dir, variant, onto);
+        if dest.exists() {
+            continue;
+        }
+        let Some(from) = supported()
+            .iter()
+            .rev()
+            .copied()
+            .filter(|r| *r < onto)
+            .find(|r| crate::series::variant::dir(&ws.patches_dir, variant, *r).is_dir())
+        else {
+            continue;
+        };
+        let source = crate::series::variant::dir(&ws.patches_dir, variant, from);
+        let parent = dest
+            .parent()
+            .context("a variant's directory has a parent")?;
+        let staged = crate::util::staging::tempdir_in(parent, "variant")?;
+        // Laid out as patches/ is, so that the check reads it as it will read the real one.
+        let copy = crate::series::variant::dir(staged.path(), variant, onto);
+        std::fs::create_dir_all(&copy)
+            .with_context(|| format!("cannot create {}", copy.display()))?;
+        for entry in std::fs::read_dir(&source)
+            .with_context(|| format!("cannot read {}", source.display()))?
+        {
+            let entry = entry.with_context(|| format!("cannot read {}", source.display()))?;
+            let text = crate::series::read_own(&entry.path(), crate::series::PATCH_LIMIT, crate::series::Head::Text)?;
+            durable::write_synced(&copy.join(entry.file_name()), text.as_bytes())?;
+        }
+        let mut series = ws.load_series(onto)?;
+        let applies = crate::series::variant::append(&mut series, staged.path(), variant, onto)
+            .and_then(|()| ws.commit_series(&series).map(drop));
+        match applies {
+            Ok(()) => {
+                std::fs::rename(&copy, &dest)
+                    .with_context(|| format!("cannot move {} into place", dest.display()))?;
+                durable::sync_dir(parent)?;
+                outln!(
+                    "carried the {variant} variant from glibc {from}: {} applies on top of patches/{onto} as it is",
+                    dest.display()
+                );
+            }
+            Err(e) => outln!(
+                "the {variant} variant of glibc {from} does not apply on top of patches/{onto} ({e:#}): \
+                 carry it by hand (patches/variants/README.md); until then the Jetson replay and CI's build of the variant, which take the newest release, fail for want of it"
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// `table` with the counts of the elf tests `reports` list unpatched added to `onto`'s row,
+/// for the targets it has none for (the first verified run's count is the one a record is
+/// held to: a later run that lists fewer is not what the release lists). `None` when the row
+/// has every count already.
+fn with_counts(
+    table: &model::Table,
+    onto: Release,
+    reports: &[CellReport],
+) -> Result<Option<model::Table>> {
+    let mut facts = table
+        .row(onto.version())
+        .with_context(|| format!("glibc {onto} has no row in {}", model::TABLE_PATH))?
+        .clone();
+    let before = facts.clone();
+    for report in reports.iter().filter(|r| r.release == onto) {
+        let listed = report
+            .run
+            .as_ref()
+            .and_then(|run| run.steps.elf_regressions.figures())
+            .map(|diff| diff.listed.unpatched.count);
+        if let Some(count) = listed {
+            facts
+                .elf_tests_unpatched
+                .entry(report.target)
+                .or_insert(count);
+        }
+    }
+    if facts == before {
+        return Ok(None);
+    }
+    Ok(Some(table.with(facts)?))
 }
 
 /// docs/support.json with the release's cells replaced (the others kept; only these when
@@ -371,6 +532,34 @@ fn print_phases(onto: Release, phases: &[(&str, f64)], started: Instant) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A release's first verified runs give its row the counts it lacks; a row that has them
+    /// keeps them (a later run listing fewer tests is judged against them, not taken).
+    #[test]
+    fn the_first_verified_run_counts_the_elf_tests_of_the_row() {
+        use crate::verify::outcome::Step;
+        use model::Target;
+        let newest = Release::newest();
+        let listing = |target, count| {
+            let mut cell = crate::verify::render::tests::verified(newest.version(), target, "s");
+            if let Some(run) = cell.run.as_mut() {
+                if let Step::Done(diff) = &mut run.steps.elf_regressions {
+                    diff.listed.unpatched.count = count;
+                }
+            }
+            cell
+        };
+        let reports = [listing(Target::X86_64, 600), listing(Target::Aarch64, 550)];
+        let mut row = newest.facts().clone();
+        row.elf_tests_unpatched.clear();
+        let table = release_table::read().unwrap().with(row).unwrap();
+        let counted = with_counts(&table, newest, &reports).unwrap().unwrap();
+        let counts = &counted.row(newest.version()).unwrap().elf_tests_unpatched;
+        assert_eq!(counts.get(&Target::X86_64), Some(&600));
+        assert_eq!(counts.get(&Target::Aarch64), Some(&550));
+        let again = [listing(Target::X86_64, 100)];
+        assert!(with_counts(&counted, newest, &again).unwrap().is_none());
+    }
 
     #[test]
     fn the_nearest_series_is_the_closest_release_and_the_newer_of_two() {

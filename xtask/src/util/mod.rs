@@ -19,6 +19,7 @@ pub mod lock;
 pub(crate) mod logged;
 pub mod paths;
 pub(crate) mod read;
+pub(crate) mod release_table;
 pub(crate) mod shell;
 // build.rs runs it (the digest is the binary's own); here for its tests.
 #[cfg(test)]

@@ -75,12 +75,17 @@ pub(crate) fn printable_path(path: &Path, named_by: &str) -> Result<()> {
     Ok(())
 }
 
-/// The root of the ld-fallback checkout this binary was built from.
+/// The root of the ld-fallback checkout the commands read and write (data/, patches/,
+/// docs/, the workflow): `$LD_FALLBACK_CHECKOUT`, else the one this binary was built from.
+/// The variable lets one binary act on a copy of the checkout, as the rehearsal of a new
+/// release does, without building the copy.
 pub(crate) fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives one level below the workspace root")
-        .to_path_buf()
+    non_empty_env("LD_FALLBACK_CHECKOUT").unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask lives one level below the workspace root")
+            .to_path_buf()
+    })
 }
 
 /// `patches/` of the checkout: one directory per supported release. `$LD_FALLBACK_PATCHES`

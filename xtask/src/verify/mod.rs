@@ -188,7 +188,7 @@ impl Output {
 /// the table, which then replaces the record whole. Not read in that case, so a record of an
 /// older format is rewritten by the very command its refusal names.
 fn record_to_extend(root: &Path, cells: &[CellReport]) -> Result<Option<SupportDoc>> {
-    let every_cell = model::SUPPORTED.iter().all(|&release| {
+    let every_cell = model::supported().iter().all(|&release| {
         Target::ALL.iter().all(|&target| {
             cells
                 .iter()
@@ -546,7 +546,7 @@ mod tests {
         )
         .unwrap();
         let cell = |release, target| CellReport::new(release, target, "s".into(), "k".into());
-        let every: Vec<CellReport> = model::SUPPORTED
+        let every: Vec<CellReport> = model::supported()
             .iter()
             .flat_map(|&release| Target::ALL.map(|target| cell(release, target)))
             .collect();

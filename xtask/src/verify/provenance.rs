@@ -26,6 +26,9 @@ pub(crate) enum WrittenBy {
     Merge,
     /// `update-release X.Y`: that release's cells, the others kept.
     UpdateRelease { release: Release },
+    /// `retire-release X.Y`: that release's cells dropped, the others kept. (By version: the
+    /// release is no longer one.)
+    RetireRelease { version: String },
 }
 
 impl Provenance {

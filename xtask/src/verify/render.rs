@@ -554,6 +554,7 @@ fn written_by(by: &WrittenBy) -> String {
         ),
         WrittenBy::Merge => "cargo xtask verify merge --write-support".into(),
         WrittenBy::UpdateRelease { release } => format!("cargo xtask update-release {release}"),
+        WrittenBy::RetireRelease { version } => format!("cargo xtask retire-release {version}"),
     }
 }
 

@@ -19,7 +19,7 @@ use super::render;
 use super::testsuite::{self, TestList};
 use crate::series::{is_defect, Series};
 use crate::util::durable;
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 
 /// The page, and the record it is rendered from.
 pub(crate) const PAGE: &str = "docs/support.md";
@@ -81,6 +81,16 @@ impl SupportDoc {
             .collect();
         all.extend(cells);
         SupportDoc::new(provenance, all)
+    }
+
+    /// This record without the cells of `release`, written by `provenance`.
+    pub(crate) fn without(self, provenance: Provenance, release: Release) -> SupportDoc {
+        let cells = self
+            .cells
+            .into_iter()
+            .filter(|cell| cell.release != release)
+            .collect();
+        SupportDoc::new(provenance, cells)
     }
 
     pub(crate) fn markdown(&self) -> String {
@@ -216,7 +226,7 @@ pub(crate) fn check(
     // with the verdict of `rebase-glibc --check`, the one judge of a series.
     let mut series = Vec::new();
     let mut unjudged = Vec::new();
-    for release in SUPPORTED {
+    for release in supported() {
         let dir = patches.join(release.version());
         let loaded = match Series::load(&dir) {
             Ok(loaded) => loaded,
@@ -272,7 +282,7 @@ pub(crate) fn check(
     let mut unverified = Vec::new();
 
     // Exactly the supported cells, once each, in table order.
-    let expected: Vec<(Release, Target)> = SUPPORTED
+    let expected: Vec<(Release, Target)> = supported()
         .iter()
         .flat_map(|r| Target::ALL.map(|t| (*r, t)))
         .collect();
@@ -488,8 +498,8 @@ fn listed_problems(cell: &CellReport, own: &[Option<TestList>; 2]) -> Vec<String
             )),
             Some(_) => {}
             None => problems.push(format!(
-                "how many elf tests glibc {} on {} lists is not known: add the count of its first verified run to KNOWN_UNPATCHED_LISTS (xtask/src/verify/testsuite.rs)",
-                cell.release, cell.target
+                "how many elf tests glibc {} on {} lists is not known: its row in {} has no `elf_tests_unpatched` count for {}: `cargo xtask update-release {}` writes the count of its first verified run",
+                cell.release, cell.target, model::TABLE_PATH, cell.target, cell.release
             )),
         }
     }
@@ -642,7 +652,7 @@ mod tests {
     fn page() -> Page {
         let patches = crate::util::paths::project_root().join("patches");
         let (root, commit) = checkout();
-        let cells = SUPPORTED
+        let cells = supported()
             .iter()
             .flat_map(|r| {
                 let series = Series::load(&patches.join(r.version())).unwrap();
@@ -883,7 +893,7 @@ mod tests {
     fn the_series_are_those_of_the_patches_dir_given() {
         let page = page();
         let other = tempfile::tempdir().unwrap();
-        for release in SUPPORTED {
+        for release in supported() {
             let to = other.path().join(release.version());
             std::fs::create_dir(&to).unwrap();
             for entry in std::fs::read_dir(page.patches.join(release.version())).unwrap() {

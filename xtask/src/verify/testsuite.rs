@@ -173,34 +173,12 @@ pub(crate) fn any_recorded() -> bool {
         .is_some_and(|mut entries| entries.next().is_some())
 }
 
-/// How many tests the unpatched tree's `make check subdirs=elf` lists, per release and
-/// target, as the verified runs recorded in docs/support.json counted them (main at 9b58570).
-/// A record of a cell that lists fewer than [`unpatched_floor`] of them was cut,
-/// whatever its other figures say: they are checked against each other, this against the
-/// release. A release added to the supported list adds its counts here, from its first
-/// verified run.
-const KNOWN_UNPATCHED_LISTS: &[(&str, Target, usize)] = &[
-    ("2.36", Target::X86_64, 355),
-    ("2.36", Target::Aarch64, 316),
-    ("2.40", Target::X86_64, 381),
-    ("2.40", Target::Aarch64, 342),
-    ("2.41", Target::X86_64, 473),
-    ("2.41", Target::Aarch64, 435),
-    ("2.42", Target::X86_64, 488),
-    ("2.42", Target::Aarch64, 450),
-    ("2.43", Target::X86_64, 492),
-    ("2.43", Target::Aarch64, 452),
-    ("2.44", Target::X86_64, 537),
-    ("2.44", Target::Aarch64, 489),
-];
-
-/// How many tests the unpatched tree of `release` on `target` is known to list
-/// ([`KNOWN_UNPATCHED_LISTS`]).
+/// How many tests the unpatched tree of `release` on `target` is known to list: its row of
+/// data/releases.json, from the release's first verified run (`update-release` writes it). A
+/// record of a cell that lists fewer than [`unpatched_floor`] of them was cut, whatever its
+/// other figures say: they are checked against each other, this against the release.
 pub(crate) fn known_unpatched_count(release: Release, target: Target) -> Option<usize> {
-    KNOWN_UNPATCHED_LISTS
-        .iter()
-        .find(|(r, t, _)| *r == release.version() && *t == target)
-        .map(|(_, _, count)| *count)
+    release.facts().elf_tests_unpatched.get(&target).copied()
 }
 
 /// The fewest tests a whole run of a tree known to list `known` may list: glibc's makefiles
@@ -753,7 +731,7 @@ mod tests {
     /// one could not be checked.
     #[test]
     fn every_supported_cell_has_a_known_list_size() {
-        for release in model::SUPPORTED {
+        for release in model::supported() {
             for target in Target::ALL {
                 assert!(
                     known_unpatched_count(*release, target).is_some(),

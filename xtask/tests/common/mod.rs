@@ -101,6 +101,57 @@ pub(crate) fn normalised(root: &Path, text: &str) -> String {
     out
 }
 
+/// `text` with what depends on the project's list of releases written so that it does not:
+/// the list itself (`model::supported_list()`) as `<supported releases>`, and in each line
+/// about a supported release that the test does not involve, that release as `X.Y`, adjacent
+/// lines that are then alike kept once. A snapshot of a report with a line per supported
+/// release reads the same when a release is added or retired.
+pub(crate) fn releases_folded(text: &str, involved: &[&str]) -> String {
+    let text = text.replace(&model::supported_list(), "<supported releases>");
+    let others: Vec<&str> = model::supported()
+        .iter()
+        .map(|r| r.version())
+        .filter(|v| !involved.contains(v))
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let folded = others.iter().fold(line.to_string(), |line, version| {
+            version_as_placeholder(&line, version)
+        });
+        if out.last() != Some(&folded) || folded == line {
+            out.push(folded);
+        }
+    }
+    let mut folded = out.join("\n");
+    if text.ends_with('\n') {
+        folded.push('\n');
+    }
+    folded
+}
+
+/// `line` with `version` written `X.Y` where it stands as a version of its own (not inside a
+/// longer number: `2.4` is not in `2.41`).
+fn version_as_placeholder(line: &str, version: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(version) {
+        let before = rest[..at].chars().next_back();
+        let after = &rest[at + version.len()..];
+        let joined = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit() || c == '.');
+        let continues = after.chars().next().is_some_and(|c| c.is_ascii_digit())
+            || (after.starts_with('.') && after[1..].starts_with(|c: char| c.is_ascii_digit()));
+        out.push_str(&rest[..at]);
+        out.push_str(if joined(before) || continues {
+            version
+        } else {
+            "X.Y"
+        });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
 /// `line` with each run of `part` characters after a `marker` written `N` where `variable`
 /// (the run, and what follows it) says it is one.
 fn replace_after(

@@ -23,6 +23,10 @@ pub(crate) const NEW_LINES: &str =
 pub(crate) const ONTO: &[&str] = &["rebase-glibc", "--onto", "2.42", "--from", "2.41"];
 pub(crate) const CONTINUE: &[&str] = &["rebase-glibc", "--continue"];
 pub(crate) const CHECK: &[&str] = &["rebase-glibc", "--check"];
+/// The releases the project plays (2.41, 2.42), and the one it may give a series without
+/// importing it (2.43): a report's lines of the other supported releases are folded
+/// (`releases_folded`).
+pub(crate) const INVOLVED: &[&str] = &["2.41", "2.42", "2.43"];
 /// The file names of the project's two patches.
 pub(crate) const PATCH_1: &str = "0001-elf-Search-LD_FALLBACK_PATH-last.patch";
 pub(crate) const PATCH_2: &str = "0002-elf-Parse-LD_FALLBACK_PATH.patch";
@@ -257,7 +261,7 @@ pub(crate) fn without_absent_series(report: &str) -> String {
     report
         .lines()
         .filter(|line| {
-            !model::SUPPORTED
+            !model::supported()
                 .iter()
                 .any(|release| *line == no_series_line(release.version()))
         })
@@ -284,6 +288,7 @@ fn isolate(cmd: &mut Command, root: &Path) {
             root.join("manual-dynlink.texi.patch"),
         )
         .env_remove("LD_FALLBACK_STORE")
+        .env_remove("LD_FALLBACK_CHECKOUT")
         .env_remove("LD_FALLBACK_FAULT")
         .env_remove("LD_FALLBACK_FAULT_LOG")
         .env_remove("RUST_BACKTRACE")

@@ -14,6 +14,7 @@ mod messages;
 mod nix_docs;
 mod real_release;
 mod rebase;
+mod rehearsal;
 mod safety;
 mod series;
 mod store;

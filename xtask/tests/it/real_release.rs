@@ -88,7 +88,7 @@ fn a_series_on_dl_load_c_rebases_from_2_41_to_2_42() {
 fn an_interrupted_import_leaves_no_half_store() {
     let r41 = Release::parse("2.41").unwrap();
     let downloads = xtask::util::paths::downloads_dir().unwrap();
-    let tarball = debian::fetch_orig(r41, &downloads).unwrap();
+    let tarball = debian::fetch_release_orig(r41, &downloads).unwrap();
     let tmp = TempDir::new().unwrap();
     let dir = tmp.path().join("glibc.git");
     for delay in [50, 500, 2000, 5000] {

@@ -197,3 +197,44 @@ fn the_next_update_replays_what_a_failed_one_recorded() {
     );
     p.check();
 }
+
+/// A version without a row can only be added: there is nothing of it to go on with or give
+/// up; a row is not rewritten by `--debian-version`; text that is no version is refused.
+#[test]
+fn a_version_without_a_row_is_added_or_refused_with_the_reason() {
+    let p = Project::new();
+    let newest = model::Release::newest();
+    let (major, minor) = model::version_numbers(newest.version()).unwrap();
+    let next = format!("{major}.{}", minor + 1);
+    let ran = p.run(&["update-release", &next, "--continue"]).expect(1);
+    assert!(
+        ran.stderr.contains(&format!(
+            "there is no update of glibc {next} to go on with or give up: glibc {next} has no row in data/releases.json"
+        )),
+        "{}",
+        ran.both()
+    );
+    let ran = p
+        .run(&[
+            "update-release",
+            "2.42",
+            "--debian-version",
+            "2.42-1",
+            "--no-verify",
+        ])
+        .expect(1);
+    assert!(
+        ran.stderr
+            .contains("glibc 2.42 has a row already (Debian version "),
+        "{}",
+        ran.both()
+    );
+    let ran = p.run(&["update-release", "2.x"]).expect(1);
+    assert!(
+        ran.stderr.contains("`2.x` is not a glibc version (`X.Y`)"),
+        "{}",
+        ran.both()
+    );
+    // Nothing was written: the table is the checkout's.
+    assert!(!p.patches().join(&next).exists());
+}

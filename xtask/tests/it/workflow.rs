@@ -10,7 +10,7 @@ use github_actions_models::common::If;
 use github_actions_models::workflow::job::{Container, NormalJob, Step};
 use github_actions_models::workflow::{Job, Workflow};
 use model::Target;
-use model::{Release, SUPPORTED};
+use model::{supported, Release};
 use xtask::ci::workflow;
 use xtask::commands::Cli;
 
@@ -90,7 +90,10 @@ fn one_job_per_cell_of_the_release_list() {
             _ => panic!("no {name} dimension"),
         }
     };
-    let releases: Vec<String> = SUPPORTED.iter().map(|r| r.version().to_string()).collect();
+    let releases: Vec<String> = supported()
+        .iter()
+        .map(|r| r.version().to_string())
+        .collect();
     assert_eq!(values("release"), releases);
     let targets: Vec<String> = Target::ALL.iter().map(|t| t.name().to_string()).collect();
     assert_eq!(values("target"), targets);
@@ -247,9 +250,13 @@ fn the_nix_stack_job_checks_out_every_pin_and_runs_the_check() {
         })
         .filter(|with| with.contains("NixOS/nixpkgs"))
         .collect();
+    let pins = supported()
+        .iter()
+        .filter(|r| r.facts().nixpkgs.is_some())
+        .count();
     assert_eq!(
         checkouts.len(),
-        4,
+        pins,
         "one nixpkgs checkout per pin:\n{checkouts:#?}"
     );
     for with in &checkouts {
@@ -257,6 +264,25 @@ fn the_nix_stack_job_checks_out_every_pin_and_runs_the_check() {
             with.contains("pkgs/development/libraries/glibc"),
             "a sparse checkout of nixpkgs' glibc: {with}"
         );
+    }
+}
+
+/// The series on Debian's stable branches: every release imported, then one `debian-stack`
+/// over all of them.
+#[test]
+fn the_debian_stack_job_imports_every_release_and_runs_the_check() {
+    let workflow = workflow();
+    let debian = job(&workflow, "debian-stack");
+    let argv = xtask_commands(debian, "", "");
+    assert_eq!(
+        argv,
+        [
+            vec!["cargo xtask", "rebase-glibc", "--check", "--import-missing"],
+            vec!["cargo xtask", "debian-stack", "--release", "all"]
+        ]
+    );
+    for command in &argv {
+        Cli::try_parse_from(command).expect("cargo xtask accepts the command");
     }
 }
 

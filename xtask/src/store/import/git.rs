@@ -8,22 +8,22 @@ use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use tempfile::TempDir;
 use xshell::{cmd, Cmd};
 
+use crate::store::Incoming;
 use crate::util::{child, fault, shell};
 use loader_tests::host::{self, tools};
-use model::Release;
 
 /// Fetches tag `glibc-X.Y` from `url` into a scratch repository below `scratch_parent` and
-/// verifies its tree minus `manual/` against `expected`; the caller copies it into a store
-/// with [`copy_tree`]. Returns the scratch directory (removed on drop) and repository.
+/// verifies its tree minus `manual/` against the one `incoming` expects (when it expects
+/// one); the caller copies it into a store with [`copy_tree`]. Returns the scratch directory
+/// (removed on drop), the repository and the tree.
 pub(crate) fn fetch_tag(
     scratch_parent: &Path,
-    release: Release,
+    incoming: &Incoming,
     url: &str,
-    expected: Oid,
-) -> Result<(TempDir, Repository)> {
+) -> Result<(TempDir, Repository, Oid)> {
     host::require(&[tools::GIT])?;
     let scratch = crate::util::staging::tempdir_in(scratch_parent, "fetch")?;
-    let tag = release.tag();
+    let (release, tag) = (&incoming.version, incoming.tag());
     let dir = scratch.path();
     let sh = shell::here()?;
     git(cmd!(sh, "git init --quiet --bare {dir}")).context("cannot create a scratch repository")?;
@@ -37,13 +37,14 @@ pub(crate) fn fetch_tag(
     let scratch_repo =
         crate::util::git::open_bare(dir).context("cannot open the scratch repository")?;
     let tree = without_manual(&scratch_repo, &tag, url)?;
-    if tree != expected {
+    if let Some(expected) = incoming.tree.filter(|expected| *expected != tree) {
         bail!(
             "tag {tag} of {url} does not hold glibc {release} as pinned: its tree minus manual/ is {tree}, \
-             expected {expected} (model/src/release.rs); the store is unchanged"
+             expected {expected} (its row in {}); the store is unchanged",
+            model::TABLE_PATH
         );
     }
-    Ok((scratch, scratch_repo))
+    Ok((scratch, scratch_repo, tree))
 }
 
 /// The tag's tree minus `manual/`, written into `repo`.

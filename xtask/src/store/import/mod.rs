@@ -28,6 +28,15 @@ pub enum Source {
 }
 
 impl Source {
+    /// Where the files come from, for messages: `Debian`, `tarball PATH`, `git URL`.
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Source::Debian => "Debian".to_string(),
+            Source::Tarball(path) => format!("tarball {}", path.display()),
+            Source::Git(url) => format!("git {url}"),
+        }
+    }
+
     /// Parses `debian`, `tarball:<path>` or `git:<url-or-path>`.
     pub(crate) fn parse(text: &str) -> Result<Source> {
         if text == "debian" {
