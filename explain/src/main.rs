@@ -1,12 +1,20 @@
 //! `ld-fallback-explain PROGRAM`: the stand-alone command (see the library's documentation).
-//! Exit status: 0 when every library is found, 2 when one is not (or the program would not
-//! start), 1 on errors (a `--dlopen` from a caller nothing loaded included); 141 when the
-//! reader of the output left early.
+//! Exit status (docs/explain.md, "Exit status"): 0 when every library is found, 2 when one is
+//! not (or the program would not start), 1 when the command failed (a usage error, a program
+//! that cannot be read, a `--dlopen` from a caller nothing loaded); 141 when the reader of the
+//! output left early.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+
+/// The command failed: bad input (usage included), an I/O error.
+const EXIT_FAILED: u8 = 1;
+/// Something needs attention: a library not found, a program that does not start.
+const EXIT_FINDING: u8 = 2;
+/// The reader of the output left early: the status a shell gives a writer SIGPIPE ended.
+const EXIT_READER_GONE: u8 = 141;
 
 /// Which file a program would load for every library, with LD_FALLBACK_PATH, without running
 /// it (a model of the patched glibc loader's search).
@@ -34,9 +42,22 @@ fn main() -> ExitCode {
                 .filter(|again| again.kind() == usage.kind());
             let text = again.as_ref().unwrap_or(&usage).render().to_string();
             say(model::printable_lines(&text).trim_end());
-            return ExitCode::from(2);
+            return ExitCode::from(EXIT_FAILED);
         }
-        Err(help) => help.exit(),
+        // `--help` and `--version`: written to stdout, whose failure is said as for the
+        // explanation (`--help > /dev/full` is no success).
+        Err(help) => {
+            return match help.print() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                    ExitCode::from(EXIT_READER_GONE)
+                }
+                Err(err) => {
+                    say(&format!("error: cannot write the help: {err}"));
+                    ExitCode::from(EXIT_FAILED)
+                }
+            };
+        }
     };
     let explained = match cli.args.explain() {
         Ok(explained) => explained,
@@ -46,7 +67,7 @@ fn main() -> ExitCode {
                 "error: {}",
                 model::printable_lines(&format!("{err:#}"))
             ));
-            return ExitCode::from(1);
+            return ExitCode::from(EXIT_FAILED);
         }
     };
     let mut stdout = std::io::stdout().lock();
@@ -57,21 +78,21 @@ fn main() -> ExitCode {
         // A reader that stops early (`| head`) is no error: the status a shell gives a
         // writer SIGPIPE ended (128 + 13).
         if err.kind() == std::io::ErrorKind::BrokenPipe {
-            return ExitCode::from(141);
+            return ExitCode::from(EXIT_READER_GONE);
         }
         say(&format!("error: {}", write_error(&err)));
-        return ExitCode::from(1);
+        return ExitCode::from(EXIT_FAILED);
     }
     if let Some(why) = explained.request_error() {
         say(&format!("error: {why}"));
-        return ExitCode::from(1);
+        return ExitCode::from(EXIT_FAILED);
     }
     if !explained.complete {
         say(&format!(
             "{} would not find every library (see `not found` above)",
             model::printable(&cli.args.program)
         ));
-        return ExitCode::from(2);
+        return ExitCode::from(EXIT_FINDING);
     }
     ExitCode::SUCCESS
 }
