@@ -7,36 +7,38 @@
 //! The crate is the stand-alone form users install (`cargo install --path explain`);
 //! `cargo xtask explain` runs the same [`Args`].
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use loader_model::{Config, Cpu, Dlopen, GlibcVersion, PathList, Program, ReadError};
+use loader_model::{Bytes, Config, Cpu, Dlopen, GlibcVersion, PathList, Program, ReadError};
 use model::{printable, Flavour, Release, Target, SUPPORTED};
 
-/// The command line.
-#[derive(clap::Args, Debug, Clone)]
+/// The command line; `Default` is the command with nothing given (an empty program).
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct Args {
     /// The program, as it would be started: an absolute path, or one relative to the
     /// working directory (with --root: relative to --cwd inside the root).
-    pub program: String,
+    pub program: OsString,
     /// The tree taken as `/`: a scenario root, a container's or a board's filesystem
     /// [default: /, this machine].
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// LD_FALLBACK_PATH: the fallback directories.
     #[arg(long, value_name = "LIST")]
-    pub fallback_path: Option<String>,
+    pub fallback_path: Option<OsString>,
     /// LD_LIBRARY_PATH.
     #[arg(long, value_name = "LIST")]
-    pub library_path: Option<String>,
+    pub library_path: Option<OsString>,
     /// A dlopen the program makes: `NAME` (from the program) or `CALLER:NAME` (from a
     /// loaded library, named by path, soname or file name). Repeat, in the program's order.
     #[arg(long, value_name = "[CALLER:]NAME")]
-    pub dlopen: Vec<String>,
+    pub dlopen: Vec<OsString>,
     /// A dlmopen (LM_ID_NEWLM) from the program, into a namespace of its own.
     #[arg(long, value_name = "NAME")]
-    pub dlmopen: Vec<String>,
+    pub dlmopen: Vec<OsString>,
     /// glibc release of the modelled loader [default: the release of the program's own
     /// loader when it is a supported one, else the newest].
     #[arg(long, value_name = "X.Y", value_parser = release())]
@@ -67,7 +69,7 @@ pub struct Args {
     /// The working directory (for a relative program, relative paths and empty
     /// LD_LIBRARY_PATH entries) [default: this process's own; with --root: / inside it].
     #[arg(long, value_name = "DIR")]
-    pub cwd: Option<String>,
+    pub cwd: Option<OsString>,
     /// Print JSON instead of the explanation.
     #[arg(long)]
     pub json: bool,
@@ -127,36 +129,34 @@ fn target() -> impl TypedValueParser<Value = Target> {
 impl Args {
     /// The working directory the program is started from: --cwd, else `/` inside --root, or
     /// this process's own.
-    fn cwd(&self) -> Result<String> {
+    fn cwd(&self) -> Result<Bytes> {
         if let Some(cwd) = &self.cwd {
-            return Ok(cwd.clone());
+            return Ok(Bytes::from(cwd.as_os_str()));
         }
         if self.root.is_some() {
             return Ok("/".into());
         }
         let here = std::env::current_dir().context("cannot read the working directory")?;
-        here.into_os_string().into_string().map_err(|here| {
-            anyhow::anyhow!("the working directory {here:?} is not UTF-8: pass --cwd")
-        })
+        Ok(Bytes::from(here.into_os_string()))
     }
 
     /// The explanation of the program, or why there is none (it cannot be opened, or it is
     /// not an x86_64 or aarch64 ELF program).
     pub fn explain(&self) -> Result<Explained> {
         // Values from outside are quoted with their control characters escaped.
-        let program = printable(&self.program);
+        let program_bytes = Bytes::from(self.program.as_os_str());
+        let program = program_bytes.to_string();
         let root_dir = self.root.clone().unwrap_or_else(|| PathBuf::from("/"));
-        let root = root_dir.display().to_string();
-        let root = printable(&root);
+        let root = Bytes::from(root_dir.as_os_str()).to_string();
         let cwd = self.cwd()?;
         // Where a relative program was looked for, said with the error: the working
         // directory, or --cwd inside --root.
-        let looked_in = if self.program.starts_with('/') {
+        let looked_in = if program_bytes.starts_with(b"/") {
             format!("in {root}")
         } else if self.root.is_some() {
-            format!("in {root} (from {} inside it)", printable(&cwd))
+            format!("in {root} (from {cwd} inside it)")
         } else {
-            format!("(from the working directory {})", printable(&cwd))
+            format!("(from the working directory {cwd})")
         };
         // The root first: a path in it cannot be found when it is no directory (a symlink
         // loop, a file), and the system's reason says why.
@@ -166,7 +166,7 @@ impl Args {
             Err(err) => bail!("cannot use {root} as the root: {err}"),
         }
         // Read once: the release, the target and the walk all look at this reading.
-        let read = Program::read(&root_dir, &self.program, &cwd).map_err(|err| match err {
+        let read = Program::read(&root_dir, &program_bytes, &cwd).map_err(|err| match err {
             ReadError::Open(why) => anyhow::anyhow!("cannot open {program} {looked_in}: {why}"),
             // A file that cannot be read is said as such, with the system's reason, before
             // its content is judged: "not an ELF program" would blame bytes nobody looked at.
@@ -193,9 +193,13 @@ impl Args {
             (None, Some(built)) => built,
             (None, None) => bail!("{program} is not an x86_64 or aarch64 ELF program in {root}"),
         };
-        let mut dlopens: Vec<Dlopen> = self.dlopen.iter().map(|d| Dlopen::parse(d)).collect();
+        let mut dlopens: Vec<Dlopen> = self
+            .dlopen
+            .iter()
+            .map(|d| Dlopen::parse(d.as_bytes()))
+            .collect();
         dlopens.extend(self.dlmopen.iter().map(|name| Dlopen {
-            name: name.clone(),
+            name: Bytes::from(name.as_os_str()),
             from: None,
             new_namespace: true,
         }));
@@ -210,17 +214,17 @@ impl Args {
         };
         let config = Config {
             root: root_dir,
-            program: self.program.clone(),
+            program: program_bytes.clone(),
             cwd,
             release,
             target,
             flavour,
             library_path: self.library_path.clone().map(|value| PathList {
-                value,
+                value: value.into(),
                 source: "LD_LIBRARY_PATH".into(),
             }),
             fallback_path: self.fallback_path.clone().map(|value| PathList {
-                value,
+                value: value.into(),
                 source: "LD_FALLBACK_PATH".into(),
             }),
             dlopens,

@@ -90,7 +90,7 @@ fn main() -> ExitCode {
     if !explained.complete {
         say(&format!(
             "{} would not find every library (see `not found` above)",
-            model::printable(&cli.args.program)
+            model::printable_bytes(cli.args.program.as_encoded_bytes())
         ));
         return ExitCode::from(EXIT_FINDING);
     }

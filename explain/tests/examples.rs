@@ -116,22 +116,15 @@ fn examples() -> Result<(), String> {
     }
     let explain = |json: bool| {
         ld_fallback_explain::Args {
-            program: program.clone(),
+            program: program.clone().into(),
             root: Some(checked.root.clone()),
-            fallback_path: Some(fallback.clone()),
-            library_path: None,
-            dlopen: dlopens.clone(),
-            dlmopen: Vec::new(),
-            release: None,
-            target: None,
-            // The loader the program names, judged from its file: patched here.
-            flavour: None,
-            unpatched: false,
-            secure: false,
-            inhibit_cache: false,
-            ldd: false,
-            cwd: Some(invocation.cwd.clone()),
+            fallback_path: Some(fallback.clone().into()),
+            dlopen: dlopens.iter().map(Into::into).collect(),
+            cwd: Some(invocation.cwd.clone().into()),
             json,
+            // The loader the program names, judged from its file (patched here), and every
+            // other setting left as the command leaves it.
+            ..ld_fallback_explain::Args::default()
         }
         .explain()
         .map_err(e)

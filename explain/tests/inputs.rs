@@ -74,11 +74,9 @@ fn a_cache_and_a_library_that_never_end_are_passed_over_at_once() {
     let bytes = std::fs::read(&me).unwrap();
     let dynamic = loader_model::elf::dynamic(&bytes).unwrap();
     let interpreter = dynamic.interpreter.expect("the test program is dynamic");
+    let interpreter = interpreter.to_str().unwrap();
     let inside = |path: &str| root.join(path.trim_start_matches('/'));
-    for (path, from) in [
-        ("/bin/prog", me.clone()),
-        (&*interpreter, interpreter.clone().into()),
-    ] {
+    for (path, from) in [("/bin/prog", me.clone()), (interpreter, interpreter.into())] {
         std::fs::create_dir_all(inside(path).parent().unwrap()).unwrap();
         std::fs::copy(&from, inside(path)).unwrap();
     }
@@ -133,7 +131,8 @@ fn a_root_that_loops_and_a_missing_loader_are_named_as_they_are() {
     let interpreter = loader_model::elf::dynamic(&std::fs::read(&me).unwrap())
         .unwrap()
         .interpreter
-        .unwrap();
+        .unwrap()
+        .to_string();
     let (code, _, stderr) = run_within(&["/bin/prog", "--root", root.to_str().unwrap()], SECOND);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(

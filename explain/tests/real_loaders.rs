@@ -55,6 +55,10 @@ fn main() {
             relative().map_err(Failed::from)
         })
         .with_ignored_flag(ignored(&host)),
+        Trial::test("names-that-are-not-utf-8", || {
+            not_utf8().map_err(Failed::from)
+        })
+        .with_ignored_flag(ignored(&host)),
     ];
     for flavour in Flavour::ALL {
         let var = sysroot_env_var(TARGET, flavour);
@@ -215,7 +219,7 @@ fn real_run(root: &Path, program: &str, fallback: &str) -> Result<i32, String> {
         .status
         .code()
         .ok_or_else(|| format!("{} ended by a signal", invocation.display()))?;
-    let read = loader_model::Program::read(root, program, "/")
+    let read = loader_model::Program::read(root, program.as_bytes(), b"/")
         .map_err(|e| format!("cannot read {program}: {e:?}"))?;
     let judged = read.series().ok_or("explain cannot judge the loader")?;
     let release = read.release().ok_or("the loader says no release")?;
@@ -403,6 +407,100 @@ fn relative() -> Result<(), String> {
             "want exit status 1 and {said:?}:\n{}",
             missing.show()
         ));
+    }
+    Ok(())
+}
+
+/// A RUNPATH `.../x/lib\xff` and a DT_NEEDED `lib\xe9foo.so` (Latin-1 bytes, not UTF-8):
+/// the loader compares and joins them as bytes, and the program runs; explain must find the
+/// library too (it said NOT FOUND when it decoded them lossily), and print both escaped, in
+/// the text and in the JSON.
+fn not_utf8() -> Result<(), String> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let scratch = tempfile::Builder::new()
+        .prefix("explain-bytes-")
+        .tempdir_in("/tmp")
+        .map_err(|e| e.to_string())?;
+    let dir = scratch.path();
+    let io = |e: std::io::Error| e.to_string();
+    let lib_dir = dir.join(OsStr::from_bytes(b"x/lib\xff"));
+    fs::create_dir_all(&lib_dir).map_err(io)?;
+    fs::write(dir.join("foo.c"), "int foo(void) { return 0; }\n").map_err(io)?;
+    fs::write(
+        dir.join("main.c"),
+        "int foo(void);\nint main(void) { return foo(); }\n",
+    )
+    .map_err(io)?;
+    let soname = OsStr::from_bytes(b"lib\xe9foo.so");
+    let gcc = |args: &[&OsStr]| -> Result<(), String> {
+        let out = Command::new(tools::GCC.program)
+            .args(args)
+            .output()
+            .map_err(io)?;
+        if !out.status.success() {
+            return Err(format!(
+                "gcc {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    };
+    let with = |prefix: &str, value: &OsStr| {
+        let mut arg = std::ffi::OsString::from(prefix);
+        arg.push(value);
+        arg
+    };
+    let library = lib_dir.join(soname);
+    gcc(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        &with("-Wl,-soname,", soname),
+        dir.join("foo.c").as_os_str(),
+        "-o".as_ref(),
+        library.as_os_str(),
+    ])?;
+    let program = dir.join("main");
+    gcc(&[
+        dir.join("main.c").as_os_str(),
+        "-o".as_ref(),
+        program.as_os_str(),
+        &with("-L", lib_dir.as_os_str()),
+        &with("-l:", soname),
+        &with("-Wl,--enable-new-dtags,-rpath,", lib_dir.as_os_str()),
+    ])?;
+    let ran = Command::new(&program)
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .map_err(io)?;
+    if ran.code() != Some(0) {
+        return Err(format!("the program does not run here: {ran}"));
+    }
+    let program = program.display().to_string();
+    let x = explain(Path::new("/"), &[&program])?;
+    let shown_dir = format!("{}/x/lib\\xff", dir.display());
+    for line in [
+        format!("lib\\xe9foo.so (needed by {program})"),
+        format!("  -> {shown_dir}/lib\\xe9foo.so  [RUNPATH of {program}]"),
+        "every library is found".to_string(),
+    ] {
+        if x.code != Some(0) || !x.stdout.contains(&line) {
+            return Err(format!(
+                "the program runs: want exit status 0 and {line:?}:\n{}",
+                x.show()
+            ));
+        }
+    }
+    let json = explain(Path::new("/"), &[&program, "--json"])?;
+    let value: serde_json::Value = serde_json::from_str(&json.stdout)
+        .map_err(|e| format!("the JSON does not parse: {e}\n{}", json.show()))?;
+    let load = value["loads"]
+        .as_array()
+        .and_then(|loads| loads.iter().find(|l| l["name"] == "lib\\xe9foo.so"))
+        .ok_or_else(|| format!("no load named lib\\xe9foo.so in the JSON:\n{}", json.show()))?;
+    let want = format!("{shown_dir}/lib\\xe9foo.so");
+    if load["outcome"]["path"] != want.as_str() {
+        return Err(format!("want the path {want:?} in {load}"));
     }
     Ok(())
 }

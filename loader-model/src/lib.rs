@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use model::{Flavour, Target};
 
+mod bytes;
 pub(crate) mod cache;
 pub mod elf;
 pub mod fs;
@@ -30,6 +31,7 @@ pub mod render;
 mod tiers;
 mod walk;
 
+pub use bytes::Bytes;
 pub(crate) use hazards::Hazard;
 pub use platform::{Cpu, GlibcVersion, LoaderFacts, SeriesInFile};
 
@@ -39,9 +41,9 @@ pub struct Config {
     /// The tree taken as `/` (`/` for this machine).
     pub root: PathBuf,
     /// The program, as it would be started (absolute, or relative to `cwd`).
-    pub program: String,
+    pub program: Bytes,
     /// The working directory inside the tree.
-    pub cwd: String,
+    pub cwd: Bytes,
     /// The release whose loader is modelled.
     pub release: GlibcVersion,
     pub target: Target,
@@ -54,7 +56,7 @@ pub struct Config {
     /// The `dlopen`s to follow, in the order the program makes them.
     pub dlopens: Vec<Dlopen>,
     /// LD_AUDIT: modules loaded before the program's libraries, each in its own namespace.
-    pub audit: Vec<String>,
+    pub audit: Vec<Bytes>,
     /// `ld.so --inhibit-cache`.
     pub inhibit_cache: bool,
     /// AT_SECURE (setuid, setgid, capabilities).
@@ -70,30 +72,30 @@ pub struct Config {
 /// A directory list and where it comes from (`LD_LIBRARY_PATH`, `--fallback-path`, ...).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathList {
-    pub value: String,
+    pub value: Bytes,
     pub source: String,
 }
 
 /// A `dlopen` (or `dlmopen` into a new namespace) the program makes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Dlopen {
-    pub name: String,
+    pub name: Bytes,
     /// The object that calls it (a path, a soname or a file name of a loaded object); `None`
     /// for the program itself.
-    pub from: Option<String>,
+    pub from: Option<Bytes>,
     /// `dlmopen (LM_ID_NEWLM, ...)`: a namespace of its own.
     pub new_namespace: bool,
 }
 
 impl Dlopen {
     /// `NAME` (from the program) or `CALLER:NAME` (from a loaded object).
-    pub fn parse(text: &str) -> Dlopen {
-        let (from, name) = match text.rsplit_once(':') {
-            Some((from, name)) if !from.is_empty() => (Some(from.to_string()), name),
+    pub fn parse(text: &[u8]) -> Dlopen {
+        let (from, name) = match text.iter().rposition(|&b| b == b':') {
+            Some(at) if at > 0 => (Some(Bytes::from(&text[..at])), &text[at + 1..]),
             _ => (None, text),
         };
         Dlopen {
-            name: name.to_string(),
+            name: Bytes::from(name),
             from,
             new_namespace: false,
         }
@@ -117,7 +119,7 @@ pub enum How {
 pub enum Rule {
     /// DT_RPATH of an object in the loading chain.
     Rpath {
-        of: String,
+        of: Bytes,
     },
     /// LD_LIBRARY_PATH or `--library-path`.
     LibraryPath {
@@ -125,7 +127,7 @@ pub enum Rule {
     },
     /// DT_RUNPATH of the loading object.
     Runpath {
-        of: String,
+        of: Bytes,
     },
     Cache,
     DefaultDir,
@@ -205,7 +207,7 @@ impl Verdict {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Candidate {
     pub rule: Rule,
-    pub path: String,
+    pub path: Bytes,
     pub verdict: Verdict,
 }
 
@@ -222,10 +224,10 @@ pub struct TierNote {
 #[serde(tag = "outcome", rename_all = "kebab-case")]
 pub enum Outcome {
     /// A file is mapped, found by `rule`.
-    Mapped { path: String, rule: Rule },
+    Mapped { path: Bytes, rule: Rule },
     /// An object already loaded answers the name: by name (its soname or a name it was
     /// loaded under, without a search), or because the search found its file again.
-    AlreadyLoaded { path: String, by: Match },
+    AlreadyLoaded { path: Bytes, by: Match },
     /// Nowhere: the program does not start (DT_NEEDED) or `dlopen` fails.
     NotFound,
     /// The search stopped at a file the loader refuses.
@@ -244,10 +246,10 @@ pub enum Match {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Load {
     pub namespace: usize,
-    pub name: String,
+    pub name: Bytes,
     pub how: How,
     /// The requesting object (the program's path for the program).
-    pub requested_by: String,
+    pub requested_by: Bytes,
     pub outcome: Outcome,
     pub candidates: Vec<Candidate>,
     pub notes: Vec<TierNote>,
@@ -267,7 +269,7 @@ impl Load {
     }
 
     /// The file mapped, if any.
-    pub fn mapped(&self) -> Option<&str> {
+    pub fn mapped(&self) -> Option<&Bytes> {
         match &self.outcome {
             Outcome::Mapped { path, .. } => Some(path),
             _ => None,
@@ -278,13 +280,13 @@ impl Load {
 /// The model's answer for one program.
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
-    pub program: String,
+    pub program: Bytes,
     pub loader: LoaderFacts,
     /// The LD_LIBRARY_PATH directories, as the loader decomposed them.
-    pub library_path: Vec<String>,
+    pub library_path: Vec<Bytes>,
     /// The fallback directories, as the loader decomposed them (empty when unset, ignored
     /// in secure mode, or without the patch).
-    pub fallback_path: Vec<String>,
+    pub fallback_path: Vec<Bytes>,
     /// A fallback list that was given and that the loader ignores, and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback_ignored: Option<Ignored>,
@@ -307,7 +309,7 @@ pub struct Explanation {
 /// A directory list the loader ignores as a whole.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Ignored {
-    pub value: String,
+    pub value: Bytes,
     pub source: String,
     pub why: String,
 }
@@ -331,7 +333,7 @@ pub struct Program {
     dynamic: Result<elf::Dynamic, String>,
     /// A dynamic program's loader (PT_INTERP): its path, and its file and bytes or why it
     /// cannot be read.
-    loader: Option<(String, LoaderFile)>,
+    loader: Option<(Bytes, LoaderFile)>,
 }
 
 /// A loader's file and bytes, or why it cannot be read.
@@ -349,7 +351,7 @@ pub enum ReadError {
 impl Program {
     /// Opens `program` in `root` (from `cwd`) as the kernel would, and reads it and its
     /// loader.
-    pub fn read(root: &std::path::Path, program: &str, cwd: &str) -> Result<Program, ReadError> {
+    pub fn read(root: &std::path::Path, program: &[u8], cwd: &[u8]) -> Result<Program, ReadError> {
         let tree = fs::Tree::new(root);
         let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
         // The error goes back typed; each caller names the program and the tree with it.
@@ -363,7 +365,7 @@ impl Program {
             .ok()
             .and_then(|d| d.interpreter.clone())
             .map(|interp| {
-                let file = match tree.open(&interp, "/") {
+                let file = match tree.open(&interp, b"/") {
                     Ok(file) => model::file::read_regular(&file.host, fs::ELF_OBJECT)
                         .map(|bytes| (file, bytes))
                         .map_err(|err| format!("cannot read it: {err}")),
@@ -411,7 +413,7 @@ impl Program {
 
 /// The release of the glibc a program would run with in `root`: its loader's (or, for a
 /// static program, its own libc's) version string; `None` when there is none to read.
-pub fn release_in(root: &std::path::Path, program: &str, cwd: &str) -> Option<GlibcVersion> {
+pub fn release_in(root: &std::path::Path, program: &[u8], cwd: &[u8]) -> Option<GlibcVersion> {
     Program::read(root, program, cwd).ok()?.release()
 }
 
@@ -453,7 +455,7 @@ pub fn explain_program(config: &Config, program: Program) -> Result<Explanation>
             ..config.clone()
         };
         let other = walked(&patched, program)?;
-        let in_fallback: Vec<(String, String)> = missing
+        let in_fallback: Vec<(Bytes, Bytes)> = missing
             .iter()
             .filter_map(|miss| {
                 other.loads.iter().find_map(|l| match &l.outcome {
@@ -471,17 +473,23 @@ pub fn explain_program(config: &Config, program: Program) -> Result<Explanation>
             })
             .collect();
         if !in_fallback.is_empty() {
-            let names: Vec<&str> = in_fallback.iter().map(|(name, _)| name.as_str()).collect();
-            let paths: Vec<&str> = in_fallback.iter().map(|(_, path)| path.as_str()).collect();
+            let names: Vec<String> = in_fallback
+                .iter()
+                .map(|(name, _)| name.to_string())
+                .collect();
+            let paths: Vec<String> = in_fallback
+                .iter()
+                .map(|(_, path)| path.to_string())
+                .collect();
             let loader = explanation
                 .loader
                 .path
-                .clone()
-                .unwrap_or_else(|| "its libc".into());
+                .as_ref()
+                .map_or_else(|| "its libc".to_string(), Bytes::to_string);
             let list = config
                 .fallback_path
                 .as_ref()
-                .map_or(String::new(), |l| l.value.clone());
+                .map_or(String::new(), |l| l.value.to_string());
             explanation.to_change.push(format!(
                 "{} {} only in the fallback ({}), which {loader} does not search: it is not \
                  patched. Start the program with a patched loader: as `PATCHED/ld.so \
@@ -520,7 +528,7 @@ fn walked(config: &Config, program: Program) -> Result<Explanation> {
         Some((interp, Ok((file, bytes)))) => (Some(interp), Some((file, bytes))),
         Some((interp, Err(why))) => bail!(
             "the program's loader {interp} is not in {} ({why})",
-            config.root.display()
+            model::printable(&config.root.display().to_string())
         ),
         None => (None, None),
     };
@@ -562,16 +570,16 @@ mod tests {
 
     #[test]
     fn a_dlopen_names_its_caller_before_a_colon() {
-        let from_program = Dlopen::parse("libcuda.so.1");
+        let from_program = Dlopen::parse(b"libcuda.so.1");
         assert_eq!(from_program.from, None);
         assert_eq!(from_program.name, "libcuda.so.1");
-        let from_runtime = Dlopen::parse("libcudart.so.12:libcuda.so.1");
-        assert_eq!(from_runtime.from.as_deref(), Some("libcudart.so.12"));
+        let from_runtime = Dlopen::parse(b"libcudart.so.12:libcuda.so.1");
+        assert_eq!(from_runtime.from.unwrap(), "libcudart.so.12");
         assert_eq!(from_runtime.name, "libcuda.so.1");
-        let by_path = Dlopen::parse("/nix/store/x-cudart/lib/libcudart.so.12:libcuda.so.1");
+        let by_path = Dlopen::parse(b"/nix/store/x-cudart/lib/libcudart.so.12:libcuda.so.1");
         assert_eq!(
-            by_path.from.as_deref(),
-            Some("/nix/store/x-cudart/lib/libcudart.so.12")
+            by_path.from.unwrap(),
+            "/nix/store/x-cudart/lib/libcudart.so.12"
         );
     }
 
@@ -590,7 +598,7 @@ mod tests {
             to
         };
         let files = [copy("/bin/true", "/bin/true"), copy(interp, interp)];
-        let program = Program::read(root.path(), "/bin/true", "/").unwrap();
+        let program = Program::read(root.path(), b"/bin/true", b"/").unwrap();
         assert_eq!(program.target(), Some(Target::X86_64));
         let release = program.release().expect("the loader says its release");
         for file in files {
@@ -614,11 +622,9 @@ mod tests {
             cpu: Cpu::detect(Target::X86_64),
         };
         let x = explain_program(&config, program).unwrap();
-        assert_eq!(x.loader.path.as_deref(), Some(interp));
-        let searched: Vec<(&str, Option<&str>)> = x
-            .searches()
-            .map(|l| (l.name.as_str(), l.mapped()))
-            .collect();
-        assert_eq!(searched, [("libc.so.6", None)]);
+        assert_eq!(x.loader.path.as_ref().unwrap(), interp);
+        let searched: Vec<(&Bytes, Option<&Bytes>)> =
+            x.searches().map(|l| (&l.name, l.mapped())).collect();
+        assert_eq!(searched, [(&Bytes::from("libc.so.6"), None)]);
     }
 }

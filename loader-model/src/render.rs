@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use model::printable as p;
 
-use super::{Candidate, Explanation, How, Load, Match, Outcome, Verdict};
+use super::{Bytes, Candidate, Explanation, How, Load, Match, Outcome, Verdict};
 
 /// The whole explanation as text.
 pub fn text(x: &Explanation) -> String {
@@ -22,7 +22,7 @@ pub fn text(x: &Explanation) -> String {
     let _ = writeln!(
         out,
         "{}: glibc {} {} loader, {}{}{}",
-        p(&x.program),
+        x.program,
         l.release,
         l.target,
         is,
@@ -32,7 +32,7 @@ pub fn text(x: &Explanation) -> String {
             format!(", modelled as {}", l.flavour)
         },
         match &l.path {
-            Some(path) => format!(" ({})", p(path)),
+            Some(path) => format!(" ({path})"),
             None => " (a static program: its own libc searches)".into(),
         }
     );
@@ -70,7 +70,7 @@ pub fn text(x: &Explanation) -> String {
         let _ = writeln!(
             out,
             "  fallback: {} ({}) IGNORED, {}",
-            p(&ignored.value),
+            ignored.value,
             p(&ignored.source),
             p(&ignored.why)
         );
@@ -88,7 +88,7 @@ pub fn text(x: &Explanation) -> String {
     for load in &x.loads {
         load_text(&mut out, load, &x.loader.subdirs, width);
     }
-    let missing: Vec<String> = x
+    let missing: Vec<Bytes> = x
         .loads
         .iter()
         .filter(|l| matches!(l.outcome, Outcome::NotFound | Outcome::Failed { .. }))
@@ -133,8 +133,12 @@ pub fn text(x: &Explanation) -> String {
 }
 
 /// `values`, each printable, joined by `sep`.
-fn joined(values: &[String], sep: &str) -> String {
-    values.iter().map(|v| p(v)).collect::<Vec<_>>().join(sep)
+fn joined(values: &[Bytes], sep: &str) -> String {
+    values
+        .iter()
+        .map(Bytes::to_string)
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 /// `1 request`, `2 requests`.
@@ -143,21 +147,21 @@ fn count(n: usize, what: &str) -> String {
 }
 
 fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
-    let by = p(&load.requested_by);
+    let by = &load.requested_by;
     let how = match load.how {
         How::Needed => format!("needed by {by}"),
         How::Dlopen => format!("dlopen from {by}"),
         How::Audit => "LD_AUDIT module".to_string(),
         How::Dlmopen => format!("dlmopen (namespace {}) from {by}", load.namespace),
     };
-    let name = p(&load.name);
+    let name = &load.name;
     match &load.outcome {
         Outcome::AlreadyLoaded { path, by } => {
             let text = match by {
                 Match::Name => "by name",
                 Match::SameFile => "the search found the same file",
             };
-            let _ = writeln!(out, "{name} ({how}): already loaded, {} ({text})", p(path));
+            let _ = writeln!(out, "{name} ({how}): already loaded, {path} ({text})");
             if *by == Match::Name {
                 return;
             }
@@ -165,8 +169,7 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
         Outcome::Mapped { path, rule } => {
             let _ = writeln!(
                 out,
-                "{name} ({how})\n  -> {}  [{}]",
-                p(path),
+                "{name} ({how})\n  -> {path}  [{}]",
                 p(&rule.to_string())
             );
         }
@@ -226,7 +229,7 @@ fn rank(tier: &str) -> usize {
 /// The candidates one line per directory: the tries in its subdirectories (glibc-hwcaps,
 /// legacy hwcaps) fold into the directory's line unless something other than "absent" or
 /// "not tried" happened there.
-fn grouped(candidates: &[Candidate], name: &str, subdirs: &[String]) -> Vec<(String, String)> {
+fn grouped(candidates: &[Candidate], name: &[u8], subdirs: &[String]) -> Vec<(String, String)> {
     let mut lines: Vec<(String, String)> = Vec::new();
     let mut folded = 0usize;
     for c in candidates {
@@ -234,13 +237,13 @@ fn grouped(candidates: &[Candidate], name: &str, subdirs: &[String]) -> Vec<(Str
         let subdir = subdirs
             .iter()
             .filter(|s| !s.is_empty())
-            .find(|s| dir.ends_with(s.as_str()) && dir.len() > s.len());
+            .find(|s| dir.ends_with(s.as_bytes()) && dir.len() > s.len());
         let quiet = matches!(c.verdict, Verdict::Absent | Verdict::DirMissing);
         if subdir.is_some() && quiet {
             folded += 1;
             continue;
         }
-        let mut text = format!("{}  {}", p(&c.path), p(&c.verdict.text()));
+        let mut text = format!("{}  {}", c.path, p(&c.verdict.text()));
         if folded > 0 {
             text.push_str(&format!(
                 " (and {folded} hwcaps subdirector{} without it)",

@@ -11,11 +11,11 @@ use super::elf::{self, Verified};
 use super::fs::{OpenError, Opened};
 use super::paths::{Dir, Status};
 use super::walk::{List, Model, Step};
-use super::{Candidate, Load, Rule, Verdict};
+use super::{Bytes, Candidate, Load, Rule, Verdict};
 
 /// What `open_path` made of one list.
 enum Listed {
-    Found(String, Opened),
+    Found(Bytes, Opened),
     Failed(String),
     /// Nothing; `any`: whether any of its directories exists.
     Nothing {
@@ -35,11 +35,11 @@ impl<'c> Model<'c> {
     pub(super) fn search(
         &mut self,
         loader: Option<usize>,
-        name: &str,
+        name: &[u8],
         ns: usize,
         load: &mut Load,
     ) -> Step {
-        type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &str, usize, &mut Load) -> Step;
+        type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &[u8], usize, &mut Load) -> Step;
         let tiers: [Tier<'c>; 6] = match self.facts.flavour {
             Flavour::Patched | Flavour::Unpatched | Flavour::TestsOnly => [
                 Model::rpath,
@@ -71,7 +71,7 @@ impl<'c> Model<'c> {
 
     /// 1. DT_RPATH of the loading object, of the object that loaded it, and on up; then of
     ///    the program. Not at all when the loading object has a DT_RUNPATH.
-    fn rpath(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn rpath(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         if let Some(l) = loader {
             if self.objects[l].dynamic.runpath.is_some() {
                 if self.objects[l].dynamic.rpath.is_some() {
@@ -115,7 +115,7 @@ impl<'c> Model<'c> {
                 if let Some(runpath) = self.objects[program].dynamic.runpath.clone() {
                     let dirs = super::paths::decompose(
                         &runpath,
-                        &[':'],
+                        b":",
                         &self.origin_of(program),
                         &self.facts,
                         self.config.secure,
@@ -131,7 +131,7 @@ impl<'c> Model<'c> {
     }
 
     /// 2. LD_LIBRARY_PATH (or `--library-path`).
-    fn library_path(&mut self, _: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn library_path(&mut self, _: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         let Some((dirs, source)) = self.library_path.clone() else {
             return Step::Continue;
         };
@@ -140,7 +140,7 @@ impl<'c> Model<'c> {
     }
 
     /// 3. DT_RUNPATH of the loading object (only its own: not of the objects that loaded it).
-    fn runpath(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn runpath(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         let Some(l) = loader else {
             return Step::Continue;
         };
@@ -155,7 +155,7 @@ impl<'c> Model<'c> {
 
     /// 4. ld.so.cache: one entry, unless `--inhibit-cache`; an entry in a default directory
     ///    is passed over when the loading object is `-z nodefaultlib`.
-    fn cache(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn cache(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         if self.config.inhibit_cache {
             Model::note(load, "ld.so.cache", "not read: --inhibit-cache");
             return Step::Continue;
@@ -183,7 +183,11 @@ impl<'c> Model<'c> {
             });
         }
         let Some(path) = lookup.path else {
-            Model::note(load, "ld.so.cache", format!("no entry for {name}"));
+            Model::note(
+                load,
+                "ld.so.cache",
+                format!("no entry for {}", Bytes::from(name)),
+            );
             return Step::Continue;
         };
         let asking = loader.or(Some(self.base_program())).or(self.rtld);
@@ -219,7 +223,7 @@ impl<'c> Model<'c> {
     fn default_dirs(
         &mut self,
         loader: Option<usize>,
-        name: &str,
+        name: &[u8],
         ns: usize,
         load: &mut Load,
     ) -> Step {
@@ -232,14 +236,14 @@ impl<'c> Model<'c> {
             );
             return Step::Continue;
         }
-        let dirs = self.facts.system_dirs.clone();
+        let dirs: Vec<Bytes> = self.facts.system_dirs.iter().map(Bytes::from).collect();
         let rule = Rule::DefaultDir;
         self.open_path(&dirs, &rule, name, load).into_step(rule)
     }
 
     /// 6. The fallback list (patched loaders only), after everything else, whatever the
     ///    loading object's flags and `--inhibit-cache`.
-    fn fallback(&mut self, _: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn fallback(&mut self, _: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         let Some((dirs, source)) = self.fallback.clone() else {
             return Step::Continue;
         };
@@ -268,7 +272,7 @@ impl<'c> Model<'c> {
             .map(|t| {
                 super::paths::decompose(
                     &t,
-                    &[':'],
+                    b":",
                     &self.origin_of(object),
                     &self.facts,
                     self.config.secure,
@@ -294,7 +298,7 @@ impl<'c> Model<'c> {
         which: Own,
         dirs: &[Dir],
         rule: Rule,
-        name: &str,
+        name: &[u8],
         load: &mut Load,
     ) -> Step {
         let listed = self.open_path(dirs, &rule, name, load);
@@ -307,7 +311,7 @@ impl<'c> Model<'c> {
     /// `open_path`: each directory of the list with each subdirectory, skipping those known
     /// to be missing; the first usable file wins, an unusable one that is not merely of
     /// the wrong class or machine fails the load.
-    fn open_path(&mut self, dirs: &[Dir], rule: &Rule, name: &str, load: &mut Load) -> Listed {
+    fn open_path(&mut self, dirs: &[Dir], rule: &Rule, name: &[u8], load: &mut Load) -> Listed {
         let subdirs = self.facts.subdirs.clone();
         let cwd = self.config.cwd.clone();
         let mut any = false;
@@ -315,7 +319,7 @@ impl<'c> Model<'c> {
             let mut here_any = false;
             let mut errno = OpenError::Absent;
             for (cap, subdir) in subdirs.iter().enumerate() {
-                let path = format!("{dir}{subdir}{name}");
+                let path = dir.join(&[subdir.as_bytes(), name]);
                 if self.dirs.status(dir, cap) == Status::Missing {
                     load.candidates.push(Candidate {
                         rule: rule.clone(),
@@ -366,7 +370,7 @@ impl<'c> Model<'c> {
     }
 
     /// `open_verify` on one path: the verdict, and the file when it is usable.
-    pub(super) fn try_file(&mut self, path: &str) -> (Verdict, Option<Opened>) {
+    pub(super) fn try_file(&mut self, path: &[u8]) -> (Verdict, Option<Opened>) {
         let opened = match self.tree.open(path, &self.config.cwd) {
             Ok(opened) => opened,
             Err(OpenError::Absent) => return (Verdict::Absent, None),
@@ -391,7 +395,7 @@ impl<'c> Model<'c> {
     /// ld.so.cache of the tree, read once.
     fn read_cache(&mut self) -> Result<&Cache, String> {
         if self.cache.is_none() {
-            let parsed = match self.tree.open("/etc/ld.so.cache", "/") {
+            let parsed = match self.tree.open(b"/etc/ld.so.cache", b"/") {
                 Err(_) => Err("no /etc/ld.so.cache".to_string()),
                 Ok(opened) => match self.tree.read(&opened, super::fs::LD_SO_CACHE) {
                     Err(e) => Err(format!("cannot read /etc/ld.so.cache: {}", e.root_cause())),
@@ -409,7 +413,7 @@ impl<'c> Model<'c> {
             .map_err(Clone::clone)
     }
 
-    pub(super) fn display(&self, object: usize) -> String {
+    pub(super) fn display(&self, object: usize) -> Bytes {
         self.objects[object].display.clone()
     }
 }

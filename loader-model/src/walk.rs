@@ -11,7 +11,9 @@ use super::cache::Cache;
 use super::elf::{self, Dynamic};
 use super::fs::{Opened, Tree, ELF_OBJECT};
 use super::paths::{self, lexical_dir, Dir, DirMemory, Origin};
-use super::{Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote};
+use super::{
+    Bytes, Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote,
+};
 
 /// A directory list of an object (`l_rpath_dirs`, `l_runpath_dirs`): not decomposed yet,
 /// decomposed, or given up (none, empty, or none of its directories exists).
@@ -27,15 +29,15 @@ pub(super) enum List {
 pub(super) struct Object {
     pub ns: usize,
     /// `l_name`: the path it was found at ("" for the program).
-    pub realname: String,
+    pub realname: Bytes,
     /// How reports name it: its path, or the program as it was started.
-    pub display: String,
+    pub display: Bytes,
     /// `l_libname`: the names it was asked for under.
-    pub names: Vec<String>,
+    pub names: Vec<Bytes>,
     pub file_id: Option<(u64, u64)>,
     pub dynamic: Dynamic,
     /// `l_origin`.
-    pub origin: Option<String>,
+    pub origin: Option<Bytes>,
     /// `l_loader`: the object whose DT_NEEDED loaded it (none for the program and `dlopen`s).
     pub loader: Option<usize>,
     pub rpath: List,
@@ -50,7 +52,7 @@ pub(super) struct Object {
 /// Where a search got to after one tier.
 pub(super) enum Step {
     Found {
-        path: String,
+        path: Bytes,
         opened: Opened,
         rule: Rule,
     },
@@ -154,12 +156,12 @@ impl Model<'_> {
         let runpath_set = dynamic.runpath.is_some();
         self.map(Object {
             ns: 0,
-            realname: String::new(),
+            realname: Bytes::new(),
             display: c.program.clone(),
             names: vec![if c.via_loader {
                 c.program.clone()
             } else {
-                String::new()
+                Bytes::new()
             }],
             file_id: c.via_loader.then_some(opened.id),
             dynamic,
@@ -212,7 +214,7 @@ impl Model<'_> {
                     list.source
                 ));
             } else if !list.value.is_empty() {
-                let dirs = paths::decompose(&list.value, &[':', ';'], &origin, &self.facts, false);
+                let dirs = paths::decompose(&list.value, b":;", &origin, &self.facts, false);
                 if !dirs.is_empty() {
                     self.library_path = Some((dirs, list.source.clone()));
                 }
@@ -248,10 +250,11 @@ impl Model<'_> {
         // dropped, never the current directory or one below it.
         let (dirs, relative) = paths::decompose_fallback(&list.value, &origin, &self.facts);
         for dir in relative {
+            let end = dir.iter().rposition(|&b| b != b'/').map_or(0, |at| at + 1);
             self.notes.push(format!(
-                "{}: the relative directory {:?} is ignored: only absolute directories are searched",
+                "{}: the relative directory \"{}\" is ignored: only absolute directories are searched",
                 list.source,
-                dir.trim_end_matches('/')
+                Bytes::from(&dir[..end])
             ));
         }
         if dirs.is_empty() {
@@ -303,9 +306,9 @@ impl Model<'_> {
     }
 
     /// A DT_NEEDED entry with its dynamic string tokens expanded against its object.
-    fn expand_needed(&self, object: usize, needed: &str) -> Option<String> {
-        if !needed.contains('$') {
-            return Some(needed.to_string());
+    fn expand_needed(&self, object: usize, needed: &[u8]) -> Option<Bytes> {
+        if !needed.contains(&b'$') {
+            return Some(Bytes::from(needed));
         }
         let name = paths::expand(
             needed,
@@ -349,7 +352,7 @@ impl Model<'_> {
     /// One `dlopen`: the name from its caller, then the new object's dependencies; on a
     /// failure everything it loaded is unloaded again.
     fn dlopen(&mut self, request: &Dlopen) {
-        let Some(caller) = self.find_caller(request.from.as_deref()) else {
+        let Some(caller) = self.find_caller(request.from.as_ref()) else {
             let from = request.from.clone().unwrap_or_default();
             self.not_followed.push(format!(
                 "dlopen {} from {from}: {from} is not loaded (name a loaded library by path, soname or file name)",
@@ -365,7 +368,7 @@ impl Model<'_> {
         };
         let objects_before = self.objects.len();
         let lengths: Vec<usize> = self.namespaces.iter().map(Vec::len).collect();
-        let name = if request.name.contains('$') && request.name.contains('/') {
+        let name = if request.name.contains(&b'$') && request.name.contains(&b'/') {
             paths::expand(
                 &request.name,
                 &self.origin_of(caller),
@@ -397,7 +400,7 @@ impl Model<'_> {
 
     /// The loaded object a `dlopen` comes from: the program, or one named by path, soname or
     /// file name.
-    fn find_caller(&self, from: Option<&str>) -> Option<usize> {
+    fn find_caller(&self, from: Option<&Bytes>) -> Option<usize> {
         let Some(from) = from else {
             return Some(0);
         };
@@ -409,10 +412,10 @@ impl Model<'_> {
                 .filter(|&o| !self.objects[o].faked && !self.objects[o].removed)
         };
         let by = |test: &dyn Fn(&Object) -> bool| live().find(|&o| test(&self.objects[o]));
-        by(&|o| o.realname == from || o.display == from)
-            .or_else(|| by(&|o| o.dynamic.soname.as_deref() == Some(from)))
+        by(&|o| o.realname == *from || o.display == *from)
+            .or_else(|| by(&|o| o.dynamic.soname.as_ref() == Some(from)))
             .or_else(|| by(&|o| o.names.iter().any(|n| n == from)))
-            .or_else(|| by(&|o| o.realname.rsplit('/').next() == Some(from)))
+            .or_else(|| by(&|o| o.realname.rsplit(|&b| b == b'/').next() == Some(&from[..])))
     }
 
     /// `_dl_map_object`: a loaded object of that name, or a search (or, for a name with a
@@ -421,7 +424,7 @@ impl Model<'_> {
     fn map_object(
         &mut self,
         loader: Option<usize>,
-        name: &str,
+        name: &[u8],
         how: How,
         ns: usize,
         callmap: bool,
@@ -432,7 +435,7 @@ impl Model<'_> {
         );
         let mut load = Load {
             namespace: ns,
-            name: name.to_string(),
+            name: Bytes::from(name),
             how,
             requested_by,
             outcome: Outcome::NotFound,
@@ -447,7 +450,7 @@ impl Model<'_> {
             self.loads.push(load);
             return Ok(object);
         }
-        let step = if name.contains('/') {
+        let step = if name.contains(&b'/') {
             self.open_named(name, &mut load)
         } else {
             self.search(loader, name, ns, &mut load)
@@ -455,7 +458,7 @@ impl Model<'_> {
         let result = match step {
             Step::Found { path, opened, rule } => match self.same_file(ns, opened.id) {
                 Some(object) => {
-                    self.objects[object].names.push(name.to_string());
+                    self.objects[object].names.push(Bytes::from(name));
                     load.outcome = Outcome::AlreadyLoaded {
                         path: self.objects[object].display.clone(),
                         by: Match::SameFile,
@@ -484,9 +487,9 @@ impl Model<'_> {
                 // ldd goes on with a stand-in that no later lookup matches.
                 Ok(self.map(Object {
                     ns,
-                    realname: name.to_string(),
-                    display: name.to_string(),
-                    names: vec![name.to_string()],
+                    realname: Bytes::from(name),
+                    display: Bytes::from(name),
+                    names: vec![Bytes::from(name)],
                     file_id: None,
                     dynamic: Dynamic::default(),
                     origin: None,
@@ -506,13 +509,13 @@ impl Model<'_> {
 
     /// `_dl_lookup_map`: an object of namespace `ns` known by `name` (its path, a name it
     /// was loaded under, or its soname).
-    fn lookup(&self, ns: usize, name: &str) -> Option<usize> {
+    fn lookup(&self, ns: usize, name: &[u8]) -> Option<usize> {
         self.namespaces[ns].iter().copied().find(|&o| {
             let object = &self.objects[o];
             !object.faked
                 && !object.removed
-                && (object.realname == name
-                    || object.names.iter().any(|n| n == name)
+                && (object.realname.as_bytes() == name
+                    || object.names.iter().any(|n| n.as_bytes() == name)
                     || object.dynamic.soname.as_deref() == Some(name))
         })
     }
@@ -527,20 +530,22 @@ impl Model<'_> {
     }
 
     /// A name with a slash: opened as it is (`open_verify`), no search.
-    fn open_named(&mut self, name: &str, load: &mut Load) -> Step {
+    fn open_named(&mut self, name: &[u8], load: &mut Load) -> Step {
         let (verdict, opened) = self.try_file(name);
         let step = match (&verdict, opened) {
             (super::Verdict::Taken, Some(opened)) => Step::Found {
-                path: name.to_string(),
+                path: Bytes::from(name),
                 opened,
                 rule: Rule::Path,
             },
-            (super::Verdict::Fatal(why), _) => Step::Failed(format!("{name}: {why}")),
+            (super::Verdict::Fatal(why), _) => {
+                Step::Failed(format!("{}: {why}", Bytes::from(name)))
+            }
             _ => Step::Continue,
         };
         load.candidates.push(Candidate {
             rule: Rule::Path,
-            path: name.to_string(),
+            path: Bytes::from(name),
             verdict,
         });
         step
@@ -549,8 +554,8 @@ impl Model<'_> {
     /// A new object for the file found at `path`.
     fn new_object(
         &mut self,
-        path: &str,
-        name: &str,
+        path: &Bytes,
+        name: &[u8],
         opened: &Opened,
         loader: Option<usize>,
         ns: usize,
@@ -563,9 +568,9 @@ impl Model<'_> {
         let runpath_set = dynamic.runpath.is_some();
         Ok(self.map(Object {
             ns,
-            realname: path.to_string(),
-            display: path.to_string(),
-            names: vec![name.to_string()],
+            realname: path.clone(),
+            display: path.clone(),
+            names: vec![Bytes::from(name)],
             file_id: Some(opened.id),
             dynamic,
             origin: lexical_dir(&absolute(path, &self.config.cwd)),
@@ -602,10 +607,10 @@ impl Model<'_> {
 }
 
 /// `path` made absolute against `cwd`.
-fn absolute(path: &str, cwd: &str) -> String {
-    if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("{}/{path}", cwd.trim_end_matches('/'))
+fn absolute(path: &[u8], cwd: &[u8]) -> Bytes {
+    if path.starts_with(b"/") {
+        return Bytes::from(path);
     }
+    let end = cwd.iter().rposition(|&b| b != b'/').map_or(0, |at| at + 1);
+    Bytes::from([&cwd[..end], b"/", path].concat())
 }

@@ -24,4 +24,4 @@ pub use parallel::parallel_map;
 pub use release::{listed, supported_list, Release, UnsupportedRelease, SUPPORTED};
 pub use sysroot::{sysroot_env_var, Sysroot};
 pub use target::Target;
-pub use text::{printable, printable_args, printable_lines};
+pub use text::{printable, printable_args, printable_bytes, printable_lines};

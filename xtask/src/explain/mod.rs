@@ -29,7 +29,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if !explained.complete {
         return Err(NeedsAttention(format!(
             "{} would not find every library (see `not found` above)",
-            model::printable(&args.program)
+            model::printable_bytes(args.program.as_encoded_bytes())
         ))
         .into());
     }
