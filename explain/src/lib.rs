@@ -1,11 +1,18 @@
-//! `ld-fallback-explain`: which file a program would map for every library, under the
-//! patched loader with `LD_FALLBACK_PATH` (or the release as it is), without running the
-//! program or any loader. It reads the program's ELF files and the tree they live in, and
-//! walks the search model of `loader_model`, which is proven against the real loaders
+//! `ld-fallback-explain`: which file a program would map for every library, under the loader
+//! that would really run it (the one its interpreter names, or nix-ld's `NIX_LD`, or one a
+//! wrapper script starts, or `--loader`), with the variables that loader would get (this
+//! process's environment, the options over it, what a wrapper script exports), without
+//! running the program. It reads the program's ELF files and the tree they live in, asks the
+//! loader whether it is patched (`ld.so --help`: the only thing it runs), and walks the
+//! search model of `loader_model`, which is proven against the real loaders
 //! (docs/explain.md).
 //!
 //! The crate is the stand-alone form users install (`cargo install --path explain`);
 //! `cargo xtask explain` runs the same [`Args`].
+
+pub mod environment;
+mod loader;
+pub mod wrapper;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
@@ -13,25 +20,46 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use loader_model::{Bytes, Config, Cpu, Dlopen, GlibcVersion, PathList, Program, ReadError};
+use loader_model::{
+    Bytes, Config, Cpu, Dlopen, GlibcVersion, LoaderKind, PathList, Program, ReadError,
+    RunningLoader, Setting,
+};
 use model::{printable, Flavour, Release, Target, SUPPORTED};
+
+use environment::{Environment, LOADER_VARIABLES};
 
 /// The command line; `Default` is the command with nothing given (an empty program).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct Args {
     /// The program, as it would be started: an absolute path, or one relative to the
-    /// working directory (with --root: relative to --cwd inside the root).
+    /// working directory (with --root: relative to --cwd inside the root). A wrapper script
+    /// (nixpkgs' makeWrapper) is followed to the program it starts.
     pub program: OsString,
     /// The tree taken as `/`: a scenario root, a container's or a board's filesystem
     /// [default: /, this machine].
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// LD_FALLBACK_PATH: the fallback directories.
+    /// LD_FALLBACK_PATH: the fallback directories [default: the variable in this
+    /// environment].
     #[arg(long, value_name = "LIST")]
     pub fallback_path: Option<OsString>,
-    /// LD_LIBRARY_PATH.
+    /// LD_LIBRARY_PATH [default: the variable in this environment].
     #[arg(long, value_name = "LIST")]
     pub library_path: Option<OsString>,
+    /// LD_PRELOAD: objects loaded before the program's libraries [default: the variable in
+    /// this environment].
+    #[arg(long, value_name = "LIST")]
+    pub preload: Option<OsString>,
+    /// Read none of LD_LIBRARY_PATH, LD_FALLBACK_PATH, LD_PRELOAD, NIX_LD* from this
+    /// environment: the program gets only what the options give.
+    #[arg(long)]
+    pub ignore_env: bool,
+    /// The loader that runs the program, a path in the tree: started as `LOADER PROGRAM`
+    /// (as a wrapper does), or, when the program's interpreter is nix-ld's shim, in place
+    /// of NIX_LD. Its release, whether it is patched and its default directories are its
+    /// own [default: the program's interpreter; under nix-ld, NIX_LD].
+    #[arg(long, value_name = "PATH")]
+    pub loader: Option<OsString>,
     /// A dlopen the program makes: `NAME` (from the program) or `CALLER:NAME` (from a
     /// loaded library, named by path, soname or file name). Repeat, in the program's order.
     #[arg(long, value_name = "[CALLER:]NAME")]
@@ -39,19 +67,19 @@ pub struct Args {
     /// A dlmopen (LM_ID_NEWLM) from the program, into a namespace of its own.
     #[arg(long, value_name = "NAME")]
     pub dlmopen: Vec<OsString>,
-    /// glibc release of the modelled loader [default: the release of the program's own
-    /// loader when it is a supported one, else the newest].
+    /// glibc release of the modelled loader [default: the release of the loader that runs
+    /// the program when it is a supported one, else the newest].
     #[arg(long, value_name = "X.Y", value_parser = release())]
     pub release: Option<Release>,
     /// Target [default: the program's architecture].
     #[arg(long, value_parser = target())]
     pub target: Option<Target>,
-    /// Model this loader instead of the one the program names (PT_INTERP): `patched` (the
+    /// Model this loader instead of what the loader that runs the program is: `patched` (the
     /// series: what a patched loader would do), `unpatched` (the release as it is) or
     /// `fallback-first` (the variant that searches the fallback list right after DT_RUNPATH,
     /// before ld.so.cache and the default directories, as NixOS/nixpkgs#248547 proposed)
-    /// [default: what the program's loader file is: patched when it carries LD_FALLBACK_PATH
-    /// and --fallback-path]
+    /// [default: what that loader says it is (its --help lists --fallback-path), or, where
+    /// it cannot run, what its file carries]
     #[arg(long, value_parser = flavour())]
     pub flavour: Option<Flavour>,
     /// Model the release as it is, without the LD_FALLBACK_PATH series: `--flavour unpatched`.
@@ -126,6 +154,32 @@ fn target() -> impl TypedValueParser<Value = Target> {
         .map(|text| Target::parse(&text).expect("a possible value is a target"))
 }
 
+/// How many wrapper scripts are followed, one starting the next, before explain gives up.
+const WRAPPERS: usize = 8;
+
+/// A loader started as a command by a wrapper script, with its options.
+#[derive(Debug, Default)]
+struct LoaderCommand {
+    path: Bytes,
+    /// The wrapper that starts it.
+    from: String,
+    library_path: Option<Bytes>,
+    fallback_path: Option<Bytes>,
+    preload: Option<Bytes>,
+    audit: Vec<Bytes>,
+    inhibit_cache: bool,
+}
+
+/// The program as explain ends up with it: after every wrapper, with the environment those
+/// wrappers leave.
+struct Reached {
+    program: Bytes,
+    cwd: Bytes,
+    read: Program,
+    command: Option<LoaderCommand>,
+    notes: Vec<String>,
+}
+
 impl Args {
     /// The working directory the program is started from: --cwd, else `/` inside --root, or
     /// this process's own.
@@ -140,24 +194,17 @@ impl Args {
         Ok(Bytes::from(here.into_os_string()))
     }
 
-    /// The explanation of the program, or why there is none (it cannot be opened, or it is
-    /// not an x86_64 or aarch64 ELF program).
+    /// The explanation of the program, with the loader's variables taken from this
+    /// process's environment (unless `--ignore-env`), or why there is none (it cannot be
+    /// opened, it is not an x86_64 or aarch64 ELF program or a wrapper of one).
     pub fn explain(&self) -> Result<Explained> {
-        // Values from outside are quoted with their control characters escaped.
-        let program_bytes = Bytes::from(self.program.as_os_str());
-        let program = program_bytes.to_string();
+        self.explain_with(Environment::of_process())
+    }
+
+    /// [`Args::explain`] with `env` as the environment the program would be started from.
+    pub fn explain_with(&self, env: Environment) -> Result<Explained> {
         let root_dir = self.root.clone().unwrap_or_else(|| PathBuf::from("/"));
         let root = Bytes::from(root_dir.as_os_str()).to_string();
-        let cwd = self.cwd()?;
-        // Where a relative program was looked for, said with the error: the working
-        // directory, or --cwd inside --root.
-        let looked_in = if program_bytes.starts_with(b"/") {
-            format!("in {root}")
-        } else if self.root.is_some() {
-            format!("in {root} (from {cwd} inside it)")
-        } else {
-            format!("(from the working directory {cwd})")
-        };
         // The root first: a path in it cannot be found when it is no directory (a symlink
         // loop, a file), and the system's reason says why.
         match std::fs::metadata(&root_dir) {
@@ -165,13 +212,72 @@ impl Args {
             Ok(_) => bail!("{root} is not a directory"),
             Err(err) => bail!("cannot use {root} as the root: {err}"),
         }
-        // Read once: the release, the target and the walk all look at this reading.
-        let read = Program::read(&root_dir, &program_bytes, &cwd).map_err(|err| match err {
-            ReadError::Open(why) => anyhow::anyhow!("cannot open {program} {looked_in}: {why}"),
-            // A file that cannot be read is said as such, with the system's reason, before
-            // its content is judged: "not an ELF program" would blame bytes nobody looked at.
-            ReadError::Read(err) => anyhow::anyhow!("cannot read {program} {looked_in}: {err}"),
-        })?;
+        let mut env = if self.ignore_env {
+            let mut empty = Environment::default();
+            empty
+                .notes
+                .push("this environment is not read (--ignore-env)".into());
+            empty
+        } else {
+            env
+        };
+        for (option, name, value) in [
+            ("--library-path", "LD_LIBRARY_PATH", &self.library_path),
+            ("--fallback-path", "LD_FALLBACK_PATH", &self.fallback_path),
+            ("--preload", "LD_PRELOAD", &self.preload),
+        ] {
+            if let Some(value) = value {
+                env.set(name, Bytes::from(value.as_os_str()), option);
+            }
+        }
+        let cwd = self.cwd()?;
+        let reached = self.reach(&root_dir, &root, &mut env, cwd)?;
+        let Reached {
+            program,
+            cwd,
+            mut read,
+            command,
+            notes: wrapper_notes,
+        } = reached;
+        let program_shown = program.to_string();
+        let target = match (self.target, read.target()) {
+            (Some(asked), Some(built)) if asked != built => {
+                bail!("{program_shown} is a {built} program, not {asked}")
+            }
+            (Some(asked), _) => asked,
+            (None, Some(built)) => built,
+            (None, None) => {
+                bail!("{program_shown} is not an x86_64 or aarch64 ELF program in {root}")
+            }
+        };
+        // The loader that runs it: named, started by a wrapper, or nix-ld's, else its
+        // interpreter.
+        let nix_ld = read.loader_kind() == Some(LoaderKind::NixLd);
+        let (running, via_loader) = match (&self.loader, &command) {
+            (Some(path), _) => (
+                Some(RunningLoader {
+                    path: Bytes::from(path.as_os_str()),
+                    source: "--loader".into(),
+                }),
+                !nix_ld,
+            ),
+            (None, Some(command)) => (
+                Some(RunningLoader {
+                    path: command.path.clone(),
+                    source: command.from.clone(),
+                }),
+                true,
+            ),
+            (None, None) if nix_ld => {
+                let (path, source) = environment::nix_ld(&mut env, target);
+                (Some(RunningLoader { path, source }), false)
+            }
+            (None, None) => (None, false),
+        };
+        if let Some(running) = &running {
+            read = read.run_by(&running.path, &cwd);
+        }
+        let judged = judge(&read, target);
         let detected = read.release();
         let (release, release_note) = match (&self.release, detected) {
             (Some(r), _) => (GlibcVersion::from(*r), None),
@@ -185,14 +291,6 @@ impl Args {
                 (newest, Some(format!("modelled as glibc {newest}: {why}")))
             }
         };
-        let target = match (self.target, read.target()) {
-            (Some(asked), Some(built)) if asked != built => {
-                bail!("{program} is a {built} program, not {asked}")
-            }
-            (Some(asked), _) => asked,
-            (None, Some(built)) => built,
-            (None, None) => bail!("{program} is not an x86_64 or aarch64 ELF program in {root}"),
-        };
         let mut dlopens: Vec<Dlopen> = self
             .dlopen
             .iter()
@@ -203,41 +301,92 @@ impl Args {
             from: None,
             new_namespace: true,
         }));
-        // The loader the program names, as its file is, unless another is asked for.
-        let flavour = match (self.unpatched, self.flavour, read.series()) {
+        // What the loader file is, unless another is asked for. No loader to judge: the
+        // walk refuses such a program and says why, so this flavour is never modelled.
+        let flavour = match (self.unpatched, self.flavour, &judged) {
             (true, _, _) => Flavour::Unpatched,
             (false, Some(asked), _) => asked,
-            (false, None, Some(series)) => series.flavour(),
-            // No loader file to judge: the walk refuses such a program and says why (the
-            // loader is not in the root), so this flavour is never modelled.
+            (false, None, Some(judged)) => judged.flavour(),
             (false, None, None) => Flavour::Unpatched,
+        };
+        let list = |name: &str| {
+            env.exported(name).map(|var| PathList {
+                value: var.value.clone(),
+                source: name.into(),
+            })
+        };
+        // A loader started as a command takes its options over the variables.
+        let option = |value: &Option<Bytes>, name: &str| {
+            value.clone().map(|value| PathList {
+                value,
+                source: name.into(),
+            })
+        };
+        let command_ref = command.as_ref();
+        let library_path = command_ref
+            .and_then(|c| option(&c.library_path, "--library-path"))
+            .or_else(|| list("LD_LIBRARY_PATH"));
+        let fallback_path = command_ref
+            .and_then(|c| option(&c.fallback_path, "--fallback-path"))
+            .or_else(|| list("LD_FALLBACK_PATH"));
+        let preload = match (
+            list("LD_PRELOAD"),
+            command_ref.and_then(|c| c.preload.clone()),
+        ) {
+            (Some(variable), Some(option)) => Some(PathList {
+                value: variable.value.join(&[b":", &option]),
+                source: "LD_PRELOAD and --preload".into(),
+            }),
+            (Some(variable), None) => Some(variable),
+            (None, Some(option)) => Some(PathList {
+                value: option,
+                source: "--preload".into(),
+            }),
+            (None, None) => None,
         };
         let config = Config {
             root: root_dir,
-            program: program_bytes.clone(),
+            program: program.clone(),
             cwd,
             release,
             target,
             flavour,
-            library_path: self.library_path.clone().map(|value| PathList {
-                value: value.into(),
-                source: "LD_LIBRARY_PATH".into(),
-            }),
-            fallback_path: self.fallback_path.clone().map(|value| PathList {
-                value: value.into(),
-                source: "LD_FALLBACK_PATH".into(),
-            }),
+            library_path,
+            fallback_path,
+            preload,
             dlopens,
-            audit: Vec::new(),
-            inhibit_cache: self.inhibit_cache,
+            audit: command_ref.map(|c| c.audit.clone()).unwrap_or_default(),
+            inhibit_cache: self.inhibit_cache || command_ref.is_some_and(|c| c.inhibit_cache),
             secure: self.secure,
             trace: self.ldd,
-            via_loader: false,
+            via_loader,
+            loader: running,
+            loader_series: judged,
             cpu: Cpu::detect(target),
         };
         let mut explanation = loader_model::explain_program(&config, read)
-            .with_context(|| format!("cannot explain {program}"))?;
-        explanation.notes.extend(release_note);
+            .with_context(|| format!("cannot explain {program_shown}"))?;
+        explanation.settings = env.settings(&LOADER_VARIABLES);
+        if let Some(command) = &command {
+            for (name, value) in [
+                ("--library-path", &command.library_path),
+                ("--fallback-path", &command.fallback_path),
+                ("--preload", &command.preload),
+            ] {
+                if let Some(value) = value {
+                    explanation.settings.push(Setting {
+                        name: name.into(),
+                        value: value.clone(),
+                        from: command.from.clone(),
+                    });
+                }
+            }
+        }
+        let mut notes = env.notes.clone();
+        notes.extend(wrapper_notes);
+        notes.extend(explanation.notes);
+        notes.extend(release_note);
+        explanation.notes = notes;
         let text = if self.json {
             let mut json = serde_json::to_string_pretty(&explanation)
                 .context("cannot write the JSON explanation")?;
@@ -249,7 +398,9 @@ impl Args {
         let missing = explanation.loads.iter().any(|l| {
             matches!(
                 l.outcome,
-                loader_model::Outcome::NotFound | loader_model::Outcome::Failed { .. }
+                loader_model::Outcome::NotFound
+                    | loader_model::Outcome::Failed { .. }
+                    | loader_model::Outcome::StopsAt { .. }
             )
         });
         Ok(Explained {
@@ -258,4 +409,162 @@ impl Args {
             not_followed: explanation.not_followed,
         })
     }
+
+    /// The program, read: the one named, or, through every wrapper script, the one they
+    /// start; `env` is left as they leave it.
+    fn reach(
+        &self,
+        root_dir: &std::path::Path,
+        root: &str,
+        env: &mut Environment,
+        cwd: Bytes,
+    ) -> Result<Reached> {
+        let mut program = Bytes::from(self.program.as_os_str());
+        let mut cwd = cwd;
+        let mut notes = Vec::new();
+        let mut command = None;
+        for _ in 0..=WRAPPERS {
+            let read = self.read(root_dir, root, &program, &cwd)?;
+            let Some(script) = read.script() else {
+                return Ok(Reached {
+                    program,
+                    cwd,
+                    read,
+                    command,
+                    notes,
+                });
+            };
+            if command.is_some() {
+                bail!(
+                    "{program} is a script, started by a loader: a loader runs ELF programs only"
+                );
+            }
+            let followed = wrapper::follow(script, &program, env, &cwd).map_err(|why| {
+                anyhow::anyhow!(
+                    "{program} is a script explain cannot follow as a wrapper (nixpkgs' makeWrapper, or `exec` of a program): {}",
+                    why.0
+                )
+            })?;
+            for line in &followed.not_followed {
+                notes.push(format!(
+                    "the wrapper {program} runs {line}, which explain does not follow: what it changes is not known"
+                ));
+            }
+            let (target, rest) = followed
+                .exec
+                .split_first()
+                .expect("a followed wrapper execs a program");
+            let next = self.read(root_dir, root, target, &followed.cwd)?;
+            let exported = if followed.changed.is_empty() {
+                String::new()
+            } else {
+                format!("it sets {}, and ", followed.changed.join(", "))
+            };
+            if next.script().is_none()
+                && next.interpreter().is_none()
+                && next.kind_as_loader() == Some(LoaderKind::Glibc)
+            {
+                let (parsed, started) = loader_command(target, rest, &program)?;
+                notes.push(format!(
+                    "{program} is a wrapper script: {exported}it starts the loader {target} with the program {started}"
+                ));
+                command = Some(parsed);
+                program = started;
+            } else {
+                notes.push(format!(
+                    "{program} is a wrapper script: {exported}it starts {target}"
+                ));
+                program = target.clone();
+            }
+            cwd = followed.cwd;
+        }
+        bail!(
+            "{} starts a wrapper that starts a wrapper, {WRAPPERS} deep: explain follows no further",
+            Bytes::from(self.program.as_os_str())
+        )
+    }
+
+    /// `program` read in the tree, from `cwd`; the error names where it was looked for.
+    fn read(
+        &self,
+        root_dir: &std::path::Path,
+        root: &str,
+        program: &Bytes,
+        cwd: &Bytes,
+    ) -> Result<Program> {
+        // Where a relative program was looked for, said with the error: the working
+        // directory, or --cwd inside --root.
+        let looked_in = if program.starts_with(b"/") {
+            format!("in {root}")
+        } else if self.root.is_some() {
+            format!("in {root} (from {cwd} inside it)")
+        } else {
+            format!("(from the working directory {cwd})")
+        };
+        Program::read(root_dir, program, cwd).map_err(|err| match err {
+            ReadError::Open(why) => anyhow::anyhow!("cannot open {program} {looked_in}: {why}"),
+            // A file that cannot be read is said as such, with the system's reason, before
+            // its content is judged: "not an ELF program" would blame bytes nobody looked at.
+            ReadError::Read(err) => anyhow::anyhow!("cannot read {program} {looked_in}: {err}"),
+        })
+    }
+}
+
+/// What the loader that would run `read` is (a program of `target`), asked of it where it
+/// can run (`ld.so --help`), else read from its file with a caveat said; `None` without a
+/// loader file to judge.
+pub fn judge(read: &Program, target: Target) -> Option<loader_model::SeriesInFile> {
+    let strings = read.series()?;
+    if read.interpreter().is_none() {
+        // A static program: its own libc, which has no --help to ask.
+        return Some(loader::from_strings(
+            strings,
+            "a static program has no loader to ask",
+        ));
+    }
+    let Some(host) = read.loader_on_host() else {
+        return Some(strings);
+    };
+    if read.loader_kind() != Some(LoaderKind::Glibc) {
+        return Some(strings);
+    }
+    Some(match loader::ask(host, target) {
+        Ok(asked) => asked,
+        Err(why) => loader::from_strings(strings, &why),
+    })
+}
+
+/// The loader options and the program of `LOADER [OPTION]... PROGRAM`, as a wrapper (`from`)
+/// starts it (`elf/rtld.c`'s option loop, with the series' `--fallback-path`).
+fn loader_command(loader: &Bytes, words: &[Bytes], from: &Bytes) -> Result<(LoaderCommand, Bytes)> {
+    let mut command = LoaderCommand {
+        path: loader.clone(),
+        from: format!("the wrapper {from}"),
+        ..LoaderCommand::default()
+    };
+    let mut words = words.iter();
+    while let Some(word) = words.next() {
+        let mut value = |option: &str| {
+            words.next().cloned().with_context(|| {
+                format!("the wrapper {from} gives {loader} {option} without a value")
+            })
+        };
+        match word.as_bytes() {
+            b"--library-path" => command.library_path = Some(value("--library-path")?),
+            b"--fallback-path" => command.fallback_path = Some(value("--fallback-path")?),
+            b"--preload" => command.preload = Some(value("--preload")?),
+            b"--audit" => command
+                .audit
+                .extend(value("--audit")?.split(|&b| b == b':').map(Bytes::from)),
+            b"--argv0" => {
+                value("--argv0")?;
+            }
+            b"--inhibit-cache" => command.inhibit_cache = true,
+            option if option.starts_with(b"--") => bail!(
+                "the wrapper {from} starts {loader} with {word}, an option explain does not follow"
+            ),
+            _ => return Ok((command, word.clone())),
+        }
+    }
+    bail!("the wrapper {from} starts the loader {loader} without a program")
 }

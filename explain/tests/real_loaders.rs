@@ -31,6 +31,13 @@ use loader_tests::host::{find_program, in_ci, tools};
 use loader_tests::probe::Invocation;
 use model::{sysroot_env_var, Flavour, Target};
 
+#[path = "real_loaders/environment.rs"]
+mod environment;
+#[path = "real_loaders/loaders.rs"]
+mod loaders;
+#[path = "real_loaders/starts.rs"]
+mod starts;
+
 /// The loader every x86_64 program here names, in whichever tree it runs.
 const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
 const TARGET: Target = Target::X86_64;
@@ -60,6 +67,12 @@ fn main() {
         })
         .with_ignored_flag(ignored(&host)),
     ];
+    for (name, case) in starts::CASES.iter().chain(environment::CASES).copied() {
+        trials.push(
+            Trial::test(name, move || case().map_err(Failed::from))
+                .with_ignored_flag(ignored(&host)),
+        );
+    }
     for flavour in Flavour::ALL {
         let var = sysroot_env_var(TARGET, flavour);
         let missing = host.clone().or_else(|| {
@@ -76,6 +89,14 @@ fn main() {
             })
             .with_ignored_flag(ignored(&missing)),
         );
+        for (name, case) in loaders::CASES.iter().copied() {
+            trials.push(
+                Trial::test(format!("{flavour}-{name}"), move || {
+                    case(flavour).map_err(Failed::from)
+                })
+                .with_ignored_flag(ignored(&missing)),
+            );
+        }
     }
     libtest_mimic::run(&args, trials).exit();
 }
@@ -85,7 +106,7 @@ fn why_not_here() -> Option<String> {
     if std::env::consts::ARCH != "x86_64" {
         return Some("not an x86_64 machine".into());
     }
-    [tools::GCC, tools::BWRAP]
+    [tools::GCC, tools::BWRAP, tools::PATCHELF]
         .iter()
         .find(|t| find_program(t.program).is_none())
         .map(|t| format!("no {} (package {})", t.program, t.package))
@@ -159,10 +180,71 @@ fn compile() -> anyhow::Result<Fixture> {
         &path("driver"),
         "-l:libcuda.so.1",
     ])?;
+    // A program that needs nothing but libc, and two static ones: one that is only a
+    // program, one that names nix-ld's variable as nix-ld's shim does.
+    fs::write(dir.join("hello.c"), "int main(void) { return 0; }\n")?;
+    gcc(&[&path("hello.c"), "-o", &path("hello")])?;
+    fs::write(
+        dir.join("static.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"a static program\"); return 3; }\n",
+    )?;
+    gcc(&["-static", &path("static.c"), "-o", &path("static")])?;
+    fs::write(
+        dir.join("shim.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"NIX_LD_LIBRARY_PATH\"); return 0; }\n",
+    )?;
+    gcc(&["-static", &path("shim.c"), "-o", &path("shim")])?;
     Ok(Fixture {
         _scratch: scratch,
         dir,
     })
+}
+
+/// `program` copied to `to`, its interpreter (PT_INTERP) made `interpreter`.
+fn with_interpreter(program: &Path, to: &Path, interpreter: &str) -> Result<(), String> {
+    fs::copy(program, to).map_err(|e| format!("{}: {e}", program.display()))?;
+    let out = Command::new(tools::PATCHELF.program)
+        .args(["--set-interpreter", interpreter])
+        .arg(to)
+        .output()
+        .map_err(|e| format!("patchelf: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "patchelf --set-interpreter {interpreter}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// The x86_64 sysroot of `flavour` (`$LD_FALLBACK_SYSROOT...`).
+fn sysroot(flavour: Flavour) -> Result<PathBuf, String> {
+    let var = sysroot_env_var(TARGET, flavour);
+    std::env::var_os(&var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))
+}
+
+/// A scratch directory, removed at the end.
+fn scratch(prefix: &str) -> Result<tempfile::TempDir, String> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
+        .map_err(|e| e.to_string())
+}
+
+/// Fails with the explanation unless explain exited `code` and said each of `lines`.
+fn says(x: &Explained, code: i32, lines: &[&str]) -> Result<(), String> {
+    if x.code != Some(code) {
+        return Err(format!("want exit status {code}:\n{}", x.show()));
+    }
+    for line in lines {
+        if !x.stdout.contains(line) {
+            return Err(format!("explain does not say {line:?}:\n{}", x.show()));
+        }
+    }
+    Ok(())
 }
 
 /// What `ld-fallback-explain` printed and how it ended.
@@ -185,9 +267,28 @@ impl Explained {
     }
 }
 
-/// The installed binary, as a user runs it, from `cwd`.
+/// The installed binary, as a user runs it, from `cwd`, with none of the loader's
+/// variables in its environment (`cargo test` sets LD_LIBRARY_PATH).
 fn explain(cwd: &Path, args: &[&str]) -> Result<Explained, String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+    explain_in_env(cwd, args, &[])
+}
+
+/// [`explain`] with `env` set in its environment.
+fn explain_in_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Explained, String> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"));
+    for name in [
+        "LD_LIBRARY_PATH",
+        "LD_FALLBACK_PATH",
+        "LD_PRELOAD",
+        "NIX_LD",
+        "NIX_LD_LIBRARY_PATH",
+        "NIX_LD_x86_64_linux",
+        "NIX_LD_LIBRARY_PATH_x86_64_linux",
+    ] {
+        command.env_remove(name);
+    }
+    let out = command
+        .envs(env.iter().copied())
         .args(args)
         .current_dir(cwd)
         .output()
@@ -221,7 +322,8 @@ fn real_run(root: &Path, program: &str, fallback: &str) -> Result<i32, String> {
         .ok_or_else(|| format!("{} ended by a signal", invocation.display()))?;
     let read = loader_model::Program::read(root, program.as_bytes(), b"/")
         .map_err(|e| format!("cannot read {program}: {e:?}"))?;
-    let judged = read.series().ok_or("explain cannot judge the loader")?;
+    let judged =
+        ld_fallback_explain::judge(&read, TARGET).ok_or("explain cannot judge the loader")?;
     let release = read.release().ok_or("the loader says no release")?;
     let checked = differential::check(
         &invocation,
@@ -304,7 +406,8 @@ fn stock() -> Result<(), String> {
     )?;
     agrees(real, &x, LOADER)?;
     for line in [
-        "  unpatched: the file carries neither LD_FALLBACK_PATH nor --fallback-path".to_string(),
+        "  unpatched: its --help lists no --fallback-path (a loader with the series does)"
+            .to_string(),
         format!("  fallback: {} (LD_FALLBACK_PATH) IGNORED", f.driver()),
         format!(
             "to change: libcuda.so.1 is only in the fallback ({}/libcuda.so.1), which {LOADER} does not search",

@@ -83,6 +83,13 @@ impl std::ops::Deref for Bytes {
     }
 }
 
+/// Looked up by its bytes (a map keyed by names takes `&[u8]`).
+impl std::borrow::Borrow<[u8]> for Bytes {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 impl AsRef<[u8]> for Bytes {
     fn as_ref(&self) -> &[u8] {
         &self.0

@@ -82,6 +82,14 @@ pub(crate) struct Lookup {
 }
 
 impl Cache {
+    /// How many bytes [`Cache::has_magic`] looks at.
+    pub(crate) const MAGIC_LEN: u64 = NEW_MAGIC.len() as u64;
+
+    /// Whether a file starting with `head` is of a format the loader reads (either magic).
+    pub(crate) fn has_magic(head: &[u8]) -> bool {
+        head.starts_with(NEW_MAGIC) || head.starts_with(OLD_MAGIC)
+    }
+
     /// Parses a cache file; `None` when the loader would ignore it (not a cache, corrupt,
     /// other endianness), as glibc then behaves as if there were none.
     pub(crate) fn parse(file: &[u8]) -> Option<Cache> {

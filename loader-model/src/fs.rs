@@ -84,6 +84,20 @@ pub struct Opened {
     /// (st_dev, st_ino): the loader reuses a loaded object with the same identity.
     pub id: (u64, u64),
     pub is_dir: bool,
+    /// A FIFO, a device or a socket: a file whose `open` or `read` does not simply give
+    /// its bytes (explain never opens one).
+    pub special: Option<Special>,
+    /// The set-user-ID bit (secure mode preloads only such files).
+    pub setuid: bool,
+}
+
+/// A file that is no regular file or directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    Fifo,
+    CharDevice,
+    BlockDevice,
+    Socket,
 }
 
 /// The tree the loader runs in.
@@ -183,11 +197,28 @@ impl Tree {
     pub fn open(&self, path: &[u8], cwd: &[u8]) -> Result<Opened, OpenError> {
         let host = self.resolve(path, cwd)?;
         match fs::metadata(&host) {
-            Ok(meta) => Ok(Opened {
-                host,
-                id: (meta.dev(), meta.ino()),
-                is_dir: meta.is_dir(),
-            }),
+            Ok(meta) => {
+                use std::os::unix::fs::FileTypeExt;
+                let kind = meta.file_type();
+                let special = if kind.is_fifo() {
+                    Some(Special::Fifo)
+                } else if kind.is_char_device() {
+                    Some(Special::CharDevice)
+                } else if kind.is_block_device() {
+                    Some(Special::BlockDevice)
+                } else if kind.is_socket() {
+                    Some(Special::Socket)
+                } else {
+                    None
+                };
+                Ok(Opened {
+                    host,
+                    id: (meta.dev(), meta.ino()),
+                    is_dir: meta.is_dir(),
+                    special,
+                    setuid: meta.mode() & 0o4000 != 0,
+                })
+            }
             Err(err) => Err(open_error(&err)),
         }
     }

@@ -28,12 +28,14 @@ pub use hazards::SPLIT_DRIVER_CAVEAT;
 pub(crate) mod paths;
 pub mod platform;
 pub mod render;
+mod start;
 mod tiers;
 mod walk;
 
 pub use bytes::Bytes;
 pub(crate) use hazards::Hazard;
 pub use platform::{Cpu, GlibcVersion, LoaderFacts, SeriesInFile};
+pub use start::{loader_kind, loader_soname, LoaderKind};
 
 /// What to explain: a program in a tree, and what the user sets.
 #[derive(Debug, Clone)]
@@ -53,6 +55,9 @@ pub struct Config {
     pub library_path: Option<PathList>,
     /// `LD_FALLBACK_PATH`, or `ld.so --fallback-path`.
     pub fallback_path: Option<PathList>,
+    /// `LD_PRELOAD`, or `ld.so --preload`: objects loaded before the program's DT_NEEDED
+    /// entries (names separated by spaces or colons).
+    pub preload: Option<PathList>,
     /// The `dlopen`s to follow, in the order the program makes them.
     pub dlopens: Vec<Dlopen>,
     /// LD_AUDIT: modules loaded before the program's libraries, each in its own namespace.
@@ -65,8 +70,24 @@ pub struct Config {
     pub trace: bool,
     /// Started as `ld.so PROGRAM` (then `$ORIGIN` is the directory as given, not resolved).
     pub via_loader: bool,
+    /// The loader that runs the program when it is not the file its PT_INTERP names: one
+    /// started as `LOADER PROGRAM` (`via_loader`, a wrapper), or the one nix-ld's shim, the
+    /// program's interpreter, hands the program to (`NIX_LD`).
+    pub loader: Option<RunningLoader>,
+    /// Whether the loader that runs carries the series, when that was found out by running
+    /// it (`ld.so --help`); `None`: read from its file's strings.
+    pub loader_series: Option<SeriesInFile>,
     /// The CPU the program runs on.
     pub cpu: Cpu,
+}
+
+/// A loader that runs the program in place of the file its PT_INTERP names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunningLoader {
+    /// Its path in the tree.
+    pub path: Bytes,
+    /// Who names it, as the explanation says it (`--loader`, `NIX_LD`).
+    pub source: String,
 }
 
 /// A directory list and where it comes from (`LD_LIBRARY_PATH`, `--fallback-path`, ...).
@@ -74,6 +95,17 @@ pub struct Config {
 pub struct PathList {
     pub value: Bytes,
     pub source: String,
+}
+
+/// A variable the loader reads, as the program gets it, and where its value came from (the
+/// environment, an option, a wrapper script): said in the explanation's header. The model
+/// reads the lists from [`Config`]; a front end that knows where they came from fills
+/// [`Explanation::settings`] in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Setting {
+    pub name: String,
+    pub value: Bytes,
+    pub from: String,
 }
 
 /// A `dlopen` (or `dlmopen` into a new namespace) the program makes.
@@ -111,6 +143,9 @@ pub enum How {
     Dlmopen,
     /// An LD_AUDIT module, loaded by the loader itself.
     Audit,
+    /// An `LD_PRELOAD` (or `--preload`) object, loaded for the program before its
+    /// DT_NEEDED entries; one that cannot be loaded is left out, and the program starts.
+    Preload,
 }
 
 /// The rule (search tier) a candidate belongs to.
@@ -177,6 +212,11 @@ pub enum Verdict {
     NodeflibCacheEntry,
     /// An ld.so.cache entry of the name that the lookup did not return.
     CachePassed(String),
+    /// A secure-mode preload that is not set-user-ID: passed over as if absent.
+    NotSetuid,
+    /// A FIFO or a device: the loader opens it and waits there (or, for a device, fails
+    /// the load); the search goes no further.
+    Stops(String),
 }
 
 impl Verdict {
@@ -199,6 +239,10 @@ impl Verdict {
                 "in a default dir, and the loader is -z nodefaultlib: passed over".into()
             }
             Verdict::CachePassed(why) => format!("cache entry passed over: {why}"),
+            Verdict::NotSetuid => {
+                "not set-user-ID: passed over (secure mode preloads only such files)".into()
+            }
+            Verdict::Stops(why) => format!("{why}: the search stops here"),
         }
     }
 }
@@ -232,6 +276,9 @@ pub enum Outcome {
     NotFound,
     /// The search stopped at a file the loader refuses.
     Failed { error: String },
+    /// The search stopped at a FIFO or a device: the loader waits there (the program
+    /// hangs), or, for a device, fails the load.
+    StopsAt { path: Bytes, why: String },
 }
 
 /// How a loaded object answered a request.
@@ -282,6 +329,18 @@ impl Load {
 pub struct Explanation {
     pub program: Bytes,
     pub loader: LoaderFacts,
+    /// How the loader modelled comes to run the program, when it is not simply the file its
+    /// PT_INTERP names (a loader named by `--loader`, nix-ld's `NIX_LD`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
+    /// Why the program cannot start at all, before any library is searched: the kernel
+    /// refuses its interpreter, or that interpreter is no glibc loader.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cannot_start: Option<String>,
+    /// The loader's variables as the program gets them, and where each came from (empty
+    /// unless a front end says).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<Setting>,
     /// The LD_LIBRARY_PATH directories, as the loader decomposed them.
     pub library_path: Vec<Bytes>,
     /// The fallback directories, as the loader decomposed them (empty when unset, ignored
@@ -321,23 +380,26 @@ impl Explanation {
     }
 }
 
-/// A program as read from its tree, once: its file, its bytes, its dynamic section and, for
-/// a dynamic program, its loader's file. [`Program::release`], [`Program::target`] and
-/// [`explain_program`] all look at this one reading.
+/// A program as read from its tree, once: its file, its bytes, its dynamic section, the
+/// interpreter its PT_INTERP names and, when another loader runs it, that loader's file.
+/// [`Program::release`], [`Program::target`] and [`explain_program`] all look at this one
+/// reading.
 #[derive(Clone)]
 pub struct Program {
     tree: fs::Tree,
     opened: fs::Opened,
+    /// The whole file for an ELF file or a script; its first bytes for anything else.
     bytes: Vec<u8>,
     /// Its dynamic section, or why it is no ELF program.
     dynamic: Result<elf::Dynamic, String>,
-    /// A dynamic program's loader (PT_INTERP): its path, and its file and bytes or why it
-    /// cannot be read.
-    loader: Option<(Bytes, LoaderFile)>,
+    /// A dynamic program's interpreter (PT_INTERP): its path, and its file or why it cannot
+    /// be opened.
+    interpreter: Option<(Bytes, LoaderFile)>,
+    /// The loader that runs it in the interpreter's place ([`Program::run_by`]).
+    runs: Option<(Bytes, LoaderFile)>,
 }
 
-/// A loader's file and bytes, or why it cannot be read.
-type LoaderFile = Result<(fs::Opened, Vec<u8>), String>;
+use start::{LoaderFile, LoaderRead};
 
 /// Why a program could not be read at all.
 #[derive(Debug)]
@@ -348,29 +410,80 @@ pub enum ReadError {
     Read(std::io::Error),
 }
 
+/// What is read of a file before it is judged: an ELF header, the `#!` of a script.
+const HEAD: u64 = 64;
+
+/// A script is read whole to follow it (a makeWrapper wrapper is a few hundred bytes).
+pub const SCRIPT: model::file::Limit = model::file::Limit {
+    bytes: 1 << 20,
+    what: "a script",
+};
+
+/// The file at `path` (from `cwd`) in `tree` as a loader: opened as the kernel opens an
+/// interpreter, its head judged before the rest is read.
+fn read_loader(tree: &fs::Tree, path: &[u8], cwd: &[u8]) -> LoaderFile {
+    use std::os::unix::fs::PermissionsExt;
+    let opened = tree.open(path, cwd).map_err(|err| err.to_string())?;
+    if opened.is_dir {
+        return Ok(LoaderRead {
+            opened,
+            bytes: Vec::new(),
+            executable: false,
+        });
+    }
+    let mut file = model::file::Regular::open(&opened.host, fs::ELF_OBJECT)
+        .map_err(|err| format!("cannot read it: {err}"))?;
+    let executable =
+        std::fs::metadata(&opened.host).is_ok_and(|meta| meta.permissions().mode() & 0o111 != 0);
+    let head = file
+        .head(HEAD)
+        .map_err(|err| format!("cannot read it: {err}"))?;
+    let bytes = if head.starts_with(&object::elf::ELFMAG) {
+        file.rest(head)
+            .map_err(|err| format!("cannot read it: {err}"))?
+    } else {
+        head
+    };
+    Ok(LoaderRead {
+        opened,
+        bytes,
+        executable,
+    })
+}
+
 impl Program {
     /// Opens `program` in `root` (from `cwd`) as the kernel would, and reads it and its
-    /// loader.
+    /// interpreter (a relative PT_INTERP, as the kernel opens it, from `cwd`). Each file is
+    /// judged from its first bytes before the rest is read: only an ELF file or a script is
+    /// read whole.
     pub fn read(root: &std::path::Path, program: &[u8], cwd: &[u8]) -> Result<Program, ReadError> {
         let tree = fs::Tree::new(root);
         let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
         // The error goes back typed; each caller names the program and the tree with it.
-        let bytes = match model::file::read_regular(&opened.host, fs::ELF_OBJECT) {
-            Ok(bytes) => bytes,
-            Err(err) => return Err(ReadError::Read(err)),
+        let mut file =
+            model::file::Regular::open(&opened.host, fs::ELF_OBJECT).map_err(ReadError::Read)?;
+        let head = file.head(HEAD).map_err(ReadError::Read)?;
+        let (bytes, dynamic) = if head.starts_with(&object::elf::ELFMAG) {
+            let bytes = file.rest(head).map_err(ReadError::Read)?;
+            let dynamic = elf::dynamic(&bytes);
+            (bytes, dynamic)
+        } else if head.starts_with(b"#!") {
+            let bytes = model::file::Regular::open(&opened.host, SCRIPT)
+                .and_then(|mut file| {
+                    let head = file.head(HEAD)?;
+                    file.rest(head)
+                })
+                .map_err(ReadError::Read)?;
+            (bytes, Err("a script (`#!`), not an ELF file".to_string()))
+        } else {
+            (head, Err("not an ELF file".to_string()))
         };
-        let dynamic = elf::dynamic(&bytes).map_err(|why| why.to_string());
-        let loader = dynamic
+        let interpreter = dynamic
             .as_ref()
             .ok()
             .and_then(|d| d.interpreter.clone())
             .map(|interp| {
-                let file = match tree.open(&interp, b"/") {
-                    Ok(file) => model::file::read_regular(&file.host, fs::ELF_OBJECT)
-                        .map(|bytes| (file, bytes))
-                        .map_err(|err| format!("cannot read it: {err}")),
-                    Err(err) => Err(err.to_string()),
-                };
+                let file = read_loader(&tree, &interp, cwd);
                 (interp, file)
             });
         Ok(Program {
@@ -378,27 +491,78 @@ impl Program {
             opened,
             bytes,
             dynamic,
-            loader,
+            interpreter,
+            runs: None,
         })
+    }
+
+    /// The program run by the loader at `path` in its tree (from `cwd`) instead of the file
+    /// its PT_INTERP names.
+    pub fn run_by(mut self, path: &[u8], cwd: &[u8]) -> Program {
+        let file = read_loader(&self.tree, path, cwd);
+        self.runs = Some((Bytes::from(path), file));
+        self
+    }
+
+    /// The text of a `#!` script, when the program is one.
+    pub fn script(&self) -> Option<&[u8]> {
+        self.bytes.starts_with(b"#!").then_some(&self.bytes[..])
+    }
+
+    /// Its interpreter as PT_INTERP names it.
+    pub fn interpreter(&self) -> Option<&Bytes> {
+        self.interpreter.as_ref().map(|(path, _)| path)
+    }
+
+    /// The loader that would run it: the one [`Program::run_by`] named, else its
+    /// interpreter; its path as named and its whole file, when that is an ELF file.
+    fn loader(&self) -> Option<(&Bytes, &LoaderRead)> {
+        let (path, file) = self.runs.as_ref().or(self.interpreter.as_ref())?;
+        let read = file.as_ref().ok()?;
+        read.bytes
+            .starts_with(&object::elf::ELFMAG)
+            .then_some((path, read))
+    }
+
+    /// What the loader that would run it is: glibc's, nix-ld's shim, or another file.
+    pub fn loader_kind(&self) -> Option<LoaderKind> {
+        let target = self.target()?;
+        let (_, read) = self.runs.as_ref().or(self.interpreter.as_ref())?;
+        Some(match read {
+            Ok(read) => loader_kind(&read.bytes, target),
+            Err(why) => LoaderKind::Other(why.clone()),
+        })
+    }
+
+    /// What the program's own file is as a loader (a wrapper may start glibc's loader as
+    /// its program).
+    pub fn kind_as_loader(&self) -> Option<LoaderKind> {
+        Some(loader_kind(&self.bytes, self.target()?))
+    }
+
+    /// Where the file of the loader that would run it is on this machine, when it is an ELF
+    /// file (to ask it what it is: `ld.so --help`).
+    pub fn loader_on_host(&self) -> Option<&std::path::Path> {
+        self.loader().map(|(_, read)| read.opened.host.as_path())
     }
 
     /// The release of the glibc it would run with: its loader's (or, for a static program,
     /// its own libc's) version string; `None` when there is none to read.
     pub fn release(&self) -> Option<GlibcVersion> {
-        match (&self.dynamic, &self.loader) {
-            (Err(_), _) | (Ok(_), Some((_, Err(_)))) => None,
-            (Ok(_), Some((_, Ok((_, loader))))) => platform::release_of(loader),
-            (Ok(_), None) => platform::release_of(&self.bytes),
+        match (&self.dynamic, self.interpreter.is_some()) {
+            (Err(_), _) => None,
+            (Ok(_), true) => platform::release_of(&self.loader()?.1.bytes),
+            (Ok(_), false) => platform::release_of(&self.bytes),
         }
     }
 
     /// Whether the glibc it would run with carries the series, read from its loader's file
     /// (or, for a static program, its own); `None` when there is none to read.
     pub fn series(&self) -> Option<SeriesInFile> {
-        match (&self.dynamic, &self.loader) {
-            (Err(_), _) | (Ok(_), Some((_, Err(_)))) => None,
-            (Ok(_), Some((_, Ok((_, loader))))) => Some(platform::series_in(loader, true)),
-            (Ok(_), None) => Some(platform::series_in(&self.bytes, false)),
+        match (&self.dynamic, self.interpreter.is_some()) {
+            (Err(_), _) => None,
+            (Ok(_), true) => Some(platform::series_in(&self.loader()?.1.bytes, true)),
+            (Ok(_), false) => Some(platform::series_in(&self.bytes, false)),
         }
     }
 
@@ -422,7 +586,7 @@ pub fn explain(config: &Config) -> Result<Explanation> {
     if !config.root.is_dir() {
         bail!("{} is not a directory", config.root.display());
     }
-    let program =
+    let mut program =
         Program::read(&config.root, &config.program, &config.cwd).map_err(|err| match err {
             ReadError::Open(err) => anyhow::anyhow!(
                 "cannot open the program {} in {}: {err}",
@@ -433,6 +597,9 @@ pub fn explain(config: &Config) -> Result<Explanation> {
                 anyhow::anyhow!("cannot read {}: {err}", config.program)
             }
         })?;
+    if let Some(loader) = &config.loader {
+        program = program.run_by(&loader.path, &config.cwd);
+    }
     explain_program(config, program)
 }
 
@@ -512,7 +679,8 @@ fn walked(config: &Config, program: Program) -> Result<Explanation> {
         opened,
         bytes,
         dynamic,
-        loader,
+        interpreter,
+        runs,
     } = program;
     let dynamic =
         dynamic.map_err(|why| anyhow::anyhow!("{} is not a program: {why}", config.program))?;
@@ -524,29 +692,32 @@ fn walked(config: &Config, program: Program) -> Result<Explanation> {
             config.target
         ),
     }
-    let (loader_path, loader_file) = match loader {
-        Some((interp, Ok((file, bytes)))) => (Some(interp), Some((file, bytes))),
-        Some((interp, Err(why))) => bail!(
-            "the program's loader {interp} is not in {} ({why})",
-            model::printable(&config.root.display().to_string())
-        ),
-        None => (None, None),
+    let head = &bytes[..bytes.len().min(64)];
+    let chosen = match start::choose(config, head, &dynamic, interpreter, runs) {
+        Ok(chosen) => chosen,
+        Err(refused) => return Ok(not_started(config, refused)),
     };
     // A static program carries its own copy of the tables.
-    let facts = LoaderFacts::new(
-        loader_path,
-        loader_file.as_ref().map_or(&bytes, |(_, bytes)| bytes),
+    let mut facts = LoaderFacts::new(
+        chosen.path.clone(),
+        chosen.rtld.as_ref().map_or(&bytes, |rtld| &rtld.file.bytes),
         config.release,
         config.target,
         config.flavour,
         config.cpu.clone(),
     );
-    let (m, starts) = walk::run(config, tree, facts, dynamic, opened, loader_file);
+    if let Some(judged) = &config.loader_series {
+        facts.series = judged.clone();
+    }
+    let (m, starts) = walk::run(config, tree, facts, dynamic, opened, chosen.rtld);
     // Found in the walk's end state, after the walk: hazards read the model, the walk never
     // reads them.
     let hazards = hazards::find(&m);
     Ok(Explanation {
         program: config.program.clone(),
+        started_by: chosen.started_by,
+        cannot_start: None,
+        settings: Vec::new(),
         library_path: m
             .library_path
             .as_ref()
@@ -562,6 +733,37 @@ fn walked(config: &Config, program: Program) -> Result<Explanation> {
         hazards,
         loader: m.facts,
     })
+}
+
+/// The explanation of a program that cannot start at all: no search, and why.
+fn not_started(config: &Config, refused: start::Refused) -> Explanation {
+    let mut loader = LoaderFacts::new(
+        refused.path,
+        &refused.bytes,
+        config.release,
+        config.target,
+        config.flavour,
+        config.cpu.clone(),
+    );
+    if let Some(judged) = &config.loader_series {
+        loader.series = judged.clone();
+    }
+    Explanation {
+        program: config.program.clone(),
+        loader,
+        started_by: None,
+        cannot_start: Some(refused.why),
+        settings: Vec::new(),
+        library_path: Vec::new(),
+        fallback_path: Vec::new(),
+        fallback_ignored: None,
+        notes: Vec::new(),
+        not_followed: Vec::new(),
+        loads: Vec::new(),
+        starts: false,
+        hazards: Vec::new(),
+        to_change: Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -613,12 +815,15 @@ mod tests {
             flavour: Flavour::Patched,
             library_path: None,
             fallback_path: None,
+            preload: None,
             dlopens: Vec::new(),
             audit: Vec::new(),
             inhibit_cache: false,
             secure: false,
             trace: false,
             via_loader: false,
+            loader: None,
+            loader_series: None,
             cpu: Cpu::detect(Target::X86_64),
         };
         let x = explain_program(&config, program).unwrap();

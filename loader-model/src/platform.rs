@@ -373,8 +373,12 @@ impl LoaderFacts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SeriesInFile {
     pub patched: bool,
-    /// What in the file decided it.
+    /// What decided it: the loader's `--help`, or what in the file.
     pub why: String,
+    /// How far to trust it, when it was judged from the file's strings rather than by
+    /// running the loader.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
 }
 
 impl SeriesInFile {
@@ -417,6 +421,7 @@ pub fn series_in(binary: &[u8], loader: bool) -> SeriesInFile {
     SeriesInFile {
         patched,
         why: why.to_string(),
+        caveat: None,
     }
 }
 

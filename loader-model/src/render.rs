@@ -17,6 +17,12 @@ use super::{Bytes, Candidate, Explanation, How, Load, Match, Outcome, Verdict};
 pub fn text(x: &Explanation) -> String {
     let mut out = String::new();
     let l = &x.loader;
+    if let Some(why) = &x.cannot_start {
+        let _ = writeln!(out, "{}: no library is searched", x.program);
+        settings_text(&mut out, x);
+        let _ = writeln!(out, "\nthe program does not start: {}", p(why));
+        return out;
+    }
     // What the file is, then what is modelled when that was asked for instead.
     let is = l.series.flavour();
     let _ = writeln!(
@@ -36,8 +42,15 @@ pub fn text(x: &Explanation) -> String {
             None => " (a static program: its own libc searches)".into(),
         }
     );
-    if !l.series.patched || l.flavour != is {
+    if let Some(how) = &x.started_by {
+        let _ = writeln!(out, "  loader: {}", p(how));
+    }
+    settings_text(&mut out, x);
+    if !l.series.patched || l.flavour != is || l.series.caveat.is_some() {
         let _ = writeln!(out, "  {is}: {}", p(&l.series.why));
+    }
+    if let Some(caveat) = &l.series.caveat {
+        let _ = writeln!(out, "  caveat: {}", p(caveat));
     }
     let dirs: Vec<_> = l.system_dirs.iter().map(|d| p(d)).collect();
     let _ = writeln!(
@@ -91,7 +104,12 @@ pub fn text(x: &Explanation) -> String {
     let missing: Vec<Bytes> = x
         .loads
         .iter()
-        .filter(|l| matches!(l.outcome, Outcome::NotFound | Outcome::Failed { .. }))
+        .filter(|l| {
+            matches!(
+                l.outcome,
+                Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+            )
+        })
         .map(|l| l.name.clone())
         .collect();
     out.push('\n');
@@ -132,6 +150,19 @@ pub fn text(x: &Explanation) -> String {
     out
 }
 
+/// The variables the program gets, each with where it came from.
+fn settings_text(out: &mut String, x: &Explanation) {
+    for setting in &x.settings {
+        let _ = writeln!(
+            out,
+            "  {}={} (from {})",
+            setting.name,
+            setting.value,
+            p(&setting.from)
+        );
+    }
+}
+
 /// `values`, each printable, joined by `sep`.
 fn joined(values: &[Bytes], sep: &str) -> String {
     values
@@ -152,6 +183,7 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
         How::Needed => format!("needed by {by}"),
         How::Dlopen => format!("dlopen from {by}"),
         How::Audit => "LD_AUDIT module".to_string(),
+        How::Preload => format!("preloaded for {by}"),
         How::Dlmopen => format!("dlmopen (namespace {}) from {by}", load.namespace),
     };
     let name = &load.name;
@@ -173,11 +205,20 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
                 p(&rule.to_string())
             );
         }
+        Outcome::NotFound if load.how == How::Preload => {
+            let _ = writeln!(
+                out,
+                "{name} ({how})\n  -> NOT FOUND (the loader says so and goes on without it)"
+            );
+        }
         Outcome::NotFound => {
             let _ = writeln!(out, "{name} ({how})\n  -> NOT FOUND");
         }
         Outcome::Failed { error } => {
             let _ = writeln!(out, "{name} ({how})\n  -> FAILS: {}", p(error));
+        }
+        Outcome::StopsAt { path, why } => {
+            let _ = writeln!(out, "{name} ({how})\n  -> STOPS at {path}: {}", p(why));
         }
     }
     // Notes and candidates in the loader's order of tiers.

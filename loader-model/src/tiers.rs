@@ -8,7 +8,7 @@ use model::Flavour;
 
 use super::cache::{Cache, Selector};
 use super::elf::{self, Verified};
-use super::fs::{OpenError, Opened};
+use super::fs::{OpenError, Opened, Special};
 use super::paths::{Dir, Status};
 use super::walk::{List, Model, Step};
 use super::{Bytes, Candidate, Load, Rule, Verdict};
@@ -17,6 +17,7 @@ use super::{Bytes, Candidate, Load, Rule, Verdict};
 enum Listed {
     Found(Bytes, Opened),
     Failed(String),
+    Stops(Bytes, String),
     /// Nothing; `any`: whether any of its directories exists.
     Nothing {
         any: bool,
@@ -160,6 +161,14 @@ impl<'c> Model<'c> {
             Model::note(load, "ld.so.cache", "not read: --inhibit-cache");
             return Step::Continue;
         }
+        if self.preloading && self.config.secure {
+            Model::note(
+                load,
+                "ld.so.cache",
+                "not read for a preloaded object in secure mode",
+            );
+            return Step::Continue;
+        }
         let selector_hwcaps = self.facts.glibc_hwcaps.clone();
         let select = Selector {
             flags: self.facts.cache_flags,
@@ -168,6 +177,18 @@ impl<'c> Model<'c> {
                 .then_some(self.facts.cpu.isa_levels),
             legacy: self.facts.legacy_cache_hwcaps(),
         };
+        // The loader opens the cache with O_RDONLY: a FIFO there is where it waits.
+        let cache = b"/etc/ld.so.cache";
+        if self
+            .tree
+            .open(cache, b"/")
+            .is_ok_and(|o| o.special == Some(Special::Fifo))
+        {
+            return Step::Stops(
+                Bytes::from(cache),
+                "a FIFO: the loader's open() of its cache waits here for a writer, and the program hangs".into(),
+            );
+        }
         let lookup = match self.read_cache() {
             Ok(cache) => cache.lookup(name, &select),
             Err(why) => {
@@ -209,6 +230,7 @@ impl<'c> Model<'c> {
                 rule: Rule::Cache,
             },
             (Verdict::Fatal(why), _) => Step::Failed(format!("{path}: {why}")),
+            (Verdict::Stops(why), _) => Step::Stops(path.clone(), why.clone()),
             _ => Step::Continue,
         };
         load.candidates.push(Candidate {
@@ -328,10 +350,18 @@ impl<'c> Model<'c> {
                     });
                     continue;
                 }
-                let (verdict, opened) = self.try_file(&path);
+                let (mut verdict, opened) = self.try_file(&path);
                 let usable = matches!(verdict, Verdict::Taken);
                 self.dirs
                     .learn(&self.tree, &cwd, (dir, cap, subdir), usable);
+                // A preloaded object in secure mode must be set-user-ID, or it is passed
+                // over as if absent (`open_path`).
+                if usable && self.preloading && self.config.secure {
+                    let setuid = opened.as_ref().is_some_and(|o| o.setuid);
+                    if !setuid {
+                        verdict = Verdict::NotSetuid;
+                    }
+                }
                 here_any |= self.dirs.status(dir, cap) != Status::Missing;
                 errno = match &verdict {
                     Verdict::NotADirectory => OpenError::NotDirectory,
@@ -346,6 +376,7 @@ impl<'c> Model<'c> {
                 match (verdict, opened) {
                     (Verdict::Taken, Some(opened)) => return Listed::Found(path, opened),
                     (Verdict::Fatal(why), _) => return Listed::Failed(format!("{path}: {why}")),
+                    (Verdict::Stops(why), _) => return Listed::Stops(path, why),
                     _ => {}
                 }
             }
@@ -380,6 +411,33 @@ impl<'c> Model<'c> {
         if opened.is_dir {
             return (Verdict::Fatal("cannot read file data".into()), None);
         }
+        match opened.special {
+            // `open_verify` opens with O_RDONLY: a FIFO's open waits for a writer.
+            Some(Special::Fifo) => return (
+                Verdict::Stops(
+                    "a FIFO: the loader's open() waits here for a writer, and the program hangs"
+                        .into(),
+                ),
+                None,
+            ),
+            // The loader reads a device's first bytes: a terminal waits for input, any
+            // other gives bytes that are no ELF header (the load fails). Explain does not
+            // open a device: opening one can act.
+            Some(kind @ (Special::CharDevice | Special::BlockDevice)) => {
+                let what = if kind == Special::CharDevice {
+                    "a character device"
+                } else {
+                    "a block device"
+                };
+                return (
+                    Verdict::Stops(format!(
+                        "{what}: the loader opens it and reads from it, and waits there (a terminal) or fails the load (no ELF header)"
+                    )),
+                    None,
+                );
+            }
+            Some(Special::Socket) | None => {}
+        }
         let head = match self.tree.head(&opened, 64) {
             Ok(head) => head,
             Err(_) => return (Verdict::Unreadable, None),
@@ -397,12 +455,7 @@ impl<'c> Model<'c> {
         if self.cache.is_none() {
             let parsed = match self.tree.open(b"/etc/ld.so.cache", b"/") {
                 Err(_) => Err("no /etc/ld.so.cache".to_string()),
-                Ok(opened) => match self.tree.read(&opened, super::fs::LD_SO_CACHE) {
-                    Err(e) => Err(format!("cannot read /etc/ld.so.cache: {}", e.root_cause())),
-                    Ok(bytes) => Cache::parse(&bytes).ok_or_else(|| {
-                        "/etc/ld.so.cache is not a cache this loader reads".to_string()
-                    }),
-                },
+                Ok(opened) => read_cache_file(&opened),
             };
             self.cache = Some(parsed);
         }
@@ -418,11 +471,26 @@ impl<'c> Model<'c> {
     }
 }
 
+/// The cache file, judged by its magic before the rest is read: a file of no cache format
+/// costs one short read, whatever its size.
+fn read_cache_file(opened: &Opened) -> Result<Cache, String> {
+    let cannot = |e: std::io::Error| format!("cannot read /etc/ld.so.cache: {e}");
+    let mut file =
+        model::file::Regular::open(&opened.host, super::fs::LD_SO_CACHE).map_err(cannot)?;
+    let head = file.head(Cache::MAGIC_LEN).map_err(cannot)?;
+    if !Cache::has_magic(&head) {
+        return Err("/etc/ld.so.cache is not a cache this loader reads (no cache magic)".into());
+    }
+    let bytes = file.rest(head).map_err(cannot)?;
+    Cache::parse(&bytes).ok_or_else(|| "/etc/ld.so.cache is not a cache this loader reads".into())
+}
+
 impl Listed {
     fn into_step(self, rule: Rule) -> Step {
         match self {
             Listed::Found(path, opened) => Step::Found { path, opened, rule },
             Listed::Failed(why) => Step::Failed(why),
+            Listed::Stops(path, why) => Step::Stops(path, why),
             Listed::Nothing { .. } => Step::Continue,
         }
     }

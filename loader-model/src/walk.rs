@@ -11,6 +11,7 @@ use super::cache::Cache;
 use super::elf::{self, Dynamic};
 use super::fs::{Opened, Tree, ELF_OBJECT};
 use super::paths::{self, lexical_dir, Dir, DirMemory, Origin};
+use super::start::Rtld;
 use super::{
     Bytes, Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote,
 };
@@ -57,6 +58,8 @@ pub(super) enum Step {
         rule: Rule,
     },
     Failed(String),
+    /// At a FIFO or a device, where the loader waits (or fails the load).
+    Stops(Bytes, String),
     Continue,
 }
 
@@ -86,6 +89,11 @@ pub(super) struct Model<'c> {
     /// Loading an LD_AUDIT module and its dependencies (`__RTLD_AUDIT`): the program's
     /// RUNPATH is tried too.
     pub auditing: bool,
+    /// Loading an LD_PRELOAD object (`__RTLD_SECURE`): in secure mode, no ld.so.cache, and
+    /// only a set-user-ID file is taken.
+    pub preloading: bool,
+    /// The loader waits at a FIFO (or a device): nothing after that happens.
+    pub hung: bool,
 }
 
 /// Why a walk stopped: the load that failed is the last one recorded.
@@ -98,7 +106,7 @@ pub(super) fn run<'c>(
     facts: LoaderFacts,
     dynamic: Dynamic,
     opened: Opened,
-    loader: Option<(Opened, Vec<u8>)>,
+    rtld: Option<Rtld>,
 ) -> (Model<'c>, bool) {
     let mut m = Model {
         config,
@@ -116,19 +124,30 @@ pub(super) fn run<'c>(
         notes: Vec::new(),
         not_followed: Vec::new(),
         auditing: false,
+        preloading: false,
+        hung: false,
     };
     m.add_program(dynamic, &opened);
-    m.add_loader(loader);
+    m.add_loader(rtld);
     let refused = m.init_lists();
     let mut starts = refused.is_none();
     if let Some(why) = refused {
         m.notes.push(why);
     } else if m.rtld.is_some() {
         m.load_audit_modules();
-        starts = m.map_deps(0, 0).is_ok();
+        let preloaded = m.load_preloads();
+        // A preload that waits at a FIFO leaves the loader waiting: nothing more is loaded.
+        starts = !m.hung && m.map_deps(&[&[0][..], &preloaded].concat(), 0).is_ok();
     }
     if starts && !config.trace {
         for dlopen in &config.dlopens {
+            if m.hung {
+                m.notes.push(
+                    "the dlopens after the one that waits at a FIFO or a device were not followed"
+                        .into(),
+                );
+                break;
+            }
             m.dlopen(dlopen);
         }
     } else if !config.dlopens.is_empty() {
@@ -175,23 +194,27 @@ impl Model<'_> {
         });
     }
 
-    /// The loader's own map: named by the program's PT_INTERP and its soname; `loader` is
-    /// its file, as the program's reading found it.
-    fn add_loader(&mut self, loader: Option<(Opened, Vec<u8>)>) {
-        let (Some(path), Some((opened, bytes))) = (self.facts.path.clone(), loader) else {
+    /// The loader's own map: named by the program's PT_INTERP and its soname (`rtld` says
+    /// which file it is, and under which names).
+    fn add_loader(&mut self, rtld: Option<Rtld>) {
+        let Some(Rtld {
+            realname,
+            mut names,
+            file,
+        }) = rtld
+        else {
             return;
         };
-        let dynamic = elf::dynamic(&bytes).unwrap_or_default();
-        let mut names = vec![path.clone()];
+        let dynamic = elf::dynamic(&file.bytes).unwrap_or_default();
         names.extend(dynamic.soname.clone());
         let id = self.map(Object {
             ns: 0,
-            realname: path.clone(),
-            display: path.clone(),
+            realname: realname.clone(),
+            display: realname.clone(),
             names,
-            file_id: Some(opened.id),
+            file_id: Some(file.opened.id),
             dynamic,
-            origin: lexical_dir(&path),
+            origin: lexical_dir(&realname),
             loader: None,
             rpath: List::Off,
             runpath: List::Off,
@@ -275,12 +298,14 @@ impl Model<'_> {
         }
     }
 
-    /// `_dl_map_object_deps`: the DT_NEEDED entries of `root` and, breadth first, of every
-    /// object that brings in. Objects loaded before (by an earlier walk) are not walked
-    /// again: all their names are loaded, so the loader only looks them up.
-    fn map_deps(&mut self, root: usize, ns: usize) -> Result<(), Stopped> {
-        let mut queue = vec![root];
-        let mut queued: HashSet<usize> = HashSet::from([root]);
+    /// `_dl_map_object_deps`: the DT_NEEDED entries of `roots` (an object, or the program
+    /// and its preloaded objects, in that order) and, breadth first, of every object that
+    /// brings in. Objects loaded before (by an earlier walk) are not walked again: all their
+    /// names are loaded, so the loader only looks them up.
+    fn map_deps(&mut self, roots: &[usize], ns: usize) -> Result<(), Stopped> {
+        let root = roots[0];
+        let mut queue = roots.to_vec();
+        let mut queued: HashSet<usize> = roots.iter().copied().collect();
         let mut next = 0;
         while next < queue.len() {
             let object = queue[next];
@@ -338,7 +363,7 @@ impl Model<'_> {
             let objects_before = self.objects.len();
             let result = self
                 .map_object(Some(rtld), &module, How::Audit, ns, true)
-                .and_then(|object| self.map_deps(object, ns));
+                .and_then(|object| self.map_deps(&[object], ns));
             self.auditing = false;
             if result.is_err() {
                 self.namespaces[ns].clear();
@@ -347,6 +372,40 @@ impl Model<'_> {
                 }
             }
         }
+    }
+
+    /// LD_PRELOAD (`handle_preload_list`): each name, split at spaces and colons, mapped for
+    /// the program before its DT_NEEDED entries; one that fails is left out (the loader
+    /// says so and goes on). In secure mode a name with a slash is not even tried. The
+    /// objects mapped, in order.
+    fn load_preloads(&mut self) -> Vec<usize> {
+        let Some(list) = self.config.preload.clone() else {
+            return Vec::new();
+        };
+        let mut preloaded = Vec::new();
+        for name in list.value.split(|b| b" :".contains(b)) {
+            if name.is_empty() {
+                continue;
+            }
+            if self.config.secure && name.contains(&b'/') {
+                self.notes.push(format!(
+                    "{}: {} is not preloaded: in secure mode a name with a slash is ignored",
+                    list.source,
+                    Bytes::from(name)
+                ));
+                continue;
+            }
+            let before = self.objects.len();
+            self.preloading = true;
+            let mapped = self.map_object(Some(0), name, How::Preload, 0, false);
+            self.preloading = false;
+            if let Ok(object) = mapped {
+                if object >= before {
+                    preloaded.push(object);
+                }
+            }
+        }
+        preloaded
     }
 
     /// One `dlopen`: the name from its caller, then the new object's dependencies; on a
@@ -383,7 +442,7 @@ impl Model<'_> {
             .map_object(Some(caller), &name, how, ns, true)
             .and_then(|object| {
                 if object >= objects_before {
-                    self.map_deps(object, ns)
+                    self.map_deps(&[object], ns)
                 } else {
                     Ok(())
                 }
@@ -483,6 +542,11 @@ impl Model<'_> {
                 load.outcome = Outcome::Failed { error };
                 Err(Stopped)
             }
+            Step::Stops(path, why) => {
+                load.outcome = Outcome::StopsAt { path, why };
+                self.hung = true;
+                Err(Stopped)
+            }
             Step::Continue if self.config.trace => {
                 // ldd goes on with a stand-in that no later lookup matches.
                 Ok(self.map(Object {
@@ -541,6 +605,7 @@ impl Model<'_> {
             (super::Verdict::Fatal(why), _) => {
                 Step::Failed(format!("{}: {why}", Bytes::from(name)))
             }
+            (super::Verdict::Stops(why), _) => Step::Stops(Bytes::from(name), why.clone()),
             _ => Step::Continue,
         };
         load.candidates.push(Candidate {

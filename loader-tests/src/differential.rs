@@ -15,7 +15,9 @@ use serde::Serialize;
 
 use crate::probe::Invocation;
 use crate::trace::{self, Traced};
-use loader_model::{Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList, Verdict};
+use loader_model::{
+    Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList, RunningLoader, Verdict,
+};
 use model::{Flavour, Target};
 
 /// One search as both sides tell it.
@@ -158,6 +160,7 @@ pub(crate) fn config_for(
     let mut via_loader = false;
     let mut library_option = None;
     let mut fallback_option = None;
+    let mut preload_option = None;
     let mut inhibit_cache = false;
     let program = if first == loader.path {
         via_loader = true;
@@ -170,6 +173,7 @@ pub(crate) fn config_for(
                 "--inhibit-cache" => inhibit_cache = true,
                 "--library-path" => library_option = args.next().cloned(),
                 "--fallback-path" => fallback_option = args.next().cloned(),
+                "--preload" => preload_option = args.next().cloned(),
                 option if option.starts_with("--") => {
                     return Err(format!("ld.so {option} is not modelled"));
                 }
@@ -199,9 +203,6 @@ pub(crate) fn config_for(
                 .collect()
         })
         .unwrap_or_default();
-    if env("LD_PRELOAD").is_some() {
-        return Err("LD_PRELOAD is not modelled".into());
-    }
     let list = |option: Option<String>, option_name: &str, variable: &str| match option {
         Some(value) => Some(PathList {
             value: value.into(),
@@ -221,12 +222,27 @@ pub(crate) fn config_for(
         flavour: loader.flavour,
         library_path: list(library_option, "--library-path", "LD_LIBRARY_PATH"),
         fallback_path: list(fallback_option, "--fallback-path", "LD_FALLBACK_PATH"),
+        // The loader reads LD_PRELOAD, then --preload: one list, in that order.
+        preload: match (env("LD_PRELOAD"), preload_option) {
+            (Some(variable), Some(option)) => Some(PathList {
+                value: format!("{variable}:{option}").into(),
+                source: "LD_PRELOAD and --preload".into(),
+            }),
+            (_, option) => list(option, "--preload", "LD_PRELOAD"),
+        },
         dlopens: Vec::new(),
         audit,
         inhibit_cache,
         secure: invocation.secure,
         trace: env("LD_TRACE_LOADED_OBJECTS").is_some_and(|v| !v.is_empty()),
         via_loader,
+        // `ld.so PROGRAM`: the loader run is the one on the command line, whatever the
+        // program's PT_INTERP names.
+        loader: via_loader.then(|| RunningLoader {
+            path: loader.path.into(),
+            source: "the command line".into(),
+        }),
+        loader_series: None,
         cpu: Cpu::detect(loader.target),
     })
 }
@@ -331,7 +347,8 @@ pub(crate) fn predicted(x: &Explanation) -> Vec<Step> {
             namespace: load.namespace,
             name: text(&load.name),
             requested_by: Some(text(&load.requested_by)),
-            dlopen: load.how != How::Needed,
+            // A preload is "needed by" the program in a trace, as a DT_NEEDED entry is.
+            dlopen: matches!(load.how, How::Dlopen | How::Dlmopen),
             tried: load
                 .candidates
                 .iter()

@@ -383,6 +383,7 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
             value: expand(v).into(),
             source: "LD_FALLBACK_PATH".into(),
         }),
+        preload: None,
         dlopens: check
             .dlopen
             .map(|name| Dlopen {
@@ -397,6 +398,8 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
         secure: check.secure,
         trace: false,
         via_loader: false,
+        loader: None,
+        loader_series: None,
         cpu: Cpu::detect(Target::X86_64),
     };
     let x = loader_model::explain(&config).map_err(|e| format!("{e:#}"))?;
