@@ -73,6 +73,25 @@ fn main() {
                 .with_ignored_flag(ignored(&host)),
         );
     }
+    // An aarch64 loader, asked under QEMU and, with QEMU out of reach, judged by its strings.
+    let aarch64 = sysroot_env_var(Target::Aarch64, Flavour::Patched);
+    let no_aarch64 = host.clone().or_else(|| {
+        std::env::var_os(&aarch64)
+            .is_none_or(|v| v.is_empty())
+            .then(|| format!("${aarch64} is not set (this test never builds glibc)"))
+            .or_else(|| {
+                [tools::AARCH64_GCC, tools::QEMU_AARCH64]
+                    .iter()
+                    .find(|t| find_program(t.program).is_none())
+                    .map(|t| format!("no {} (package {})", t.program, t.package))
+            })
+    });
+    trials.push(
+        Trial::test("a-loader-that-cannot-run-is-judged-by-its-strings", || {
+            starts::strings_with_a_caveat().map_err(Failed::from)
+        })
+        .with_ignored_flag(ignored(&no_aarch64)),
+    );
     for flavour in Flavour::ALL {
         let var = sysroot_env_var(TARGET, flavour);
         let missing = host.clone().or_else(|| {

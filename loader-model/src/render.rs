@@ -46,9 +46,8 @@ pub fn text(x: &Explanation) -> String {
         let _ = writeln!(out, "  loader: {}", p(how));
     }
     settings_text(&mut out, x);
-    if !l.series.patched || l.flavour != is || l.series.caveat.is_some() {
-        let _ = writeln!(out, "  {is}: {}", p(&l.series.why));
-    }
+    // How it is known: the loader's own --help, or its file's strings.
+    let _ = writeln!(out, "  {is}: {}", p(&l.series.why));
     if let Some(caveat) = &l.series.caveat {
         let _ = writeln!(out, "  caveat: {}", p(caveat));
     }

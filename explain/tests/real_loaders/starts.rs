@@ -186,3 +186,65 @@ fn appended() -> Result<(), String> {
         ],
     )
 }
+
+/// An aarch64 program in a root whose loader is the patched aarch64 one: on this x86_64
+/// machine explain asks it under QEMU (`--help`: patched, nothing to caveat); with no QEMU
+/// on PATH it cannot, and judges the file's strings, saying so.
+pub(super) fn strings_with_a_caveat() -> Result<(), String> {
+    use model::{sysroot_env_var, Flavour, Target};
+    let var = sysroot_env_var(Target::Aarch64, Flavour::Patched);
+    let sysroot = std::env::var_os(&var)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))?;
+    let dir = scratch("explain-caveat-")?;
+    let root = dir.path();
+    let io = |e: std::io::Error| e.to_string();
+    fs::create_dir_all(root.join("lib")).map_err(io)?;
+    fs::copy(
+        sysroot.join("lib/ld-linux-aarch64.so.1"),
+        root.join("lib/ld-linux-aarch64.so.1"),
+    )
+    .map_err(io)?;
+    fs::write(root.join("hello.c"), "int main(void) { return 0; }\n").map_err(io)?;
+    let out = Command::new(super::tools::AARCH64_GCC.program)
+        .arg(root.join("hello.c"))
+        .arg("-o")
+        .arg(root.join("hello"))
+        .output()
+        .map_err(io)?;
+    if !out.status.success() {
+        return Err(format!(
+            "aarch64-linux-gnu-gcc: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let root_arg = root.display().to_string();
+    let asked = explain(Path::new("/"), &["/hello", "--root", &root_arg])?;
+    says(
+        &asked,
+        2,
+        &["  patched: its --help lists --fallback-path, the series' option"],
+    )?;
+    if asked.stdout.contains("caveat:") {
+        return Err(format!(
+            "a caveat where the loader was asked:\n{}",
+            asked.show()
+        ));
+    }
+    let empty = scratch("explain-nopath-")?;
+    let empty_path = empty.path().display().to_string();
+    let judged = explain_in_env(
+        Path::new("/"),
+        &["/hello", "--root", &root_arg],
+        &[("PATH", &empty_path)],
+    )?;
+    says(
+        &judged,
+        2,
+        &[
+            "  patched: the file carries LD_FALLBACK_PATH and --fallback-path, as a loader with the series does",
+            "  caveat: judged from the strings in the file, not by running it (it is an aarch64 loader, and this machine runs no aarch64 code (no qemu-aarch64 or qemu-aarch64-static on PATH)): an unpatched loader with those two strings added to it would be taken for patched",
+        ],
+    )
+}
