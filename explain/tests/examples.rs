@@ -1,7 +1,7 @@
 //! The docs' example outputs, from real runs, so that they cannot go stale: one run of the
-//! Jetson replay (approach 7, `LD_FALLBACK_PATH` at the driver directory, on a JetPack 5
-//! host: the cuda_compat app whose `libcuda.so.1` dlopens the board's `libnvrm_*`), under the
-//! patched aarch64 loader; then `ld-fallback-explain` on that program and root (text and
+//! Jetson replay (approach 7, `LD_FALLBACK_PATH` at the driver directory, on a JetPack 6
+//! host, whose driver is in `/usr/lib/aarch64-linux-gnu/nvidia`: the cuda_compat app whose
+//! `libcuda.so.1` dlopens the board's `libnvrm_*`), under the patched aarch64 loader; then `ld-fallback-explain` on that program and root (text and
 //! JSON), the real loader's `LD_DEBUG=libs` search that ends in the fallback, and its
 //! `ld.so --help`. Each is a block of a page (README.md, docs/troubleshooting.md,
 //! docs/explain.md): a block that differs is rewritten and the test fails: commit it.
@@ -59,8 +59,8 @@ fn examples() -> Result<(), String> {
         .expect("approach 7");
     let column = COLUMNS
         .iter()
-        .find(|c| c.id == "jetpack5")
-        .expect("jetpack5");
+        .find(|c| c.id == "jetpack6")
+        .expect("jetpack6");
     let key = RunKey {
         flavour: Flavour::Patched,
         way: None,
@@ -126,7 +126,9 @@ fn examples() -> Result<(), String> {
             // other setting left as the command leaves it.
             ..ld_fallback_explain::Args::default()
         }
-        .explain()
+        // The environment of a user who set none of the loader's variables (this test's
+        // own has cargo's LD_LIBRARY_PATH).
+        .explain_with(ld_fallback_explain::environment::Environment::default())
         .map_err(e)
     };
     let text = explain(false)?;
