@@ -431,24 +431,35 @@ fn read_loader(tree: &fs::Tree, path: &[u8], cwd: &[u8]) -> LoaderFile {
             executable: false,
         });
     }
-    let mut file = model::file::Regular::open(&opened.host, fs::ELF_OBJECT)
-        .map_err(|err| format!("cannot read it: {err}"))?;
     let executable =
         std::fs::metadata(&opened.host).is_ok_and(|meta| meta.permissions().mode() & 0o111 != 0);
-    let head = file
-        .head(HEAD)
-        .map_err(|err| format!("cannot read it: {err}"))?;
-    let bytes = if head.starts_with(&object::elf::ELFMAG) {
-        file.rest(head)
-            .map_err(|err| format!("cannot read it: {err}"))?
-    } else {
-        head
-    };
+    // The caller names the loader's path with the reason.
+    let bytes = read_judged(&opened.host, fs::ELF_OBJECT, |head| {
+        head.starts_with(&object::elf::ELFMAG)
+    })
+    .map_err(|err| format!("cannot read it: {err}"))?;
     Ok(LoaderRead {
         opened,
         bytes,
         executable,
     })
+}
+
+/// The file at `host`, a regular file of at most `limit`: its first bytes, and, when
+/// `whole` says those are of a format worth reading whole, the rest. The error is std's;
+/// the caller names the file.
+fn read_judged(
+    host: &std::path::Path,
+    limit: model::file::Limit,
+    whole: impl Fn(&[u8]) -> bool,
+) -> std::io::Result<Vec<u8>> {
+    let mut file = model::file::Regular::open(host, limit)?;
+    let head = file.head(HEAD)?;
+    if whole(&head) {
+        file.rest(head)
+    } else {
+        Ok(head)
+    }
 }
 
 impl Program {
@@ -460,23 +471,25 @@ impl Program {
         let tree = fs::Tree::new(root);
         let opened = tree.open(program, cwd).map_err(ReadError::Open)?;
         // The error goes back typed; each caller names the program and the tree with it.
-        let mut file =
-            model::file::Regular::open(&opened.host, fs::ELF_OBJECT).map_err(ReadError::Read)?;
-        let head = file.head(HEAD).map_err(ReadError::Read)?;
-        let (bytes, dynamic) = if head.starts_with(&object::elf::ELFMAG) {
-            let bytes = file.rest(head).map_err(ReadError::Read)?;
-            let dynamic = elf::dynamic(&bytes);
-            (bytes, dynamic)
-        } else if head.starts_with(b"#!") {
-            let bytes = model::file::Regular::open(&opened.host, SCRIPT)
-                .and_then(|mut file| {
-                    let head = file.head(HEAD)?;
-                    file.rest(head)
-                })
-                .map_err(ReadError::Read)?;
-            (bytes, Err("a script (`#!`), not an ELF file".to_string()))
+        // A script is read whole within its own, smaller limit.
+        let is_script = |head: &[u8]| head.starts_with(b"#!");
+        let read = read_judged(&opened.host, fs::ELF_OBJECT, |head| {
+            head.starts_with(&object::elf::ELFMAG)
+        })
+        .and_then(|bytes| match is_script(&bytes) {
+            true => read_judged(&opened.host, SCRIPT, is_script),
+            false => Ok(bytes),
+        });
+        let bytes = match read {
+            Ok(bytes) => bytes,
+            Err(err) => return Err(ReadError::Read(err)),
+        };
+        let dynamic = if bytes.starts_with(&object::elf::ELFMAG) {
+            elf::dynamic(&bytes)
+        } else if is_script(&bytes) {
+            Err("a script (`#!`), not an ELF file".to_string())
         } else {
-            (head, Err("not an ELF file".to_string()))
+            Err("not an ELF file".to_string())
         };
         let interpreter = dynamic
             .as_ref()

@@ -4,6 +4,7 @@
 //! list last (the fallback-first variant: right after DT_RUNPATH). [`Model::open_path`] is glibc's `open_path`: every directory with every
 //! subdirectory, the directory memory, and the rule for giving up on a list.
 
+use anyhow::Context;
 use model::Flavour;
 
 use super::cache::{Cache, Selector};
@@ -474,15 +475,27 @@ impl<'c> Model<'c> {
 /// The cache file, judged by its magic before the rest is read: a file of no cache format
 /// costs one short read, whatever its size.
 fn read_cache_file(opened: &Opened) -> Result<Cache, String> {
-    let cannot = |e: std::io::Error| format!("cannot read /etc/ld.so.cache: {e}");
-    let mut file =
-        model::file::Regular::open(&opened.host, super::fs::LD_SO_CACHE).map_err(cannot)?;
-    let head = file.head(Cache::MAGIC_LEN).map_err(cannot)?;
-    if !Cache::has_magic(&head) {
-        return Err("/etc/ld.so.cache is not a cache this loader reads (no cache magic)".into());
+    let read = || -> anyhow::Result<Option<Vec<u8>>> {
+        let mut file = model::file::Regular::open(&opened.host, super::fs::LD_SO_CACHE)
+            .context("cannot read /etc/ld.so.cache")?;
+        let head = file
+            .head(Cache::MAGIC_LEN)
+            .context("cannot read /etc/ld.so.cache")?;
+        if !Cache::has_magic(&head) {
+            return Ok(None);
+        }
+        Ok(Some(
+            file.rest(head).context("cannot read /etc/ld.so.cache")?,
+        ))
+    };
+    match read() {
+        Err(err) => Err(format!("{err:#}")),
+        Ok(None) => {
+            Err("/etc/ld.so.cache is not a cache this loader reads (no cache magic)".into())
+        }
+        Ok(Some(bytes)) => Cache::parse(&bytes)
+            .ok_or_else(|| "/etc/ld.so.cache is not a cache this loader reads".into()),
     }
-    let bytes = file.rest(head).map_err(cannot)?;
-    Cache::parse(&bytes).ok_or_else(|| "/etc/ld.so.cache is not a cache this loader reads".into())
 }
 
 impl Listed {
