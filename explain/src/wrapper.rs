@@ -407,10 +407,13 @@ fn exec(words: &[Word], env: &Environment) -> Result<Vec<Bytes>, String> {
         }
         out.push(expand(word, env)?);
     }
-    if out.is_empty() {
-        return Err("`exec` names no program".into());
+    match out.first() {
+        None => Err("`exec` names no program".into()),
+        Some(program) if !program.contains(&b'/') => Err(format!(
+            "`exec {program}` looks the program up on PATH, which explain does not follow"
+        )),
+        Some(_) => Ok(out),
     }
-    Ok(out)
 }
 
 /// A word expanded as bash expands an assignment's value (no field splitting, no globs):
@@ -774,5 +777,13 @@ exec -a "$0" "/nix/store/y-app/bin/.app-wrapped"  "$@"
         )
         .unwrap_err();
         assert!(err.0.starts_with("line 2: `export A=$(date)`"), "{err:?}");
+        let err = follow(
+            b"#! /bin/sh\nexec app\n",
+            &Bytes::from("/w"),
+            &mut e,
+            &Bytes::from("/"),
+        )
+        .unwrap_err();
+        assert!(err.0.contains("looks the program up on PATH"), "{err:?}");
     }
 }

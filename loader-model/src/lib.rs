@@ -845,4 +845,91 @@ mod tests {
             x.searches().map(|l| (&l.name, l.mapped())).collect();
         assert_eq!(searched, [(&Bytes::from("libc.so.6"), None)]);
     }
+
+    /// LD_PRELOAD in secure mode, as `rtld.c` (`handle_preload_list`,
+    /// `dso_name_valid_for_suid`) and `dl-load.c` (`open_path` under `__RTLD_SECURE`) do it:
+    /// a name with a slash is not tried, ld.so.cache is not read, and a file found that is not
+    /// set-user-ID is passed over. Outside secure mode the same name is simply loaded first.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_preload_in_secure_mode_takes_only_set_user_id_files() {
+        let root = tempfile::TempDir::new().unwrap();
+        let interp = "/lib64/ld-linux-x86-64.so.2";
+        let copy = |from: &str, to: &str| {
+            let to = root.path().join(to.trim_start_matches('/'));
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(from, &to).unwrap();
+        };
+        copy("/bin/true", "/bin/true");
+        copy(interp, interp);
+        let program = Program::read(root.path(), b"/bin/true", b"/").unwrap();
+        let release = program.release().unwrap();
+        let facts = LoaderFacts::new(
+            Some(interp.into()),
+            &std::fs::read(interp).unwrap(),
+            release,
+            Target::X86_64,
+            Flavour::Unpatched,
+            Cpu::detect(Target::X86_64),
+        );
+        let libdir = facts.system_dirs[0].clone();
+        copy(&format!("{libdir}libc.so.6"), &format!("{libdir}libpre.so"));
+        let config = |secure: bool| Config {
+            root: root.path().to_path_buf(),
+            program: "/bin/true".into(),
+            cwd: "/".into(),
+            release,
+            target: Target::X86_64,
+            flavour: Flavour::Unpatched,
+            library_path: None,
+            fallback_path: None,
+            preload: Some(PathList {
+                value: "libpre.so /x/libslash.so".into(),
+                source: "LD_PRELOAD".into(),
+            }),
+            dlopens: Vec::new(),
+            audit: Vec::new(),
+            inhibit_cache: false,
+            secure,
+            trace: false,
+            via_loader: false,
+            loader: None,
+            loader_series: None,
+            cpu: Cpu::detect(Target::X86_64),
+        };
+        let preloads = |x: &Explanation| -> Vec<(String, Option<String>)> {
+            x.loads
+                .iter()
+                .filter(|l| l.how == How::Preload)
+                .map(|l| (l.name.to_string(), l.mapped().map(Bytes::to_string)))
+                .collect()
+        };
+        let taken = format!("{libdir}libpre.so");
+        let x = explain(&config(false)).unwrap();
+        assert_eq!(
+            preloads(&x),
+            [
+                ("libpre.so".to_string(), Some(taken.clone())),
+                ("/x/libslash.so".to_string(), None)
+            ]
+        );
+        assert_eq!(x.loads[0].how, How::Preload, "preloads come first");
+        assert!(x.starts, "a preload not found does not stop the program");
+        let x = explain(&config(true)).unwrap();
+        assert_eq!(preloads(&x), [("libpre.so".to_string(), None)]);
+        let load = x.loads.iter().find(|l| l.how == How::Preload).unwrap();
+        let candidate = load.candidates.iter().find(|c| c.path == taken.as_str());
+        assert_eq!(candidate.unwrap().verdict, Verdict::NotSetuid);
+        assert!(load.notes.iter().any(|n| n.note.contains("secure mode")));
+        assert!(x
+            .notes
+            .iter()
+            .any(|n| n.contains("/x/libslash.so is not preloaded")));
+        // Set-user-ID: taken.
+        use std::os::unix::fs::PermissionsExt;
+        let host = root.path().join(taken.trim_start_matches('/'));
+        std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        let x = explain(&config(true)).unwrap();
+        assert_eq!(preloads(&x), [("libpre.so".to_string(), Some(taken))]);
+    }
 }
