@@ -454,7 +454,9 @@ impl Args {
                 .exec
                 .split_first()
                 .expect("a followed wrapper execs a program");
-            let next = self.read(root_dir, root, target, &followed.cwd)?;
+            let next = self
+                .read(root_dir, root, target, &followed.cwd)
+                .with_context(|| format!("{program} is a wrapper script that starts {target}"))?;
             let exported = if followed.changed.is_empty() {
                 String::new()
             } else {

@@ -161,3 +161,37 @@ fn wrappers_set_what_bash_sets() {
         }
     }
 }
+
+/// A script that is no wrapper explain can follow is refused (exit status 1), naming why:
+/// the line it cannot read, or that it never `exec`s a program; it was "not an ELF
+/// program" for every script.
+#[test]
+fn a_script_explain_cannot_follow_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+            .arg(&path)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            path.display().to_string(),
+        )
+    };
+    let (code, stderr, path) = run("plain", "#!/bin/sh\necho hello\n");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!("error: {path} is a script explain cannot follow as a wrapper (nixpkgs' makeWrapper, or `exec` of a program): it never `exec`s a program (makeWrapper's last line is `exec ... \"$@\"`)\n")
+    );
+    let (code, stderr, path) = run("subst", "#!/bin/sh\nexec \"$(which app)\" \"$@\"\n");
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: {path} is a script explain cannot follow as a wrapper (nixpkgs' makeWrapper, or `exec` of a program): line 2: `exec \"$(which app)\" \"$@\"`: ")),
+        "{stderr}"
+    );
+}

@@ -5,12 +5,15 @@
 //! the Jetson replay.
 //!
 //! It follows glibc's `elf/dl-load.c` (`_dl_map_new_object`, `open_path`, `fillin_rpath`,
-//! `_dl_dst_substitute`), `elf/dl-deps.c` (the breadth-first walk), `elf/dl-cache.c`
-//! (ld.so.cache) and `elf/dl-hwcaps.c` (the subdirectories), per release where they differ
-//! ([`platform::GlibcVersion`]). One function per tier ([`tiers`]); every candidate carries the
-//! reason it was taken or passed over. Not modelled: LD_PRELOAD, LD_AUDIT modules, filters
-//! (DT_AUXILIARY, DT_FILTER), `--glibc-hwcaps-prepend`/`-mask`, GLIBC_TUNABLES, and what
-//! happens after a file is chosen (symbol versions, relocation, constructors' own effects).
+//! `_dl_dst_substitute`), `elf/dl-deps.c` (the breadth-first walk), `elf/rtld.c` (LD_PRELOAD),
+//! `elf/dl-cache.c` (ld.so.cache) and `elf/dl-hwcaps.c` (the subdirectories), per release
+//! where they differ ([`platform::GlibcVersion`]); before any search, whether the kernel can
+//! start the program with its interpreter at all ([`start`]). One function per tier
+//! ([`tiers`]); every candidate carries the reason it was taken or passed over. Names and
+//! paths are bytes ([`Bytes`]), as the loader has them. Not modelled: what LD_AUDIT modules
+//! do, `/etc/ld.so.preload`, filters (DT_AUXILIARY, DT_FILTER), `--glibc-hwcaps-prepend`/
+//! `-mask`, GLIBC_TUNABLES, and what happens after a file is chosen (symbol versions,
+//! relocation, constructors' own effects).
 
 use std::path::PathBuf;
 
