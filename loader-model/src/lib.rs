@@ -8,7 +8,7 @@
 //! `_dl_dst_substitute`), `elf/dl-deps.c` (the breadth-first walk), `elf/rtld.c` (LD_PRELOAD),
 //! `elf/dl-cache.c` (ld.so.cache) and `elf/dl-hwcaps.c` (the subdirectories), per release
 //! where they differ ([`platform::GlibcVersion`]); before any search, whether the kernel can
-//! start the program with its interpreter at all ([`start`]). One function per tier
+//! start the program with its interpreter at all (`start.rs`). One function per tier
 //! ([`tiers`]); every candidate carries the reason it was taken or passed over. Names and
 //! paths are bytes ([`Bytes`]), as the loader has them. Not modelled: what LD_AUDIT modules
 //! do, `/etc/ld.so.preload`, filters (DT_AUXILIARY, DT_FILTER), `--glibc-hwcaps-prepend`/
