@@ -9,6 +9,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The exit-status rule (docs/explain.md, "Exit status"), as `cargo xtask`'s help says its own.
+const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  0    every library is found and the program starts
+  2    a library is not found, or the program would not start
+  1    the command failed: bad input or usage, a program it cannot read, an I/O error
+  141  done, but the reader of the output left early (`... | head`)";
+
 /// The command failed: bad input (usage included), an I/O error.
 const EXIT_FAILED: u8 = 1;
 /// Something needs attention: a library not found, a program that does not start.
@@ -19,7 +27,7 @@ const EXIT_READER_GONE: u8 = 141;
 /// Which file a program would load for every library, with LD_FALLBACK_PATH, without running
 /// it (a model of the patched glibc loader's search).
 #[derive(Parser)]
-#[command(name = "ld-fallback-explain", version)]
+#[command(name = "ld-fallback-explain", version, after_help = EXIT_STATUS_HELP)]
 struct Cli {
     #[command(flatten)]
     args: ld_fallback_explain::Args,
