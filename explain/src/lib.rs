@@ -250,47 +250,12 @@ impl Args {
                 bail!("{program_shown} is not an x86_64 or aarch64 ELF program in {root}")
             }
         };
-        // The loader that runs it: named, started by a wrapper, or nix-ld's, else its
-        // interpreter.
-        let nix_ld = read.loader_kind() == Some(LoaderKind::NixLd);
-        let (running, via_loader) = match (&self.loader, &command) {
-            (Some(path), _) => (
-                Some(RunningLoader {
-                    path: Bytes::from(path.as_os_str()),
-                    source: "--loader".into(),
-                }),
-                !nix_ld,
-            ),
-            (None, Some(command)) => (
-                Some(RunningLoader {
-                    path: command.path.clone(),
-                    source: command.from.clone(),
-                }),
-                true,
-            ),
-            (None, None) if nix_ld => {
-                let (path, source) = environment::nix_ld(&mut env, target);
-                (Some(RunningLoader { path, source }), false)
-            }
-            (None, None) => (None, false),
-        };
+        let (running, via_loader) = self.running_loader(&read, command.as_ref(), &mut env, target);
         if let Some(running) = &running {
             read = read.run_by(&running.path, &cwd);
         }
         let judged = judge(&read, target);
-        let detected = read.release();
-        let (release, release_note) = match (&self.release, detected) {
-            (Some(r), _) => (GlibcVersion::from(*r), None),
-            (None, Some(found)) if found.supported().is_some() => (found, None),
-            (None, found) => {
-                let newest = GlibcVersion::from(Release::newest());
-                let why = match found {
-                    Some(found) => format!("its loader is glibc {found}, not a supported release"),
-                    None => "its loader says no release".to_string(),
-                };
-                (newest, Some(format!("modelled as glibc {newest}: {why}")))
-            }
-        };
+        let (release, release_note) = self.release(&read);
         let mut dlopens: Vec<Dlopen> = self
             .dlopen
             .iter()
@@ -309,41 +274,8 @@ impl Args {
             (false, None, Some(judged)) => judged.flavour(),
             (false, None, None) => Flavour::Unpatched,
         };
-        let list = |name: &str| {
-            env.exported(name).map(|var| PathList {
-                value: var.value.clone(),
-                source: name.into(),
-            })
-        };
-        // A loader started as a command takes its options over the variables.
-        let option = |value: &Option<Bytes>, name: &str| {
-            value.clone().map(|value| PathList {
-                value,
-                source: name.into(),
-            })
-        };
         let command_ref = command.as_ref();
-        let library_path = command_ref
-            .and_then(|c| option(&c.library_path, "--library-path"))
-            .or_else(|| list("LD_LIBRARY_PATH"));
-        let fallback_path = command_ref
-            .and_then(|c| option(&c.fallback_path, "--fallback-path"))
-            .or_else(|| list("LD_FALLBACK_PATH"));
-        let preload = match (
-            list("LD_PRELOAD"),
-            command_ref.and_then(|c| c.preload.clone()),
-        ) {
-            (Some(variable), Some(option)) => Some(PathList {
-                value: variable.value.join(&[b":", &option]),
-                source: "LD_PRELOAD and --preload".into(),
-            }),
-            (Some(variable), None) => Some(variable),
-            (None, Some(option)) => Some(PathList {
-                value: option,
-                source: "--preload".into(),
-            }),
-            (None, None) => None,
-        };
+        let (library_path, fallback_path, preload) = lists(&env, command_ref);
         let config = Config {
             root: root_dir,
             program: program.clone(),
@@ -366,22 +298,7 @@ impl Args {
         };
         let mut explanation = loader_model::explain_program(&config, read)
             .with_context(|| format!("cannot explain {program_shown}"))?;
-        explanation.settings = env.settings(&LOADER_VARIABLES);
-        if let Some(command) = &command {
-            for (name, value) in [
-                ("--library-path", &command.library_path),
-                ("--fallback-path", &command.fallback_path),
-                ("--preload", &command.preload),
-            ] {
-                if let Some(value) = value {
-                    explanation.settings.push(Setting {
-                        name: name.into(),
-                        value: value.clone(),
-                        from: command.from.clone(),
-                    });
-                }
-            }
-        }
+        explanation.settings = settings(&env, command_ref);
         let mut notes = env.notes.clone();
         notes.extend(wrapper_notes);
         notes.extend(explanation.notes);
@@ -408,6 +325,58 @@ impl Args {
             complete: !missing && explanation.starts,
             not_followed: explanation.not_followed,
         })
+    }
+
+    /// The loader that runs the program when it is not the file its interpreter names, and
+    /// whether it is started as a command (`LOADER PROGRAM`): `--loader`, the loader a
+    /// wrapper starts, or the one nix-ld's shim hands the program to (`env` then gets what
+    /// the shim makes of `NIX_LD_LIBRARY_PATH`).
+    fn running_loader(
+        &self,
+        read: &Program,
+        command: Option<&LoaderCommand>,
+        env: &mut Environment,
+        target: Target,
+    ) -> (Option<RunningLoader>, bool) {
+        let nix_ld = read.loader_kind() == Some(LoaderKind::NixLd);
+        match (&self.loader, command) {
+            (Some(path), _) => (
+                Some(RunningLoader {
+                    path: Bytes::from(path.as_os_str()),
+                    source: "--loader".into(),
+                }),
+                !nix_ld,
+            ),
+            (None, Some(command)) => (
+                Some(RunningLoader {
+                    path: command.path.clone(),
+                    source: command.from.clone(),
+                }),
+                true,
+            ),
+            (None, None) if nix_ld => {
+                let (path, source) = environment::nix_ld(env, target);
+                (Some(RunningLoader { path, source }), false)
+            }
+            (None, None) => (None, false),
+        }
+    }
+
+    /// The release modelled: `--release`, else the loader's own when supported, else the
+    /// newest, said in a note.
+    fn release(&self, read: &Program) -> (GlibcVersion, Option<String>) {
+        match (&self.release, read.release()) {
+            (Some(r), _) => (GlibcVersion::from(*r), None),
+            (None, Some(found)) if found.supported().is_some() => (found, None),
+            (None, found) => {
+                let newest = GlibcVersion::from(Release::newest());
+                let why = match found {
+                    Some(found) => format!("its loader is glibc {found}, not a supported release"),
+                    None => "its loader says no release".to_string(),
+                };
+                (newest, Some(format!("modelled as glibc {newest}: {why}")))
+            }
+        }
     }
 
     /// The program, read: the one named, or, through every wrapper script, the one they
@@ -510,6 +479,66 @@ impl Args {
             ReadError::Read(err) => anyhow::anyhow!("cannot read {program} {looked_in}: {err}"),
         })
     }
+}
+
+/// The lists the loader gets: LD_LIBRARY_PATH, LD_FALLBACK_PATH and LD_PRELOAD from `env`,
+/// each replaced by the option of a loader started as a command (`--preload` adds to
+/// LD_PRELOAD: the loader reads both).
+fn lists(
+    env: &Environment,
+    command: Option<&LoaderCommand>,
+) -> (Option<PathList>, Option<PathList>, Option<PathList>) {
+    let variable = |name: &str| {
+        env.exported(name).map(|var| PathList {
+            value: var.value.clone(),
+            source: name.into(),
+        })
+    };
+    let option = |value: Option<&Bytes>, name: &str| {
+        value.map(|value| PathList {
+            value: value.clone(),
+            source: name.into(),
+        })
+    };
+    let library_path = command
+        .and_then(|c| option(c.library_path.as_ref(), "--library-path"))
+        .or_else(|| variable("LD_LIBRARY_PATH"));
+    let fallback_path = command
+        .and_then(|c| option(c.fallback_path.as_ref(), "--fallback-path"))
+        .or_else(|| variable("LD_FALLBACK_PATH"));
+    let preload = match (
+        variable("LD_PRELOAD"),
+        command.and_then(|c| c.preload.as_ref()),
+    ) {
+        (Some(variable), Some(option)) => Some(PathList {
+            value: variable.value.join(&[b":", option]),
+            source: "LD_PRELOAD and --preload".into(),
+        }),
+        (Some(variable), None) => Some(variable),
+        (None, option_value) => option(option_value, "--preload"),
+    };
+    (library_path, fallback_path, preload)
+}
+
+/// The header's variables: those of `env`, then the options of a loader a wrapper starts.
+fn settings(env: &Environment, command: Option<&LoaderCommand>) -> Vec<Setting> {
+    let mut settings = env.settings(&LOADER_VARIABLES);
+    if let Some(command) = command {
+        for (name, value) in [
+            ("--library-path", &command.library_path),
+            ("--fallback-path", &command.fallback_path),
+            ("--preload", &command.preload),
+        ] {
+            if let Some(value) = value {
+                settings.push(Setting {
+                    name: name.into(),
+                    value: value.clone(),
+                    from: command.from.clone(),
+                });
+            }
+        }
+    }
+    settings
 }
 
 /// What the loader that would run `read` is (a program of `target`), asked of it where it
