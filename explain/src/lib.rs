@@ -110,12 +110,25 @@ pub struct Explained {
     pub text: String,
     /// Every library found and the program would start.
     pub complete: bool,
+    /// The program would start (every DT_NEEDED entry found).
+    pub starts: bool,
     /// Requests that could not be followed (a dlopen from a caller that is not loaded):
     /// the answer leaves them out, so it is not the one asked for.
     pub not_followed: Vec<String>,
 }
 
 impl Explained {
+    /// What an incomplete explanation found, in one line for the end of the output (a
+    /// finding: exit status 2).
+    pub fn finding(&self, program: &std::ffi::OsStr) -> String {
+        let program = model::printable_bytes(program.as_bytes());
+        if self.starts {
+            format!("{program} would not find every library (see `not found` above)")
+        } else {
+            format!("{program} would not start (see above)")
+        }
+    }
+
     /// Why the request itself was wrong, when a `--dlopen` named a caller nothing loaded:
     /// a failure (exit status 1), said after the explanation.
     pub fn request_error(&self) -> Option<String> {
@@ -323,6 +336,7 @@ impl Args {
         Ok(Explained {
             text,
             complete: !missing && explanation.starts,
+            starts: explanation.starts,
             not_followed: explanation.not_followed,
         })
     }

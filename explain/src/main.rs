@@ -96,10 +96,7 @@ fn main() -> ExitCode {
         return ExitCode::from(EXIT_FAILED);
     }
     if !explained.complete {
-        say(&format!(
-            "{} would not find every library (see `not found` above)",
-            model::printable_bytes(cli.args.program.as_encoded_bytes())
-        ));
+        say(&explained.finding(&cli.args.program));
         return ExitCode::from(EXIT_FINDING);
     }
     ExitCode::SUCCESS

@@ -116,6 +116,10 @@ pub fn text(x: &Explanation) -> String {
         let _ = writeln!(out, "not followed: {}", p(request));
     }
     match (missing.is_empty(), x.not_followed.is_empty()) {
+        // The loader refused to start at all (an option it does not know): nothing searched.
+        (true, true) if !x.starts && x.loads.is_empty() => {
+            let _ = writeln!(out, "no library is searched");
+        }
         (true, true) => {
             let _ = writeln!(out, "every library is found");
         }

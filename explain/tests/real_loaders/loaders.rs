@@ -210,7 +210,10 @@ exec -a "$0" "{}"  "$@"
         ),
     )
     .map_err(io)?;
-    for script in [&app, &ldso] {
+    // An unpatched loader refuses `--fallback-path` as an option it does not know (its
+    // usage error, exit status 1) before it loads anything.
+    let ldso_real = if flavour.is_patched() { 0 } else { 1 };
+    for (script, want) in [(&app, want_real(flavour)), (&ldso, ldso_real)] {
         fs::set_permissions(script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .map_err(io)?;
         let real = Command::new(script)
@@ -220,7 +223,7 @@ exec -a "$0" "{}"  "$@"
             .output()
             .map_err(io)?
             .status;
-        if real.code() != Some(want_real(flavour)) {
+        if real.code() != Some(want) {
             return Err(format!(
                 "{script} under the {flavour} loader ends with {real}"
             ));
@@ -250,6 +253,11 @@ exec -a "$0" "{}"  "$@"
                 plain.display()
             ),
             &format!("  loader: {loader} (the wrapper {ldso}) runs the program as a command"),
+            if flavour.is_patched() {
+                "the program starts"
+            } else {
+                "  note: ld.so: unrecognized option '--fallback-path': the unpatched loader does not know it"
+            },
         ],
     )?;
     // The loader started as a command, with its option, against its trace.

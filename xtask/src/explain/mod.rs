@@ -30,11 +30,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         bail!("{why}");
     }
     if !explained.complete {
-        return Err(NeedsAttention(format!(
-            "{} would not find every library (see `not found` above)",
-            model::printable_bytes(args.program.as_encoded_bytes())
-        ))
-        .into());
+        return Err(NeedsAttention(explained.finding(&args.program)).into());
     }
     Ok(())
 }
