@@ -268,6 +268,7 @@ impl Args {
             read = read.run_by(&running.path, &cwd);
         }
         let judged = judge(&read, target);
+        let set_id = read.set_id();
         let (release, release_note) = self.release(&read);
         let mut dlopens: Vec<Dlopen> = self
             .dlopen
@@ -313,6 +314,11 @@ impl Args {
             .with_context(|| format!("cannot explain {program_shown}"))?;
         explanation.settings = settings(&env, command_ref);
         let mut notes = env.notes.clone();
+        if set_id && !self.secure {
+            notes.push(format!(
+                "{program_shown} is set-user-ID or set-group-ID: started by another user than its owner, it runs in secure mode, which --secure models"
+            ));
+        }
         notes.extend(wrapper_notes);
         notes.extend(explanation.notes);
         notes.extend(release_note);

@@ -520,6 +520,14 @@ impl Program {
         self
     }
 
+    /// Whether the program file is set-user-ID or set-group-ID: started by another user (or
+    /// group) than its own, it runs in secure mode (AT_SECURE).
+    pub fn set_id(&self) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(&self.opened.host)
+            .is_ok_and(|meta| meta.permissions().mode() & 0o6000 != 0)
+    }
+
     /// The text of a `#!` script, when the program is one.
     pub fn script(&self) -> Option<&[u8]> {
         self.bytes.starts_with(b"#!").then_some(&self.bytes[..])

@@ -16,7 +16,43 @@ pub(super) const CASES: &[(&str, Case)] = &[
     ("interpreters-that-cannot-start-the-program", cannot_start),
     ("relative-interpreter-from-the-working-directory", relative),
     ("strings-appended-to-an-unpatched-loader", appended),
+    (
+        "a-set-user-id-program-is-said-to-run-in-secure-mode",
+        set_id,
+    ),
 ];
+
+/// A set-user-ID program runs in secure mode when another user starts it: explain says so
+/// (and that --secure models it) unless --secure is given.
+fn set_id() -> Result<(), String> {
+    let f = fixture()?;
+    let dir = scratch("explain-setid-")?;
+    let program = dir.path().join("hello");
+    fs::copy(f.dir.join("hello"), &program).map_err(|e| e.to_string())?;
+    let shown = program.display().to_string();
+    let note = format!("  note: {shown} is set-user-ID or set-group-ID: started by another user than its owner, it runs in secure mode, which --secure models");
+    let plain = explain(Path::new("/"), &[&shown])?;
+    if plain.stdout.contains(&note) {
+        return Err(format!(
+            "a program without the bit is said to be set-user-ID:\n{}",
+            plain.show()
+        ));
+    }
+    fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o4755),
+    )
+    .map_err(|e| e.to_string())?;
+    says(&explain(Path::new("/"), &[&shown])?, 0, &[&note])?;
+    let secure = explain(Path::new("/"), &[&shown, "--secure"])?;
+    if secure.stdout.contains(&note) {
+        return Err(format!(
+            "--secure given, and still the note:\n{}",
+            secure.show()
+        ));
+    }
+    Ok(())
+}
 
 /// How a real start of `program` ended: `None` when it ran and exited 0 (it started).
 fn fails_to_start(program: &Path, cwd: &Path) -> Option<String> {
