@@ -1,17 +1,33 @@
 //! `ld-fallback-explain PROGRAM`: the stand-alone command (see the library's documentation).
-//! Exit status: 0 when every library is found, 2 when one is not (or the program would not
-//! start), 1 on errors (a `--dlopen` from a caller nothing loaded included); 141 when the
-//! reader of the output left early.
+//! Exit status (docs/explain.md, "Exit status"): 0 when every library is found, 2 when one is
+//! not (or the program would not start), 1 when the command failed (a usage error, a program
+//! that cannot be read, a `--dlopen` from a caller nothing loaded); 141 when the reader of the
+//! output left early.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The exit-status rule (docs/explain.md, "Exit status"), as `cargo xtask`'s help says its own.
+const EXIT_STATUS_HELP: &str = "\
+Exit status:
+  0    every library is found and the program starts
+  2    a library is not found, or the program would not start
+  1    the command failed: bad input or usage, a program it cannot read, an I/O error
+  141  done, but the reader of the output left early (`... | head`)";
+
+/// The command failed: bad input (usage included), an I/O error.
+const EXIT_FAILED: u8 = 1;
+/// Something needs attention: a library not found, a program that does not start.
+const EXIT_FINDING: u8 = 2;
+/// The reader of the output left early: the status a shell gives a writer SIGPIPE ended.
+const EXIT_READER_GONE: u8 = 141;
+
 /// Which file a program would load for every library, with LD_FALLBACK_PATH, without running
 /// it (a model of the patched glibc loader's search).
 #[derive(Parser)]
-#[command(name = "ld-fallback-explain", version)]
+#[command(name = "ld-fallback-explain", version, after_help = EXIT_STATUS_HELP)]
 struct Cli {
     #[command(flatten)]
     args: ld_fallback_explain::Args,
@@ -34,23 +50,25 @@ fn main() -> ExitCode {
                 .filter(|again| again.kind() == usage.kind());
             let text = again.as_ref().unwrap_or(&usage).render().to_string();
             say(model::printable_lines(&text).trim_end());
-            return ExitCode::from(2);
+            return ExitCode::from(EXIT_FAILED);
         }
-        // Help or the version, on stdout: one that cannot be written is a failure, as an
-        // explanation cut short is (a reader that left is none).
+        // `--help` and `--version`: written to stdout, whose failure is said as for the
+        // explanation (`--help > /dev/full` is no success).
         Err(help) => {
             return match help.print() {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
+                Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {
+                    ExitCode::from(EXIT_READER_GONE)
+                }
                 Err(err) => {
                     let what = match help.kind() {
                         clap::error::ErrorKind::DisplayVersion => "the version",
                         _ => "the help",
                     };
                     say(&format!("error: cannot write {what}: {err}"));
-                    ExitCode::from(1)
+                    ExitCode::from(EXIT_FAILED)
                 }
-            }
+            };
         }
     };
     let explained = match cli.args.explain() {
@@ -61,7 +79,7 @@ fn main() -> ExitCode {
                 "error: {}",
                 model::printable_lines(&format!("{err:#}"))
             ));
-            return ExitCode::from(1);
+            return ExitCode::from(EXIT_FAILED);
         }
     };
     let mut stdout = std::io::stdout().lock();
@@ -72,21 +90,18 @@ fn main() -> ExitCode {
         // A reader that stops early (`| head`) is no error: the status a shell gives a
         // writer SIGPIPE ended (128 + 13).
         if err.kind() == std::io::ErrorKind::BrokenPipe {
-            return ExitCode::from(141);
+            return ExitCode::from(EXIT_READER_GONE);
         }
         say(&format!("error: {}", write_error(&err)));
-        return ExitCode::from(1);
+        return ExitCode::from(EXIT_FAILED);
     }
     if let Some(why) = explained.request_error() {
         say(&format!("error: {why}"));
-        return ExitCode::from(1);
+        return ExitCode::from(EXIT_FAILED);
     }
     if !explained.complete {
-        say(&format!(
-            "{} would not find every library (see `not found` above)",
-            model::printable(&cli.args.program)
-        ));
-        return ExitCode::from(2);
+        say(&explained.finding(&cli.args.program));
+        return ExitCode::from(EXIT_FINDING);
     }
     ExitCode::SUCCESS
 }

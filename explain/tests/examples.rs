@@ -1,7 +1,7 @@
 //! The docs' example outputs, from real runs, so that they cannot go stale: one run of the
-//! Jetson replay (approach 7, `LD_FALLBACK_PATH` at the driver directory, on a JetPack 5
-//! host: the cuda_compat app whose `libcuda.so.1` dlopens the board's `libnvrm_*`), under the
-//! patched aarch64 loader; then `ld-fallback-explain` on that program and root (text and
+//! Jetson replay (approach 7, `LD_FALLBACK_PATH` at the driver directory, on a JetPack 6
+//! host, whose driver is in `/usr/lib/aarch64-linux-gnu/nvidia`: the cuda_compat app whose
+//! `libcuda.so.1` dlopens the board's `libnvrm_*`), under the patched aarch64 loader; then `ld-fallback-explain` on that program and root (text and
 //! JSON), the real loader's `LD_DEBUG=libs` search that ends in the fallback, and its
 //! `ld.so --help`. Each is a block of a page (README.md, docs/troubleshooting.md,
 //! docs/explain.md): a block that differs is rewritten and the test fails: commit it.
@@ -59,8 +59,8 @@ fn examples() -> Result<(), String> {
         .expect("approach 7");
     let column = COLUMNS
         .iter()
-        .find(|c| c.id == "jetpack5")
-        .expect("jetpack5");
+        .find(|c| c.id == "jetpack6")
+        .expect("jetpack6");
     let key = RunKey {
         flavour: Flavour::Patched,
         way: None,
@@ -116,24 +116,19 @@ fn examples() -> Result<(), String> {
     }
     let explain = |json: bool| {
         ld_fallback_explain::Args {
-            program: program.clone(),
+            program: program.clone().into(),
             root: Some(checked.root.clone()),
-            fallback_path: Some(fallback.clone()),
-            library_path: None,
-            dlopen: dlopens.clone(),
-            dlmopen: Vec::new(),
-            release: None,
-            target: None,
-            // The loader the program names, judged from its file: patched here.
-            flavour: None,
-            unpatched: false,
-            secure: false,
-            inhibit_cache: false,
-            ldd: false,
-            cwd: Some(invocation.cwd.clone()),
+            fallback_path: Some(fallback.clone().into()),
+            dlopen: dlopens.iter().map(Into::into).collect(),
+            cwd: Some(invocation.cwd.clone().into()),
             json,
+            // The loader the program names, judged from its file (patched here), and every
+            // other setting left as the command leaves it.
+            ..ld_fallback_explain::Args::default()
         }
-        .explain()
+        // The environment of a user who set none of the loader's variables (this test's
+        // own has cargo's LD_LIBRARY_PATH).
+        .explain_with(ld_fallback_explain::environment::Environment::default())
         .map_err(e)
     };
     let text = explain(false)?;

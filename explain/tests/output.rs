@@ -103,7 +103,8 @@ fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
     assert_eq!(code, Some(1));
 }
 
-/// A value clap refuses is quoted escaped (issue 44 class 7), as `cargo xtask` quotes it.
+/// A value clap refuses is quoted escaped, as `cargo xtask` quotes it; a usage error is a
+/// failure (1), never the status of a finding (2: a library not found).
 #[test]
 fn a_refused_option_value_is_quoted_escaped() {
     let ran = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
@@ -111,9 +112,61 @@ fn a_refused_option_value_is_quoted_escaped() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&ran.stderr);
-    assert_eq!(ran.status.code(), Some(2), "{stderr}");
+    assert_eq!(ran.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.starts_with("error: invalid value '2.4\\u{1b}[31m\\nX' for '--release <X.Y>'\n"),
         "{stderr}"
     );
+}
+
+/// Every usage error exits 1, the status of a command that failed on bad input; 2 is kept
+/// for what the explanation finds (a library not found, a program that does not start).
+#[test]
+fn usage_errors_exit_1_not_the_status_of_a_finding() {
+    let usage = |args: &[&str]| {
+        let ran = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            ran.status.code(),
+            String::from_utf8_lossy(&ran.stderr).into_owned(),
+        )
+    };
+    for args in [
+        &[][..],
+        &["/bin/true", "--no-such-option"],
+        &["/bin/true", "--flavour"],
+        &["/bin/true", "--target", "riscv64"],
+        &["/bin/true", "/bin/false"],
+        &["/bin/true", "--unpatched", "--flavour", "patched"],
+    ] {
+        let (code, stderr) = usage(args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+    }
+}
+
+/// `--help` and `--version` into a full disk: the help is cut, so the command failed (it
+/// exited 0).
+#[test]
+fn help_that_cannot_be_written_is_a_failure() {
+    for flag in ["--help", "--version"] {
+        let ran = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+            .arg(flag)
+            .stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(1), "{flag}: {stderr}");
+        assert_eq!(
+            stderr, "error: cannot write the help: No space left on device (os error 28)\n",
+            "{flag}"
+        );
+    }
 }

@@ -31,6 +31,13 @@ use loader_tests::host::{find_program, in_ci, tools};
 use loader_tests::probe::Invocation;
 use model::{sysroot_env_var, Flavour, Target};
 
+#[path = "real_loaders/environment.rs"]
+mod environment;
+#[path = "real_loaders/loaders.rs"]
+mod loaders;
+#[path = "real_loaders/starts.rs"]
+mod starts;
+
 /// The loader every x86_64 program here names, in whichever tree it runs.
 const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
 const TARGET: Target = Target::X86_64;
@@ -55,7 +62,36 @@ fn main() {
             relative().map_err(Failed::from)
         })
         .with_ignored_flag(ignored(&host)),
+        Trial::test("names-that-are-not-utf-8", || {
+            not_utf8().map_err(Failed::from)
+        })
+        .with_ignored_flag(ignored(&host)),
     ];
+    for (name, case) in starts::CASES.iter().chain(environment::CASES).copied() {
+        trials.push(
+            Trial::test(name, move || case().map_err(Failed::from))
+                .with_ignored_flag(ignored(&host)),
+        );
+    }
+    // An aarch64 loader, asked under QEMU and, with QEMU out of reach, judged by its strings.
+    let aarch64 = sysroot_env_var(Target::Aarch64, Flavour::Patched);
+    let no_aarch64 = host.clone().or_else(|| {
+        std::env::var_os(&aarch64)
+            .is_none_or(|v| v.is_empty())
+            .then(|| format!("${aarch64} is not set (this test never builds glibc)"))
+            .or_else(|| {
+                [tools::AARCH64_GCC, tools::QEMU_AARCH64]
+                    .iter()
+                    .find(|t| find_program(t.program).is_none())
+                    .map(|t| format!("no {} (package {})", t.program, t.package))
+            })
+    });
+    trials.push(
+        Trial::test("a-loader-that-cannot-run-is-judged-by-its-strings", || {
+            starts::strings_with_a_caveat().map_err(Failed::from)
+        })
+        .with_ignored_flag(ignored(&no_aarch64)),
+    );
     for flavour in Flavour::ALL {
         let var = sysroot_env_var(TARGET, flavour);
         let missing = host.clone().or_else(|| {
@@ -72,6 +108,14 @@ fn main() {
             })
             .with_ignored_flag(ignored(&missing)),
         );
+        for (name, case) in loaders::CASES.iter().copied() {
+            trials.push(
+                Trial::test(format!("{flavour}-{name}"), move || {
+                    case(flavour).map_err(Failed::from)
+                })
+                .with_ignored_flag(ignored(&missing)),
+            );
+        }
     }
     libtest_mimic::run(&args, trials).exit();
 }
@@ -81,7 +125,7 @@ fn why_not_here() -> Option<String> {
     if std::env::consts::ARCH != "x86_64" {
         return Some("not an x86_64 machine".into());
     }
-    [tools::GCC, tools::BWRAP]
+    [tools::GCC, tools::BWRAP, tools::PATCHELF]
         .iter()
         .find(|t| find_program(t.program).is_none())
         .map(|t| format!("no {} (package {})", t.program, t.package))
@@ -155,10 +199,71 @@ fn compile() -> anyhow::Result<Fixture> {
         &path("driver"),
         "-l:libcuda.so.1",
     ])?;
+    // A program that needs nothing but libc, and two static ones: one that is only a
+    // program, one that names nix-ld's variable as nix-ld's shim does.
+    fs::write(dir.join("hello.c"), "int main(void) { return 0; }\n")?;
+    gcc(&[&path("hello.c"), "-o", &path("hello")])?;
+    fs::write(
+        dir.join("static.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"a static program\"); return 3; }\n",
+    )?;
+    gcc(&["-static", &path("static.c"), "-o", &path("static")])?;
+    fs::write(
+        dir.join("shim.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"NIX_LD_LIBRARY_PATH\"); return 0; }\n",
+    )?;
+    gcc(&["-static", &path("shim.c"), "-o", &path("shim")])?;
     Ok(Fixture {
         _scratch: scratch,
         dir,
     })
+}
+
+/// `program` copied to `to`, its interpreter (PT_INTERP) made `interpreter`.
+fn with_interpreter(program: &Path, to: &Path, interpreter: &str) -> Result<(), String> {
+    fs::copy(program, to).map_err(|e| format!("{}: {e}", program.display()))?;
+    let out = Command::new(tools::PATCHELF.program)
+        .args(["--set-interpreter", interpreter])
+        .arg(to)
+        .output()
+        .map_err(|e| format!("patchelf: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "patchelf --set-interpreter {interpreter}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// The x86_64 sysroot of `flavour` (`$LD_FALLBACK_SYSROOT...`).
+fn sysroot(flavour: Flavour) -> Result<PathBuf, String> {
+    let var = sysroot_env_var(TARGET, flavour);
+    std::env::var_os(&var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))
+}
+
+/// A scratch directory, removed at the end.
+fn scratch(prefix: &str) -> Result<tempfile::TempDir, String> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in("/tmp")
+        .map_err(|e| e.to_string())
+}
+
+/// Fails with the explanation unless explain exited `code` and said each of `lines`.
+fn says(x: &Explained, code: i32, lines: &[&str]) -> Result<(), String> {
+    if x.code != Some(code) {
+        return Err(format!("want exit status {code}:\n{}", x.show()));
+    }
+    for line in lines {
+        if !x.stdout.contains(line) {
+            return Err(format!("explain does not say {line:?}:\n{}", x.show()));
+        }
+    }
+    Ok(())
 }
 
 /// What `ld-fallback-explain` printed and how it ended.
@@ -181,9 +286,28 @@ impl Explained {
     }
 }
 
-/// The installed binary, as a user runs it, from `cwd`.
+/// The installed binary, as a user runs it, from `cwd`, with none of the loader's
+/// variables in its environment (`cargo test` sets LD_LIBRARY_PATH).
 fn explain(cwd: &Path, args: &[&str]) -> Result<Explained, String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))
+    explain_in_env(cwd, args, &[])
+}
+
+/// [`explain`] with `env` set in its environment.
+fn explain_in_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<Explained, String> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"));
+    for name in [
+        "LD_LIBRARY_PATH",
+        "LD_FALLBACK_PATH",
+        "LD_PRELOAD",
+        "NIX_LD",
+        "NIX_LD_LIBRARY_PATH",
+        "NIX_LD_x86_64_linux",
+        "NIX_LD_LIBRARY_PATH_x86_64_linux",
+    ] {
+        command.env_remove(name);
+    }
+    let out = command
+        .envs(env.iter().copied())
         .args(args)
         .current_dir(cwd)
         .output()
@@ -215,9 +339,10 @@ fn real_run(root: &Path, program: &str, fallback: &str) -> Result<i32, String> {
         .status
         .code()
         .ok_or_else(|| format!("{} ended by a signal", invocation.display()))?;
-    let read = loader_model::Program::read(root, program, "/")
+    let read = loader_model::Program::read(root, program.as_bytes(), b"/")
         .map_err(|e| format!("cannot read {program}: {e:?}"))?;
-    let judged = read.series().ok_or("explain cannot judge the loader")?;
+    let judged =
+        ld_fallback_explain::judge(&read, TARGET).ok_or("explain cannot judge the loader")?;
     let release = read.release().ok_or("the loader says no release")?;
     let checked = differential::check(
         &invocation,
@@ -300,7 +425,8 @@ fn stock() -> Result<(), String> {
     )?;
     agrees(real, &x, LOADER)?;
     for line in [
-        "  unpatched: the file carries neither LD_FALLBACK_PATH nor --fallback-path".to_string(),
+        "  unpatched: its --help lists no --fallback-path (a loader with the series does)"
+            .to_string(),
         format!("  fallback: {} (LD_FALLBACK_PATH) IGNORED", f.driver()),
         format!(
             "to change: libcuda.so.1 is only in the fallback ({}/libcuda.so.1), which {LOADER} does not search",
@@ -403,6 +529,100 @@ fn relative() -> Result<(), String> {
             "want exit status 1 and {said:?}:\n{}",
             missing.show()
         ));
+    }
+    Ok(())
+}
+
+/// A RUNPATH `.../x/lib\xff` and a DT_NEEDED `lib\xe9foo.so` (Latin-1 bytes, not UTF-8):
+/// the loader compares and joins them as bytes, and the program runs; explain must find the
+/// library too (it said NOT FOUND when it decoded them lossily), and print both escaped, in
+/// the text and in the JSON.
+fn not_utf8() -> Result<(), String> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let scratch = tempfile::Builder::new()
+        .prefix("explain-bytes-")
+        .tempdir_in("/tmp")
+        .map_err(|e| e.to_string())?;
+    let dir = scratch.path();
+    let io = |e: std::io::Error| e.to_string();
+    let lib_dir = dir.join(OsStr::from_bytes(b"x/lib\xff"));
+    fs::create_dir_all(&lib_dir).map_err(io)?;
+    fs::write(dir.join("foo.c"), "int foo(void) { return 0; }\n").map_err(io)?;
+    fs::write(
+        dir.join("main.c"),
+        "int foo(void);\nint main(void) { return foo(); }\n",
+    )
+    .map_err(io)?;
+    let soname = OsStr::from_bytes(b"lib\xe9foo.so");
+    let gcc = |args: &[&OsStr]| -> Result<(), String> {
+        let out = Command::new(tools::GCC.program)
+            .args(args)
+            .output()
+            .map_err(io)?;
+        if !out.status.success() {
+            return Err(format!(
+                "gcc {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    };
+    let with = |prefix: &str, value: &OsStr| {
+        let mut arg = std::ffi::OsString::from(prefix);
+        arg.push(value);
+        arg
+    };
+    let library = lib_dir.join(soname);
+    gcc(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        &with("-Wl,-soname,", soname),
+        dir.join("foo.c").as_os_str(),
+        "-o".as_ref(),
+        library.as_os_str(),
+    ])?;
+    let program = dir.join("main");
+    gcc(&[
+        dir.join("main.c").as_os_str(),
+        "-o".as_ref(),
+        program.as_os_str(),
+        &with("-L", lib_dir.as_os_str()),
+        &with("-l:", soname),
+        &with("-Wl,--enable-new-dtags,-rpath,", lib_dir.as_os_str()),
+    ])?;
+    let ran = Command::new(&program)
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .map_err(io)?;
+    if ran.code() != Some(0) {
+        return Err(format!("the program does not run here: {ran}"));
+    }
+    let program = program.display().to_string();
+    let x = explain(Path::new("/"), &[&program])?;
+    let shown_dir = format!("{}/x/lib\\xff", dir.display());
+    for line in [
+        format!("lib\\xe9foo.so (needed by {program})"),
+        format!("  -> {shown_dir}/lib\\xe9foo.so  [RUNPATH of {program}]"),
+        "every library is found".to_string(),
+    ] {
+        if x.code != Some(0) || !x.stdout.contains(&line) {
+            return Err(format!(
+                "the program runs: want exit status 0 and {line:?}:\n{}",
+                x.show()
+            ));
+        }
+    }
+    let json = explain(Path::new("/"), &[&program, "--json"])?;
+    let value: serde_json::Value = serde_json::from_str(&json.stdout)
+        .map_err(|e| format!("the JSON does not parse: {e}\n{}", json.show()))?;
+    let load = value["loads"]
+        .as_array()
+        .and_then(|loads| loads.iter().find(|l| l["name"] == "lib\\xe9foo.so"))
+        .ok_or_else(|| format!("no load named lib\\xe9foo.so in the JSON:\n{}", json.show()))?;
+    let want = format!("{shown_dir}/lib\\xe9foo.so");
+    if load["outcome"]["path"] != want.as_str() {
+        return Err(format!("want the path {want:?} in {load}"));
     }
     Ok(())
 }

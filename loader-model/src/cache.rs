@@ -4,6 +4,8 @@
 //! binary search with glibc's numeric-aware name order, glibc-hwcaps entries by priority, and
 //! the legacy hwcap entries that 2.36 still used and 2.37 dropped.
 
+use super::Bytes;
+
 /// The old format's magic.
 const OLD_MAGIC: &[u8] = b"ld.so-1.7.0";
 /// The new format's magic and version.
@@ -29,8 +31,8 @@ const ISA_LEVEL_MASK: u64 = (1 << 10) - 1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub flags: i32,
-    pub name: String,
-    pub path: String,
+    pub name: Bytes,
+    pub path: Bytes,
     /// 0 in the old format.
     pub hwcap: u64,
 }
@@ -42,7 +44,7 @@ pub(crate) struct Cache {
     /// Whether entries carry hwcap data (`file_entry_new`).
     pub new_format: bool,
     /// The glibc-hwcaps subdirectory names of the extension section, by index.
-    pub hwcaps: Vec<String>,
+    pub hwcaps: Vec<Bytes>,
     /// The extension's generator string ("ldconfig (GNU libc) ...").
     pub generator: Option<String>,
 }
@@ -74,12 +76,20 @@ pub(crate) struct LegacyHwcaps {
 /// What a lookup found, and what it passed over on the way.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Lookup {
-    pub path: Option<String>,
+    pub path: Option<Bytes>,
     /// Entries of the name that were not taken, with the reason.
-    pub passed: Vec<(String, String)>,
+    pub passed: Vec<(Bytes, String)>,
 }
 
 impl Cache {
+    /// How many bytes [`Cache::has_magic`] looks at.
+    pub(crate) const MAGIC_LEN: u64 = NEW_MAGIC.len() as u64;
+
+    /// Whether a file starting with `head` is of a format the loader reads (either magic).
+    pub(crate) fn has_magic(head: &[u8]) -> bool {
+        head.starts_with(NEW_MAGIC) || head.starts_with(OLD_MAGIC)
+    }
+
     /// Parses a cache file; `None` when the loader would ignore it (not a cache, corrupt,
     /// other endianness), as glibc then behaves as if there were none.
     pub(crate) fn parse(file: &[u8]) -> Option<Cache> {
@@ -123,7 +133,7 @@ impl Cache {
     }
 
     /// `search_cache`: the path the loader takes for `name`, if any.
-    pub(crate) fn lookup(&self, name: &str, select: &Selector) -> Lookup {
+    pub(crate) fn lookup(&self, name: &[u8], select: &Selector) -> Lookup {
         let mut found = Lookup::default();
         // Binary search as glibc does it, then back to the first entry of the name: ldconfig
         // sorts the table by `libcmp`, descending, glibc-hwcaps entries first within a name.
@@ -198,11 +208,11 @@ impl Cache {
                 }
                 if named {
                     let index = entry.hwcap as u32 as usize;
-                    let subdir = self.hwcaps.get(index).map(String::as_str).unwrap_or("");
+                    let subdir = self.hwcaps.get(index).cloned().unwrap_or_default();
                     let priority = select
                         .hwcaps
                         .iter()
-                        .position(|h| h == subdir)
+                        .position(|h| h.as_bytes() == subdir.as_bytes())
                         .map_or(0, |i| i as u32 + 1);
                     if priority == 0 {
                         pass(format!("glibc-hwcaps/{subdir}: not active on this CPU"));
@@ -301,9 +311,8 @@ fn endian_ok(flags: u8) -> bool {
 
 /// `_dl_cache_libcmp`: runs of digits compare as numbers, so `libfoo.so.10` sorts after
 /// `libfoo.so.9`.
-pub(crate) fn libcmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn libcmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     use std::cmp::Ordering;
-    let (a, b) = (a.as_bytes(), b.as_bytes());
     let (mut i, mut j) = (0, 0);
     while i < a.len() {
         let (ca, cb) = (a[i], b.get(j).copied().unwrap_or(0));
@@ -347,10 +356,10 @@ fn u64_at(file: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(file.get(at..at + 8)?.try_into().ok()?))
 }
 
-fn string_at(file: &[u8], at: usize) -> Option<String> {
+fn string_at(file: &[u8], at: usize) -> Option<Bytes> {
     let rest = file.get(at..)?;
     let end = rest.iter().position(|&b| b == 0)?;
-    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+    Some(Bytes::from(&rest[..end]))
 }
 
 #[cfg(test)]
@@ -360,10 +369,10 @@ mod tests {
 
     #[test]
     fn names_compare_with_numbers_as_numbers() {
-        assert_eq!(libcmp("libfoo.so.10", "libfoo.so.9"), Ordering::Greater);
-        assert_eq!(libcmp("libfoo.so.1", "libfoo.so.1"), Ordering::Equal);
-        assert_eq!(libcmp("libfoo.so", "libfoo.so.1"), Ordering::Less);
-        assert_eq!(libcmp("libc.so.6", "libcuda.so.1"), Ordering::Less);
+        assert_eq!(libcmp(b"libfoo.so.10", b"libfoo.so.9"), Ordering::Greater);
+        assert_eq!(libcmp(b"libfoo.so.1", b"libfoo.so.1"), Ordering::Equal);
+        assert_eq!(libcmp(b"libfoo.so", b"libfoo.so.1"), Ordering::Less);
+        assert_eq!(libcmp(b"libc.so.6", b"libcuda.so.1"), Ordering::Less);
     }
 
     /// A new-format cache as ldconfig writes it: sorted entries, strings after them.
@@ -441,29 +450,40 @@ mod tests {
         let v4_v3_v2: Vec<String> = ["x86-64-v4", "x86-64-v3", "x86-64-v2"]
             .map(String::from)
             .to_vec();
-        let found = cache.lookup("libz.so.1", &select(&v4_v3_v2));
+        let found = cache.lookup(b"libz.so.1", &select(&v4_v3_v2));
         assert_eq!(
-            found.path.as_deref(),
+            found.path.as_ref().and_then(Bytes::to_str),
             Some("/lib64/glibc-hwcaps/x86-64-v3/libz.so.1")
         );
         // A CPU without v3: the v2 entry.
         let v2 = vec!["x86-64-v2".to_string()];
-        let found = cache.lookup("libz.so.1", &select(&v2));
+        let found = cache.lookup(b"libz.so.1", &select(&v2));
         assert_eq!(
-            found.path.as_deref(),
+            found.path.as_ref().and_then(Bytes::to_str),
             Some("/lib64/glibc-hwcaps/x86-64-v2/libz.so.1")
         );
         // No glibc-hwcaps at all: the plain entry.
-        let found = cache.lookup("libz.so.1", &select(&[]));
-        assert_eq!(found.path.as_deref(), Some("/lib64/libz.so.1"));
+        let found = cache.lookup(b"libz.so.1", &select(&[]));
+        assert_eq!(
+            found.path.as_ref().and_then(Bytes::to_str),
+            Some("/lib64/libz.so.1")
+        );
         assert_eq!(found.passed.len(), 2);
         assert_eq!(
-            cache.lookup("libc.so.6", &select(&[])).path.as_deref(),
+            cache
+                .lookup(b"libc.so.6", &select(&[]))
+                .path
+                .as_ref()
+                .and_then(Bytes::to_str),
             Some("/lib64/libc.so.6")
         );
-        assert_eq!(cache.lookup("libcuda.so.1", &select(&[])).path, None);
+        assert_eq!(cache.lookup(b"libcuda.so.1", &select(&[])).path, None);
         assert_eq!(
-            cache.lookup("libcuda.so", &select(&[])).path.as_deref(),
+            cache
+                .lookup(b"libcuda.so", &select(&[]))
+                .path
+                .as_ref()
+                .and_then(Bytes::to_str),
             Some("/lib64/libcuda.so")
         );
     }
@@ -476,7 +496,7 @@ mod tests {
             flags: 0x0a03,
             ..select(&[])
         };
-        let found = cache.lookup("libz.so.1", &aarch64);
+        let found = cache.lookup(b"libz.so.1", &aarch64);
         assert_eq!(found.path, None);
         assert!(found.passed[0].1.contains("flags 0x303"), "{found:?}");
         // Big-endian flags: the loader ignores the file.

@@ -9,6 +9,8 @@ use object::Endianness;
 
 use model::Target;
 
+use super::Bytes;
+
 /// What `open_verify` makes of a file's first bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verified {
@@ -87,21 +89,22 @@ pub(crate) fn machine(target: Target) -> elf::Machine {
     }
 }
 
-/// The dynamic section of an object, as far as the search needs it.
+/// The dynamic section of an object, as far as the search needs it; every string as the
+/// bytes the file holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dynamic {
     /// PT_INTERP: the loader a program asks for.
-    pub interpreter: Option<String>,
+    pub interpreter: Option<Bytes>,
     /// Whether it has a PT_DYNAMIC segment at all (a static program has none).
     pub is_dynamic: bool,
-    pub needed: Vec<String>,
-    pub soname: Option<String>,
-    pub rpath: Option<String>,
-    pub runpath: Option<String>,
+    pub needed: Vec<Bytes>,
+    pub soname: Option<Bytes>,
+    pub rpath: Option<Bytes>,
+    pub runpath: Option<Bytes>,
     /// DF_1_NODEFLIB (`-z nodefaultlib`).
     pub nodeflib: bool,
     /// DT_AUXILIARY and DT_FILTER names (filters: reported, not followed).
-    pub filters: Vec<String>,
+    pub filters: Vec<Bytes>,
 }
 
 /// Reads the dynamic entries of an ELF file of either class.
@@ -126,7 +129,7 @@ fn read<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Dynamic, St
     let mut entries: &[Elf::Dyn] = &[];
     for phdr in phdrs {
         if let Ok(Some(interp)) = phdr.interpreter(endian, data) {
-            facts.interpreter = Some(String::from_utf8_lossy(interp).into_owned());
+            facts.interpreter = Some(Bytes::from(interp));
         }
         if let Some(dynamic) = phdr
             .dynamic(endian, data)
@@ -160,9 +163,9 @@ fn read<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Dynamic, St
         _ if entries.is_empty() => StringTable::default(),
         _ => return Err("the dynamic section has no string table".into()),
     };
-    let text = |d: &Elf::Dyn| -> Result<String, String> {
+    let text = |d: &Elf::Dyn| -> Result<Bytes, String> {
         d.string(endian, strings)
-            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .map(Bytes::from)
             .map_err(|e| format!("bad dynamic string: {e}"))
     };
     for d in entries.iter().take_while(|d| d.tag(endian) != elf::DT_NULL) {
@@ -235,6 +238,6 @@ mod tests {
         let facts = dynamic(&me).unwrap();
         assert!(facts.is_dynamic);
         assert!(facts.interpreter.is_some());
-        assert!(facts.needed.iter().any(|n| n.starts_with("libc.so")));
+        assert!(facts.needed.iter().any(|n| n.starts_with(b"libc.so")));
     }
 }

@@ -1,14 +1,18 @@
 //! The files the modelled loader sees: a directory tree taken as `/` (a scenario root, or the
 //! machine itself), with symlinks resolved inside it as the kernel would resolve them for a
-//! process chrooted there. Paths are the loader's: absolute strings, as it builds them.
+//! process chrooted there. Paths are the loader's: bytes, as it builds them.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use model::file::{read_head, read_regular, Limit};
+
+use super::Bytes;
 
 /// An ELF object (a program, its loader, a library) is read whole. ELF's offsets are 64-bit,
 /// so the format sets no bound of use: this one is far above any program or library, and
@@ -80,6 +84,20 @@ pub struct Opened {
     /// (st_dev, st_ino): the loader reuses a loaded object with the same identity.
     pub id: (u64, u64),
     pub is_dir: bool,
+    /// A FIFO, a device or a socket: a file whose `open` or `read` does not simply give
+    /// its bytes (explain never opens one).
+    pub special: Option<Special>,
+    /// The set-user-ID bit (secure mode preloads only such files).
+    pub setuid: bool,
+}
+
+/// A file that is no regular file or directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    Fifo,
+    CharDevice,
+    BlockDevice,
+    Socket,
 }
 
 /// The tree the loader runs in.
@@ -105,29 +123,32 @@ impl Tree {
 
     /// `path` (absolute, or relative to `cwd`) resolved to a host path, every symlink on the
     /// way followed inside the tree; the last component need not exist.
-    pub(crate) fn resolve(&self, path: &str, cwd: &str) -> Result<PathBuf, OpenError> {
-        let start = if path.starts_with('/') {
-            path.to_string()
+    pub(crate) fn resolve(&self, path: &[u8], cwd: &[u8]) -> Result<PathBuf, OpenError> {
+        let start = if path.starts_with(b"/") {
+            path.to_vec()
         } else {
-            format!("{cwd}/{path}")
+            [cwd, b"/", path].concat()
         };
         if self.is_host() {
-            return Ok(PathBuf::from(start));
+            return Ok(PathBuf::from(OsStr::from_bytes(&start)));
         }
-        let mut pending: Vec<String> = components(&start);
-        pending.reverse();
-        let mut done: Vec<String> = Vec::new();
+        let mut pending: Vec<Vec<u8>> = components(&start)
+            .into_iter()
+            .rev()
+            .map(<[u8]>::to_vec)
+            .collect();
+        let mut done: Vec<Vec<u8>> = Vec::new();
         let mut links = 0;
         while let Some(part) = pending.pop() {
-            match part.as_str() {
-                "." => continue,
-                ".." => {
+            match part.as_slice() {
+                b"." => continue,
+                b".." => {
                     done.pop();
                     continue;
                 }
                 _ => {}
             }
-            let here = self.host_of(&done).join(&part);
+            let here = self.host_of(&done).join(OsStr::from_bytes(&part));
             match fs::symlink_metadata(&here) {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     links += 1;
@@ -137,12 +158,12 @@ impl Tree {
                     let Ok(target) = fs::read_link(&here) else {
                         return Err(OpenError::Denied);
                     };
-                    let target = target.to_string_lossy().into_owned();
-                    if target.starts_with('/') {
+                    let target = target.into_os_string().into_encoded_bytes();
+                    if target.starts_with(b"/") {
                         done.clear();
                     }
                     for part in components(&target).into_iter().rev() {
-                        pending.push(part);
+                        pending.push(part.to_vec());
                     }
                 }
                 Ok(meta) => {
@@ -164,29 +185,46 @@ impl Tree {
         Ok(self.host_of(&done))
     }
 
-    fn host_of(&self, parts: &[String]) -> PathBuf {
+    fn host_of(&self, parts: &[Vec<u8>]) -> PathBuf {
         let mut path = self.root.clone();
         for part in parts {
-            path.push(part);
+            path.push(OsStr::from_bytes(part));
         }
         path
     }
 
     /// What `open (path, O_RDONLY)` would give the loader.
-    pub fn open(&self, path: &str, cwd: &str) -> Result<Opened, OpenError> {
+    pub fn open(&self, path: &[u8], cwd: &[u8]) -> Result<Opened, OpenError> {
         let host = self.resolve(path, cwd)?;
         match fs::metadata(&host) {
-            Ok(meta) => Ok(Opened {
-                host,
-                id: (meta.dev(), meta.ino()),
-                is_dir: meta.is_dir(),
-            }),
+            Ok(meta) => {
+                use std::os::unix::fs::FileTypeExt;
+                let kind = meta.file_type();
+                let special = if kind.is_fifo() {
+                    Some(Special::Fifo)
+                } else if kind.is_char_device() {
+                    Some(Special::CharDevice)
+                } else if kind.is_block_device() {
+                    Some(Special::BlockDevice)
+                } else if kind.is_socket() {
+                    Some(Special::Socket)
+                } else {
+                    None
+                };
+                Ok(Opened {
+                    host,
+                    id: (meta.dev(), meta.ino()),
+                    is_dir: meta.is_dir(),
+                    special,
+                    setuid: meta.mode() & 0o4000 != 0,
+                })
+            }
             Err(err) => Err(open_error(&err)),
         }
     }
 
     /// Whether `path` is a directory (`stat` and `S_ISDIR`, as `open_path` asks).
-    pub(crate) fn is_dir(&self, path: &str, cwd: &str) -> bool {
+    pub(crate) fn is_dir(&self, path: &[u8], cwd: &[u8]) -> bool {
         self.resolve(path, cwd)
             .ok()
             .and_then(|host| fs::metadata(host).ok())
@@ -213,7 +251,7 @@ impl Tree {
     }
 
     /// `realpath (path)` inside the tree, as the kernel gives `/proc/self/exe`.
-    pub(crate) fn canonical(&self, path: &str, cwd: &str) -> Option<String> {
+    pub(crate) fn canonical(&self, path: &[u8], cwd: &[u8]) -> Option<Bytes> {
         let host = if self.is_host() {
             fs::canonicalize(self.resolve(path, cwd).ok()?).ok()?
         } else {
@@ -221,20 +259,20 @@ impl Tree {
         };
         fs::metadata(&host).ok()?;
         let inside = host.strip_prefix(&self.root).ok()?;
-        Some(format!("/{}", inside.to_string_lossy()))
+        Some(Bytes::from("/").join(&[inside.as_os_str().as_bytes()]))
     }
 
     /// The names in directory `path` of the tree (empty when it is not one).
-    pub(crate) fn list(&self, path: &str) -> Vec<String> {
-        let Ok(host) = self.resolve(path, "/") else {
+    pub(crate) fn list(&self, path: &[u8]) -> Vec<Bytes> {
+        let Ok(host) = self.resolve(path, b"/") else {
             return Vec::new();
         };
         let Ok(entries) = fs::read_dir(host) else {
             return Vec::new();
         };
-        let mut names: Vec<String> = entries
+        let mut names: Vec<Bytes> = entries
             .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .map(|e| Bytes::from(e.file_name()))
             .collect();
         names.sort();
         names
@@ -242,10 +280,9 @@ impl Tree {
 }
 
 /// `/a//b/./c` as `["a", "b", ".", "c"]`: empty components dropped, `.` and `..` kept.
-fn components(path: &str) -> Vec<String> {
-    path.split('/')
+fn components(path: &[u8]) -> Vec<&[u8]> {
+    path.split(|&b| b == b'/')
         .filter(|p| !p.is_empty())
-        .map(str::to_string)
         .collect()
 }
 
@@ -265,25 +302,25 @@ mod tests {
         symlink("/store/pkg/lib/libx.so", root.join("run/driver/libx.so")).unwrap();
         symlink("../store/pkg", root.join("run/pkg")).unwrap();
         let tree = Tree::new(root);
-        let opened = tree.open("/run/driver/libx.so", "/").unwrap();
+        let opened = tree.open(b"/run/driver/libx.so", b"/").unwrap();
         assert_eq!(opened.host, root.join("store/pkg/lib/libx.so"));
-        assert!(tree.open("/run/pkg/lib/libx.so", "/").is_ok());
+        assert!(tree.open(b"/run/pkg/lib/libx.so", b"/").is_ok());
         assert_eq!(
-            tree.canonical("/run/driver/libx.so", "/").unwrap(),
+            tree.canonical(b"/run/driver/libx.so", b"/").unwrap(),
             "/store/pkg/lib/libx.so"
         );
         assert_eq!(
-            tree.open("/run/nothing/libx.so", "/").unwrap_err(),
+            tree.open(b"/run/nothing/libx.so", b"/").unwrap_err(),
             OpenError::Absent
         );
         assert_eq!(
-            tree.open("/store/pkg/lib/libx.so/libx.so", "/")
+            tree.open(b"/store/pkg/lib/libx.so/libx.so", b"/")
                 .unwrap_err(),
             OpenError::NotDirectory
         );
         symlink("loop", root.join("loop")).unwrap();
-        assert_eq!(tree.open("/loop", "/").unwrap_err(), OpenError::Loop);
-        assert!(tree.is_dir("/run/pkg", "/"));
-        assert!(!tree.is_dir("/run/driver/libx.so", "/"));
+        assert_eq!(tree.open(b"/loop", b"/").unwrap_err(), OpenError::Loop);
+        assert!(tree.is_dir(b"/run/pkg", b"/"));
+        assert!(!tree.is_dir(b"/run/driver/libx.so", b"/"));
     }
 }

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::walk::Model;
-use super::{How, Outcome, Rule};
+use super::{Bytes, How, Outcome, Rule};
 
 /// One warning.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -53,10 +53,10 @@ const GLIBC_LIBRARIES: &[&str] = &[
 ];
 
 /// Whether `name` is one of glibc's own libraries.
-pub(crate) fn is_glibc_library(name: &str) -> bool {
-    GLIBC_LIBRARIES.contains(&name)
-        || name.starts_with("ld-linux")
-        || (name.starts_with("libnss_") && name.ends_with(".so.2"))
+pub(crate) fn is_glibc_library(name: &[u8]) -> bool {
+    GLIBC_LIBRARIES.iter().any(|l| l.as_bytes() == name)
+        || name.starts_with(b"ld-linux")
+        || (name.starts_with(b"libnss_") && name.ends_with(b".so.2"))
 }
 
 pub(super) fn find(m: &Model) -> Vec<Hazard> {
@@ -64,6 +64,15 @@ pub(super) fn find(m: &Model) -> Vec<Hazard> {
     hazards.extend(split_driver(m));
     hazards.extend(cache_would_shadow(m));
     hazards
+}
+
+/// `items`, each as printed, joined by `, `.
+fn listed(items: &[&Bytes]) -> String {
+    items
+        .iter()
+        .map(|item| item.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn glibc_in_fallback(m: &Model) -> Vec<Hazard> {
@@ -75,10 +84,10 @@ fn glibc_in_fallback(m: &Model) -> Vec<Hazard> {
         .loads
         .iter()
         .filter(|l| l.name == "libc.so.6")
-        .find_map(|l| l.mapped().and_then(dir_of));
+        .find_map(|l| l.mapped().and_then(|path| dir_of(path)));
     let mut hazards = Vec::new();
     for dir in dirs {
-        let names: Vec<String> = m
+        let names: Vec<Bytes> = m
             .tree
             .list(dir)
             .into_iter()
@@ -89,24 +98,24 @@ fn glibc_in_fallback(m: &Model) -> Vec<Hazard> {
         }
         let mut text = format!(
             "{source} directory {dir} holds glibc's own libraries ({}). The fallback is searched last, so they are used only where nothing else provides the name",
-            names.join(", ")
+            listed(&names.iter().collect::<Vec<_>>())
         );
         // NSS modules are dlopened by libc by name: one the program's glibc lacks comes from
         // here, built against another glibc.
         if let Some(libc_dir) = &libc_dir {
             let own = m.tree.list(libc_dir);
-            let missing: Vec<&String> = names
+            let missing: Vec<&Bytes> = names
                 .iter()
-                .filter(|n| n.starts_with("libnss_") && !own.contains(n))
+                .filter(|n| n.starts_with(b"libnss_") && !own.contains(n))
                 .collect();
             if !missing.is_empty() {
                 text.push_str(&format!(
                     "; the program's glibc ({libc_dir}) has no {}: an NSS lookup that needs one (per /etc/nsswitch.conf) would load this directory's copy into a process of another glibc",
-                    missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    listed(&missing)
                 ));
             }
         }
-        let taken: Vec<&str> = m
+        let taken: Vec<&Bytes> = m
             .loads
             .iter()
             .filter(|l| {
@@ -119,12 +128,12 @@ fn glibc_in_fallback(m: &Model) -> Vec<Hazard> {
                 )
             })
             .filter(|l| is_glibc_library(&l.name))
-            .map(|l| l.name.as_str())
+            .map(|l| &l.name)
             .collect();
         if !taken.is_empty() {
             text.push_str(&format!(
                 "; this run takes {} from the fallback",
-                taken.join(", ")
+                listed(&taken)
             ));
         }
         hazards.push(Hazard {
@@ -140,7 +149,7 @@ fn split_driver(m: &Model) -> Vec<Hazard> {
     for driver in m
         .loads
         .iter()
-        .filter(|l| l.name.starts_with("libcuda.so") || l.name.contains("/libcuda.so"))
+        .filter(|l| l.name.starts_with(b"libcuda.so") || l.name.contains_bytes(b"/libcuda.so"))
     {
         let Some(path) = driver.mapped() else {
             continue;
@@ -151,16 +160,15 @@ fn split_driver(m: &Model) -> Vec<Hazard> {
         let helpers: Vec<String> = m
             .loads
             .iter()
-            .filter(|l| l.requested_by == path && matches!(l.how, How::Needed | How::Dlopen))
+            .filter(|l| l.requested_by == *path && matches!(l.how, How::Needed | How::Dlopen))
             .filter(|l| !is_glibc_library(&l.name))
             .filter_map(|l| {
                 let (helper, rule) = match &l.outcome {
-                    Outcome::Mapped { path, rule } => (path.clone(), rule.to_string()),
-                    Outcome::AlreadyLoaded { path, .. } => (path.clone(), "already loaded".into()),
+                    Outcome::Mapped { path, rule } => (path, rule.to_string()),
+                    Outcome::AlreadyLoaded { path, .. } => (path, "already loaded".into()),
                     _ => return None,
                 };
-                (dir_of(&helper).as_deref() != Some(driver_dir.as_str()))
-                    .then(|| format!("{} ({rule})", helper))
+                (dir_of(helper).as_ref() != Some(&driver_dir)).then(|| format!("{helper} ({rule})"))
             })
             .collect();
         if !helpers.is_empty() {
@@ -176,8 +184,14 @@ fn split_driver(m: &Model) -> Vec<Hazard> {
     hazards
 }
 
+/// `path` without the slashes it ends in.
+fn trimmed(path: &[u8]) -> &[u8] {
+    let end = path.iter().rposition(|&b| b != b'/').map_or(0, |at| at + 1);
+    &path[..end]
+}
+
 fn cache_would_shadow(m: &Model) -> Vec<Hazard> {
-    let conf = ld_so_conf(m, "/etc/ld.so.conf", 0);
+    let conf = ld_so_conf(m, b"/etc/ld.so.conf", 0);
     let mut hazards = Vec::new();
     for load in &m.loads {
         let Outcome::Mapped {
@@ -188,11 +202,11 @@ fn cache_would_shadow(m: &Model) -> Vec<Hazard> {
             continue;
         };
         let here = dir_of(path).unwrap_or_default();
-        let elsewhere: Vec<String> = conf
+        let elsewhere: Vec<Bytes> = conf
             .iter()
-            .filter(|dir| dir.trim_end_matches('/') != here.trim_end_matches('/'))
-            .map(|dir| format!("{}/{}", dir.trim_end_matches('/'), load.name))
-            .filter(|candidate| m.tree.open(candidate, "/").is_ok())
+            .filter(|dir| trimmed(dir) != trimmed(&here))
+            .map(|dir| Bytes::from(trimmed(dir)).join(&[b"/", &load.name]))
+            .filter(|candidate| m.tree.open(candidate, b"/").is_ok())
             .collect();
         if !elsewhere.is_empty() {
             hazards.push(Hazard {
@@ -200,7 +214,7 @@ fn cache_would_shadow(m: &Model) -> Vec<Hazard> {
                 text: format!(
                     "{} is found only through the fallback ({path}), but /etc/ld.so.conf lists {}: on a host whose ld.so.cache is made from it, the cache (searched first) takes that copy instead",
                     load.name,
-                    elsewhere.join(", ")
+                    listed(&elsewhere.iter().collect::<Vec<_>>())
                 ),
             });
         }
@@ -209,35 +223,46 @@ fn cache_would_shadow(m: &Model) -> Vec<Hazard> {
 }
 
 /// The directories `ldconfig` would read from `file` and the files it includes.
-fn ld_so_conf(m: &Model, file: &str, depth: usize) -> Vec<String> {
-    let Ok(opened) = m.tree.open(file, "/") else {
+fn ld_so_conf(m: &Model, file: &[u8], depth: usize) -> Vec<Bytes> {
+    let Ok(opened) = m.tree.open(file, b"/") else {
         return Vec::new();
     };
     let Ok(bytes) = m.tree.read(&opened, super::fs::LD_SO_CONF) else {
         return Vec::new();
     };
-    let base = dir_of(file).unwrap_or_else(|| "/".into());
+    let base = dir_of(file).unwrap_or_else(|| Bytes::from("/"));
+    let words = |line: &[u8]| -> Vec<Vec<u8>> {
+        line.split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
     let mut dirs = Vec::new();
-    for line in String::from_utf8_lossy(&bytes).lines() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if let Some(pattern) = line.strip_prefix("include") {
+    for line in bytes.split(|&b| b == b'\n') {
+        let line = line
+            .split(|&b| b == b'#')
+            .next()
+            .unwrap_or(b"")
+            .trim_ascii();
+        if let Some(patterns) = line.strip_prefix(b"include") {
             if depth > 8 {
                 continue;
             }
-            for pattern in pattern.split_whitespace() {
-                let pattern = if pattern.starts_with('/') {
-                    pattern.to_string()
+            for pattern in words(patterns) {
+                let pattern = if pattern.starts_with(b"/") {
+                    Bytes::from(pattern)
                 } else {
-                    format!("{base}/{pattern}")
+                    base.join(&[b"/", &pattern])
                 };
                 for included in glob(m, &pattern) {
                     dirs.extend(ld_so_conf(m, &included, depth + 1));
                 }
             }
-        } else if line.starts_with('/') {
+        } else if line.starts_with(b"/") {
             // Old syntax: `dir=TYPE`.
-            for dir in line.split_whitespace() {
-                dirs.push(dir.split('=').next().unwrap_or(dir).to_string());
+            for dir in words(line) {
+                let name = dir.split(|&b| b == b'=').next().unwrap_or(&dir);
+                dirs.push(Bytes::from(name));
             }
         }
     }
@@ -245,27 +270,30 @@ fn ld_so_conf(m: &Model, file: &str, depth: usize) -> Vec<String> {
 }
 
 /// Files matching `pattern`, whose last component may hold `*`.
-fn glob(m: &Model, pattern: &str) -> Vec<String> {
-    let (dir, last) = pattern.rsplit_once('/').unwrap_or(("", pattern));
-    if !last.contains('*') {
-        return vec![pattern.to_string()];
+fn glob(m: &Model, pattern: &Bytes) -> Vec<Bytes> {
+    let (dir, last) = match pattern.iter().rposition(|&b| b == b'/') {
+        Some(at) => (&pattern[..at], &pattern[at + 1..]),
+        None => (&b""[..], &pattern[..]),
+    };
+    if !last.contains(&b'*') {
+        return vec![pattern.clone()];
     }
-    let parts: Vec<&str> = last.split('*').collect();
+    let parts: Vec<&[u8]> = last.split(|&b| b == b'*').collect();
     m.tree
-        .list(if dir.is_empty() { "/" } else { dir })
+        .list(if dir.is_empty() { b"/" } else { dir })
         .into_iter()
         .filter(|name| {
-            let mut rest = name.as_str();
+            let mut rest: &[u8] = name;
             for (i, part) in parts.iter().enumerate() {
                 if i == 0 {
-                    let Some(r) = rest.strip_prefix(part) else {
+                    let Some(r) = rest.strip_prefix(*part) else {
                         return false;
                     };
                     rest = r;
                 } else if i == parts.len() - 1 {
                     return rest.ends_with(part);
                 } else {
-                    let Some(at) = rest.find(part) else {
+                    let Some(at) = super::bytes::find(rest, part) else {
                         return false;
                     };
                     rest = &rest[at + part.len()..];
@@ -273,11 +301,11 @@ fn glob(m: &Model, pattern: &str) -> Vec<String> {
             }
             true
         })
-        .map(|name| format!("{dir}/{name}"))
+        .map(|name| Bytes::from(dir).join(&[b"/", &name]))
         .collect()
 }
 
 /// The directory part of a path.
-fn dir_of(path: &str) -> Option<String> {
+fn dir_of(path: &[u8]) -> Option<Bytes> {
     super::paths::lexical_dir(path)
 }

@@ -7,12 +7,13 @@ use std::collections::HashMap;
 
 use super::fs::Tree;
 use super::platform::LoaderFacts;
+use super::Bytes;
 
 /// What `$ORIGIN` means for the object whose entry is expanded.
 #[derive(Debug, Clone)]
 pub(crate) struct Origin {
     /// `l_origin`: the object's directory, or `None` where the loader cannot tell.
-    pub dir: Option<String>,
+    pub dir: Option<Bytes>,
     /// The main program (secure mode checks its `$ORIGIN` paths for trust).
     pub is_program: bool,
 }
@@ -20,58 +21,60 @@ pub(crate) struct Origin {
 /// Expands the dynamic string tokens of one path element (`_dl_dst_substitute`); `None`
 /// when the element must be dropped (a token without a value, or refused in secure mode).
 pub(crate) fn expand(
-    input: &str,
+    input: &[u8],
     origin: &Origin,
     facts: &LoaderFacts,
     secure: bool,
-) -> Option<String> {
-    let bytes = input.as_bytes();
-    let mut out = String::new();
+) -> Option<Bytes> {
+    let mut out: Vec<u8> = Vec::new();
     let mut i = 0;
     let mut check_trusted = false;
-    while i < bytes.len() {
-        if bytes[i] != b'$' {
-            let next = input[i..].find('$').map_or(input.len(), |n| i + n);
-            out.push_str(&input[i..next]);
+    while i < input.len() {
+        if input[i] != b'$' {
+            let next = input[i..]
+                .iter()
+                .position(|&b| b == b'$')
+                .map_or(input.len(), |n| i + n);
+            out.extend_from_slice(&input[i..next]);
             i = next;
             continue;
         }
         let rest = &input[i + 1..];
-        if let Some(len) = token(rest, "ORIGIN") {
+        if let Some(len) = token(rest, b"ORIGIN") {
             // In secure mode $ORIGIN counts only at the very start of the element, alone
             // or followed by `/`.
-            let at_start = i == 0 && matches!(rest.as_bytes().get(len), None | Some(b'/'));
+            let at_start = i == 0 && matches!(rest.get(len), None | Some(b'/'));
             if secure && !at_start {
                 return None;
             }
-            out.push_str(origin.dir.as_deref()?);
+            out.extend_from_slice(origin.dir.as_deref()?);
             check_trusted = secure && origin.is_program;
             i += 1 + len;
-        } else if let Some(len) = token(rest, "PLATFORM") {
-            out.push_str(&facts.cpu.platform);
+        } else if let Some(len) = token(rest, b"PLATFORM") {
+            out.extend_from_slice(facts.cpu.platform.as_bytes());
             i += 1 + len;
-        } else if let Some(len) = token(rest, "LIB") {
-            out.push_str(&facts.dst_lib);
+        } else if let Some(len) = token(rest, b"LIB") {
+            out.extend_from_slice(facts.dst_lib.as_bytes());
             i += 1 + len;
         } else {
-            out.push('$');
+            out.push(b'$');
             i += 1;
         }
     }
     if check_trusted && !is_trusted(&out, facts) {
         return None;
     }
-    Some(out)
+    Some(Bytes::from(out))
 }
 
 /// `is_dst`: the length of `$NAME` or `${NAME}` at the start of `rest` (after the `$`).
-fn token(rest: &str, name: &str) -> Option<usize> {
-    let (curly, body) = match rest.strip_prefix('{') {
+fn token(rest: &[u8], name: &[u8]) -> Option<usize> {
+    let (curly, body) = match rest.strip_prefix(b"{") {
         Some(body) => (true, body),
         None => (false, rest),
     };
     let after = body.strip_prefix(name)?;
-    let next = after.bytes().next();
+    let next = after.first().copied();
     if curly {
         (next == Some(b'}')).then_some(name.len() + 2)
     } else {
@@ -82,40 +85,44 @@ fn token(rest: &str, name: &str) -> Option<usize> {
 
 /// `is_trusted_path_normalize`: `path`, with `.`, `..` and `//` resolved lexically, lies in
 /// a default directory.
-fn is_trusted(path: &str, facts: &LoaderFacts) -> bool {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
+fn is_trusted(path: &[u8], facts: &LoaderFacts) -> bool {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in path.split(|&b| b == b'/') {
         match part {
-            "" | "." => {}
-            ".." => {
+            b"" | b"." => {}
+            b".." => {
                 parts.pop();
             }
             part => parts.push(part),
         }
     }
-    let normal = format!("/{}/", parts.join("/")).replace("//", "/");
+    let mut normal = b"/".to_vec();
+    for part in parts {
+        normal.extend_from_slice(part);
+        normal.push(b'/');
+    }
     facts.is_system_dir(&normal)
 }
 
 /// One directory of a list, as `fillin_rpath` stores it: the name ends in `/`, except for
 /// the empty name of an empty `LD_LIBRARY_PATH` entry (the current directory).
-pub(crate) type Dir = String;
+pub(crate) type Dir = Bytes;
 
 /// Splits `list` at any of `separators` and expands each element, as `fillin_rpath` does:
 /// elements that expand to nothing are dropped, trailing slashes become one, and a directory
 /// already in the list is not added again.
 pub(crate) fn decompose(
-    list: &str,
-    separators: &[char],
+    list: &[u8],
+    separators: &[u8],
     origin: &Origin,
     facts: &LoaderFacts,
     secure: bool,
 ) -> Vec<Dir> {
     let mut dirs: Vec<Dir> = Vec::new();
-    for element in list.split(separators) {
+    for element in list.split(|b| separators.contains(b)) {
         let dir = if element.is_empty() {
             // An empty element of LD_LIBRARY_PATH: the current directory, named "".
-            String::new()
+            Bytes::new()
         } else {
             let Some(expanded) = expand(element, origin, facts, secure) else {
                 continue;
@@ -123,12 +130,13 @@ pub(crate) fn decompose(
             if expanded.is_empty() {
                 continue;
             }
-            let trimmed = expanded.trim_end_matches('/');
-            if trimmed.is_empty() {
-                "/".to_string()
-            } else {
-                format!("{trimmed}/")
-            }
+            let end = expanded
+                .iter()
+                .rposition(|&b| b != b'/')
+                .map_or(0, |at| at + 1);
+            let mut dir = expanded[..end].to_vec();
+            dir.push(b'/');
+            Bytes::from(dir)
         };
         if !dirs.contains(&dir) {
             dirs.push(dir);
@@ -145,13 +153,13 @@ pub(crate) fn decompose(
 /// aside), in list order. The fallback-first variant only moves the search, so it keeps the
 /// same list.
 pub(crate) fn decompose_fallback(
-    list: &str,
+    list: &[u8],
     origin: &Origin,
     facts: &LoaderFacts,
 ) -> (Vec<Dir>, Vec<Dir>) {
-    let (kept, dropped): (Vec<Dir>, Vec<Dir>) = decompose(list, &[':', ';'], origin, facts, false)
+    let (kept, dropped): (Vec<Dir>, Vec<Dir>) = decompose(list, b":;", origin, facts, false)
         .into_iter()
-        .partition(|dir| dir.starts_with('/'));
+        .partition(|dir| dir.starts_with(b"/"));
     let relative = dropped.into_iter().filter(|dir| !dir.is_empty()).collect();
     (kept, relative)
 }
@@ -182,15 +190,15 @@ impl DirMemory {
     }
 
     /// The status of `dir` + `subdirs[cap]`.
-    pub(crate) fn status(&mut self, dir: &str, cap: usize) -> Status {
+    pub(crate) fn status(&mut self, dir: &[u8], cap: usize) -> Status {
         self.record(dir)[cap]
     }
 
-    fn record(&mut self, dir: &str) -> &mut Vec<Status> {
+    fn record(&mut self, dir: &[u8]) -> &mut Vec<Status> {
         let ncaps = self.ncaps;
-        self.records.entry(dir.to_string()).or_insert_with(|| {
+        self.records.entry(Bytes::from(dir)).or_insert_with(|| {
             // A relative directory is never given up on: the working directory may change.
-            let initial = if dir.starts_with('/') {
+            let initial = if dir.starts_with(b"/") {
                 Status::Unknown
             } else {
                 Status::Existing
@@ -203,15 +211,15 @@ impl DirMemory {
     pub(crate) fn learn(
         &mut self,
         tree: &Tree,
-        cwd: &str,
-        (dir, cap, subdir): (&str, usize, &str),
+        cwd: &[u8],
+        (dir, cap, subdir): (&[u8], usize, &str),
         opened: bool,
     ) {
         let record = self.record(dir);
         if record[cap] != Status::Unknown {
             return;
         }
-        let exists = opened || tree.is_dir(&format!("{dir}{subdir}"), cwd);
+        let exists = opened || tree.is_dir(&[dir, subdir.as_bytes()].concat(), cwd);
         record[cap] = if exists {
             Status::Existing
         } else {
@@ -221,13 +229,13 @@ impl DirMemory {
 }
 
 /// The directory part of an absolute path, as `_dl_new_object` computes `l_origin`: the
-/// text before the last `/` (`/` itself for a file in `/`), `.` and `..` kept as written.
-pub(super) fn lexical_dir(path: &str) -> Option<String> {
-    let cut = path.rfind('/')?;
+/// bytes before the last `/` (`/` itself for a file in `/`), `.` and `..` kept as written.
+pub(super) fn lexical_dir(path: &[u8]) -> Option<Bytes> {
+    let cut = path.iter().rposition(|&b| b == b'/')?;
     Some(if cut == 0 {
-        "/".to_string()
+        Bytes::from("/")
     } else {
-        path[..cut].to_string()
+        Bytes::from(&path[..cut])
     })
 }
 
@@ -266,16 +274,16 @@ mod tests {
         let f = facts();
         let o = program("/opt/app/bin");
         assert_eq!(
-            expand("$ORIGIN/../fb", &o, &f, false).unwrap(),
+            expand(b"$ORIGIN/../fb", &o, &f, false).unwrap(),
             "/opt/app/bin/../fb"
         );
         assert_eq!(
-            expand("${ORIGIN}/x:$LIB/$PLATFORM", &o, &f, false).unwrap(),
+            expand(b"${ORIGIN}/x:$LIB/$PLATFORM", &o, &f, false).unwrap(),
             "/opt/app/bin/x:lib64/haswell"
         );
         // Not a token: kept as written.
         assert_eq!(
-            expand("$ORIGINAL/$HOME", &o, &f, false).unwrap(),
+            expand(b"$ORIGINAL/$HOME", &o, &f, false).unwrap(),
             "$ORIGINAL/$HOME"
         );
         // No origin known: the element is dropped.
@@ -283,7 +291,7 @@ mod tests {
             dir: None,
             is_program: false,
         };
-        assert_eq!(expand("$ORIGIN/lib", &unknown, &f, false), None);
+        assert_eq!(expand(b"$ORIGIN/lib", &unknown, &f, false), None);
     }
 
     #[test]
@@ -291,12 +299,15 @@ mod tests {
         let f = facts();
         let trusted = program("/usr/lib64/app");
         assert_eq!(
-            expand("$ORIGIN/../x", &trusted, &f, true).unwrap(),
+            expand(b"$ORIGIN/../x", &trusted, &f, true).unwrap(),
             "/usr/lib64/app/../x"
         );
-        assert_eq!(expand("/a/$ORIGIN", &trusted, &f, true), None);
-        assert_eq!(expand("$ORIGIN/../x", &program("/opt/app"), &f, true), None);
-        assert_eq!(expand("$ORIGIN/../../../x", &trusted, &f, true), None);
+        assert_eq!(expand(b"/a/$ORIGIN", &trusted, &f, true), None);
+        assert_eq!(
+            expand(b"$ORIGIN/../x", &program("/opt/app"), &f, true),
+            None
+        );
+        assert_eq!(expand(b"$ORIGIN/../../../x", &trusted, &f, true), None);
     }
 
     #[test]
@@ -304,17 +315,25 @@ mod tests {
         let f = facts();
         let o = program("/bin");
         assert_eq!(
-            decompose("/a//:/b:/a:;/c;", &[':', ';'], &o, &f, false),
+            decompose(b"/a//:/b:/a:;/c;", b":;", &o, &f, false),
             ["/a/", "/b/", "", "/c/"]
         );
-        assert_eq!(decompose("/", &[':'], &o, &f, false), ["/"]);
+        assert_eq!(decompose(b"/", b":", &o, &f, false), ["/"]);
     }
 
     #[test]
     fn the_fallback_list_keeps_only_absolute_directories() {
         let f = facts();
         let o = program("/opt/app/bin");
-        let fallback = |list: &str| decompose_fallback(list, &o, &f);
+        let fallback = |list: &str| {
+            let (kept, relative) = decompose_fallback(list.as_bytes(), &o, &f);
+            let text = |dirs: Vec<Bytes>| -> Vec<String> {
+                dirs.iter()
+                    .map(|d| d.to_str().unwrap().to_string())
+                    .collect()
+            };
+            (text(kept), text(relative))
+        };
         // Empty entries: dropped, and not reported (they have no name).
         assert_eq!(fallback(":/x::"), (vec!["/x/".to_string()], vec![]));
         assert_eq!(fallback(""), (vec![], vec![]));
@@ -345,12 +364,12 @@ mod tests {
             is_program: true,
         };
         assert_eq!(
-            decompose_fallback("$ORIGIN/lib:/x", &unknown, &f),
-            (vec!["/x/".to_string()], vec![])
+            decompose_fallback(b"$ORIGIN/lib:/x", &unknown, &f),
+            (vec![Bytes::from("/x/")], vec![])
         );
         // LD_LIBRARY_PATH, decomposed by the same code, keeps them all.
         assert_eq!(
-            decompose(".::lib:/x", &[':', ';'], &o, &f, false),
+            decompose(b".::lib:/x", b":;", &o, &f, false),
             ["./", "", "lib/", "/x/"]
         );
     }

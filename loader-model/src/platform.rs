@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::cache::LegacyHwcaps;
+use super::Bytes;
 use model::{Flavour, Release, Target};
 
 /// The version of a glibc, as far as the search differs between versions: any `X.Y`, as a
@@ -254,7 +255,7 @@ mod x86 {
 #[derive(Debug, Clone, Serialize)]
 pub struct LoaderFacts {
     /// The loader inside the tree (PT_INTERP), or `None` for a static program.
-    pub path: Option<String>,
+    pub path: Option<Bytes>,
     pub release: GlibcVersion,
     pub target: Target,
     /// The loader modelled: with the series, without it, or the fallback-first variant
@@ -283,7 +284,7 @@ impl LoaderFacts {
     /// a static program, the program: its libc carries the same tables), `dynamic` whether
     /// the program is dynamically linked (static programs try no subdirectories at all).
     pub(crate) fn new(
-        path: Option<String>,
+        path: Option<Bytes>,
         binary: &[u8],
         release: GlibcVersion,
         target: Target,
@@ -360,11 +361,11 @@ impl LoaderFacts {
         })
     }
 
-    /// Whether `dir` (ending in `/`) is one of the default directories.
-    pub(crate) fn is_system_dir(&self, path: &str) -> bool {
+    /// Whether `path` lies in one of the default directories (each ends in `/`).
+    pub(crate) fn is_system_dir(&self, path: &[u8]) -> bool {
         self.system_dirs
             .iter()
-            .any(|d| path.starts_with(d.as_str()))
+            .any(|d| path.starts_with(d.as_bytes()))
     }
 }
 
@@ -372,8 +373,12 @@ impl LoaderFacts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SeriesInFile {
     pub patched: bool,
-    /// What in the file decided it.
+    /// What decided it: the loader's `--help`, or what in the file.
     pub why: String,
+    /// How far to trust it, when it was judged from the file's strings rather than by
+    /// running the loader.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<String>,
 }
 
 impl SeriesInFile {
@@ -416,6 +421,7 @@ pub fn series_in(binary: &[u8], loader: bool) -> SeriesInFile {
     SeriesInFile {
         patched,
         why: why.to_string(),
+        caveat: None,
     }
 }
 

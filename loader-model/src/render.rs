@@ -11,18 +11,24 @@ use std::fmt::Write;
 
 use model::printable as p;
 
-use super::{Candidate, Explanation, How, Load, Match, Outcome, Verdict};
+use super::{Bytes, Candidate, Explanation, How, Load, Match, Outcome, Verdict};
 
 /// The whole explanation as text.
 pub fn text(x: &Explanation) -> String {
     let mut out = String::new();
     let l = &x.loader;
+    if let Some(why) = &x.cannot_start {
+        let _ = writeln!(out, "{}: no library is searched", x.program);
+        settings_text(&mut out, x);
+        let _ = writeln!(out, "\nthe program does not start: {}", p(why));
+        return out;
+    }
     // What the file is, then what is modelled when that was asked for instead.
     let is = l.series.flavour();
     let _ = writeln!(
         out,
         "{}: glibc {} {} loader, {}{}{}",
-        p(&x.program),
+        x.program,
         l.release,
         l.target,
         is,
@@ -32,12 +38,18 @@ pub fn text(x: &Explanation) -> String {
             format!(", modelled as {}", l.flavour)
         },
         match &l.path {
-            Some(path) => format!(" ({})", p(path)),
+            Some(path) => format!(" ({path})"),
             None => " (a static program: its own libc searches)".into(),
         }
     );
-    if !l.series.patched || l.flavour != is {
-        let _ = writeln!(out, "  {is}: {}", p(&l.series.why));
+    if let Some(how) = &x.started_by {
+        let _ = writeln!(out, "  loader: {}", p(how));
+    }
+    settings_text(&mut out, x);
+    // How it is known: the loader's own --help, or its file's strings.
+    let _ = writeln!(out, "  {is}: {}", p(&l.series.why));
+    if let Some(caveat) = &l.series.caveat {
+        let _ = writeln!(out, "  caveat: {}", p(caveat));
     }
     let dirs: Vec<_> = l.system_dirs.iter().map(|d| p(d)).collect();
     let _ = writeln!(
@@ -70,7 +82,7 @@ pub fn text(x: &Explanation) -> String {
         let _ = writeln!(
             out,
             "  fallback: {} ({}) IGNORED, {}",
-            p(&ignored.value),
+            ignored.value,
             p(&ignored.source),
             p(&ignored.why)
         );
@@ -88,10 +100,15 @@ pub fn text(x: &Explanation) -> String {
     for load in &x.loads {
         load_text(&mut out, load, &x.loader.subdirs, width);
     }
-    let missing: Vec<String> = x
+    let missing: Vec<Bytes> = x
         .loads
         .iter()
-        .filter(|l| matches!(l.outcome, Outcome::NotFound | Outcome::Failed { .. }))
+        .filter(|l| {
+            matches!(
+                l.outcome,
+                Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+            )
+        })
         .map(|l| l.name.clone())
         .collect();
     out.push('\n');
@@ -99,6 +116,10 @@ pub fn text(x: &Explanation) -> String {
         let _ = writeln!(out, "not followed: {}", p(request));
     }
     match (missing.is_empty(), x.not_followed.is_empty()) {
+        // The loader refused to start at all (an option it does not know): nothing searched.
+        (true, true) if !x.starts && x.loads.is_empty() => {
+            let _ = writeln!(out, "no library is searched");
+        }
         (true, true) => {
             let _ = writeln!(out, "every library is found");
         }
@@ -132,9 +153,26 @@ pub fn text(x: &Explanation) -> String {
     out
 }
 
+/// The variables the program gets, each with where it came from.
+fn settings_text(out: &mut String, x: &Explanation) {
+    for setting in &x.settings {
+        let _ = writeln!(
+            out,
+            "  {}={} (from {})",
+            setting.name,
+            setting.value,
+            p(&setting.from)
+        );
+    }
+}
+
 /// `values`, each printable, joined by `sep`.
-fn joined(values: &[String], sep: &str) -> String {
-    values.iter().map(|v| p(v)).collect::<Vec<_>>().join(sep)
+fn joined(values: &[Bytes], sep: &str) -> String {
+    values
+        .iter()
+        .map(Bytes::to_string)
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 /// `1 request`, `2 requests`.
@@ -143,21 +181,22 @@ fn count(n: usize, what: &str) -> String {
 }
 
 fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
-    let by = p(&load.requested_by);
+    let by = &load.requested_by;
     let how = match load.how {
         How::Needed => format!("needed by {by}"),
         How::Dlopen => format!("dlopen from {by}"),
         How::Audit => "LD_AUDIT module".to_string(),
+        How::Preload => format!("preloaded for {by}"),
         How::Dlmopen => format!("dlmopen (namespace {}) from {by}", load.namespace),
     };
-    let name = p(&load.name);
+    let name = &load.name;
     match &load.outcome {
         Outcome::AlreadyLoaded { path, by } => {
             let text = match by {
                 Match::Name => "by name",
                 Match::SameFile => "the search found the same file",
             };
-            let _ = writeln!(out, "{name} ({how}): already loaded, {} ({text})", p(path));
+            let _ = writeln!(out, "{name} ({how}): already loaded, {path} ({text})");
             if *by == Match::Name {
                 return;
             }
@@ -165,9 +204,14 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
         Outcome::Mapped { path, rule } => {
             let _ = writeln!(
                 out,
-                "{name} ({how})\n  -> {}  [{}]",
-                p(path),
+                "{name} ({how})\n  -> {path}  [{}]",
                 p(&rule.to_string())
+            );
+        }
+        Outcome::NotFound if load.how == How::Preload => {
+            let _ = writeln!(
+                out,
+                "{name} ({how})\n  -> NOT FOUND (the loader says so and goes on without it)"
             );
         }
         Outcome::NotFound => {
@@ -175,6 +219,9 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
         }
         Outcome::Failed { error } => {
             let _ = writeln!(out, "{name} ({how})\n  -> FAILS: {}", p(error));
+        }
+        Outcome::StopsAt { path, why } => {
+            let _ = writeln!(out, "{name} ({how})\n  -> STOPS at {path}: {}", p(why));
         }
     }
     // Notes and candidates in the loader's order of tiers.
@@ -226,7 +273,7 @@ fn rank(tier: &str) -> usize {
 /// The candidates one line per directory: the tries in its subdirectories (glibc-hwcaps,
 /// legacy hwcaps) fold into the directory's line unless something other than "absent" or
 /// "not tried" happened there.
-fn grouped(candidates: &[Candidate], name: &str, subdirs: &[String]) -> Vec<(String, String)> {
+fn grouped(candidates: &[Candidate], name: &[u8], subdirs: &[String]) -> Vec<(String, String)> {
     let mut lines: Vec<(String, String)> = Vec::new();
     let mut folded = 0usize;
     for c in candidates {
@@ -234,13 +281,13 @@ fn grouped(candidates: &[Candidate], name: &str, subdirs: &[String]) -> Vec<(Str
         let subdir = subdirs
             .iter()
             .filter(|s| !s.is_empty())
-            .find(|s| dir.ends_with(s.as_str()) && dir.len() > s.len());
+            .find(|s| dir.ends_with(s.as_bytes()) && dir.len() > s.len());
         let quiet = matches!(c.verdict, Verdict::Absent | Verdict::DirMissing);
         if subdir.is_some() && quiet {
             folded += 1;
             continue;
         }
-        let mut text = format!("{}  {}", p(&c.path), p(&c.verdict.text()));
+        let mut text = format!("{}  {}", c.path, p(&c.verdict.text()));
         if folded > 0 {
             text.push_str(&format!(
                 " (and {folded} hwcaps subdirector{} without it)",

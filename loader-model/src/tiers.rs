@@ -4,19 +4,21 @@
 //! list last (the fallback-first variant: right after DT_RUNPATH). [`Model::open_path`] is glibc's `open_path`: every directory with every
 //! subdirectory, the directory memory, and the rule for giving up on a list.
 
+use anyhow::Context;
 use model::Flavour;
 
 use super::cache::{Cache, Selector};
 use super::elf::{self, Verified};
-use super::fs::{OpenError, Opened};
+use super::fs::{OpenError, Opened, Special};
 use super::paths::{Dir, Status};
 use super::walk::{List, Model, Step};
-use super::{Candidate, Load, Rule, Verdict};
+use super::{Bytes, Candidate, Load, Rule, Verdict};
 
 /// What `open_path` made of one list.
 enum Listed {
-    Found(String, Opened),
+    Found(Bytes, Opened),
     Failed(String),
+    Stops(Bytes, String),
     /// Nothing; `any`: whether any of its directories exists.
     Nothing {
         any: bool,
@@ -35,11 +37,11 @@ impl<'c> Model<'c> {
     pub(super) fn search(
         &mut self,
         loader: Option<usize>,
-        name: &str,
+        name: &[u8],
         ns: usize,
         load: &mut Load,
     ) -> Step {
-        type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &str, usize, &mut Load) -> Step;
+        type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &[u8], usize, &mut Load) -> Step;
         let tiers: [Tier<'c>; 6] = match self.facts.flavour {
             Flavour::Patched | Flavour::Unpatched | Flavour::TestsOnly => [
                 Model::rpath,
@@ -71,7 +73,7 @@ impl<'c> Model<'c> {
 
     /// 1. DT_RPATH of the loading object, of the object that loaded it, and on up; then of
     ///    the program. Not at all when the loading object has a DT_RUNPATH.
-    fn rpath(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn rpath(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         if let Some(l) = loader {
             if self.objects[l].dynamic.runpath.is_some() {
                 if self.objects[l].dynamic.rpath.is_some() {
@@ -115,7 +117,7 @@ impl<'c> Model<'c> {
                 if let Some(runpath) = self.objects[program].dynamic.runpath.clone() {
                     let dirs = super::paths::decompose(
                         &runpath,
-                        &[':'],
+                        b":",
                         &self.origin_of(program),
                         &self.facts,
                         self.config.secure,
@@ -131,7 +133,7 @@ impl<'c> Model<'c> {
     }
 
     /// 2. LD_LIBRARY_PATH (or `--library-path`).
-    fn library_path(&mut self, _: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn library_path(&mut self, _: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         let Some((dirs, source)) = self.library_path.clone() else {
             return Step::Continue;
         };
@@ -140,7 +142,7 @@ impl<'c> Model<'c> {
     }
 
     /// 3. DT_RUNPATH of the loading object (only its own: not of the objects that loaded it).
-    fn runpath(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn runpath(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         let Some(l) = loader else {
             return Step::Continue;
         };
@@ -155,9 +157,17 @@ impl<'c> Model<'c> {
 
     /// 4. ld.so.cache: one entry, unless `--inhibit-cache`; an entry in a default directory
     ///    is passed over when the loading object is `-z nodefaultlib`.
-    fn cache(&mut self, loader: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn cache(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         if self.config.inhibit_cache {
             Model::note(load, "ld.so.cache", "not read: --inhibit-cache");
+            return Step::Continue;
+        }
+        if self.preloading && self.config.secure {
+            Model::note(
+                load,
+                "ld.so.cache",
+                "not read for a preloaded object in secure mode",
+            );
             return Step::Continue;
         }
         let selector_hwcaps = self.facts.glibc_hwcaps.clone();
@@ -168,6 +178,18 @@ impl<'c> Model<'c> {
                 .then_some(self.facts.cpu.isa_levels),
             legacy: self.facts.legacy_cache_hwcaps(),
         };
+        // The loader opens the cache with O_RDONLY: a FIFO there is where it waits.
+        let cache = b"/etc/ld.so.cache";
+        if self
+            .tree
+            .open(cache, b"/")
+            .is_ok_and(|o| o.special == Some(Special::Fifo))
+        {
+            return Step::Stops(
+                Bytes::from(cache),
+                "a FIFO: the loader's open() of its cache waits here for a writer, and the program hangs".into(),
+            );
+        }
         let lookup = match self.read_cache() {
             Ok(cache) => cache.lookup(name, &select),
             Err(why) => {
@@ -183,7 +205,11 @@ impl<'c> Model<'c> {
             });
         }
         let Some(path) = lookup.path else {
-            Model::note(load, "ld.so.cache", format!("no entry for {name}"));
+            Model::note(
+                load,
+                "ld.so.cache",
+                format!("no entry for {}", Bytes::from(name)),
+            );
             return Step::Continue;
         };
         let asking = loader.or(Some(self.base_program())).or(self.rtld);
@@ -205,6 +231,7 @@ impl<'c> Model<'c> {
                 rule: Rule::Cache,
             },
             (Verdict::Fatal(why), _) => Step::Failed(format!("{path}: {why}")),
+            (Verdict::Stops(why), _) => Step::Stops(path.clone(), why.clone()),
             _ => Step::Continue,
         };
         load.candidates.push(Candidate {
@@ -219,7 +246,7 @@ impl<'c> Model<'c> {
     fn default_dirs(
         &mut self,
         loader: Option<usize>,
-        name: &str,
+        name: &[u8],
         ns: usize,
         load: &mut Load,
     ) -> Step {
@@ -232,14 +259,14 @@ impl<'c> Model<'c> {
             );
             return Step::Continue;
         }
-        let dirs = self.facts.system_dirs.clone();
+        let dirs: Vec<Bytes> = self.facts.system_dirs.iter().map(Bytes::from).collect();
         let rule = Rule::DefaultDir;
         self.open_path(&dirs, &rule, name, load).into_step(rule)
     }
 
     /// 6. The fallback list (patched loaders only), after everything else, whatever the
     ///    loading object's flags and `--inhibit-cache`.
-    fn fallback(&mut self, _: Option<usize>, name: &str, _: usize, load: &mut Load) -> Step {
+    fn fallback(&mut self, _: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         let Some((dirs, source)) = self.fallback.clone() else {
             return Step::Continue;
         };
@@ -268,7 +295,7 @@ impl<'c> Model<'c> {
             .map(|t| {
                 super::paths::decompose(
                     &t,
-                    &[':'],
+                    b":",
                     &self.origin_of(object),
                     &self.facts,
                     self.config.secure,
@@ -294,7 +321,7 @@ impl<'c> Model<'c> {
         which: Own,
         dirs: &[Dir],
         rule: Rule,
-        name: &str,
+        name: &[u8],
         load: &mut Load,
     ) -> Step {
         let listed = self.open_path(dirs, &rule, name, load);
@@ -307,7 +334,7 @@ impl<'c> Model<'c> {
     /// `open_path`: each directory of the list with each subdirectory, skipping those known
     /// to be missing; the first usable file wins, an unusable one that is not merely of
     /// the wrong class or machine fails the load.
-    fn open_path(&mut self, dirs: &[Dir], rule: &Rule, name: &str, load: &mut Load) -> Listed {
+    fn open_path(&mut self, dirs: &[Dir], rule: &Rule, name: &[u8], load: &mut Load) -> Listed {
         let subdirs = self.facts.subdirs.clone();
         let cwd = self.config.cwd.clone();
         let mut any = false;
@@ -315,7 +342,7 @@ impl<'c> Model<'c> {
             let mut here_any = false;
             let mut errno = OpenError::Absent;
             for (cap, subdir) in subdirs.iter().enumerate() {
-                let path = format!("{dir}{subdir}{name}");
+                let path = dir.join(&[subdir.as_bytes(), name]);
                 if self.dirs.status(dir, cap) == Status::Missing {
                     load.candidates.push(Candidate {
                         rule: rule.clone(),
@@ -324,10 +351,18 @@ impl<'c> Model<'c> {
                     });
                     continue;
                 }
-                let (verdict, opened) = self.try_file(&path);
+                let (mut verdict, opened) = self.try_file(&path);
                 let usable = matches!(verdict, Verdict::Taken);
                 self.dirs
                     .learn(&self.tree, &cwd, (dir, cap, subdir), usable);
+                // A preloaded object in secure mode must be set-user-ID, or it is passed
+                // over as if absent (`open_path`).
+                if usable && self.preloading && self.config.secure {
+                    let setuid = opened.as_ref().is_some_and(|o| o.setuid);
+                    if !setuid {
+                        verdict = Verdict::NotSetuid;
+                    }
+                }
                 here_any |= self.dirs.status(dir, cap) != Status::Missing;
                 errno = match &verdict {
                     Verdict::NotADirectory => OpenError::NotDirectory,
@@ -342,6 +377,7 @@ impl<'c> Model<'c> {
                 match (verdict, opened) {
                     (Verdict::Taken, Some(opened)) => return Listed::Found(path, opened),
                     (Verdict::Fatal(why), _) => return Listed::Failed(format!("{path}: {why}")),
+                    (Verdict::Stops(why), _) => return Listed::Stops(path, why),
                     _ => {}
                 }
             }
@@ -366,7 +402,7 @@ impl<'c> Model<'c> {
     }
 
     /// `open_verify` on one path: the verdict, and the file when it is usable.
-    pub(super) fn try_file(&mut self, path: &str) -> (Verdict, Option<Opened>) {
+    pub(super) fn try_file(&mut self, path: &[u8]) -> (Verdict, Option<Opened>) {
         let opened = match self.tree.open(path, &self.config.cwd) {
             Ok(opened) => opened,
             Err(OpenError::Absent) => return (Verdict::Absent, None),
@@ -375,6 +411,33 @@ impl<'c> Model<'c> {
         };
         if opened.is_dir {
             return (Verdict::Fatal("cannot read file data".into()), None);
+        }
+        match opened.special {
+            // `open_verify` opens with O_RDONLY: a FIFO's open waits for a writer.
+            Some(Special::Fifo) => return (
+                Verdict::Stops(
+                    "a FIFO: the loader's open() waits here for a writer, and the program hangs"
+                        .into(),
+                ),
+                None,
+            ),
+            // The loader reads a device's first bytes: a terminal waits for input, any
+            // other gives bytes that are no ELF header (the load fails). Explain does not
+            // open a device: opening one can act.
+            Some(kind @ (Special::CharDevice | Special::BlockDevice)) => {
+                let what = if kind == Special::CharDevice {
+                    "a character device"
+                } else {
+                    "a block device"
+                };
+                return (
+                    Verdict::Stops(format!(
+                        "{what}: the loader opens it and reads from it, and waits there (a terminal) or fails the load (no ELF header)"
+                    )),
+                    None,
+                );
+            }
+            Some(Special::Socket) | None => {}
         }
         let head = match self.tree.head(&opened, 64) {
             Ok(head) => head,
@@ -391,14 +454,9 @@ impl<'c> Model<'c> {
     /// ld.so.cache of the tree, read once.
     fn read_cache(&mut self) -> Result<&Cache, String> {
         if self.cache.is_none() {
-            let parsed = match self.tree.open("/etc/ld.so.cache", "/") {
+            let parsed = match self.tree.open(b"/etc/ld.so.cache", b"/") {
                 Err(_) => Err("no /etc/ld.so.cache".to_string()),
-                Ok(opened) => match self.tree.read(&opened, super::fs::LD_SO_CACHE) {
-                    Err(e) => Err(format!("cannot read /etc/ld.so.cache: {}", e.root_cause())),
-                    Ok(bytes) => Cache::parse(&bytes).ok_or_else(|| {
-                        "/etc/ld.so.cache is not a cache this loader reads".to_string()
-                    }),
-                },
+                Ok(opened) => read_cache_file(&opened),
             };
             self.cache = Some(parsed);
         }
@@ -409,8 +467,34 @@ impl<'c> Model<'c> {
             .map_err(Clone::clone)
     }
 
-    pub(super) fn display(&self, object: usize) -> String {
+    pub(super) fn display(&self, object: usize) -> Bytes {
         self.objects[object].display.clone()
+    }
+}
+
+/// The cache file, judged by its magic before the rest is read: a file of no cache format
+/// costs one short read, whatever its size.
+fn read_cache_file(opened: &Opened) -> Result<Cache, String> {
+    let read = || -> anyhow::Result<Option<Vec<u8>>> {
+        let mut file = model::file::Regular::open(&opened.host, super::fs::LD_SO_CACHE)
+            .context("cannot read /etc/ld.so.cache")?;
+        let head = file
+            .head(Cache::MAGIC_LEN)
+            .context("cannot read /etc/ld.so.cache")?;
+        if !Cache::has_magic(&head) {
+            return Ok(None);
+        }
+        Ok(Some(
+            file.rest(head).context("cannot read /etc/ld.so.cache")?,
+        ))
+    };
+    match read() {
+        Err(err) => Err(format!("{err:#}")),
+        Ok(None) => {
+            Err("/etc/ld.so.cache is not a cache this loader reads (no cache magic)".into())
+        }
+        Ok(Some(bytes)) => Cache::parse(&bytes)
+            .ok_or_else(|| "/etc/ld.so.cache is not a cache this loader reads".into()),
     }
 }
 
@@ -419,6 +503,7 @@ impl Listed {
         match self {
             Listed::Found(path, opened) => Step::Found { path, opened, rule },
             Listed::Failed(why) => Step::Failed(why),
+            Listed::Stops(path, why) => Step::Stops(path, why),
             Listed::Nothing { .. } => Step::Continue,
         }
     }

@@ -11,7 +11,10 @@ use super::cache::Cache;
 use super::elf::{self, Dynamic};
 use super::fs::{Opened, Tree, ELF_OBJECT};
 use super::paths::{self, lexical_dir, Dir, DirMemory, Origin};
-use super::{Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote};
+use super::start::Rtld;
+use super::{
+    Bytes, Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote,
+};
 
 /// A directory list of an object (`l_rpath_dirs`, `l_runpath_dirs`): not decomposed yet,
 /// decomposed, or given up (none, empty, or none of its directories exists).
@@ -27,15 +30,15 @@ pub(super) enum List {
 pub(super) struct Object {
     pub ns: usize,
     /// `l_name`: the path it was found at ("" for the program).
-    pub realname: String,
+    pub realname: Bytes,
     /// How reports name it: its path, or the program as it was started.
-    pub display: String,
+    pub display: Bytes,
     /// `l_libname`: the names it was asked for under.
-    pub names: Vec<String>,
+    pub names: Vec<Bytes>,
     pub file_id: Option<(u64, u64)>,
     pub dynamic: Dynamic,
     /// `l_origin`.
-    pub origin: Option<String>,
+    pub origin: Option<Bytes>,
     /// `l_loader`: the object whose DT_NEEDED loaded it (none for the program and `dlopen`s).
     pub loader: Option<usize>,
     pub rpath: List,
@@ -50,11 +53,13 @@ pub(super) struct Object {
 /// Where a search got to after one tier.
 pub(super) enum Step {
     Found {
-        path: String,
+        path: Bytes,
         opened: Opened,
         rule: Rule,
     },
     Failed(String),
+    /// At a FIFO or a device, where the loader waits (or fails the load).
+    Stops(Bytes, String),
     Continue,
 }
 
@@ -84,6 +89,11 @@ pub(super) struct Model<'c> {
     /// Loading an LD_AUDIT module and its dependencies (`__RTLD_AUDIT`): the program's
     /// RUNPATH is tried too.
     pub auditing: bool,
+    /// Loading an LD_PRELOAD object (`__RTLD_SECURE`): in secure mode, no ld.so.cache, and
+    /// only a set-user-ID file is taken.
+    pub preloading: bool,
+    /// The loader waits at a FIFO (or a device): nothing after that happens.
+    pub hung: bool,
 }
 
 /// Why a walk stopped: the load that failed is the last one recorded.
@@ -96,7 +106,7 @@ pub(super) fn run<'c>(
     facts: LoaderFacts,
     dynamic: Dynamic,
     opened: Opened,
-    loader: Option<(Opened, Vec<u8>)>,
+    rtld: Option<Rtld>,
 ) -> (Model<'c>, bool) {
     let mut m = Model {
         config,
@@ -114,19 +124,30 @@ pub(super) fn run<'c>(
         notes: Vec::new(),
         not_followed: Vec::new(),
         auditing: false,
+        preloading: false,
+        hung: false,
     };
     m.add_program(dynamic, &opened);
-    m.add_loader(loader);
+    m.add_loader(rtld);
     let refused = m.init_lists();
     let mut starts = refused.is_none();
     if let Some(why) = refused {
         m.notes.push(why);
     } else if m.rtld.is_some() {
         m.load_audit_modules();
-        starts = m.map_deps(0, 0).is_ok();
+        let preloaded = m.load_preloads();
+        // A preload that waits at a FIFO leaves the loader waiting: nothing more is loaded.
+        starts = !m.hung && m.map_deps(&[&[0][..], &preloaded].concat(), 0).is_ok();
     }
     if starts && !config.trace {
         for dlopen in &config.dlopens {
+            if m.hung {
+                m.notes.push(
+                    "the dlopens after the one that waits at a FIFO or a device were not followed"
+                        .into(),
+                );
+                break;
+            }
             m.dlopen(dlopen);
         }
     } else if !config.dlopens.is_empty() {
@@ -154,12 +175,12 @@ impl Model<'_> {
         let runpath_set = dynamic.runpath.is_some();
         self.map(Object {
             ns: 0,
-            realname: String::new(),
+            realname: Bytes::new(),
             display: c.program.clone(),
             names: vec![if c.via_loader {
                 c.program.clone()
             } else {
-                String::new()
+                Bytes::new()
             }],
             file_id: c.via_loader.then_some(opened.id),
             dynamic,
@@ -173,23 +194,27 @@ impl Model<'_> {
         });
     }
 
-    /// The loader's own map: named by the program's PT_INTERP and its soname; `loader` is
-    /// its file, as the program's reading found it.
-    fn add_loader(&mut self, loader: Option<(Opened, Vec<u8>)>) {
-        let (Some(path), Some((opened, bytes))) = (self.facts.path.clone(), loader) else {
+    /// The loader's own map: named by the program's PT_INTERP and its soname (`rtld` says
+    /// which file it is, and under which names).
+    fn add_loader(&mut self, rtld: Option<Rtld>) {
+        let Some(Rtld {
+            realname,
+            mut names,
+            file,
+        }) = rtld
+        else {
             return;
         };
-        let dynamic = elf::dynamic(&bytes).unwrap_or_default();
-        let mut names = vec![path.clone()];
+        let dynamic = elf::dynamic(&file.bytes).unwrap_or_default();
         names.extend(dynamic.soname.clone());
         let id = self.map(Object {
             ns: 0,
-            realname: path.clone(),
-            display: path.clone(),
+            realname: realname.clone(),
+            display: realname.clone(),
             names,
-            file_id: Some(opened.id),
+            file_id: Some(file.opened.id),
             dynamic,
-            origin: lexical_dir(&path),
+            origin: lexical_dir(&realname),
             loader: None,
             rpath: List::Off,
             runpath: List::Off,
@@ -212,7 +237,7 @@ impl Model<'_> {
                     list.source
                 ));
             } else if !list.value.is_empty() {
-                let dirs = paths::decompose(&list.value, &[':', ';'], &origin, &self.facts, false);
+                let dirs = paths::decompose(&list.value, b":;", &origin, &self.facts, false);
                 if !dirs.is_empty() {
                     self.library_path = Some((dirs, list.source.clone()));
                 }
@@ -248,10 +273,11 @@ impl Model<'_> {
         // dropped, never the current directory or one below it.
         let (dirs, relative) = paths::decompose_fallback(&list.value, &origin, &self.facts);
         for dir in relative {
+            let end = dir.iter().rposition(|&b| b != b'/').map_or(0, |at| at + 1);
             self.notes.push(format!(
-                "{}: the relative directory {:?} is ignored: only absolute directories are searched",
+                "{}: the relative directory \"{}\" is ignored: only absolute directories are searched",
                 list.source,
-                dir.trim_end_matches('/')
+                Bytes::from(&dir[..end])
             ));
         }
         if dirs.is_empty() {
@@ -272,12 +298,14 @@ impl Model<'_> {
         }
     }
 
-    /// `_dl_map_object_deps`: the DT_NEEDED entries of `root` and, breadth first, of every
-    /// object that brings in. Objects loaded before (by an earlier walk) are not walked
-    /// again: all their names are loaded, so the loader only looks them up.
-    fn map_deps(&mut self, root: usize, ns: usize) -> Result<(), Stopped> {
-        let mut queue = vec![root];
-        let mut queued: HashSet<usize> = HashSet::from([root]);
+    /// `_dl_map_object_deps`: the DT_NEEDED entries of `roots` (an object, or the program
+    /// and its preloaded objects, in that order) and, breadth first, of every object that
+    /// brings in. Objects loaded before (by an earlier walk) are not walked again: all their
+    /// names are loaded, so the loader only looks them up.
+    fn map_deps(&mut self, roots: &[usize], ns: usize) -> Result<(), Stopped> {
+        let root = roots[0];
+        let mut queue = roots.to_vec();
+        let mut queued: HashSet<usize> = roots.iter().copied().collect();
         let mut next = 0;
         while next < queue.len() {
             let object = queue[next];
@@ -303,9 +331,9 @@ impl Model<'_> {
     }
 
     /// A DT_NEEDED entry with its dynamic string tokens expanded against its object.
-    fn expand_needed(&self, object: usize, needed: &str) -> Option<String> {
-        if !needed.contains('$') {
-            return Some(needed.to_string());
+    fn expand_needed(&self, object: usize, needed: &[u8]) -> Option<Bytes> {
+        if !needed.contains(&b'$') {
+            return Some(Bytes::from(needed));
         }
         let name = paths::expand(
             needed,
@@ -335,7 +363,7 @@ impl Model<'_> {
             let objects_before = self.objects.len();
             let result = self
                 .map_object(Some(rtld), &module, How::Audit, ns, true)
-                .and_then(|object| self.map_deps(object, ns));
+                .and_then(|object| self.map_deps(&[object], ns));
             self.auditing = false;
             if result.is_err() {
                 self.namespaces[ns].clear();
@@ -346,10 +374,44 @@ impl Model<'_> {
         }
     }
 
+    /// LD_PRELOAD (`handle_preload_list`): each name, split at spaces and colons, mapped for
+    /// the program before its DT_NEEDED entries; one that fails is left out (the loader
+    /// says so and goes on). In secure mode a name with a slash is not even tried. The
+    /// objects mapped, in order.
+    fn load_preloads(&mut self) -> Vec<usize> {
+        let Some(list) = self.config.preload.clone() else {
+            return Vec::new();
+        };
+        let mut preloaded = Vec::new();
+        for name in list.value.split(|b| b" :".contains(b)) {
+            if name.is_empty() {
+                continue;
+            }
+            if self.config.secure && name.contains(&b'/') {
+                self.notes.push(format!(
+                    "{}: {} is not preloaded: in secure mode a name with a slash is ignored",
+                    list.source,
+                    Bytes::from(name)
+                ));
+                continue;
+            }
+            let before = self.objects.len();
+            self.preloading = true;
+            let mapped = self.map_object(Some(0), name, How::Preload, 0, false);
+            self.preloading = false;
+            if let Ok(object) = mapped {
+                if object >= before {
+                    preloaded.push(object);
+                }
+            }
+        }
+        preloaded
+    }
+
     /// One `dlopen`: the name from its caller, then the new object's dependencies; on a
     /// failure everything it loaded is unloaded again.
     fn dlopen(&mut self, request: &Dlopen) {
-        let Some(caller) = self.find_caller(request.from.as_deref()) else {
+        let Some(caller) = self.find_caller(request.from.as_ref()) else {
             let from = request.from.clone().unwrap_or_default();
             self.not_followed.push(format!(
                 "dlopen {} from {from}: {from} is not loaded (name a loaded library by path, soname or file name)",
@@ -365,7 +427,7 @@ impl Model<'_> {
         };
         let objects_before = self.objects.len();
         let lengths: Vec<usize> = self.namespaces.iter().map(Vec::len).collect();
-        let name = if request.name.contains('$') && request.name.contains('/') {
+        let name = if request.name.contains(&b'$') && request.name.contains(&b'/') {
             paths::expand(
                 &request.name,
                 &self.origin_of(caller),
@@ -380,7 +442,7 @@ impl Model<'_> {
             .map_object(Some(caller), &name, how, ns, true)
             .and_then(|object| {
                 if object >= objects_before {
-                    self.map_deps(object, ns)
+                    self.map_deps(&[object], ns)
                 } else {
                     Ok(())
                 }
@@ -397,7 +459,7 @@ impl Model<'_> {
 
     /// The loaded object a `dlopen` comes from: the program, or one named by path, soname or
     /// file name.
-    fn find_caller(&self, from: Option<&str>) -> Option<usize> {
+    fn find_caller(&self, from: Option<&Bytes>) -> Option<usize> {
         let Some(from) = from else {
             return Some(0);
         };
@@ -409,10 +471,10 @@ impl Model<'_> {
                 .filter(|&o| !self.objects[o].faked && !self.objects[o].removed)
         };
         let by = |test: &dyn Fn(&Object) -> bool| live().find(|&o| test(&self.objects[o]));
-        by(&|o| o.realname == from || o.display == from)
-            .or_else(|| by(&|o| o.dynamic.soname.as_deref() == Some(from)))
+        by(&|o| o.realname == *from || o.display == *from)
+            .or_else(|| by(&|o| o.dynamic.soname.as_ref() == Some(from)))
             .or_else(|| by(&|o| o.names.iter().any(|n| n == from)))
-            .or_else(|| by(&|o| o.realname.rsplit('/').next() == Some(from)))
+            .or_else(|| by(&|o| o.realname.rsplit(|&b| b == b'/').next() == Some(&from[..])))
     }
 
     /// `_dl_map_object`: a loaded object of that name, or a search (or, for a name with a
@@ -421,7 +483,7 @@ impl Model<'_> {
     fn map_object(
         &mut self,
         loader: Option<usize>,
-        name: &str,
+        name: &[u8],
         how: How,
         ns: usize,
         callmap: bool,
@@ -432,7 +494,7 @@ impl Model<'_> {
         );
         let mut load = Load {
             namespace: ns,
-            name: name.to_string(),
+            name: Bytes::from(name),
             how,
             requested_by,
             outcome: Outcome::NotFound,
@@ -447,7 +509,7 @@ impl Model<'_> {
             self.loads.push(load);
             return Ok(object);
         }
-        let step = if name.contains('/') {
+        let step = if name.contains(&b'/') {
             self.open_named(name, &mut load)
         } else {
             self.search(loader, name, ns, &mut load)
@@ -455,7 +517,7 @@ impl Model<'_> {
         let result = match step {
             Step::Found { path, opened, rule } => match self.same_file(ns, opened.id) {
                 Some(object) => {
-                    self.objects[object].names.push(name.to_string());
+                    self.objects[object].names.push(Bytes::from(name));
                     load.outcome = Outcome::AlreadyLoaded {
                         path: self.objects[object].display.clone(),
                         by: Match::SameFile,
@@ -480,13 +542,18 @@ impl Model<'_> {
                 load.outcome = Outcome::Failed { error };
                 Err(Stopped)
             }
+            Step::Stops(path, why) => {
+                load.outcome = Outcome::StopsAt { path, why };
+                self.hung = true;
+                Err(Stopped)
+            }
             Step::Continue if self.config.trace => {
                 // ldd goes on with a stand-in that no later lookup matches.
                 Ok(self.map(Object {
                     ns,
-                    realname: name.to_string(),
-                    display: name.to_string(),
-                    names: vec![name.to_string()],
+                    realname: Bytes::from(name),
+                    display: Bytes::from(name),
+                    names: vec![Bytes::from(name)],
                     file_id: None,
                     dynamic: Dynamic::default(),
                     origin: None,
@@ -506,13 +573,13 @@ impl Model<'_> {
 
     /// `_dl_lookup_map`: an object of namespace `ns` known by `name` (its path, a name it
     /// was loaded under, or its soname).
-    fn lookup(&self, ns: usize, name: &str) -> Option<usize> {
+    fn lookup(&self, ns: usize, name: &[u8]) -> Option<usize> {
         self.namespaces[ns].iter().copied().find(|&o| {
             let object = &self.objects[o];
             !object.faked
                 && !object.removed
-                && (object.realname == name
-                    || object.names.iter().any(|n| n == name)
+                && (object.realname.as_bytes() == name
+                    || object.names.iter().any(|n| n.as_bytes() == name)
                     || object.dynamic.soname.as_deref() == Some(name))
         })
     }
@@ -527,20 +594,23 @@ impl Model<'_> {
     }
 
     /// A name with a slash: opened as it is (`open_verify`), no search.
-    fn open_named(&mut self, name: &str, load: &mut Load) -> Step {
+    fn open_named(&mut self, name: &[u8], load: &mut Load) -> Step {
         let (verdict, opened) = self.try_file(name);
         let step = match (&verdict, opened) {
             (super::Verdict::Taken, Some(opened)) => Step::Found {
-                path: name.to_string(),
+                path: Bytes::from(name),
                 opened,
                 rule: Rule::Path,
             },
-            (super::Verdict::Fatal(why), _) => Step::Failed(format!("{name}: {why}")),
+            (super::Verdict::Fatal(why), _) => {
+                Step::Failed(format!("{}: {why}", Bytes::from(name)))
+            }
+            (super::Verdict::Stops(why), _) => Step::Stops(Bytes::from(name), why.clone()),
             _ => Step::Continue,
         };
         load.candidates.push(Candidate {
             rule: Rule::Path,
-            path: name.to_string(),
+            path: Bytes::from(name),
             verdict,
         });
         step
@@ -549,8 +619,8 @@ impl Model<'_> {
     /// A new object for the file found at `path`.
     fn new_object(
         &mut self,
-        path: &str,
-        name: &str,
+        path: &Bytes,
+        name: &[u8],
         opened: &Opened,
         loader: Option<usize>,
         ns: usize,
@@ -563,9 +633,9 @@ impl Model<'_> {
         let runpath_set = dynamic.runpath.is_some();
         Ok(self.map(Object {
             ns,
-            realname: path.to_string(),
-            display: path.to_string(),
-            names: vec![name.to_string()],
+            realname: path.clone(),
+            display: path.clone(),
+            names: vec![Bytes::from(name)],
             file_id: Some(opened.id),
             dynamic,
             origin: lexical_dir(&absolute(path, &self.config.cwd)),
@@ -602,10 +672,10 @@ impl Model<'_> {
 }
 
 /// `path` made absolute against `cwd`.
-fn absolute(path: &str, cwd: &str) -> String {
-    if path.starts_with('/') {
-        path.to_string()
-    } else {
-        format!("{}/{path}", cwd.trim_end_matches('/'))
+fn absolute(path: &[u8], cwd: &[u8]) -> Bytes {
+    if path.starts_with(b"/") {
+        return Bytes::from(path);
     }
+    let end = cwd.iter().rposition(|&b| b != b'/').map_or(0, |at| at + 1);
+    Bytes::from([&cwd[..end], b"/", path].concat())
 }

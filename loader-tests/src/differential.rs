@@ -15,7 +15,9 @@ use serde::Serialize;
 
 use crate::probe::Invocation;
 use crate::trace::{self, Traced};
-use loader_model::{Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList, Verdict};
+use loader_model::{
+    Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList, RunningLoader, Verdict,
+};
 use model::{Flavour, Target};
 
 /// One search as both sides tell it.
@@ -85,7 +87,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             return checked;
         }
     };
-    checked.program = Some(config.program.clone());
+    checked.program = Some(text(&config.program));
     let is_static = is_static(&config);
     if invocation.secure || is_static {
         checked.mode = Mode::Recorded;
@@ -115,7 +117,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
                     requested_by: None,
                     dlopen: false,
                     tried: Vec::new(),
-                    ended_with: last.and_then(|l| l.mapped()).map(str::to_string),
+                    ended_with: last.and_then(|l| l.mapped()).map(text),
                 }];
             }
             Err(err) => checked.difference = Some(format!("the model fails: {err:#}")),
@@ -134,7 +136,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
         }
     };
     let searches = trace::searches(&out.stderr);
-    config.dlopens = dlopens(&searches, &config.program);
+    config.dlopens = dlopens(&searches, &text(&config.program));
     checked.observed = observed(&searches, &config);
     match loader_model::explain(&config) {
         Ok(x) => checked.predicted = predicted(&x),
@@ -158,6 +160,7 @@ pub(crate) fn config_for(
     let mut via_loader = false;
     let mut library_option = None;
     let mut fallback_option = None;
+    let mut preload_option = None;
     let mut inhibit_cache = false;
     let program = if first == loader.path {
         via_loader = true;
@@ -170,6 +173,7 @@ pub(crate) fn config_for(
                 "--inhibit-cache" => inhibit_cache = true,
                 "--library-path" => library_option = args.next().cloned(),
                 "--fallback-path" => fallback_option = args.next().cloned(),
+                "--preload" => preload_option = args.next().cloned(),
                 option if option.starts_with("--") => {
                     return Err(format!("ld.so {option} is not modelled"));
                 }
@@ -191,42 +195,54 @@ pub(crate) fn config_for(
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     };
-    let audit: Vec<String> = env("LD_AUDIT")
+    let audit: Vec<Bytes> = env("LD_AUDIT")
         .map(|list| {
             list.split([':', ';'])
                 .filter(|m| !m.is_empty())
-                .map(str::to_string)
+                .map(Bytes::from)
                 .collect()
         })
         .unwrap_or_default();
-    if env("LD_PRELOAD").is_some() {
-        return Err("LD_PRELOAD is not modelled".into());
-    }
     let list = |option: Option<String>, option_name: &str, variable: &str| match option {
         Some(value) => Some(PathList {
-            value,
+            value: value.into(),
             source: option_name.into(),
         }),
         None => env(variable).map(|value| PathList {
-            value,
+            value: value.into(),
             source: variable.into(),
         }),
     };
     Ok(Config {
         root: invocation.root.clone(),
-        program,
-        cwd: invocation.cwd.clone(),
+        program: program.into(),
+        cwd: invocation.cwd.clone().into(),
         release: loader.release,
         target: loader.target,
         flavour: loader.flavour,
         library_path: list(library_option, "--library-path", "LD_LIBRARY_PATH"),
         fallback_path: list(fallback_option, "--fallback-path", "LD_FALLBACK_PATH"),
+        // The loader reads LD_PRELOAD, then --preload: one list, in that order.
+        preload: match (env("LD_PRELOAD"), preload_option) {
+            (Some(variable), Some(option)) => Some(PathList {
+                value: format!("{variable}:{option}").into(),
+                source: "LD_PRELOAD and --preload".into(),
+            }),
+            (_, option) => list(option, "--preload", "LD_PRELOAD"),
+        },
         dlopens: Vec::new(),
         audit,
         inhibit_cache,
         secure: invocation.secure,
         trace: env("LD_TRACE_LOADED_OBJECTS").is_some_and(|v| !v.is_empty()),
         via_loader,
+        // `ld.so PROGRAM`: the loader run is the one on the command line, whatever the
+        // program's PT_INTERP names.
+        loader: via_loader.then(|| RunningLoader {
+            path: loader.path.into(),
+            source: "the command line".into(),
+        }),
+        loader_series: None,
         cpu: Cpu::detect(loader.target),
     })
 }
@@ -246,8 +262,12 @@ pub(crate) fn dlopens(searches: &[Traced], program: &str) -> Vec<Dlopen> {
         .iter()
         .filter(|s| s.dlopen)
         .map(|s| Dlopen {
-            name: s.name.clone(),
-            from: s.requested_by.clone().filter(|by| by != program),
+            name: s.name.clone().into(),
+            from: s
+                .requested_by
+                .clone()
+                .filter(|by| by != program)
+                .map(Bytes::from),
             new_namespace: s.namespace != s.requester_namespace,
         })
         .collect()
@@ -258,7 +278,7 @@ pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
     let mut dlopens = Vec::new();
     let mut words = argv.iter().skip(1);
     let from_program = |name: &str, new_namespace| Dlopen {
-        name: name.to_string(),
+        name: name.into(),
         from: None,
         new_namespace,
     };
@@ -270,8 +290,8 @@ pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
                 if let (Some(path), Some(name)) = (words.next(), words.next()) {
                     dlopens.push(from_program(path, false));
                     dlopens.push(Dlopen {
-                        name: name.clone(),
-                        from: Some(path.clone()),
+                        name: name.into(),
+                        from: Some(path.into()),
                         new_namespace: false,
                     });
                 }
@@ -292,7 +312,7 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
         .map(|s| {
             let last = s.tried.last().cloned();
             let loadable = |path: &str| {
-                tree.open(path, &config.cwd)
+                tree.open(path.as_bytes(), &config.cwd)
                     .ok()
                     .filter(|f| !f.is_dir)
                     .and_then(|f| tree.head(&f, 64).ok())
@@ -325,20 +345,21 @@ pub(crate) fn predicted(x: &Explanation) -> Vec<Step> {
         .filter(|load| load.how != How::Audit)
         .map(|load| Step {
             namespace: load.namespace,
-            name: load.name.clone(),
-            requested_by: Some(load.requested_by.clone()),
-            dlopen: load.how != How::Needed,
+            name: text(&load.name),
+            requested_by: Some(text(&load.requested_by)),
+            // A preload is "needed by" the program in a trace, as a DT_NEEDED entry is.
+            dlopen: matches!(load.how, How::Dlopen | How::Dlmopen),
             tried: load
                 .candidates
                 .iter()
                 .filter(|c| c.verdict.is_traced())
-                .map(|c| c.path.clone())
+                .map(|c| text(&c.path))
                 .collect(),
             ended_with: load
                 .candidates
                 .iter()
                 .find(|c| c.verdict == Verdict::Taken)
-                .map(|c| c.path.clone()),
+                .map(|c| text(&c.path)),
         })
         .collect()
 }
@@ -414,6 +435,12 @@ fn describe(s: &Step) -> String {
     )
 }
 
+/// A name or path of the model as a trace shows it: the trace is read as text (its bytes
+/// outside UTF-8 replaced), and so is this.
+fn text(bytes: &Bytes) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// `path` inside `root` on this machine.
 pub fn host_path(root: &Path, path: &str) -> PathBuf {
     root.join(path.trim_start_matches('/'))
@@ -469,7 +496,7 @@ mod tests {
         .to_vec();
         let d = probe_dlopens(&argv);
         assert_eq!(d.len(), 4);
-        assert_eq!(d[1].from.as_deref(), Some("/s/lib.so"));
+        assert_eq!(d[1].from.as_ref().unwrap(), "/s/lib.so");
         assert!(d[3].new_namespace);
     }
 }

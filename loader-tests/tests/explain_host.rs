@@ -366,22 +366,24 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
     let place = fixtures(Target::X86_64)?;
     let d = place.dir.as_str();
     let expand = |s: &str| s.replace("{D}", d);
-    let release = loader_model::release_in(Path::new("/"), "/bin/true", "/").ok_or("no release")?;
+    let release =
+        loader_model::release_in(Path::new("/"), b"/bin/true", b"/").ok_or("no release")?;
     let config = Config {
         root: PathBuf::from("/"),
-        program: expand(check.program),
-        cwd: expand(check.cwd),
+        program: expand(check.program).into(),
+        cwd: expand(check.cwd).into(),
         release,
         target: Target::X86_64,
         flavour: check.flavour,
         library_path: check.library_path.map(|v| PathList {
-            value: expand(v),
+            value: expand(v).into(),
             source: "LD_LIBRARY_PATH".into(),
         }),
         fallback_path: check.fallback.map(|v| PathList {
-            value: expand(v),
+            value: expand(v).into(),
             source: "LD_FALLBACK_PATH".into(),
         }),
+        preload: None,
         dlopens: check
             .dlopen
             .map(|name| Dlopen {
@@ -396,6 +398,8 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
         secure: check.secure,
         trace: false,
         via_loader: false,
+        loader: None,
+        loader_series: None,
         cpu: Cpu::detect(Target::X86_64),
     };
     let x = loader_model::explain(&config).map_err(|e| format!("{e:#}"))?;
@@ -404,7 +408,10 @@ fn contract(check: &ContractCheck) -> Result<(), String> {
         .iter()
         .rev()
         .find(|l| l.name == check.library)
-        .and_then(|l| l.mapped().map(str::to_string));
+        .and_then(|l| {
+            l.mapped()
+                .map(|path| String::from_utf8_lossy(path).into_owned())
+        });
     let want = check.expect.map(expand);
     if got == want {
         Ok(())
@@ -437,7 +444,7 @@ fn run(target: Target, case: &Case) -> Result<(), String> {
         secure: false,
         placed: Vec::new(),
     };
-    let release = loader_model::release_in(&place.root, loader(target), "/")
+    let release = loader_model::release_in(&place.root, loader(target).as_bytes(), b"/")
         .ok_or("the loader says no release")?;
     let checked = differential::check(
         &invocation,

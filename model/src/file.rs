@@ -50,6 +50,44 @@ pub fn read_regular(path: &Path, limit: Limit) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A regular file opened as [`read_regular`] opens it (its kind and size checked before a
+/// byte is read), to be judged from its first bytes before the rest is read: a 4 GiB file
+/// that is not of the kind expected costs one short read, not 4 GiB.
+#[derive(Debug)]
+pub struct Regular {
+    file: File,
+    limit: Limit,
+}
+
+impl Regular {
+    /// `path` opened for reading, when it is a regular file (symlinks followed) within
+    /// `limit`; else the error `read_regular` gives.
+    pub fn open(path: &Path, limit: Limit) -> io::Result<Regular> {
+        not_special(&std::fs::metadata(path)?, limit)?;
+        let file = open_nonblocking(path)?;
+        not_special(&file.metadata()?, limit)?;
+        Ok(Regular { file, limit })
+    }
+
+    /// Its first `bytes` (fewer when it is shorter).
+    pub fn head(&mut self, bytes: u64) -> io::Result<Vec<u8>> {
+        let mut head = Vec::new();
+        (&self.file).take(bytes).read_to_end(&mut head)?;
+        Ok(head)
+    }
+
+    /// Everything after the `head` already read, appended to it: the whole file, within
+    /// its limit.
+    pub fn rest(self, mut head: Vec<u8>) -> io::Result<Vec<u8>> {
+        let left = (self.limit.bytes + 1).saturating_sub(head.len() as u64);
+        (&self.file).take(left).read_to_end(&mut head)?;
+        if head.len() as u64 > self.limit.bytes {
+            return Err(too_large(self.limit));
+        }
+        Ok(head)
+    }
+}
+
 /// The metadata of `path` when it is a regular file (symlinks followed); else the error
 /// [`read_regular`] gives, naming the kind of file it is and `what` (a file read in another
 /// way, a tarball streamed to a decompressor, say).
@@ -186,6 +224,27 @@ mod tests {
 
     /// A FIFO nobody writes and a device that never ends are refused at once: `read_regular`
     /// neither waits for a writer nor reads `/dev/zero` until memory runs out.
+    /// The head first, then the rest only when asked: a file is judged before it is read.
+    #[test]
+    fn a_regular_file_is_read_head_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"sixteen bytes!!!").unwrap();
+        let mut file = Regular::open(&path, SMALL).unwrap();
+        let head = file.head(7).unwrap();
+        assert_eq!(head, b"sixteen");
+        assert_eq!(file.rest(head).unwrap(), b"sixteen bytes!!!");
+        // A file that grew past its limit after it was opened: refused as read_regular does.
+        let mut file = Regular::open(&path, SMALL).unwrap();
+        std::fs::write(&path, b"seventeen bytes!!").unwrap();
+        let head = file.head(4).unwrap();
+        assert_eq!(
+            file.rest(head).unwrap_err().to_string(),
+            "it is larger than 16 bytes, the most a test file can hold here"
+        );
+        assert!(Regular::open(Path::new("/dev/zero"), SMALL).is_err());
+    }
+
     #[test]
     fn a_fifo_and_a_device_are_refused_at_once() {
         let dir = tempfile::tempdir().unwrap();

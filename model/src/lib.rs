@@ -27,4 +27,4 @@ pub use release::{
 };
 pub use sysroot::{sysroot_env_var, Sysroot};
 pub use target::Target;
-pub use text::{printable, printable_args, printable_lines};
+pub use text::{printable, printable_args, printable_bytes, printable_lines};

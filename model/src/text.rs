@@ -3,13 +3,32 @@
 //! a line into two that mean something else, so each is shown escaped (`\n`, `\u{1b}`), as
 //! Rust's `escape_debug` writes it; so are the invisible format characters that change what a
 //! line shows (a byte order mark, zero-width and bidirectional ones). Printable text, UTF-8
-//! included, is left as it is.
+//! included, is left as it is. A value that is bytes rather than text (a path, a name read
+//! from an ELF file) shows each byte that is not part of UTF-8 as `\xHH`
+//! ([`printable_bytes`]): never replaced, so two different names never print the same.
 
 use std::borrow::Cow;
 
 /// `text` with every control character escaped (newlines and tabs too): one value, on one line.
 pub fn printable(text: &str) -> Cow<'_, str> {
     escaped(text, |_| true)
+}
+
+/// `bytes` as [`printable`] shows text, with each byte that is not part of a UTF-8 character
+/// written `\xHH` (a Latin-1 `é` in a file name, `\xe9`): one value, on one line, whatever
+/// its encoding.
+pub fn printable_bytes(bytes: &[u8]) -> Cow<'_, str> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return printable(text);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&printable(chunk.valid()));
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// `text` with every control character but the newline and the tab escaped: for whole
@@ -27,9 +46,8 @@ pub fn printable_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> Opt
     let escaped = args
         .into_iter()
         .map(|arg| {
-            let arg = arg.to_string_lossy().into_owned();
-            let shown = printable(&arg).into_owned();
-            changed |= shown != arg;
+            let shown = printable_bytes(arg.as_encoded_bytes()).into_owned();
+            changed |= shown.as_bytes() != arg.as_encoded_bytes();
             shown
         })
         .collect();
@@ -91,6 +109,14 @@ mod tests {
             Some(vec!["a".to_string(), "2.4\\u{1b}\\n".to_string()])
         );
         assert_eq!(printable_args(["a".into()]), None);
+        assert_eq!(printable_bytes(b"/x/lib\xff"), "/x/lib\\xff");
+        assert_eq!(printable_bytes(b"lib\xe9\nfoo.so"), "lib\\xe9\\nfoo.so");
+        assert_eq!(printable_bytes("José".as_bytes()), "José");
+        use std::os::unix::ffi::OsStringExt;
+        assert_eq!(
+            printable_args([std::ffi::OsString::from_vec(b"/x\xff".to_vec())]),
+            Some(vec!["/x\\xff".to_string()])
+        );
         assert_eq!(
             printable_lines("line\tone\n\x1b[2Jtwo\r\n"),
             "line\tone\n\\u{1b}[2Jtwo\\r\n"

@@ -241,6 +241,24 @@ fn control_characters_in_values_are_escaped() {
     );
 }
 
+/// A usage error of `cargo xtask explain` exits 1, as `ld-fallback-explain`'s does (its
+/// `output` test): 2 is what the explanation finds, never a command line it could not parse.
+#[test]
+fn explain_usage_errors_exit_1() {
+    for args in [
+        &["--no-such-option"][..],
+        &["--target", "riscv64"],
+        &["--unpatched", "--flavour", "patched"],
+    ] {
+        let ran = explain("/usr/bin/true", args).expect(1);
+        assert!(
+            ran.stderr.starts_with("error: "),
+            "{args:?}: {}",
+            ran.stderr
+        );
+    }
+}
+
 /// The `fallback:` lines of an explanation.
 fn fallback_lines(ran: &Ran) -> Vec<&str> {
     ran.stdout

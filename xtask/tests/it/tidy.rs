@@ -297,13 +297,15 @@ const LAYERS: &[&[&str]] = &[
     &["commands"],
 ];
 
-/// loader-model's modules, bottom first: reading files and ELF objects and ld.so.cache, what
-/// the loader brings (default directories, hwcaps), directory lists, the walk, the tiers of
-/// one search and the hazards found in a finished walk, the renderings.
+/// loader-model's modules, bottom first: names and paths as bytes; reading files and ELF
+/// objects and ld.so.cache, what the loader brings (default directories, hwcaps), directory
+/// lists, whether the program starts and under which loader, the walk, the tiers of one
+/// search and the hazards found in a finished walk, the renderings.
 const LOADER_MODEL_LAYERS: &[&[&str]] = &[
+    &["bytes"],
     &["fs", "elf", "cache"],
     &["platform"],
-    &["paths"],
+    &["paths", "start"],
     &["walk"],
     &["tiers", "hazards"],
     &["render"],
