@@ -147,6 +147,7 @@ jobs:
     );
     out.push_str(&nix_stack_job());
     out.push_str(DEBIAN_STACK_JOB);
+    out.push_str(&nix_flake_job());
     out.push_str(EXPLAIN_ON_ARM64);
     out
 }
@@ -229,6 +230,42 @@ fn nix_stack_job() -> String {
         run: cargo xtask nix-stack --release all --target all --nixpkgs nixpkgs
 "#,
     );
+    out
+}
+
+/// The job that evaluates the repository's flake against real nixpkgs, which Debian's Nix
+/// 2.8 cannot (xtask/tests/it/flake.rs evaluates it against a stand-in): on a runner with a
+/// current Nix, `nix flake check --no-build` on both systems, which evaluates every output,
+/// instantiates the derivations and runs the flake's `checks` (the patch lists). Against
+/// `nixos-unstable` (the flake's own input, unlocked: the channel of the day), then against
+/// each pinned nixpkgs commit, one per glibc release nixpkgs shipped. Nothing is built.
+fn nix_flake_job() -> String {
+    let mut out = String::from(
+        r#"
+  nix-flake:
+    name: the flake against real nixpkgs (evaluation only)
+    runs-on: ubuntu-latest
+    timeout-minutes: 60
+    steps:
+      - uses: actions/checkout@v4
+      - uses: cachix/install-nix-action@v31
+        with:
+          github_access_token: ${{ secrets.GITHUB_TOKEN }}
+          extra_nix_config: experimental-features = nix-command flakes
+      - name: The flake against nixos-unstable
+        run: nix flake check --no-build --all-systems --no-write-lock-file
+"#,
+    );
+    for (release, pin) in nixpkgs::pins() {
+        let _ = write!(
+            out,
+            r#"      - name: The flake against nixpkgs {short} (glibc {release})
+        run: nix flake check --no-build --all-systems --no-write-lock-file --override-input nixpkgs github:NixOS/nixpkgs/{commit}
+"#,
+            short = &pin.commit[..12],
+            commit = pin.commit,
+        );
+    }
     out
 }
 

@@ -1,305 +1,249 @@
 //! Every Nix expression the docs give a user (each ```` ```nix ```` block of README.md and
-//! docs/) is parsed by Nix itself (`nix-instantiate --parse`), and the ones that build the
-//! patched glibc are evaluated, with a stand-in for nixpkgs (its glibc's version, patches,
-//! `overrideAttrs` and `outPath`, and the few `lib` functions they use): each must give
-//! nixpkgs' patches followed by the series of the release, in the order of its `series`
-//! file, read from this checkout. Nothing is built and nixpkgs is not needed. Debian's
-//! `nix-bin` provides `nix-instantiate` (scripts/install-deps); without it the test is
-//! SKIPPED, and under CI it fails.
+//! docs/) is parsed by Nix itself (`nix-instantiate --parse`) and evaluated against the
+//! stand-in nixpkgs ([`crate::nix_env`]): the ones that build the patched glibc must give
+//! nixpkgs' patches followed by the series of the release, in the order of its `series` file,
+//! the files of this checkout byte for byte; a page's flake is evaluated by Nix's flake
+//! commands, its lock read for the `follows` that gives the patched glibc the user's nixpkgs;
+//! a NixOS module that configures nix-ld must replace `NIX_LD` where nixpkgs' module sets it.
+//! A block whose Nix strings are shell is evaluated and run by [`crate::page_shell`]. Nothing
+//! is built and nixpkgs is not needed.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use loader_tests::host::{find_program, in_ci, Tool};
+use crate::nix_env::{blocks, series_mismatch, with_checkout, workspace, Block, Nix, StandIn};
 
-/// Nix's evaluator, as Debian packages it (scripts/install-deps installs it).
-const NIX_INSTANTIATE: Tool = Tool::new("nix-instantiate", "nix-bin");
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
+/// How a block is checked, by the file its first line names.
+enum Check {
+    /// The patch list `expr` gives (`{F}` the block's file) must be nixpkgs' then the series.
+    Patches(&'static str),
+    /// A flake: evaluated with Nix's flake commands (`flake_follows_and_builds_the_series`).
+    Flake,
+    /// A NixOS module configuring nix-ld (`nix_ld_module_replaces_nix_ld`).
+    NixLd,
+    /// Shell in its strings: [`crate::page_shell`] evaluates and runs it.
+    Shell,
 }
 
-/// `nix-instantiate`, or `None` (SKIPPED) where it is not installed outside CI.
-fn nix_instantiate() -> Option<PathBuf> {
-    let found = find_program(NIX_INSTANTIATE.program);
-    if found.is_none() {
-        let why = format!(
-            "no {} (install with: scripts/install-deps, which installs {})",
-            NIX_INSTANTIATE.program, NIX_INSTANTIATE.package
-        );
-        assert!(!in_ci(), "{why}");
-        eprintln!("SKIPPED: {why}");
-    }
-    found
-}
-
-/// The ```` ```nix ```` blocks of a page (indented ones too): (first line number, text).
-fn nix_blocks(page: &str) -> Vec<(usize, String)> {
-    let mut blocks = Vec::new();
-    let mut open: Option<(usize, usize, String)> = None;
-    for (n, line) in page.lines().enumerate() {
-        let trimmed = line.trim_start();
-        match &mut open {
-            None if trimmed == "```nix" => {
-                open = Some((n + 2, line.len() - trimmed.len(), String::new()));
-            }
-            Some((start, indent, text)) if trimmed == "```" => {
-                let _ = indent;
-                blocks.push((*start, std::mem::take(text)));
-                open = None;
-            }
-            Some((_, indent, text)) => {
-                let line = line.get(*indent..).unwrap_or(line.trim_start());
-                text.push_str(line);
-                text.push('\n');
-            }
-            None => {}
-        }
-    }
-    blocks
-}
-
-/// The file a block stands for: the name its first line gives (`# glibc-fallback.nix: ...`),
-/// else, for a NixOS module that configures nix-ld, `configuration.nix`.
-fn block_name(block: &str) -> String {
-    let named = block
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("# "))
-        .and_then(|l| l.split([':', ' ']).next())
-        .filter(|n| n.ends_with(".nix"));
-    match named {
-        Some(name) => name.to_string(),
-        None if block.contains("programs.nix-ld") => "configuration.nix".to_string(),
-        None => "block.nix".to_string(),
-    }
-}
-
-/// The pages users read.
-fn pages() -> Vec<PathBuf> {
-    let mut pages = vec![workspace().join("README.md")];
-    for entry in std::fs::read_dir(workspace().join("docs"))
-        .unwrap()
-        .flatten()
-    {
-        if entry.path().extension().is_some_and(|e| e == "md") {
-            pages.push(entry.path());
-        }
-    }
-    pages.sort();
-    pages
-}
-
-/// Runs `nix-instantiate ARGS` in `dir`: its stdout, or why it failed.
-fn run(nix: &Path, dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(nix)
-        .args(args)
-        .current_dir(dir)
-        // No store, daemon or channel is needed for parsing and for these evaluations.
-        .env("NIX_PATH", "")
-        .output()
-        .map_err(|e| format!("cannot run nix-instantiate: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// nixpkgs as far as the docs' expressions use it. The glibc is the newest release's, with one
-/// patch of nixpkgs' own; `overrideAttrs` applies the function as nixpkgs does.
-const STUB: &str = r#"
-let
-  lib = {
-    versions.majorMinor = v:
-      builtins.concatStringsSep "." (builtins.genList (builtins.elemAt (builtins.splitVersion v)) 2);
-    hasPrefix = p: s: builtins.substring 0 (builtins.stringLength p) s == p;
-    splitString = sep: s: builtins.filter builtins.isString (builtins.split sep s);
-    mkForce = content: { _type = "override"; priority = 50; inherit content; };
-  };
-  glibc = {
-    version = "RELEASE-9";
-    patches = [ "nixpkgs-own.patch" ];
-    outPath = "/nix/store/00000000000000000000000000000000-glibc-RELEASE-9";
-    overrideAttrs = f: glibc // f glibc // { outPath = "/nix/store/00000000000000000000000000000000-glibc-fallback"; };
-  };
-  pkgs = {
-    inherit lib glibc;
-    patchelf = "patchelf";
-    stdenv.cc.bintools.dynamicLinker = "${glibc}/lib/ld-linux-aarch64.so.1";
-    runCommand = name: env: script: { inherit name script; };
-  };
-in pkgs
-"#;
-
-/// What each evaluated block must give, by the file its first line names; `{F}` is the
-/// block's file, `{R}` this checkout, `{S}` the stand-in nixpkgs. A block not named here is
-/// only parsed (and its name must be one of these or say it is a NixOS module).
-const EVALUATED: &[(&str, &str)] = &[
+const CHECKS: &[(&str, Check)] = &[
     (
         "overlay.nix",
-        "let pkgs = {S}; in ((import {F}) pkgs pkgs).glibc.patches",
+        Check::Patches("(import <nixpkgs> { overlays = [ (import {F}) ]; }).glibc.patches"),
     ),
     (
         "glibc-fallback.nix",
-        "(import {F} { pkgs = {S}; ldFallback = {R}; }).patches",
+        Check::Patches("(import {F} { }).patches"),
     ),
-    (
-        "flake.nix",
-        "let pkgs = {S}; in ((import {F}).outputs { self = { }; nixpkgs.legacyPackages = { aarch64-linux = pkgs; x86_64-linux = pkgs; }; ld-fallback = { outPath = \"{R}\"; }; }).packages.aarch64-linux.glibc-fallback.patches",
-    ),
+    ("flake.nix", Check::Flake),
+    ("configuration.nix", Check::NixLd),
+    ("app-fallback.nix", Check::Shell),
+    ("compat-origin-first.nix", Check::Shell),
 ];
 
-/// Blocks evaluated for what they print rather than for a patch list: (file, expression,
-/// text the result must contain).
-const CHECKED: &[(&str, &str, &str)] = &[
-    (
-        "app-fallback.nix",
-        "(import {F} { pkgs = {S}; app = { name = \"app\"; outPath = \"/nix/store/11111111111111111111111111111111-app\"; }; glibcFallback = \"/nix/store/22222222222222222222222222222222-glibc-fallback\"; }).script",
-        "/nix/store/22222222222222222222222222222222-glibc-fallback/lib/ld-linux-aarch64.so.1",
-    ),
-    (
-        "compat-origin-first.nix",
-        "let prev = { cudaPackages.overrideScope = f: f { } { cuda_compat.overrideAttrs = g: g { postFixup = \"\"; }; }; }; in ((import {F}) prev prev).cudaPackages.cuda_compat.postFixup",
-        "patchelf --set-rpath \"$ORIGIN:$(patchelf --print-rpath \"$lib\")\" \"$lib\"",
-    ),
-    (
-        "configuration.nix",
-        "(import {F} { pkgs = {S}; lib = ({S}).lib; }).environment.variables.NIX_LD.content",
-        "-glibc-fallback/lib/ld-linux-aarch64.so.1",
-    ),
-];
-
-/// The series of `release` as the expressions must list it: nixpkgs' patch, then each file of
-/// `patches/<release>/series`, as paths in this checkout.
-fn expected_patches(release: &str, as_string: bool) -> String {
-    let dir = workspace().join("patches").join(release);
-    let series = std::fs::read_to_string(dir.join("series")).unwrap();
-    let mut items = vec!["\"nixpkgs-own.patch\"".to_string()];
-    for name in series
-        .lines()
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        let path = dir.join(name).display().to_string();
-        items.push(if as_string {
-            format!("\"{path}\"")
-        } else {
-            path
-        });
+/// The name a block's file has: the one its first line gives, or, for a NixOS module that
+/// configures nix-ld, `configuration.nix`.
+pub(crate) fn file_name(block: &Block) -> Option<String> {
+    match block.file_name() {
+        Some(name) => Some(name.to_string()),
+        None if block.text.contains("programs.nix-ld") => Some("configuration.nix".to_string()),
+        None => None,
     }
-    format!("[ {} ]", items.join(" "))
+}
+
+/// Writes each block into a directory of its page (`docs_nix.md/`) under the name its first
+/// line gives, beside nix.md's `glibc-fallback.nix`, which modules of other pages import as
+/// `./glibc-fallback.nix`. The block's directory.
+pub(crate) fn write_block(scratch: &Path, block: &Block) -> std::path::PathBuf {
+    let dir = scratch.join(block.page.replace('/', "_"));
+    std::fs::create_dir_all(&dir).unwrap();
+    if let Some(glibc) = blocks("nix")
+        .into_iter()
+        .find(|b| b.page == "docs/nix.md" && b.file_name() == Some("glibc-fallback.nix"))
+    {
+        std::fs::write(dir.join("glibc-fallback.nix"), with_checkout(&glibc.text)).unwrap();
+    }
+    if let Some(name) = file_name(block) {
+        std::fs::write(dir.join(name), with_checkout(&block.text)).unwrap();
+    }
+    dir
 }
 
 #[test]
 fn every_nix_expression_in_the_docs_parses_and_builds_the_series() {
-    let Some(nix) = nix_instantiate() else {
+    let scratch = tempfile::TempDir::new().unwrap();
+    let stand_in = StandIn::default();
+    let Some(nix) = Nix::new(scratch.path(), &stand_in) else {
         return;
     };
-    let scratch = tempfile::TempDir::new().unwrap();
     let release = model::Release::newest().version().to_string();
-    let stub = STUB.replace("RELEASE", &release);
-    let repo = workspace().display().to_string();
-    let glibc_fallback = pages()
-        .iter()
-        .flat_map(|page| nix_blocks(&std::fs::read_to_string(page).unwrap()))
-        .map(|(_, block)| block)
-        .find(|block| block_name(block) == "glibc-fallback.nix");
     let mut failures = Vec::new();
-    let mut evaluated = 0;
-    let mut blocks = 0;
-    for page in pages() {
-        let text = std::fs::read_to_string(&page).unwrap();
-        let rel = page
-            .strip_prefix(workspace())
-            .unwrap()
-            .display()
-            .to_string();
-        for (line, block) in nix_blocks(&text) {
-            blocks += 1;
-            let at = format!("{rel}:{line}");
-            // Each block in a directory of its own, named as its first line says, beside the
-            // blocks of the same page it imports (`./glibc-fallback.nix`).
-            let name = block_name(&block);
-            let dir = scratch.path().join(rel.replace('/', "_"));
-            std::fs::create_dir_all(&dir).unwrap();
-            // A module of another page imports nix.md's glibc as `./glibc-fallback.nix`.
-            if let Some(glibc) = &glibc_fallback {
-                std::fs::write(
-                    dir.join("glibc-fallback.nix"),
-                    glibc.replace("/path/to/ld-fallback", &repo),
-                )
-                .unwrap();
-            }
-            let file = dir.join(&name);
-            // The docs' placeholder for the checkout, in the overlay's path literal.
-            std::fs::write(&file, block.replace("/path/to/ld-fallback", &repo)).unwrap();
-            if let Err(why) = run(&nix, &dir, &["--parse", &name]) {
-                failures.push(format!("{at} ({name}) does not parse:\n{why}"));
-                continue;
-            }
-            let expr = |template: &str| {
-                template
-                    .replace("{S}", &format!("({stub})"))
-                    .replace("{F}", &format!("./{name}"))
-                    .replace("{R}", &repo)
-            };
-            if let Some((_, template)) = EVALUATED.iter().find(|(n, _)| *n == name) {
-                evaluated += 1;
-                match run(&nix, &dir, &["--eval", "--strict", "-E", &expr(template)]) {
+    let mut checked = 0;
+    let all = blocks("nix");
+    for block in &all {
+        let at = block.at();
+        let Some(name) = file_name(block) else {
+            failures.push(format!(
+                "{at}: a Nix block without a name: name it in its first line (`# NAME.nix: ...`) and give it a check here"
+            ));
+            continue;
+        };
+        let dir = write_block(scratch.path(), block);
+        if let Err(why) = nix.parse(&dir, &name) {
+            failures.push(format!("{at} ({name}) does not parse:\n{why}"));
+            continue;
+        }
+        let Some((_, check)) = CHECKS.iter().find(|(n, _)| *n == name) else {
+            failures.push(format!(
+                "{at}: a Nix block ({name}) that this test neither evaluates nor knows: give it a check here"
+            ));
+            continue;
+        };
+        checked += 1;
+        match check {
+            Check::Patches(template) => {
+                let expr = template.replace("{F}", &format!("./{name}"));
+                match nix.eval(&dir, &expr) {
                     Err(why) => failures.push(format!("{at} ({name}) does not evaluate:\n{why}")),
-                    Ok(got) => {
-                        let got = got.trim();
-                        let want = [
-                            expected_patches(&release, false),
-                            expected_patches(&release, true),
-                        ];
-                        if !want.iter().any(|w| w == got) {
-                            failures.push(format!(
-                                "{at} ({name}) gives the patches {got}\n  not {}",
-                                want[0]
-                            ));
+                    Ok(patches) => {
+                        if let Some(why) = series_mismatch(&nix, &release, &patches) {
+                            failures.push(format!("{at} ({name}): {why}"));
                         }
                     }
                 }
-            } else if let Some((_, template, must)) = CHECKED.iter().find(|(n, ..)| *n == name) {
-                evaluated += 1;
-                match run(
-                    &nix,
-                    &dir,
-                    &["--eval", "--strict", "--json", "-E", &expr(template)],
-                ) {
-                    Err(why) => failures.push(format!("{at} ({name}) does not evaluate:\n{why}")),
-                    Ok(got) => {
-                        let got: String = serde_json::from_str(got.trim()).unwrap_or(got);
-                        if !got.contains(must) {
-                            failures.push(format!("{at} ({name}) gives {got:?}, without {must:?}"));
-                        }
-                    }
+            }
+            Check::Flake => {
+                if let Err(why) = flake_follows_and_builds_the_series(&nix, &dir, &release) {
+                    failures.push(format!("{at} ({name}): {why}"));
                 }
-            } else {
-                failures.push(format!(
-                    "{at}: a Nix block ({name}) that this test neither evaluates nor knows: name it in its first line (`# NAME.nix: ...`) and add it here"
-                ));
+            }
+            Check::NixLd => {
+                if let Err(why) = nix_ld_module_replaces_nix_ld(&nix, &dir, &stand_in) {
+                    failures.push(format!("{at} ({name}): {why}"));
+                }
+            }
+            Check::Shell => {
+                if !crate::page_shell::runs_nix_shell(&name) {
+                    failures.push(format!(
+                        "{at} ({name}): its shell is run by no scenario of page_shell"
+                    ));
+                }
             }
         }
     }
-    assert!(
-        blocks > 0 && evaluated > 0,
-        "no Nix block found in the docs"
-    );
+    assert!(checked > 0, "no Nix block found in the docs");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// A page's flake, in `dir`, with this repository as its `ld-fallback` input and the stand-in
+/// as its `nixpkgs`: the lock must show ld-fallback's nixpkgs following the user's, and its
+/// packages must build the series.
+fn flake_follows_and_builds_the_series(nix: &Nix, dir: &Path, release: &str) -> Result<(), String> {
+    let repository = crate::flake::checkout_copy(dir);
+    let inputs = [
+        "--no-write-lock-file".to_string(),
+        "--override-input".to_string(),
+        "nixpkgs".to_string(),
+        format!("path:{}", nix.nixpkgs().display()),
+        "--override-input".to_string(),
+        "ld-fallback".to_string(),
+        format!("path:{}", repository.display()),
+    ];
+    let with = |args: &[&str]| -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string())
+            .chain(inputs.iter().cloned())
+            .collect()
+    };
+    let call = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        nix.nix(dir, &args)
+    };
+    let flake = format!("path:{}", dir.display());
+    let metadata = call(with(&["flake", "metadata", "--json", &flake]))?;
+    let metadata: serde_json::Value =
+        serde_json::from_str(&metadata).map_err(|e| format!("metadata: {e}"))?;
+    let follows = &metadata["locks"]["nodes"]["ld-fallback"]["inputs"]["nixpkgs"];
+    if *follows != serde_json::json!(["nixpkgs"]) {
+        return Err(format!(
+            "ld-fallback's nixpkgs is not the user's (its lock entry: {follows}): add `inputs.ld-fallback.inputs.nixpkgs.follows = \"nixpkgs\"`, or its glibc comes from another revision"
+        ));
+    }
+    let packages = format!("{flake}#packages.aarch64-linux.glibc-fallback.patches");
+    let patches = call(with(&["eval", "--json", &packages]))?;
+    let patches: serde_json::Value =
+        serde_json::from_str(&patches).map_err(|e| format!("patches: {e}"))?;
+    match series_mismatch(nix, release, &patches) {
+        Some(why) => Err(why),
+        None => Ok(()),
+    }
+}
+
+/// A NixOS module (`configuration.nix` in `dir`) that enables nix-ld must set the patched
+/// glibc's loader as `NIX_LD` where nixpkgs' module sets it, `environment.sessionVariables`,
+/// with `mkForce` (the module's own definition is a plain one), and the fallback list there
+/// too: PAM sets those for every session, and NixOS copies them into
+/// `environment.variables` for the shells. A definition in `environment.variables` alone
+/// leaves every session that no NixOS shell starts on the module's loader.
+fn nix_ld_module_replaces_nix_ld(nix: &Nix, dir: &Path, stand_in: &StandIn) -> Result<(), String> {
+    let environment = nix.eval(
+        dir,
+        "let pkgs = import <nixpkgs> { }; in (import ./configuration.nix { inherit pkgs; inherit (pkgs) lib; }).environment",
+    )?;
+    if environment["variables"]["NIX_LD"] != serde_json::Value::Null {
+        return Err(format!(
+            "sets NIX_LD in environment.variables ({}): nixpkgs' nix-ld module sets it in environment.sessionVariables, which PAM sets for every session; set it there",
+            environment["variables"]["NIX_LD"]
+        ));
+    }
+    let nix_ld = &environment["sessionVariables"]["NIX_LD"];
+    let loader = format!(
+        "{}/lib/ld-linux-aarch64.so.1",
+        stand_in.glibc_fallback.display()
+    );
+    let wanted = serde_json::json!({ "_type": "override", "priority": 50, "content": loader });
+    if *nix_ld != wanted {
+        return Err(format!(
+            "environment.sessionVariables.NIX_LD is {nix_ld}, not lib.mkForce of the patched glibc's loader ({loader})"
+        ));
+    }
+    let fallback = environment["sessionVariables"]["LD_FALLBACK_PATH"]
+        .as_str()
+        .unwrap_or("");
+    if fallback.is_empty() || fallback.split(':').any(|d| !d.starts_with('/')) {
+        return Err(format!(
+            "environment.sessionVariables.LD_FALLBACK_PATH is {:?}: a list of absolute directories, set for every session",
+            environment["sessionVariables"]["LD_FALLBACK_PATH"]
+        ));
+    }
+    Ok(())
+}
+
+/// The check above fails on the module the docs gave before: `NIX_LD` forced in
+/// `environment.variables`, which nixpkgs' module no longer sets.
 #[test]
-fn blocks_are_found_indented_too() {
-    let page = "a\n```nix\n{ a = 1; }\n```\n- item\n  ```nix\n  # x.nix\n  { b = 2; }\n  ```\n```sh\nls\n```\n";
-    assert_eq!(
-        nix_blocks(page),
-        [
-            (3, "{ a = 1; }\n".to_string()),
-            (7, "# x.nix\n{ b = 2; }\n".to_string())
-        ]
+fn a_nix_ld_module_forcing_environment_variables_is_refused() {
+    let scratch = tempfile::TempDir::new().unwrap();
+    let stand_in = StandIn::default();
+    let Some(nix) = Nix::new(scratch.path(), &stand_in) else {
+        return;
+    };
+    let dir = scratch.path().join("module");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("configuration.nix"),
+        r#"{ pkgs, lib, ... }:
+let glibcFallback = (import WORKSPACE { inherit pkgs; }).glibc-fallback;
+in {
+  programs.nix-ld.enable = true;
+  environment.variables.NIX_LD = lib.mkForce "${glibcFallback}/lib/ld-linux-aarch64.so.1";
+  environment.variables.LD_FALLBACK_PATH = "/run/opengl-driver/lib";
+}
+"#
+        .replace("WORKSPACE", &workspace().display().to_string()),
+    )
+    .unwrap();
+    let err = nix_ld_module_replaces_nix_ld(&nix, &dir, &stand_in).unwrap_err();
+    assert!(
+        err.contains("sets NIX_LD in environment.variables"),
+        "{err}"
     );
 }

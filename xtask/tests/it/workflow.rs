@@ -286,6 +286,57 @@ fn the_debian_stack_job_imports_every_release_and_runs_the_check() {
     }
 }
 
+/// The repository's flake against real nixpkgs: a current Nix, then `nix flake check` without
+/// building, on both systems, against the flake's own nixpkgs and against each nixpkgs commit
+/// the nix-stack job checks out.
+#[test]
+fn the_nix_flake_job_checks_the_flake_against_every_pinned_nixpkgs() {
+    let workflow = workflow();
+    let flake = job(&workflow, "nix-flake");
+    assert!(
+        uses(flake).join("\n").contains("cachix/install-nix-action"),
+        "the job installs Nix"
+    );
+    let checks: Vec<&str> = runs(flake);
+    for check in &checks {
+        assert!(
+            check.starts_with("nix flake check --no-build --all-systems --no-write-lock-file"),
+            "evaluation only, on every system, nothing written: {check}"
+        );
+    }
+    let pinned: Vec<String> = job(&workflow, "nix-stack")
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Uses(step) => Some(format!("{:?}", step.with)),
+            _ => None,
+        })
+        .filter_map(|with| {
+            let at = with.find("ref")? + "ref".len();
+            let commit: String = with[at..]
+                .chars()
+                .skip_while(|c| !c.is_ascii_hexdigit())
+                .take_while(char::is_ascii_hexdigit)
+                .collect();
+            (commit.len() == 40).then_some(commit)
+        })
+        .collect();
+    assert_eq!(pinned.len(), 4, "the nix-stack job's pins: {pinned:?}");
+    let overridden: Vec<&str> = checks
+        .iter()
+        .filter_map(|c| {
+            c.split("--override-input nixpkgs github:NixOS/nixpkgs/")
+                .nth(1)
+        })
+        .collect();
+    assert_eq!(overridden, pinned, "one check per pinned nixpkgs");
+    assert_eq!(
+        checks.len(),
+        pinned.len() + 1,
+        "and one against the flake's own nixpkgs"
+    );
+}
+
 /// The stand-alone explain crate is installed as users install it, on arm64.
 #[test]
 fn explain_installs_on_its_own_on_arm64() {
