@@ -98,6 +98,8 @@ fn render(root: &Path, part: &Part) -> Result<Option<String>> {
         loader_tests::replay::facts::what_to_set()
     } else if *part == generated::JIT_MISMATCH_NOTE {
         loader_tests::replay::facts::jit_mismatch_note()
+    } else if *part == generated::JETSON_SOURCES {
+        loader_tests::replay::sources::table()
     } else {
         return Ok(None);
     }))
