@@ -109,7 +109,7 @@ fn a_cache_and_a_library_that_never_end_are_passed_over_at_once() {
     );
 }
 
-/// Causes named right (issue 44 class 6): a root that is a symlink loop is said to be one
+/// Causes named right: a root that is a symlink loop is said to be one
 /// (it was "permission denied"), and a loader missing from the root is "no such file" (it
 /// ended "(Absent)", the model's own name).
 #[test]

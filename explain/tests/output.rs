@@ -79,7 +79,7 @@ fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
     assert_eq!(code, Some(1));
 }
 
-/// A value clap refuses is quoted escaped (issue 44 class 7), as `cargo xtask` quotes it.
+/// A value clap refuses is quoted escaped, as `cargo xtask` quotes it.
 #[test]
 fn a_refused_option_value_is_quoted_escaped() {
     let ran = Command::new(env!("CARGO_BIN_EXE_ld-fallback-explain"))

@@ -404,7 +404,7 @@ mod tests {
         root
     }
 
-    /// Issue 42: on an Orin the toolkit looks in `compat_orin/` only, so a JetPack 6 image
+    /// On an Orin the toolkit looks in `compat_orin/` only, so a JetPack 6 image
     /// with `cuda-compat-12-8` in `compat/` gets no entry, however new its compat; Thor's hook
     /// looks in `compat/`.
     #[test]

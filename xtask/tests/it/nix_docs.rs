@@ -170,6 +170,13 @@ const CHECKED: &[(&str, &str, &str)] = &[
         "(import {F} { pkgs = {S}; lib = ({S}).lib; }).environment.variables.NIX_LD.content",
         "-glibc-fallback/lib/ld-linux-aarch64.so.1",
     ),
+    // docs/jetson.md's module: nixpkgs' nix-ld module sets NIX_LD as a session variable, so
+    // the override goes there.
+    (
+        "nix-ld-jetson.nix",
+        "(import {F} { pkgs = {S}; lib = ({S}).lib; }).environment.sessionVariables.NIX_LD.content",
+        "-glibc-fallback/lib/ld-linux-aarch64.so.1",
+    ),
 ];
 
 /// The series of `release` as the expressions must list it: nixpkgs' patch, then each file of
