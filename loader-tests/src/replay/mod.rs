@@ -867,6 +867,7 @@ pub const APPROACHES: &[Approach] = &[
         name: "pure binding",
         status: Status::Proposed("nixpkgs #273797"),
         title: "cuda_compat's libcuda.so.1 an absolute DT_NEEDED of the runtime (patchelf --add-needed)",
+        user_sets: "nothing (the runtime's DT_NEEDED)",
         cudart_runpath: CudartRunpath::DriverOnly,
         cudart_needs_compat: true,
         opt_out: &[OptOut::LibraryPathAtDriver, OptOut::PreloadDriver],
@@ -877,6 +878,7 @@ pub const APPROACHES: &[Approach] = &[
         name: "discover and add",
         status: Status::Proposed("nixpkgs #273389"),
         title: "the JetPack 5 driver dir appended to cuda_compat's RUNPATH, libnvrm_*'s deps added as DT_NEEDED",
+        user_sets: "nothing (nixpkgs #273389's cuda_compat)",
         compat_runpath: CompatRunpath::AppendTegra,
         ..APPROACH
     },

@@ -37,7 +37,7 @@ pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule
     if column.board.device == Device::Thor && (closure_named || closure_loaded) {
         premises.push(Rule::ThorClosure);
     }
-    // Row 6 on an Ubuntu host: the app's l4t-core is the host's release only by the model.
+    // jetpack-nixos' cuda_compat on an Ubuntu host: the app's l4t-core is the host's release only by the model.
     let from_l4t_core = run
         .loaded
         .iter()
@@ -87,7 +87,7 @@ mod tests {
         CellReport::new(approach, column, runs)
     }
 
-    /// Row 6 on a JetPack 5 host ran the app, and the page once said `[R] runs`, though the
+    /// jetpack-nixos' cuda_compat on a JetPack 5 host ran the app, and the page once said `[R] runs`, though the
     /// `libnvrm_*` it took came from an l4t-core store path that is the host's release only
     /// because the replay made it so.
     #[test]

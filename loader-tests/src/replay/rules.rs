@@ -41,7 +41,7 @@ pub enum Rule {
     ToolkitRoot,
     /// A premise: Thor's `libcuda.so.1` (the board's and R38's compat) has the Orin closure.
     ThorClosure,
-    /// A premise: row 6's l4t-core store path is of the Ubuntu host's own L4T release.
+    /// A premise: jetpack-nixos' cuda_compat's l4t-core store path is of the Ubuntu host's own L4T release.
     L4tCorePinned,
     /// A premise: `cuda_compat_orin` is made for JetPack 6 (R36) and works there.
     CompatOrinRelease,
@@ -144,11 +144,11 @@ impl Rule {
             Rule::TwoDrivers => "a process with two `libcuda.so.1` mapped (the board's by `LD_PRELOAD`, cuda_compat's by an absolute DT_NEEDED): the cell says so and counts the run as not known to work",
             Rule::SassNoJit => "loading a module that has SASS for the device loads no JIT helper",
             Rule::PtxJitDisabled => "with `CUDA_DISABLE_PTX_JIT=1` loading a PTX-only module fails with `CUDA_ERROR_JIT_COMPILATION_DISABLED` (223)",
-            Rule::ToolkitNoNvml => "(row 12) NVIDIA's container toolkit writes no `00-compat-*.conf` on an L4T R35 host, however new the container's cuda-compat: the container gets the board's driver",
-            Rule::ToolkitNote => "(row 12) NVIDIA's container toolkit writes `00-compat-*.conf` for a Jetson cuda-compat whose CUDA version is newer than the host driver's, which it reads from the compat `libcuda`'s `.note.cuda.fwd_compatibility`",
-            Rule::ToolkitRoot => "(row 12) NVIDIA's container toolkit gives its `enable-cuda-compat` hook the compat directory of the device kind, `/usr/local/cuda/compat_orin` on an Orin and `/usr/local/cuda/compat` elsewhere (Thor), and the hook looks nowhere else: it needs exactly one `libcuda.so.*.*` there. A CUDA image keeps `cuda-compat-12-x` (JetPack 6) in `compat/`, `cuda-compat-orin-13-x` in `compat_orin/`",
+            Rule::ToolkitNoNvml => "(the container toolkit's row) NVIDIA's container toolkit writes no `00-compat-*.conf` on an L4T R35 host, however new the container's cuda-compat: the container gets the board's driver",
+            Rule::ToolkitNote => "(the container toolkit's row) NVIDIA's container toolkit writes `00-compat-*.conf` for a Jetson cuda-compat whose CUDA version is newer than the host driver's, which it reads from the compat `libcuda`'s `.note.cuda.fwd_compatibility`",
+            Rule::ToolkitRoot => "(the container toolkit's row) NVIDIA's container toolkit gives its `enable-cuda-compat` hook the compat directory of the device kind, `/usr/local/cuda/compat_orin` on an Orin and `/usr/local/cuda/compat` elsewhere (Thor), and the hook looks nowhere else: it needs exactly one `libcuda.so.*.*` there. A CUDA image keeps `cuda-compat-12-x` (JetPack 6) in `compat/`, `cuda-compat-orin-13-x` in `compat_orin/`",
             Rule::ThorClosure => "(premise; Thor, R38) the board's `libcuda.so.1` needs `libnvrm_gpu.so` and `libnvrm_mem.so`, and R38's `cuda-compat-13-0` also `libnvdla_runtime.so`, with the Orin closure below them ([The closure](#the-closure)): the stand-ins are built so, and a run that loads or misses one of those libraries rests on it",
-            Rule::L4tCorePinned => "(premise; row 6 on an Ubuntu host) the `libnvrm_*` that cuda_compat's RUNPATH finds in jetpack-nixos' l4t-core store path are of the host's own L4T release: the replay's app has an l4t-core of the board's release",
+            Rule::L4tCorePinned => "(premise; jetpack-nixos' cuda_compat on an Ubuntu host) the `libnvrm_*` that cuda_compat's RUNPATH finds in jetpack-nixos' l4t-core store path are of the host's own L4T release: the replay's app has an l4t-core of the board's release",
             Rule::CompatOrinRelease => "(premise; JetPack 6) `cuda_compat_orin` 13.2 is made for L4T R36 and its `cuInit` accepts R36's kernel and driver 12.6: the stand-in is built so",
         }
     }

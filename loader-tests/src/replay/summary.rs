@@ -276,7 +276,8 @@ fn first_table(report: &ReplayReport) -> String {
                 let Some(approach) = approach_of(row) else {
                     continue;
                 };
-                if row.approach == kind.default {
+                // The default is what fails, and a mistake is nothing to do.
+                if row.approach == kind.default || approach.status == Status::Mistake {
                     continue;
                 }
                 let Some(cell) = row.cells.get(at) else {

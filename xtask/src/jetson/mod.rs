@@ -2,8 +2,9 @@
 //! of host, each cell a real run under the built loader (`loader_tests::replay`), as a table
 //! for the terminal, as JSON, or as the generated block of docs/jetson.md.
 //!
-//! The rows run under the patched loader, row 8 under the fallback-first variant, and the rows
-//! that set LD_FALLBACK_PATH under the unpatched loader too; the three sysroots are taken from
+//! The rows run under the patched loader, `LD_FALLBACK_PATH, fallback first` under the
+//! fallback-first variant, and the rows that set LD_FALLBACK_PATH under the unpatched loader
+//! too; the three sysroots are taken from
 //! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first. The
 //! real host libraries come from Debian's archive once ([`loader_tests::replay::HostLibs`]).
 //!
