@@ -170,6 +170,7 @@ SKIPPED  docs/explain.md (block explain-json-example): written by a run of the l
 SKIPPED  docs/explain.md (block lddtree): written by a run of the loaders, `cargo test -p loader-tests --test explain`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay summary): written by a run of the loaders, `cargo xtask jetson-replay --write-doc`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay): written by a run of the loaders, `cargo xtask jetson-replay --markdown`; not made here
+fresh    docs/jetson.md (block jetson-sources)
 fresh    docs/support.md
 fresh    docs/troubleshooting.md (block jit-mismatch)
 SKIPPED  docs/troubleshooting.md (block ld-debug-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
