@@ -179,6 +179,14 @@ pub const SOURCES: &[Source] = &[
         ..SOURCE
     },
     Source {
+        id: "nixpkgs-manifests",
+        repo: NIXPKGS,
+        path: "pkgs/development/cuda-modules/_cuda/manifests/cuda/",
+        read: Read::IndexedUnpinned,
+        says: "the CUDA manifests the code index lists (the union over the versions it holds): 12.6.3, 12.8.2, 12.9.1, 12.9.2, 13.0.0 to 13.0.3, 13.1.1, 13.1.2, 13.2.0 to 13.2.2, 13.3.0, 13.3.1, 13.4.1, 13.4.2",
+        ..SOURCE
+    },
+    Source {
         id: "nixpkgs-packages",
         repo: NIXPKGS,
         path: "pkgs/development/cuda-modules/packages/",
@@ -249,9 +257,9 @@ pub const SOURCES: &[Source] = &[
     Source {
         id: "jetpack-nixos-defaults",
         repo: JETPACK_NIXOS,
-        path: "overlay.nix, modules/default.nix, modules/cuda.nix",
+        path: "overlay.nix, modules/default.nix, modules/cuda.nix, hydra/packages.nix",
         commit: JETPACK_NIXOS_AT,
-        says: "JetPack 5 is R35.6.4 with CUDA 11.4, JetPack 6 R36.5.0 with CUDA 12.6, JetPack 7 R39.2.0 with CUDA 13.2 (driver 595.78); the module sets `cudaPackages` to `cudaPackages_<major>` of the JetPack's CUDA (`cudaPackages_11` is the overlay's 11.4), `cudaCapabilities` per SoM (`8.7` on Orin), and asserts CUDA 11.4-12.2 on JetPack 5, 12.4-12.9 on JetPack 6, 13.0 and later on JetPack 7; `enableCudaDriverCompat` is set nowhere in the repository",
+        says: "JetPack 5 is R35.6.4 with CUDA 11.4, JetPack 6 R36.5.0 with CUDA 12.6, JetPack 7 R39.2.0 with CUDA 13.2 (driver 595.78); Hydra builds `cudaPackages_11_4`, `cudaPackages_12_6` and `cudaPackages_13_2` for the JetPacks; the module sets `cudaPackages` to `cudaPackages_<major>` of the JetPack's CUDA (`cudaPackages_11` is the overlay's 11.4), `cudaCapabilities` per SoM (`8.7` on Orin), and asserts CUDA 11.4-12.2 on JetPack 5, 12.4-12.9 on JetPack 6, 13.0 and later on JetPack 7; `enableCudaDriverCompat` is set nowhere in the repository",
         ..SOURCE
     },
     Source {
