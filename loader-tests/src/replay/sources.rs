@@ -365,9 +365,9 @@ pub const SOURCES: &[Source] = &[
     Source {
         id: "nix-gl-host",
         repo: "numtide/nix-gl-host",
-        path: "src/nixglhost.py; issue #11",
-        read: Read::Thread,
-        says: "the host's files matching `CUDA_DSO_PATTERNS` and the generic patterns (no `libnvrm_*`) copied into a cache directory, `LD_LIBRARY_PATH` at it; Jetson libraries \"depend on half a dozen other libraries\"",
+        path: "src/nixglhost.py",
+        commit: "5269b233f838",
+        says: "the host's files matching `CUDA_DSO_PATTERNS` (`libcudadebugger`, `libcuda`, `libnvidia-ml`) and `NVIDIA_DSO_PATTERNS` (among them `libnvidia-ptxjitcompiler`, `libnvidia-nvvm`, `libnvtegrahv`; no `libnvrm_*`) are copied into a cache directory, `LD_LIBRARY_PATH` at it",
         ..SOURCE
     },
     Source {
