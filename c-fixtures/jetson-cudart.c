@@ -1,69 +1,133 @@
 /* libcudart.so.12 (-DRUNTIME_VERSION=12020): the app's CUDA runtime.  Like NVIDIA's, it
-   dlopens libcuda.so.1 from inside itself (so its own RUNPATH is searched), refuses an older
-   driver (cudaErrorInsufficientDriver), passes the driver's errors on, and loads the app's
-   kernels as a module: PTX, which needs the driver's JIT helper, or with SAXPY_KERNEL=sass
-   SASS, which does not.  SAXPY_HELPERS=1 then asks the driver for its other helpers.
-   With SAXPY_PROBE_COMPAT=<path> and SAXPY_PROBE_VERSION=N it first probes as Julia's
-   CUDA_Driver_jll does (C/CUDA/CUDA_Driver/init.jl in Yggdrasil): the system driver by bare
-   name; if it is older than N, unload it, load the compat driver by absolute path and its JIT
-   helper by absolute path from the same directory, and keep it if cuInit succeeds, else
-   unload it and take the system driver again.  The lookup of libcuda.so.1 that follows then
-   gets whichever is loaded: a loaded SONAME wins.  */
+   dlopens libcuda.so.1 from inside itself (so its own RUNPATH is searched), refuses a driver
+   of an older CUDA major version (cudaErrorInsufficientDriver) and takes one of an older minor
+   version of its own major (NVIDIA's minor-version compatibility), passes the driver's errors
+   on, and loads the app's kernels as a module: PTX made by its own toolkit ("toolkit=N"),
+   which needs a JIT helper at least that new, or with SAXPY_KERNEL=sass SASS, which needs
+   none.  SAXPY_HELPERS=1 then asks the driver for its other helpers.
+   With SAXPY_PROBE_COMPAT=<path> it first chooses a driver as Julia's CUDA_Driver_jll does
+   (C/CUDA/CUDA_Driver/init.jl and toplevel.jl in Yggdrasil): nothing when a libcuda.so.1 is
+   already loaded; else it inspects each driver in a child process, cuda_compat's after its
+   helpers (the libraries beside it) and the system's by bare name, each through cuInit and
+   cuDriverGetVersion, so neither is mapped here; and only when cuda_compat initialised and is
+   newer than the system's driver it loads cuda_compat's helpers, then cuda_compat, by absolute
+   path.  The lookup of libcuda.so.1 that follows then gets whichever is loaded: a loaded
+   SONAME wins.  (Julia's inspector is a program of its own; the child here is a fork, whose
+   bare-name lookup is the runtime's.)  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "jetson.h"
 
 #ifndef RUNTIME_VERSION
 #error "build with -DRUNTIME_VERSION=N"
 #endif
 
-static const char ptx[] = ".version 6.0\n.target sm_50\n.address_size 64\n";
+#define STRING(x) #x
+#define VALUE(x) STRING (x)
+static const char ptx[]
+  = ".version 6.0\n.target sm_50\n.address_size 64\ntoolkit=" VALUE (RUNTIME_VERSION) "\n";
 static const char sass[] = "sass sm_87";
 
-/* Julia's probe, before the runtime's own lookup.  */
+/* The helpers a cuda_compat ships beside its libcuda.so.1 that Julia loads first
+   (libcuda_deps in init.jl; its libnvidia-gpucomp and libnvidia-tileiras have no stand-in).  */
+static const char *const compat_deps[] = {
+  "libcudadebugger.so.1", "libnvidia-nvvm.so.4", "libnvidia-ptxjitcompiler.so.1",
+};
+#define COMPAT_DEPS (sizeof compat_deps / sizeof compat_deps[0])
+
+/* DIR/NAME into OUT, where DIR is the directory of PATH.  */
 static void
-probe_compat (const char *compat, int compat_version)
+beside (const char *path, const char *name, char *out, size_t size)
 {
-  void *system = dlopen ("libcuda.so.1", RTLD_NOW);
-  /* No tail call: dlopen must see this library as its caller (its RUNPATH counts).  */
-  __asm__ volatile ("" ::: "memory");
-  if (system == NULL)
-    return;
-  int (*version) (int *) = (int (*) (int *)) dlsym (system, "cuDriverGetVersion");
-  int system_version = 0;
-  if (version == NULL || version (&system_version) != 0 || system_version >= compat_version)
-    return;
-  dlclose (system);
+  snprintf (out, size, "%s", path);
+  char *slash = strrchr (out, '/');
+  if (slash != NULL)
+    snprintf (slash + 1, size - (size_t) (slash + 1 - out), "%s", name);
+}
+
+/* The version DRIVER reports after cuInit, inspected in a child process with cuda_compat's
+   helpers loaded first when WITH_DEPS, or 0 when it does not load or initialise.  */
+static int
+inspect (const char *driver, int with_deps)
+{
+  int pipefd[2];
+  if (pipe (pipefd) != 0)
+    return 0;
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      close (pipefd[0]);
+      close (pipefd[1]);
+      return 0;
+    }
+  if (pid == 0)
+    {
+      close (pipefd[0]);
+      int version = 0;
+      for (size_t i = 0; with_deps && i < COMPAT_DEPS; i++)
+        {
+          char dep[4096];
+          beside (driver, compat_deps[i], dep, sizeof dep);
+          if (access (dep, F_OK) == 0 && dlopen (dep, RTLD_NOW | RTLD_LOCAL) == NULL)
+            _exit (1);
+        }
+      void *handle = dlopen (driver, RTLD_NOW | RTLD_LOCAL);
+      /* No tail call: dlopen must see this library as its caller (its RUNPATH counts).  */
+      __asm__ volatile ("" ::: "memory");
+      if (handle != NULL)
+        {
+          int (*init) (unsigned int) = (int (*) (unsigned int)) dlsym (handle, "cuInit");
+          int (*get) (int *) = (int (*) (int *)) dlsym (handle, "cuDriverGetVersion");
+          if (init != NULL && get != NULL && init (0) == 0 && get (&version) != 0)
+            version = 0;
+        }
+      if (write (pipefd[1], &version, sizeof version) != sizeof version)
+        _exit (1);
+      _exit (0);
+    }
+  close (pipefd[1]);
+  int version = 0;
+  if (read (pipefd[0], &version, sizeof version) != sizeof version)
+    version = 0;
+  close (pipefd[0]);
+  int status;
+  waitpid (pid, &status, 0);
+  return version;
+}
+
+/* Julia's choice, before the runtime's own lookup.  */
+static void
+probe_compat (const char *compat)
+{
   if (dlopen ("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) != NULL)
     return;
-  void *handle = dlopen (compat, RTLD_NOW);
-  if (handle == NULL)
+  int compat_version = inspect (compat, 1);
+  if (compat_version == 0)
     return;
-  char helper[4096];
-  snprintf (helper, sizeof helper, "%s", compat);
-  char *slash = strrchr (helper, '/');
-  if (slash != NULL)
-    snprintf (slash + 1, sizeof helper - (size_t) (slash + 1 - helper),
-              "libnvidia-ptxjitcompiler.so.1");
-  void *jit = dlopen (helper, RTLD_NOW);
-  int (*init) (unsigned int) = (int (*) (unsigned int)) dlsym (handle, "cuInit");
-  if (init != NULL && init (0) == 0)
+  int system_version = inspect ("libcuda.so.1", 0);
+  if (system_version == 0 || compat_version <= system_version)
     return;
-  if (jit != NULL)
-    dlclose (jit);
-  dlclose (handle);
+  for (size_t i = 0; i < COMPAT_DEPS; i++)
+    {
+      char dep[4096];
+      beside (compat, compat_deps[i], dep, sizeof dep);
+      if (access (dep, F_OK) == 0)
+        dlopen (dep, RTLD_NOW);
+    }
+  dlopen (compat, RTLD_NOW);
 }
 
 int
 cudart_init (char *msg, size_t size)
 {
   const char *probe = getenv ("SAXPY_PROBE_COMPAT");
-  const char *probe_version = getenv ("SAXPY_PROBE_VERSION");
-  if (probe != NULL && probe_version != NULL)
-    probe_compat (probe, atoi (probe_version));
+  if (probe != NULL)
+    probe_compat (probe);
   void *cuda = dlopen ("libcuda.so.1", RTLD_NOW);
   /* No tail call: dlopen must see this library as its caller (its RUNPATH counts).  */
   __asm__ volatile ("" ::: "memory");
@@ -96,7 +160,7 @@ cudart_init (char *msg, size_t size)
       snprintf (msg, size, "stub code=%d", rc);
       return rc;
     }
-  if (driver < RUNTIME_VERSION)
+  if (driver / 1000 < RUNTIME_VERSION / 1000)
     {
       snprintf (msg, size, "too-old driver=%d compat=%d runtime=%d", driver, compat, RUNTIME_VERSION);
       return CUDA_ERROR_INSUFFICIENT_DRIVER;
@@ -115,7 +179,8 @@ cudart_init (char *msg, size_t size)
   if (rc != 0)
     {
       text (rc, &why);
-      snprintf (msg, size, "module driver=%d compat=%d code=%d %s", driver, compat, rc, why);
+      snprintf (msg, size, "module driver=%d compat=%d jit=%d code=%d %s", driver, compat,
+                jit (), rc, why);
       return rc;
     }
   int written = snprintf (msg, size, "ok driver=%d compat=%d jit=%d", driver, compat, jit ());

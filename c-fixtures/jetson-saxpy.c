@@ -1,4 +1,4 @@
-/* The app: links libcudart.so.12 or libcudart.so.13, the oldest runtime of its CUDA major
+/* The app: links libcudart.so.11, .12 or .13, the oldest runtime of its CUDA major
    version (DT_NEEDED, RUNPATH to the runtime's store path, as Nix builds it), with -DCXX_APP
    also libstdc++.so.6 (a C++ CUDA program), initialises CUDA, optionally (SAXPY_NSS=1)
    looks up a user that /etc/passwd does not list, so that libc asks the next NSS module,

@@ -24,15 +24,18 @@
                                                in cuInit
    Every libcuda.so.1 dlopens libnvidia-ptxjitcompiler.so.1 by bare name when a PTX module is
    loaded (CUDA_ERROR_JIT_COMPILER_NOT_FOUND, 221, when none is found; not for SASS; with
-   CUDA_DISABLE_PTX_JIT=1 it refuses, 223), and its other helpers (libnvidia-nvvm.so.4,
+   CUDA_DISABLE_PTX_JIT=1 it refuses, 223; PTX of a toolkit newer than the helper it got is
+   CUDA_ERROR_UNSUPPORTED_PTX_VERSION, 222), and its other helpers (libnvidia-nvvm.so.4,
    libcudadebugger.so.1) by bare name when asked.  The stub (-DSTUB, cuda_cudart's
    lib/stubs/libcuda.so) answers CUDA_ERROR_STUB_LIBRARY (34) to everything.
    The board's driver version reaches the compat stand-in through /etc/jetson-replay-board
    ("driver=12060"): how the real one learns it is not known; that it refuses a driver as
    new as itself is the 803 rule of docs/jetson.md.
-     libcudart.so.12, .13  (jetson-cudart.c)  dlopens libcuda.so.1 from inside itself, refuses a
-                                               driver older than RUNTIME_VERSION, initialises
-                                               it and loads a PTX module
+     libcudart.so.11, .12, .13 (jetson-cudart.c)  dlopens libcuda.so.1 from inside itself,
+                                               refuses a driver of an older CUDA major version
+                                               (an older minor one runs: NVIDIA's minor-version
+                                               compatibility), initialises it and loads a PTX
+                                               module made by its own toolkit
      saxpy                 (jetson-saxpy.c)   the app; -DCXX_APP: links libstdc++.so.6, as a
                                                C++ CUDA program does                          */
 #ifndef LD_FALLBACK_JETSON_H
@@ -69,7 +72,7 @@ int jetson_jit_version (void);
    returns the version of the driver it was shipped with (-1: not found, why in MSG).  */
 int jetson_load_helper (const char *soname, char *msg, size_t size);
 
-/* libcudart.so.12/.13: 0 when CUDA is usable, else a cudaError_t and "kind detail" in MSG.  */
+/* libcudart.so.11/.12/.13: 0 when CUDA is usable, else a cudaError_t and "kind detail" in MSG.  */
 int cudart_init (char *msg, size_t size);
 
 /* libstdc++.so.6's operator new and delete, called from C as a C++ library would.  */
@@ -78,6 +81,7 @@ void _ZdlPv (void *pointer);
 
 #define CUDA_ERROR_SYSTEM_DRIVER_MISMATCH 803
 #define CUDA_ERROR_JIT_COMPILER_NOT_FOUND 221
+#define CUDA_ERROR_UNSUPPORTED_PTX_VERSION 222
 #define CUDA_ERROR_UNKNOWN 999
 #define CUDA_ERROR_INSUFFICIENT_DRIVER 35
 #define CUDA_ERROR_STUB_LIBRARY 34

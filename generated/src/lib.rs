@@ -78,6 +78,9 @@ pub const JETSON_TABLE: Part = block(
     "jetson-replay",
     "cargo xtask jetson-replay --markdown",
 );
+/// docs/jetson.md's Sources table, from the replay's registry of sources (no run needed).
+pub const JETSON_SOURCES: Part =
+    block("docs/jetson.md", "jetson-sources", "cargo xtask regenerate");
 
 /// Every generated part of the project, page by page.
 pub const PARTS: &[Part] = &[
@@ -91,6 +94,7 @@ pub const PARTS: &[Part] = &[
     LDDTREE,
     JETSON_SUMMARY,
     JETSON_TABLE,
+    JETSON_SOURCES,
     SUPPORT_PAGE,
     JIT_MISMATCH_NOTE,
     LD_DEBUG_EXAMPLE,

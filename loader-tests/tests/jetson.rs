@@ -25,10 +25,12 @@ const FLAVOURS: [Flavour; 3] = [Flavour::Patched, Flavour::Unpatched, Flavour::F
 /// The cells where LD_FALLBACK_PATH is what makes CUDA work: (approach, column).
 const NEED_THE_PATCH: &[(u8, &str)] = &[
     (7, "nixos-jp6-wheel"),
+    (7, "jetpack6-default"),
     (7, "jetpack5"),
     (7, "jetpack6"),
     (7, "jetpack5-nss"),
     (8, "nixos-jp6-wheel"),
+    (8, "jetpack6-default"),
     (8, "jetpack5"),
     (8, "jetpack6"),
     (8, "jetpack5-nss"),
@@ -42,8 +44,8 @@ const NEED_THE_PATCH: &[(u8, &str)] = &[
 const PATCH_REACHES_AN_UNKNOWN: &[(u8, &str)] = &[
     (7, "jetpack7"),
     (8, "jetpack7"),
-    (7, "jetpack7-nocompat"),
-    (8, "jetpack7-nocompat"),
+    (7, "jetpack7-default"),
+    (8, "jetpack7-default"),
 ];
 
 fn main() {
@@ -326,19 +328,21 @@ fn decided_by_the_cache() -> Result<(), String> {
 const EXPECTED_CACHE_RUNS: &[(&str, &str, &str)] = &[
     (
         "toolkit, gate-newer, 00-compat entry true",
-        "runs: compat 12.8 + libnvrm from /usr/lib/aarch64-linux-gnu/nvidia, own JIT helper",
+        "runs: compat 12.9 + libnvrm from /usr/lib/aarch64-linux-gnu/nvidia, own JIT helper",
         "/usr/local/cuda/compat/libcuda.so.1",
     ),
+    // The board's 12.6 driver runs the 12.9 runtime (minor-version compatibility), not its
+    // PTX.
     (
         "toolkit, gate-newer, 00-compat entry false",
-        "fails: driver 12.6 too old",
+        "fails: PTX of CUDA 12.9 newer than driver 12.6's JIT (222)",
         "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1",
     ),
     // The hook's own decision: on an Orin it looks in compat_orin/ only, and the image's
-    // cuda-compat-12-8 is in compat/: no entry, though 12.8 is newer than the board's 12.6...
+    // cuda-compat-12-9 is in compat/: no entry, though 12.9 is newer than the board's 12.6...
     (
         "row 12, gate-newer",
-        "fails: driver 12.6 too old",
+        "fails: PTX of CUDA 12.9 newer than driver 12.6's JIT (222)",
         "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1",
     ),
     // ...and none for compat 12.6 on driver 12.6 either.

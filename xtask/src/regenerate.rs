@@ -108,6 +108,8 @@ fn render(root: &Path, part: &Part) -> Result<Option<String>> {
         loader_tests::replay::facts::what_to_set()
     } else if *part == generated::JIT_MISMATCH_NOTE {
         loader_tests::replay::facts::jit_mismatch_note()
+    } else if *part == generated::JETSON_SOURCES {
+        loader_tests::replay::sources::table()
     } else {
         return Ok(None);
     }))
@@ -193,6 +195,7 @@ SKIPPED  docs/explain.md (block explain-json-example): written by a run of the l
 SKIPPED  docs/explain.md (block lddtree): written by a run of the loaders, `cargo test -p loader-tests --test explain`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay summary): written by a run of the loaders, `cargo xtask jetson-replay --write-doc`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay): written by a run of the loaders, `cargo xtask jetson-replay --markdown`; not made here
+fresh    docs/jetson.md (block jetson-sources)
 fresh    docs/support.md
 fresh    docs/troubleshooting.md (block jit-mismatch)
 SKIPPED  docs/troubleshooting.md (block ld-debug-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here

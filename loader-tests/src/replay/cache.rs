@@ -404,7 +404,7 @@ mod tests {
         root
     }
 
-    /// Issue 42: on an Orin the toolkit looks in `compat_orin/` only, so a JetPack 6 image
+    /// On an Orin the toolkit looks in `compat_orin/` only, so a JetPack 6 image
     /// with `cuda-compat-12-8` in `compat/` gets no entry, however new its compat; Thor's hook
     /// looks in `compat/`.
     #[test]
@@ -552,17 +552,19 @@ mod tests {
                 "gate-newer",
                 "jetpack5",
                 "jetpack6",
+                "nixos-jp6-compat-orin",
                 "jetpack7"
             ]
         );
-        let without = COLUMNS
-            .iter()
-            .find(|c| c.id == "jetpack7-nocompat")
-            .unwrap();
+        let without = COLUMNS.iter().find(|c| c.id == "jetpack7-default").unwrap();
         assert!(container_not_applicable(without).is_some());
-        let r39 = COLUMNS.iter().find(|c| c.id == "nixos-jp7").unwrap();
+        // R39 with a program of the container's own: still none.
+        let r39 = Column {
+            program: Program::Nix,
+            ..*crate::replay::column("nixos-jp7-default")
+        };
         assert_eq!(
-            container_not_applicable(r39),
+            container_not_applicable(&r39),
             Some("n/a: R39's container list gets `libcuda` at boot from `nv-load-gpu-libs.sh`, which no source read here shows")
         );
         let seen = container_column(COLUMNS.iter().find(|c| c.id == "gate-newer").unwrap());

@@ -31,14 +31,20 @@ fn how_sure(rule: Rule) -> &'static str {
     }
 }
 
-/// README's "What to set" table: the directory of the board's driver per host, as the
-/// replay's roots have it.
+/// README's "What to set" table: per host, the variable and the directory of the board's
+/// driver as the replay's roots have it, or why none is known to help; each entry agrees with
+/// docs/jetson.md's first table, which reads the replay's cells.
 pub fn what_to_set() -> String {
     let mut out = String::from("| host | set |\n|---|---|\n");
     let fallback = |host: Host| format!("`LD_FALLBACK_PATH={}`", host.driver_dir(TRIPLET));
     let _ = writeln!(
         out,
-        "| NixOS on a Jetson (jetpack-nixos) | {} |",
+        "| NixOS on a Jetson (jetpack-nixos), a program nixpkgs built | nothing: its RUNPATH has `{}` ([what the board's CUDA version changes](docs/jetson.md#what-to-do-per-host)) |",
+        Host::NixOs.driver_dir(TRIPLET)
+    );
+    let _ = writeln!(
+        out,
+        "| NixOS on a Jetson, a program nixpkgs did not build (wheel, conda, nix-ld) | {} |",
         fallback(Host::NixOs)
     );
     for (host, jetpack) in [(Host::JetPack5, 5), (Host::JetPack6, 6)] {
@@ -52,7 +58,7 @@ pub fn what_to_set() -> String {
     let thor = Rule::ThorClosure;
     let _ = writeln!(
         out,
-        "| Nix on a JetPack 7 host (L4T R{}, Thor, Ubuntu) | {}: where R{0} keeps the driver; what a Thor's driver needs from it is {} ([`{}`](docs/jetson.md#the-modelled-rules)) |",
+        "| Nix on a JetPack 7 host (L4T R{}, Thor, Ubuntu) | nothing known to work yet: {} finds the driver where R{0} keeps it, and what a Thor's driver needs besides is {} ([`{}`](docs/jetson.md#the-modelled-rules)) |",
         l4t_of(Host::JetPack7),
         fallback(Host::JetPack7),
         how_sure(thor),
@@ -69,20 +75,30 @@ pub fn what_to_set() -> String {
     out
 }
 
-/// docs/troubleshooting.md's sentence on how the replay counts a driver with another driver's
-/// JIT helper (CUDA error 222).
+/// docs/troubleshooting.md's sentences on how the replay meets CUDA error 222: a runtime newer
+/// than the board's driver (minor-version compatibility), and a driver with another driver's
+/// JIT helper.
 pub fn jit_mismatch_note() -> String {
+    let mvc = Rule::MinorVersion;
     let rule = Rule::JitOfAnotherDriver;
     let counted = match rule.basis() {
         Basis::Unknown(_) => "and does not count the run as working",
         _ => "and counts the run as working",
     };
     format!(
-        "The replay flags such a pair \"JIT helper of driver 11.4 ... (mismatch)\", marks the run \
-         `[{}]` ({}: [the rule](jetson.md#the-modelled-rules)) {counted}; on an x86_64 GPU host \
-         a kernel ran with the helper of a close driver release (580.95's helper under the 580.159 \
-         driver, as the rule's row says), \
-         and that a Jetson driver fails with 222 instead is **not confirmed**. What would settle it: {}.\n",
+        "The replay meets 222 in two ways. A CUDA runtime newer than the board's driver within \
+         its major version runs there (NVIDIA's minor-version compatibility), but a PTX kernel its \
+         toolkit made does not: `[{}]` ({}: [the rule](jetson.md#the-modelled-rules)). That is \
+         jetpack-nixos' default on JetPack 6 and 7: `cudaPackages_12` (12.9) on JetPack 6's 12.6 \
+         driver, `cudaPackages_13` (13.4) on R39.2's 13.2 ([jetson.md](jetson.md#what-to-do-per-host)); \
+         SASS for the board (nixpkgs builds it for `config.cudaCapabilities`) runs. And a \
+         cuda_compat driver that got the board's older helper: the replay flags such a pair \
+         \"JIT helper of driver 12.6 ... (mismatch)\", marks the run `[{}]` ({}) {counted}; on an \
+         x86_64 GPU host a kernel ran with the helper of a close driver release (580.95's helper \
+         under the 580.159 driver), and that a Jetson driver fails with 222 instead is **not \
+         confirmed**. What would settle it: {}.\n",
+        mvc.basis().mark(),
+        how_sure(mvc),
         rule.basis().mark(),
         how_sure(rule),
         rule.settled_by().unwrap_or("a run on a board")
@@ -104,17 +120,21 @@ pub fn split_driver_caveat() -> String {
 mod tests {
     use super::*;
 
-    /// Issue 42: explain printed as a fact ("A compat driver works only with the helpers of
-    /// the driver release it was made for") what docs/jetson.md marks unknown.
+    /// explain once printed as a fact ("A compat driver works only with the helpers of the
+    /// driver release it was made for") what docs/jetson.md marks unknown.
     #[test]
     fn explains_hazard_says_what_the_page_says() {
         assert_eq!(loader_model::SPLIT_DRIVER_CAVEAT, split_driver_caveat());
     }
 
     #[test]
-    fn the_222_note_follows_the_rules_mark() {
+    fn the_222_note_follows_the_rules_marks() {
         let note = jit_mismatch_note();
-        assert!(note.contains("`[? jit-mismatch]` (not known"), "{note}");
+        assert!(
+            note.contains("`[E mvc]` (expected from a cited source"),
+            "{note}"
+        );
+        assert!(note.contains("`[? jit-mismatch]` (not known)"), "{note}");
         assert!(note.contains("does not count the run as working"), "{note}");
     }
 
@@ -130,5 +150,19 @@ mod tests {
         }
         assert!(table.contains("(L4T R38, Thor, Ubuntu)"), "{table}");
         assert!(table.contains("not known ([`thor-closure`]"), "{table}");
+        // A JetPack 6 host is told `nvidia/`, a JetPack 5 host `tegra/`, each on its own row.
+        for (row, dir) in [("JetPack 5 host", "tegra"), ("JetPack 6 host", "nvidia")] {
+            let line = table.lines().find(|l| l.contains(row)).unwrap();
+            assert!(
+                line.ends_with(&format!("/usr/lib/aarch64-linux-gnu/{dir}` |")),
+                "{line}"
+            );
+        }
+        // A program nixpkgs built is told to set nothing, as the page's first table says.
+        let built = table
+            .lines()
+            .find(|l| l.contains("a program nixpkgs built"))
+            .unwrap();
+        assert!(built.contains("| nothing:"), "{built}");
     }
 }

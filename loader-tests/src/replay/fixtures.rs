@@ -15,7 +15,7 @@ use crate::layout::Layout;
 use model::Sysroot;
 
 /// Bump when the recipe below changes in a way the sources hash cannot see.
-const RECIPE: &str = "jetson-v5";
+const RECIPE: &str = "jetson-v6";
 
 const SOURCES: &[&str] = &[
     "jetson.h",

@@ -31,6 +31,7 @@ pub mod real;
 pub mod report;
 pub mod rules;
 mod scene;
+pub mod sources;
 pub(crate) mod summary;
 
 use std::collections::BTreeMap;
@@ -88,8 +89,9 @@ pub enum CompatPackage {
     /// before 02d22af): `compat/`.
     Driver580,
     /// `cuda-compat-orin-<major>-<minor>` (R39.2's repository) and the `cuda_compat_orin`
-    /// redistributable of nixpkgs' CUDA 13.3 and 13.4 manifests: `compat_orin/` (the
-    /// redistributable's directory, and where the container toolkit looks on an Orin).
+    /// redistributable of nixpkgs' CUDA 13 manifests (made for JetPack 6: conda-forge
+    /// staged-recipes #34460): `compat_orin/` (the redistributable's directory, and where the
+    /// container toolkit looks on an Orin).
     Orin,
 }
 
@@ -119,14 +121,13 @@ pub(crate) const BOARDS: &[Board] = &[
         device: Device::Orin,
     },
 ];
-/// cuda_compat 12.2 for JetPack 5 (only an older nixpkgs has it: today's carries CUDA 12.6 and
-/// newer, and jetpack-nixos sets none for CUDA 11.4); for JetPack 6 12.4 (older than the
-/// board's 12.6, an older nixpkgs), 12.6 (the same) and 12.8 (newer); for JetPack 7 the only
-/// ones its releases' repositories have, each of the board driver's own version: R38.4's
-/// `cuda-compat-13-0` and R39.2's `cuda-compat-orin-13-2` (jetpack-nixos
-/// `sourceinfo/r38.4-debs.json`, `r39.2-debs.json`), and one newer than R39.2's driver:
-/// nixpkgs' `cuda_compat_orin` 13.4 (redistrib 13.4.2; 13.3.0 has 13.3), taken as made for
-/// R39, which no source says (the `compat-orin` premise).
+/// cuda_compat 12.2 for JetPack 5 (nixpkgs has no CUDA 12.2 any more: nixos-cuda/cuda-legacy's
+/// `cudaPackages_12_2` has it, and jetpack-nixos sets none for CUDA 11.4); for JetPack 6 12.4
+/// (older than the board's 12.6, an older nixpkgs), 12.6 (the same) and 12.9 (newer: nixpkgs'
+/// newest 12.x); R38.4's `cuda-compat-13-0` (the driver's own version, jetpack-nixos
+/// `sourceinfo/r38.4-debs.json`); R39.2's `cuda-compat-orin-13-2` (`sourceinfo/r39.2-debs.json`);
+/// and `cuda_compat_orin` 13.2 made for JetPack 6 (R36: the `compat-orin` premise, conda-forge
+/// staged-recipes #34460), which nixpkgs lists in its manifests but does not package.
 pub(crate) const COMPATS: &[Compat] = &[
     Compat {
         version: 12020,
@@ -144,7 +145,7 @@ pub(crate) const COMPATS: &[Compat] = &[
         package: CompatPackage::CudaCompat,
     },
     Compat {
-        version: 12080,
+        version: 12090,
         l4t: 36,
         package: CompatPackage::CudaCompat,
     },
@@ -159,13 +160,14 @@ pub(crate) const COMPATS: &[Compat] = &[
         package: CompatPackage::Orin,
     },
     Compat {
-        version: 13040,
-        l4t: 39,
+        version: 13020,
+        l4t: 36,
         package: CompatPackage::Orin,
     },
 ];
-/// The CUDA runtimes the apps are built with: each needs a driver at least this new.
-pub(crate) const RUNTIMES: [u32; 7] = [12020, 12040, 12060, 12080, 13000, 13020, 13040];
+/// The CUDA runtimes the apps are built with: each needs a driver of at least its major
+/// version (an older minor one runs it: minor-version compatibility).
+pub(crate) const RUNTIMES: [u32; 8] = [11040, 12020, 12040, 12060, 12090, 13000, 13020, 13040];
 
 /// The L4T release a board or a store path is named after (jetpack-nixos `overlay.nix`).
 pub(crate) fn l4t_release(l4t: u32) -> &'static str {
@@ -324,9 +326,11 @@ pub enum Program {
     /// nix-ld or a patched interpreter): its own `libcudart.so.12` beside it, RUNPATH
     /// `$ORIGIN` only, so no approach that changes nixpkgs' packages reaches it.
     Wheel,
-    /// Built by nixpkgs, with no cuda_compat in its closure (what jetpack-nixos configures on
-    /// JetPack 7: CUDA 13 "natively", `modules/cuda.nix`): its runtime's RUNPATH is
-    /// autoAddDriverRunpath's `/run/opengl-driver/lib:$ORIGIN` alone.
+    /// Built by nixpkgs, with no cuda_compat in its closure: what nixpkgs builds unless
+    /// `config.enableCudaDriverCompat` is set (cuda_compat's `meta.problems`, and
+    /// autoAddCudaCompatRunpath only where `cuda_compat.meta.available`), and jetpack-nixos'
+    /// CUDA 11.4 (`cuda_compat = null`): its runtime's RUNPATH is autoAddDriverRunpath's
+    /// `/run/opengl-driver/lib:$ORIGIN` alone.
     NixWithoutCompat,
 }
 
@@ -334,34 +338,40 @@ pub enum Program {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Group {
-    /// NixOS boards.
+    /// What jetpack-nixos and nixpkgs give by default: cuda_compat off (nixpkgs'
+    /// `config.enableCudaDriverCompat` unset), each JetPack's default CUDA; and a program
+    /// nixpkgs did not build.
+    Defaults,
+    /// NixOS boards with cuda_compat on.
     NixOs,
     /// The version gate: one JetPack 6 board, cuda_compat older, the same, newer.
     Gate,
-    /// Nix on JetPack hosts.
+    /// Nix on JetPack hosts with cuda_compat.
     JetPack,
-    /// JetPack 7 (CUDA 13): a NixOS Orin on R39 (compat of the driver's version, and newer),
-    /// Nix on an R38 Thor (compat of the driver's version, and none).
-    JetPack7,
+    /// CUDA 13 with a compat driver: JetPack 6 with `cuda_compat_orin`, an R38 Thor with R38's
+    /// `cuda-compat-13-0`.
+    Cuda13,
     /// What a user sets for one run, and the host's multiarch directory in the list.
     Special,
 }
 
 impl Group {
-    pub(crate) const ALL: [Group; 5] = [
+    pub(crate) const ALL: [Group; 6] = [
+        Group::Defaults,
         Group::NixOs,
         Group::Gate,
         Group::JetPack,
-        Group::JetPack7,
+        Group::Cuda13,
         Group::Special,
     ];
 
     pub(crate) fn title(self) -> &'static str {
         match self {
-            Group::NixOs => "NixOS boards",
+            Group::Defaults => "The defaults: jetpack-nixos' CUDA per JetPack, cuda_compat off (nixpkgs' default)",
+            Group::NixOs => "NixOS boards with cuda_compat on (`config.enableCudaDriverCompat = true`)",
             Group::Gate => "The version gate: a NixOS JetPack 6 board (driver 12.6) and cuda_compat older, the same, newer",
-            Group::JetPack => "Nix on JetPack hosts (Ubuntu)",
-            Group::JetPack7 => "JetPack 7 (CUDA 13): cuda_compat of the board driver's own version (the only one its releases have), nixpkgs' newer cuda_compat_orin, and none",
+            Group::JetPack => "Nix on JetPack hosts (Ubuntu) with cuda_compat",
+            Group::Cuda13 => "CUDA 13 with a compat driver: JetPack 6 with `cuda_compat_orin`, R38 (Thor) with its `cuda-compat-13-0`",
             Group::Special => "Opting out for one run; the host's multiarch directory in the list",
         }
     }
@@ -404,7 +414,7 @@ const COLUMN: Column = Column {
     id: "",
     heading: "",
     short: "",
-    group: Group::NixOs,
+    group: Group::Defaults,
     host: Host::NixOs,
     board: BOARDS[0],
     compat: COMPATS[0],
@@ -416,22 +426,42 @@ const COLUMN: Column = Column {
 
 pub const COLUMNS: &[Column] = &[
     Column {
-        id: "nixos-jp5",
-        heading: "NixOS, JetPack 5 board (`{dir}`, driver 11.4 < compat 12.2)",
-        short: "NixOS, JetPack 5 board, cuda_compat 12.2 (an older nixpkgs)",
+        id: "nixos-jp5-default",
+        heading: "NixOS, JetPack 5 board (`{dir}`, driver 11.4): CUDA 11.4, no cuda_compat (jetpack-nixos' default)",
+        short: "NixOS, JetPack 5: jetpack-nixos' CUDA 11.4 (no cuda_compat)",
+        group: Group::Defaults,
+        compat: COMPATS[0],
+        program: Program::NixWithoutCompat,
+        app_needs: 11040,
         ..COLUMN
     },
     Column {
-        id: "nixos-jp6-newer",
-        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6 > the app's compat 12.2 for R35)",
-        short: "NixOS, JetPack 6 board, an app whose cuda_compat is for R35",
+        id: "nixos-jp6-default",
+        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6): `cudaPackages_12` (12.9), cuda_compat off (the default)",
+        short: "NixOS, JetPack 6: jetpack-nixos' `cudaPackages_12` (12.9), cuda_compat off",
+        group: Group::Defaults,
         board: BOARDS[1],
+        compat: COMPATS[3],
+        program: Program::NixWithoutCompat,
+        app_needs: 12090,
+        ..COLUMN
+    },
+    Column {
+        id: "nixos-jp7-default",
+        heading: "NixOS, JetPack 7 board, R39.2 Orin (`{dir}`, driver 13.2): `cudaPackages_13` (13.4), cuda_compat off (the default)",
+        short: "NixOS, JetPack 7 (R39.2, Orin): jetpack-nixos' `cudaPackages_13` (13.4), cuda_compat off",
+        group: Group::Defaults,
+        board: BOARDS[3],
+        compat: COMPATS[5],
+        program: Program::NixWithoutCompat,
+        app_needs: 13040,
         ..COLUMN
     },
     Column {
         id: "nixos-jp6-wheel",
         heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6): a program nixpkgs did not build (its own libcudart 12.6, RUNPATH `$ORIGIN` only)",
-        short: "NixOS, JetPack 6 board, a program nixpkgs did not build (wheel, conda, download)",
+        short: "NixOS, JetPack 6: a program nixpkgs did not build (wheel, conda, download)",
+        group: Group::Defaults,
         board: BOARDS[1],
         compat: COMPATS[3],
         program: Program::Wheel,
@@ -439,9 +469,48 @@ pub const COLUMNS: &[Column] = &[
         ..COLUMN
     },
     Column {
+        id: "jetpack6-default",
+        heading: "Nix on JetPack 6 (`{dir}`, driver 12.6): `cudaPackages_12_6`, cuda_compat off (the default)",
+        short: "Nix on a JetPack 6 host (Ubuntu): `cudaPackages_12_6`, cuda_compat off",
+        group: Group::Defaults,
+        host: Host::JetPack6,
+        board: BOARDS[1],
+        compat: COMPATS[2],
+        program: Program::NixWithoutCompat,
+        app_needs: 12060,
+        ..COLUMN
+    },
+    Column {
+        id: "jetpack7-default",
+        heading: "Nix on JetPack 7, R38.4 Thor (`{dir}`, driver 13.0): CUDA 13.0, cuda_compat off (the default)",
+        short: "Nix on a JetPack 7 host (Ubuntu, R38.4, Thor): CUDA 13.0, cuda_compat off",
+        group: Group::Defaults,
+        host: Host::JetPack7,
+        board: BOARDS[2],
+        compat: COMPATS[4],
+        program: Program::NixWithoutCompat,
+        app_needs: 13000,
+        ..COLUMN
+    },
+    Column {
+        id: "nixos-jp5",
+        heading: "NixOS, JetPack 5 board (`{dir}`, driver 11.4 < compat 12.2: cuda-legacy's `cudaPackages_12_2`)",
+        short: "NixOS, JetPack 5: cuda_compat 12.2 (nixos-cuda/cuda-legacy)",
+        group: Group::NixOs,
+        ..COLUMN
+    },
+    Column {
+        id: "nixos-jp6-newer",
+        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6 > the app's compat 12.2 for R35)",
+        short: "NixOS, JetPack 6: an app whose cuda_compat is for R35",
+        group: Group::NixOs,
+        board: BOARDS[1],
+        ..COLUMN
+    },
+    Column {
         id: "gate-older",
         heading: "compat 12.4 (older than the driver)",
-        short: "NixOS, JetPack 6 board, cuda_compat 12.4 (older than the driver)",
+        short: "NixOS, JetPack 6: cuda_compat 12.4 (older than the driver)",
         group: Group::Gate,
         board: BOARDS[1],
         compat: COMPATS[1],
@@ -451,7 +520,7 @@ pub const COLUMNS: &[Column] = &[
     Column {
         id: "gate-same",
         heading: "compat 12.6 (the driver's version)",
-        short: "NixOS, JetPack 6 board, cuda_compat 12.6 (the driver's version)",
+        short: "NixOS, JetPack 6: cuda_compat 12.6 (the driver's version)",
         group: Group::Gate,
         board: BOARDS[1],
         compat: COMPATS[2],
@@ -460,73 +529,51 @@ pub const COLUMNS: &[Column] = &[
     },
     Column {
         id: "gate-newer",
-        heading: "compat 12.8 (newer than the driver)",
-        short: "NixOS, JetPack 6 board, cuda_compat 12.8 (newer than the driver)",
+        heading: "compat 12.9 (newer than the driver: `cudaPackages_12` with cuda_compat on)",
+        short: "NixOS, JetPack 6: `cudaPackages_12` (12.9) with cuda_compat on",
         group: Group::Gate,
         board: BOARDS[1],
         compat: COMPATS[3],
-        app_needs: 12080,
+        app_needs: 12090,
         ..COLUMN
     },
     Column {
         id: "jetpack5",
         heading: "Nix on JetPack 5 (`{dir}`, driver 11.4, compat 12.2)",
-        short: "Nix on a JetPack 5 host (Ubuntu), cuda_compat 12.2",
+        short: "Nix on a JetPack 5 host (Ubuntu): cuda_compat 12.2",
         group: Group::JetPack,
         host: Host::JetPack5,
         ..COLUMN
     },
     Column {
         id: "jetpack6",
-        heading: "Nix on JetPack 6 (`{dir}`, driver 12.6, compat 12.8)",
-        short: "Nix on a JetPack 6 host (Ubuntu), cuda_compat 12.8",
+        heading: "Nix on JetPack 6 (`{dir}`, driver 12.6, compat 12.9)",
+        short: "Nix on a JetPack 6 host (Ubuntu): cuda_compat 12.9",
         group: Group::JetPack,
         host: Host::JetPack6,
         board: BOARDS[1],
         compat: COMPATS[3],
-        app_needs: 12080,
+        app_needs: 12090,
         ..COLUMN
     },
     Column {
-        id: "nixos-jp7",
-        heading: "NixOS, JetPack 7 board, R39.2 Orin (`{dir}`, driver 13.2, compat 13.2: `cuda-compat-orin-13-2`)",
-        short: "NixOS, JetPack 7 board (R39.2, Orin), cuda_compat 13.2 (the driver's version)",
-        group: Group::JetPack7,
-        board: BOARDS[3],
-        compat: COMPATS[5],
-        app_needs: 13020,
-        ..COLUMN
-    },
-    Column {
-        id: "nixos-jp7-newer",
-        heading: "NixOS, JetPack 7 board, R39.2 Orin (`{dir}`, driver 13.2 < compat 13.4: nixpkgs' `cuda_compat_orin` 13.4)",
-        short: "NixOS, JetPack 7 board (R39.2, Orin), cuda_compat_orin 13.4 (newer than the driver)",
-        group: Group::JetPack7,
-        board: BOARDS[3],
+        id: "nixos-jp6-compat-orin",
+        heading: "NixOS, JetPack 6 board (`{dir}`, driver 12.6 < compat 13.2): a CUDA 13.2 program with `cuda_compat_orin` 13.2 (not a nixpkgs package)",
+        short: "NixOS, JetPack 6: CUDA 13.2 with `cuda_compat_orin` (not packaged by nixpkgs)",
+        group: Group::Cuda13,
+        board: BOARDS[1],
         compat: COMPATS[6],
-        app_needs: 13040,
+        app_needs: 13020,
         ..COLUMN
     },
     Column {
         id: "jetpack7",
         heading: "Nix on JetPack 7, R38.4 Thor (`{dir}`, driver 13.0, compat 13.0: `cuda-compat-13-0`)",
-        short: "Nix on a JetPack 7 host (Ubuntu, R38.4, Thor), cuda_compat 13.0 (the driver's version)",
-        group: Group::JetPack7,
+        short: "Nix on a JetPack 7 host (Ubuntu, R38.4, Thor): cuda_compat 13.0 (the driver's version)",
+        group: Group::Cuda13,
         host: Host::JetPack7,
         board: BOARDS[2],
         compat: COMPATS[4],
-        app_needs: 13000,
-        ..COLUMN
-    },
-    Column {
-        id: "jetpack7-nocompat",
-        heading: "Nix on JetPack 7, R38.4 Thor (`{dir}`, driver 13.0): a program nixpkgs built without cuda_compat (runtime 13.0)",
-        short: "Nix on a JetPack 7 host (Ubuntu, R38.4, Thor), a program without cuda_compat",
-        group: Group::JetPack7,
-        host: Host::JetPack7,
-        board: BOARDS[2],
-        compat: COMPATS[4],
-        program: Program::NixWithoutCompat,
         app_needs: 13000,
         ..COLUMN
     },
@@ -626,7 +673,12 @@ pub enum OptOut {
 /// A row: one way of using cuda_compat, as the Nix packages and the system set it up.
 #[derive(Debug, Clone, Copy)]
 pub struct Approach {
+    /// The row's id: stable, named in the roots' directory names and in tests, never shown.
     pub number: u8,
+    /// The row's name, as every table and the summary call it.
+    pub name: &'static str,
+    /// Who ships it, or that it is a proposal: shipped rows come first.
+    pub status: Status,
     pub title: &'static str,
     /// What the user (or the system) sets, for the lead table; `{dir}` is the driver directory.
     pub user_sets: &'static str,
@@ -668,8 +720,32 @@ pub enum DeclaredCache {
     NixLdSoCache,
 }
 
+/// Whether an approach is in use, and by whom, or only proposed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Shipped by the project named.
+    Shipped(&'static str),
+    /// Proposed (a pull request or an issue), or this project's patch.
+    Proposed(&'static str),
+    /// A mistake the packaging guards against.
+    Mistake,
+}
+
+impl Status {
+    pub(crate) fn label(self) -> String {
+        match self {
+            Status::Shipped(by) => format!("shipped: {by}"),
+            Status::Proposed(by) => format!("proposed: {by}"),
+            Status::Mistake => "a packaging mistake".to_string(),
+        }
+    }
+}
+
 const APPROACH: Approach = Approach {
     number: 0,
+    name: "",
+    status: Status::Mistake,
     title: "",
     user_sets: "nothing (nixpkgs' packaging)",
     flavour: Flavour::Patched,
@@ -683,23 +759,103 @@ const APPROACH: Approach = Approach {
     cache: None,
 };
 
+/// The rows, shipped approaches first (in the order a maintainer meets them), then the
+/// proposals, then the mistake.
 pub const APPROACHES: &[Approach] = &[
     Approach {
         number: 1,
-        title: "cuda_compat first in the CUDA libraries' DT_RUNPATH (nixpkgs #267247, autoAddCudaCompatRunpath)",
+        name: "nixpkgs' compat RUNPATH",
+        status: Status::Shipped("nixpkgs, with cuda_compat on"),
+        title: "cuda_compat first in the CUDA libraries' DT_RUNPATH (nixpkgs' autoAddCudaCompatRunpath, nixpkgs #267247; with cuda_compat off, autoAddDriverRunpath's `/run/opengl-driver/lib` alone)",
+        ..APPROACH
+    },
+    Approach {
+        number: 6,
+        name: "jetpack-nixos' cuda_compat",
+        status: Status::Shipped("jetpack-nixos' overlay"),
+        title: "cuda_compat built with l4t-core in buildInputs (jetpack-nixos' overlay: RUNPATH `/run/opengl-driver/lib:<l4t-core>/lib:$ORIGIN`)",
+        user_sets: "nothing (jetpack-nixos' cuda_compat, built with its l4t-core)",
+        compat_runpath: CompatRunpath::L4tCoreAfterDriver,
+        ..APPROACH
+    },
+    Approach {
+        number: 12,
+        name: "NVIDIA's container toolkit",
+        status: Status::Shipped("NVIDIA"),
+        title: "an FHS container (a CUDA image with cuda-compat), the host's driver mounted; the toolkit's hooks add the driver directory and, when they find compat where they look for the device kind (Orin: `compat_orin/`) and it is newer than the host's CUDA, the compat directory (`00-compat-*.conf`) to ld.so.conf.d, then run ldconfig",
+        user_sets: "nothing (the container toolkit's hooks)",
+        // The container's glibc is a distribution's: no LD_FALLBACK_PATH.
+        flavour: Flavour::Unpatched,
+        cache: Some(DeclaredCache::ContainerToolkit),
+        ..APPROACH
+    },
+    Approach {
+        number: 10,
+        name: "Julia's probe",
+        status: Status::Shipped("Julia's CUDA_Driver_jll"),
+        title: "a runtime probe as CUDA_Driver_jll's: each driver inspected in a child process; cuda_compat (its helpers first) loaded by absolute path only when it initialises and is newer than the system's driver",
+        user_sets: "nothing (the app's runtime decides)",
+        cudart_runpath: CudartRunpath::DriverOnly,
+        launcher: Launcher::Probe,
+        opt_out: &[OptOut::Nothing],
+        ..APPROACH
+    },
+    Approach {
+        number: 9,
+        name: "nix-gl-host",
+        status: Status::Shipped("numtide/nix-gl-host"),
+        title: "the host's driver files copied into a cache dir, `LD_LIBRARY_PATH` at it (non-NixOS hosts)",
+        user_sets: "runs the app through `nixglhost`",
+        cudart_runpath: CudartRunpath::DriverOnly,
+        launcher: Launcher::NixGlHost,
+        opt_out: &[OptOut::Nothing],
         ..APPROACH
     },
     Approach {
         number: 2,
-        title: "`LD_LIBRARY_PATH` at the driver dir (jetpack-nixos before #164)",
+        name: "LD_LIBRARY_PATH",
+        status: Status::Shipped("jetpack-nixos until its #164; users"),
+        title: "`LD_LIBRARY_PATH` at the driver dir",
         user_sets: "`LD_LIBRARY_PATH={dir}`",
         variable: Some(Variable::LibraryPath),
         opt_out: &[OptOut::Nothing],
         ..APPROACH
     },
     Approach {
+        number: 7,
+        name: "LD_FALLBACK_PATH",
+        status: Status::Proposed("this patch"),
+        title: "`LD_FALLBACK_PATH` at the driver dir (searched last), with nixpkgs' packages",
+        user_sets: "`LD_FALLBACK_PATH={dir}`",
+        variable: Some(Variable::FallbackPath),
+        ..APPROACH
+    },
+    Approach {
+        number: 8,
+        name: "LD_FALLBACK_PATH, fallback first",
+        status: Status::Proposed("a variant of this patch; nixpkgs #248547's placement"),
+        title: "`LD_FALLBACK_PATH` searched after RUNPATH, before ld.so.cache and the default dirs (variant loader; nixpkgs #248547 searched it after the cache, which a Nix glibc does not read)",
+        user_sets: "`LD_FALLBACK_PATH={dir}` (variant loader)",
+        flavour: Flavour::FallbackFirst,
+        variable: Some(Variable::FallbackPath),
+        ..APPROACH
+    },
+    Approach {
+        number: 13,
+        name: "NIX_LD_SO_CACHE",
+        status: Status::Proposed("nixpkgs #248777, open"),
+        title: "a Nix glibc reads an ldconfig cache of the driver dir (`NIX_LD_SO_CACHE`), with nixpkgs' packages",
+        user_sets: "`NIX_LD_SO_CACHE=<an ldconfig cache of {dir}>` (a glibc with nixpkgs #248777)",
+        // #248777's glibc has no LD_FALLBACK_PATH: the cache step is glibc's own.
+        flavour: Flavour::Unpatched,
+        cache: Some(DeclaredCache::NixLdSoCache),
+        ..APPROACH
+    },
+    Approach {
         number: 3,
-        title: "Impure binding: the system puts cuda_compat's libcuda.so.1 into `/run/opengl-driver/lib`",
+        name: "impure binding",
+        status: Status::Proposed("nixpkgs #273797"),
+        title: "the system puts cuda_compat's libcuda.so.1 into `/run/opengl-driver/lib`",
         user_sets: "nothing (the NixOS system's choice)",
         cudart_runpath: CudartRunpath::DriverOnly,
         impure_binding: true,
@@ -708,7 +864,10 @@ pub const APPROACHES: &[Approach] = &[
     },
     Approach {
         number: 4,
-        title: "Pure binding: cuda_compat's libcuda.so.1 an absolute DT_NEEDED of the runtime (patchelf --add-needed)",
+        name: "pure binding",
+        status: Status::Proposed("nixpkgs #273797"),
+        title: "cuda_compat's libcuda.so.1 an absolute DT_NEEDED of the runtime (patchelf --add-needed)",
+        user_sets: "nothing (the runtime's DT_NEEDED)",
         cudart_runpath: CudartRunpath::DriverOnly,
         cudart_needs_compat: true,
         opt_out: &[OptOut::LibraryPathAtDriver, OptOut::PreloadDriver],
@@ -716,74 +875,21 @@ pub const APPROACHES: &[Approach] = &[
     },
     Approach {
         number: 5,
-        title: "Discover and add: the JetPack 5 driver dir appended to cuda_compat's RUNPATH, libnvrm_*'s deps added as DT_NEEDED (nixpkgs #273389)",
+        name: "discover and add",
+        status: Status::Proposed("nixpkgs #273389"),
+        title: "the JetPack 5 driver dir appended to cuda_compat's RUNPATH, libnvrm_*'s deps added as DT_NEEDED",
+        user_sets: "nothing (nixpkgs #273389's cuda_compat)",
         compat_runpath: CompatRunpath::AppendTegra,
         ..APPROACH
     },
     Approach {
-        number: 6,
-        title: "cuda_compat built with l4t-core in buildInputs (jetpack-nixos today: RUNPATH `/run/opengl-driver/lib:<l4t-core>/lib:$ORIGIN`)",
-        user_sets: "nothing (jetpack-nixos' cuda_compat, built with its l4t-core)",
-        compat_runpath: CompatRunpath::L4tCoreAfterDriver,
-        ..APPROACH
-    },
-    Approach {
-        number: 7,
-        title: "`LD_FALLBACK_PATH` at the driver dir (this patch: searched last)",
-        user_sets: "`LD_FALLBACK_PATH={dir}`",
-        variable: Some(Variable::FallbackPath),
-        ..APPROACH
-    },
-    Approach {
-        number: 8,
-        title: "`LD_FALLBACK_PATH` searched after RUNPATH, before ld.so.cache and the default dirs (variant loader; #248547 searched it after the cache, which a Nix glibc does not read)",
-        user_sets: "`LD_FALLBACK_PATH={dir}` (variant loader)",
-        flavour: Flavour::FallbackFirst,
-        variable: Some(Variable::FallbackPath),
-        ..APPROACH
-    },
-    Approach {
-        number: 9,
-        title: "nix-gl-host: the host's driver files copied into a cache dir, `LD_LIBRARY_PATH` at it (numtide/nix-gl-host; non-NixOS hosts)",
-        user_sets: "runs the app through `nixglhost`",
-        cudart_runpath: CudartRunpath::DriverOnly,
-        launcher: Launcher::NixGlHost,
-        opt_out: &[OptOut::Nothing],
-        ..APPROACH
-    },
-    Approach {
-        number: 10,
-        title: "A runtime probe (as Julia's CUDA_Driver_jll): the system driver unless cuda_compat is newer and its cuInit succeeds; cuda_compat and its JIT helper loaded by absolute path",
-        user_sets: "nothing (the app's runtime decides)",
-        cudart_runpath: CudartRunpath::DriverOnly,
-        launcher: Launcher::Probe,
-        opt_out: &[OptOut::Nothing],
-        ..APPROACH
-    },
-    Approach {
         number: 11,
-        title: "A stub libcuda.so.1 first: cuda_cudart's `lib/stubs` left in the runtime's RUNPATH (what removeStubsFromRunpathHook prevents), with approach 7's variable",
+        name: "a stub libcuda first",
+        status: Status::Mistake,
+        title: "cuda_cudart's `lib/stubs` left in the runtime's RUNPATH (what nixpkgs' removeStubsFromRunpathHook prevents), with `LD_FALLBACK_PATH` set",
         user_sets: "`LD_FALLBACK_PATH={dir}`",
         cudart_runpath: CudartRunpath::StubsFirst,
         variable: Some(Variable::FallbackPath),
-        ..APPROACH
-    },
-    Approach {
-        number: 12,
-        title: "NVIDIA's container toolkit: an FHS container (a CUDA image with cuda-compat), the host's driver mounted; its hooks add the driver directory and, when they find compat where they look for the device kind (Orin: `compat_orin/`) and it is newer than the host's CUDA, the compat directory (`00-compat-*.conf`) to ld.so.conf.d, then run ldconfig",
-        user_sets: "nothing (the container toolkit's hooks)",
-        // The container's glibc is a distribution's: no LD_FALLBACK_PATH.
-        flavour: Flavour::Unpatched,
-        cache: Some(DeclaredCache::ContainerToolkit),
-        ..APPROACH
-    },
-    Approach {
-        number: 13,
-        title: "`NIX_LD_SO_CACHE` (nixpkgs #248777, open): a Nix glibc reads an ldconfig cache of the driver dir, with approach 1's packages",
-        user_sets: "`NIX_LD_SO_CACHE=<an ldconfig cache of {dir}>` (a glibc with #248777)",
-        // #248777's glibc has no LD_FALLBACK_PATH: the cache step is glibc's own.
-        flavour: Flavour::Unpatched,
-        cache: Some(DeclaredCache::NixLdSoCache),
         ..APPROACH
     },
 ];
@@ -1031,6 +1137,22 @@ pub fn run_container_with_compat_entry(
     scene::run(testbed, approach, column, key, forced)
 }
 
+/// The row whose id is `number`.
+pub fn approach(number: u8) -> &'static Approach {
+    APPROACHES
+        .iter()
+        .find(|a| a.number == number)
+        .expect("a row of that number")
+}
+
+/// The column whose id is `id`.
+pub fn column(id: &str) -> &'static Column {
+    COLUMNS
+        .iter()
+        .find(|c| c.id == id)
+        .expect("a column of that id")
+}
+
 /// `12020` as `12.2`.
 pub(crate) fn cuda_version(version: u32) -> String {
     format!("{}.{}", version / 1000, version % 1000 / 10)
@@ -1060,7 +1182,7 @@ mod tests {
             .filter(|c| c.group == Group::Gate)
             .map(|c| (c.board.driver, c.compat.version))
             .collect();
-        assert_eq!(gate, [(12060, 12040), (12060, 12060), (12060, 12080)]);
+        assert_eq!(gate, [(12060, 12040), (12060, 12060), (12060, 12090)]);
     }
 
     #[test]
@@ -1123,8 +1245,8 @@ mod tests {
 
     #[test]
     fn every_cell_runs_both_linkages_and_apps_and_the_helper_variants() {
-        let seven = &APPROACHES[6];
-        let keys = RunKey::all(seven, &COLUMNS[2]);
+        let seven = approach(7);
+        let keys = RunKey::all(seven, column("nixos-jp6-wheel"));
         // Patched and unpatched, two linkages, two apps; two $ORIGIN and three kernel variants.
         assert_eq!(keys.len(), 2 * 2 * 2 + 2 + 3);
         assert!(keys
@@ -1136,13 +1258,13 @@ mod tests {
             .iter()
             .find(|a| a.launcher == Launcher::NixGlHost)
             .unwrap();
-        assert!(RunKey::all(gl_host, &COLUMNS[0]).is_empty());
+        assert!(RunKey::all(gl_host, column("nixos-jp5")).is_empty());
         assert!(!RunKey::all(
             gl_host,
             COLUMNS.iter().find(|c| c.id == "jetpack5").unwrap()
         )
         .is_empty());
-        let four = &APPROACHES[3];
+        let four = approach(4);
         let opt_out = COLUMNS.iter().find(|c| c.opt_out).unwrap();
         let keys = RunKey::all(four, opt_out);
         assert_eq!(

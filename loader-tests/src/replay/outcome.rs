@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::paths::Paths;
 use super::rules::{Basis, Rule};
-use super::{cuda_version, Column, Host};
+use super::{cuda_version, Column, Host, Program};
 use crate::layout::Layout;
 use crate::probe::Output;
 
@@ -99,8 +99,10 @@ pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
             .find(|p| file_name(p).starts_with(prefix))
             .cloned()
     };
+    // A version is cuda_compat's only where the program's closure has one.
+    let has_compat = column.program == Program::Nix;
     let who = |version: u32| {
-        let role = if version == column.compat.version {
+        let role = if has_compat && version == column.compat.version {
             "compat"
         } else {
             "driver"
@@ -150,6 +152,11 @@ pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
                     "none needed" => "no JIT helper loaded".to_string(),
                     _ => format!("JIT helper {source}"),
                 };
+                // A runtime newer than the driver, within its major version: NVIDIA's
+                // minor-version compatibility.
+                if version < column.app_needs {
+                    basis = basis.max(Rule::MinorVersion.basis());
+                }
                 let mut text = format!("runs: {}", ran(version));
                 if is_compat {
                     let nvrm = find("libnvrm_gpu").map(|p| places.of(&p));
@@ -180,6 +187,51 @@ pub(super) fn classify(out: &Output, places: &Places, column: &Column) -> Seen {
                     text = format!("unknown: {}", text.trim_start_matches("runs: "));
                 }
                 (text, works)
+            } else if report.contains("ptx-unsupported") {
+                // PTX of a toolkit newer than the JIT helper the driver got (222): the
+                // driver's own helper (minor-version compatibility's limit), or another
+                // driver's (a mismatch, which nothing says fails).
+                let version = driver.unwrap_or(0);
+                let helper = field(report, "jit=")
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(0);
+                let toolkit = field(report, "toolkit=")
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(0);
+                let mut head = ran(version);
+                if is_compat {
+                    let nvrm = find("libnvrm_gpu").map(|p| places.of(&p));
+                    head.push_str(&format!(
+                        " + libnvrm from {}",
+                        nvrm.unwrap_or_else(|| "nowhere".into())
+                    ));
+                }
+                if helper == version {
+                    basis = basis.max(Rule::MinorVersion.basis());
+                    if is_compat {
+                        jit = Some("own".into());
+                    }
+                    (
+                        format!(
+                            "fails: PTX of CUDA {} newer than {head}'s JIT (222)",
+                            cuda_version(toolkit)
+                        ),
+                        false,
+                    )
+                } else {
+                    basis = basis.max(Rule::JitOfAnotherDriver.basis());
+                    let source = format!(
+                        "of {} from {} (mismatch)",
+                        who(helper),
+                        find("libnvidia-ptxjitcompiler")
+                            .map(|p| places.of(&p))
+                            .unwrap_or_else(|| "nowhere".into())
+                    );
+                    if is_compat {
+                        jit = Some(source.clone());
+                    }
+                    (format!("unknown: {head}, JIT helper {source}"), false)
+                }
             } else {
                 let text = failure(report, driver.map(ran));
                 if let Some(rule) = failure_rule(report, column) {
@@ -413,7 +465,7 @@ mod tests {
 
     #[test]
     fn a_helper_of_another_driver_is_a_mismatch_and_names_its_directory() {
-        let jetpack5 = &COLUMNS[2];
+        let jetpack5 = crate::replay::column("jetpack5");
         let seen = seen(
             jetpack5,
             "saxpy loaded path={compat}/libcuda.so.1\n\

@@ -10,7 +10,7 @@ use super::fixtures::BOARD_LIBS;
 use super::paths::Paths;
 use super::rules::Rule;
 use super::{
-    cuda_version, Approach, Column, CompatPackage, CompatRunpath, Device, Host, RunReport,
+    cuda_version, Approach, Column, CompatPackage, CompatRunpath, Device, Host, Program, RunReport,
 };
 
 /// The premises `run` (of `approach` in `column`) rests on.
@@ -37,7 +37,7 @@ pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule
     if column.board.device == Device::Thor && (closure_named || closure_loaded) {
         premises.push(Rule::ThorClosure);
     }
-    // Row 6 on an Ubuntu host: the app's l4t-core is the host's release only by the model.
+    // jetpack-nixos' cuda_compat on an Ubuntu host: the app's l4t-core is the host's release only by the model.
     let from_l4t_core = run
         .loaded
         .iter()
@@ -48,13 +48,13 @@ pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule
     {
         premises.push(Rule::L4tCorePinned);
     }
-    // A cuda_compat_orin newer than R39's driver: made for R39 only by the model. Its
-    // `libcuda.so.1` ran (the outcome names it) or was mapped, from its store path or (impure
-    // binding) through `/run/opengl-driver/lib`.
+    // `cuda_compat_orin` in a Nix closure: made for JetPack 6 by a packager's word, not
+    // NVIDIA's. Its `libcuda.so.1` ran (the outcome names it) or was mapped, from its store
+    // path or (impure binding) through `/run/opengl-driver/lib`.
     let compat_libcuda = format!("{}/libcuda.so.1", paths.compat_dir);
     let compat_named = format!("compat {}", cuda_version(column.compat.version));
     if column.compat.package == CompatPackage::Orin
-        && column.compat.version > column.board.driver
+        && column.program == Program::Nix
         && (run.loaded.contains(&compat_libcuda) || run.outcome.contains(&compat_named))
     {
         premises.push(Rule::CompatOrinRelease);
@@ -67,15 +67,9 @@ mod tests {
     use super::*;
     use crate::replay::report::CellReport;
     use crate::replay::rules::Basis;
-    use crate::replay::{RunKey, APPROACHES, COLUMNS};
+    use crate::replay::RunKey;
 
-    fn column(id: &str) -> &'static Column {
-        COLUMNS.iter().find(|c| c.id == id).unwrap()
-    }
-
-    fn approach(number: u8) -> &'static Approach {
-        APPROACHES.iter().find(|a| a.number == number).unwrap()
-    }
+    use crate::replay::{approach, column};
 
     /// Every run of `approach` in `column` working, with `loaded` mapped: what the loader
     /// alone would call `[R] runs`.
@@ -93,9 +87,9 @@ mod tests {
         CellReport::new(approach, column, runs)
     }
 
-    /// Issue 42: row 6 on a JetPack 5 host ran the app, and the page said `[R] runs`, though
-    /// the `libnvrm_*` it took came from an l4t-core store path that is the host's release
-    /// only because the replay made it so.
+    /// jetpack-nixos' cuda_compat on a JetPack 5 host ran the app, and the page once said `[R] runs`, though the
+    /// `libnvrm_*` it took came from an l4t-core store path that is the host's release only
+    /// because the replay made it so.
     #[test]
     fn an_r_cell_whose_premise_is_modelled_is_not_replayed() {
         let jetpack5 = column("jetpack5");
@@ -118,7 +112,7 @@ mod tests {
 
     #[test]
     fn thor_runs_that_touch_the_modelled_closure_are_unknown_and_others_are_not() {
-        let thor = column("jetpack7-nocompat");
+        let thor = column("jetpack7-default");
         let two = approach(2);
         let run = |outcome: &str, loaded: &[&str]| {
             let key = RunKey::all(two, thor)[0];
@@ -148,9 +142,8 @@ mod tests {
     }
 
     #[test]
-    fn only_the_newer_orin_compat_rests_on_its_release() {
-        let newer = column("nixos-jp7-newer");
-        let same = column("nixos-jp7");
+    fn only_a_program_with_cuda_compat_orin_rests_on_its_release() {
+        let orin = column("nixos-jp6-compat-orin");
         let one = approach(1);
         let loaded = |column: &Column| {
             let key = RunKey::all(one, column)[0];
@@ -161,12 +154,13 @@ mod tests {
             )];
             of_run(one, column, &run)
         };
-        assert_eq!(loaded(newer), [Rule::CompatOrinRelease]);
-        assert!(loaded(same).is_empty());
+        assert_eq!(loaded(orin), [Rule::CompatOrinRelease]);
+        // R39's program without cuda_compat maps no compat driver of its own.
+        assert!(loaded(column("nixos-jp7-default")).is_empty());
         // Impure binding: mapped as /run/opengl-driver/lib/libcuda.so.1, named by the outcome.
-        let key = RunKey::all(one, newer)[0];
+        let key = RunKey::all(one, orin)[0];
         let mut run = RunReport::not_run(key, "");
-        run.outcome = "unknown: compat 13.4 + libnvrm from /run/opengl-driver/lib".into();
-        assert_eq!(of_run(one, newer, &run), [Rule::CompatOrinRelease]);
+        run.outcome = "runs: compat 13.2 + libnvrm from /run/opengl-driver/lib".into();
+        assert_eq!(of_run(one, orin, &run), [Rule::CompatOrinRelease]);
     }
 }

@@ -1,5 +1,5 @@
 //! The real-driver check (`cargo xtask jetson-replay --real-driver`): the replay's setups
-//! against a machine's real NVIDIA driver, the measurements of issue 23 as the expected
+//! against a machine's real NVIDIA driver, this project's x86_64 GPU-host measurements as the expected
 //! results. A probe (`c-fixtures/cuda-jit-probe.c`) dlopens `libcuda.so.1` by bare name,
 //! JIT-compiles a PTX kernel (with the driver's JIT cache off), runs it and checks the
 //! result, under the patched and the unpatched loader, each run as
@@ -228,7 +228,7 @@ pub fn read(stdout: &str, dirs: &Dirs) -> Seen {
     }
 }
 
-/// What a setup should give: issue 23's measurements (x86_64 data-centre GPU, driver
+/// What a setup should give: this project's measurements (x86_64 data-centre GPU, driver
 /// 580.159.04, glibc 2.44 patched and unpatched), and what follows from them where a machine
 /// differs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -343,7 +343,7 @@ pub struct Row {
 /// The table the check prints (and a user commits with the date and the driver version).
 pub fn render(header: &str, rows: &[Row]) -> String {
     let mut out = format!(
-        "{header}\n\n| setup | loader | observed | libcuda.so.1 from | JIT helper from | as expected (issue 23) |\n|---|---|---|---|---|---|\n"
+        "{header}\n\n| setup | loader | observed | libcuda.so.1 from | JIT helper from | as measured on x86_64 |\n|---|---|---|---|---|---|\n"
     );
     for row in rows {
         let verdict = if row.expected == Expected::Unknown {

@@ -176,10 +176,6 @@ fn environment(
                 "SAXPY_PROBE_COMPAT".into(),
                 format!("{}/libcuda.so.1", paths.compat_dir),
             ));
-            env.push((
-                "SAXPY_PROBE_VERSION".into(),
-                column.compat.version.to_string(),
-            ));
         }
     }
     match key.kernel {
@@ -561,7 +557,6 @@ fn gl_host(root: &mut Root, fixtures: &JetsonFixtures, column: &Column, paths: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::COLUMNS;
 
     #[test]
     fn a_root_with_an_undeclared_cache_or_a_preload_file_is_refused() {
@@ -613,7 +608,10 @@ mod tests {
 
     #[test]
     fn compat_runpaths_are_nixpkgs_with_origin_moved() {
-        let paths = Paths::new(&COLUMNS[2], "aarch64-linux-gnu");
+        let paths = Paths::new(
+            crate::replay::column("nixos-jp6-wheel"),
+            "aarch64-linux-gnu",
+        );
         assert_eq!(
             compat_runpath(CompatRunpath::Driver, Origin::Last, &paths),
             "/run/opengl-driver/lib:$ORIGIN"

@@ -1,5 +1,6 @@
 //! docs/jetson.md's generated blocks: the tables (with the helpers tables and the rules) and
-//! the lead table, written from a replay (`--write-doc`) or checked against one (`--check`).
+//! the summary, written from a replay (`--write-doc`) or checked against one (`--check`). The
+//! Sources table needs no run: `cargo xtask regenerate` writes it.
 //! Each block is
 //! compared without its provenance line; the page is rewritten in one write, so an
 //! interrupted `--write-doc` leaves the old page or the new one.

@@ -1,4 +1,4 @@
-//! `cargo xtask jetson-replay --real-driver`: the setups of issue 23's measurements against
+//! `cargo xtask jetson-replay --real-driver`: the setups of this project's x86_64 GPU-host measurements against
 //! this machine's real NVIDIA driver (a GPU host, or a Jetson board), under this project's
 //! patched and unpatched glibc for the machine's own architecture, and a table of what each
 //! gave next to what was measured (`loader_tests::replay::real`).
@@ -315,7 +315,7 @@ pub(crate) fn run(env: &Env, release: Release) -> Result<()> {
     let differ = rows.iter().filter(|r| !r.expected.matches(&r.seen)).count();
     if differ > 0 {
         bail!(
-            "{differ} of {} runs differ from issue 23's measurements (see the table)",
+            "{differ} of {} runs differ from the x86_64 GPU-host measurements (see the table)",
             rows.len()
         );
     }

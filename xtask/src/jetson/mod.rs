@@ -2,8 +2,9 @@
 //! of host, each cell a real run under the built loader (`loader_tests::replay`), as a table
 //! for the terminal, as JSON, or as the generated block of docs/jetson.md.
 //!
-//! The rows run under the patched loader, row 8 under the fallback-first variant, and the rows
-//! that set LD_FALLBACK_PATH under the unpatched loader too; the three sysroots are taken from
+//! The rows run under the patched loader, `LD_FALLBACK_PATH, fallback first` under the
+//! fallback-first variant, and the rows that set LD_FALLBACK_PATH under the unpatched loader
+//! too; the three sysroots are taken from
 //! `$LD_FALLBACK_SYSROOT_AARCH64[_UNPATCHED|_FALLBACK_FIRST]` or built (and cached) first. The
 //! real host libraries come from Debian's archive once ([`loader_tests::replay::HostLibs`]).
 //!
@@ -55,8 +56,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub write_doc: bool,
     /// Run the setups against this machine's real NVIDIA driver (a GPU host or a Jetson
-    /// board) under the patched and unpatched loaders, and compare with the measurements of
-    /// issue 23; on a machine without a driver, say so: not run (exit status 2).
+    /// board) under the patched and unpatched loaders, and compare with the x86_64
+    /// GPU-host measurements; on a machine without a driver, say so: not run (exit status 2).
     #[arg(long, conflicts_with_all = ["markdown", "json", "why", "check", "write_doc"])]
     pub real_driver: bool,
 }
@@ -288,7 +289,7 @@ fn stale_provenance(block: &str, release: Release, current: &[String; 2]) -> Opt
 mod tests {
     use super::*;
 
-    /// docs/jetson.md's line as issue 22 found it: series 56c2e68776b1 while patches/2.44
+    /// A docs/jetson.md line made from an older series: series 56c2e68776b1 while patches/2.44
     /// was 6ef488e4c62a.
     const LINE: &str = "Generated on 2026-11-30 16:13 UTC from commit 66138f4e4a94 (glibc 2.44 aarch64; series patches/2.44 56c2e68776b1, fallback-first variant 64e80d3727ed).";
 
@@ -334,7 +335,7 @@ mod tests {
             ),
             None
         );
-        // Since issue 23 the line also names the host's Debian libraries after a `;`.
+        // The line may also name the host's Debian libraries after a `;`.
         let with_hosts = LINE.replace(
             "64e80d3727ed).",
             "64e80d3727ed; host libraries: Debian 12 libgcc-s1 12.2.0-14+deb12u1).",

@@ -554,7 +554,7 @@ mod tests {
         );
     }
 
-    /// The committed series: 15 test programs each (issue 30), modules apart.
+    /// The committed series: 15 test programs each, modules apart.
     #[test]
     fn every_committed_series_adds_its_test_programs() {
         let patches = crate::util::paths::project_root().join("patches");

@@ -927,7 +927,7 @@ pub(crate) mod tests {
         );
     }
 
-    /// Issue 30: what QEMU user mode imposes is named as such under emulation, and only there.
+    /// What QEMU user mode imposes is named as such under emulation, and only there.
     #[test]
     fn what_qemu_imposes_is_named_on_an_emulated_target_only() {
         let copy = named(

@@ -763,7 +763,7 @@ mod tests {
         page().check().unwrap();
     }
 
-    /// Issue 20 item 8: a row edited to "ok" with failing figures.
+    /// A row edited to "ok" with failing figures.
     #[test]
     fn a_row_saying_ok_with_mismatches_fails() {
         let page = page();
@@ -778,7 +778,7 @@ mod tests {
         fails_with(&page, "docs/support.md is not docs/support.json rendered");
     }
 
-    /// Issue 20 item 8: `ok: 0 PASS ... 7 FAIL`.
+    /// `ok: 0 PASS ... 7 FAIL`.
     #[test]
     fn a_row_saying_ok_with_failing_series_tests_fails() {
         let page = page();
@@ -792,7 +792,7 @@ mod tests {
         fails_with(&page, "docs/support.md is not docs/support.json rendered");
     }
 
-    /// Issue 20 item 8: a Details section that contradicts its row.
+    /// A Details section that contradicts its row.
     #[test]
     fn details_that_contradict_their_row_fail() {
         let page = page();
@@ -806,7 +806,7 @@ mod tests {
         fails_with(&page, &format!("-{ok}"));
     }
 
-    /// Issue 20 item 8: a row for a release that is not supported, in the page or the record.
+    /// A row for a release that is not supported, in the page or the record.
     #[test]
     fn a_row_for_an_unsupported_release_fails() {
         let page = page();
@@ -841,7 +841,7 @@ mod tests {
         fails_with(&page, "it says Matrix is Pass, its figures give Fail");
     }
 
-    /// Issue 22: a skip is not proof; check-support fails on an incomplete cell.
+    /// A skip is not proof; check-support fails on an incomplete cell.
     #[test]
     fn an_incomplete_cell_fails() {
         let page = page();
@@ -968,7 +968,7 @@ mod tests {
         page.check_with(&unknown).unwrap();
     }
 
-    /// Issue 33 item 2: figures edited to agree with themselves, and with the page, but not
+    /// Figures edited to agree with themselves, and with the page, but not
     /// with what the cell must contain.
     #[test]
     fn figures_that_agree_with_themselves_but_are_not_whole_fail() {
@@ -1021,7 +1021,7 @@ mod tests {
             &page,
             "2.41 aarch64: figures not whole: ElfRegressions is n/a, and it applies to glibc 2.41 aarch64",
         );
-        // Issue 41: a series test not run without the patch, or not accounted for in the
+        // A series test not run without the patch, or not accounted for in the
         // hardcoded-path configuration; that configuration left out where it is declared, or
         // recorded where it is not.
         let last = page.doc.cells.len() - 2;
@@ -1061,7 +1061,7 @@ mod tests {
         );
     }
 
-    /// Issue 44 class 2: both trees' lists cut alike (537 -> 100, 564 -> 127), or the
+    /// Both trees' lists cut alike (537 -> 100, 564 -> 127), or the
     /// unpatched one to nothing: every figure agrees with every other, and the page with the
     /// record, but not with what the trees list.
     #[test]
@@ -1136,7 +1136,7 @@ mod tests {
         );
     }
 
-    /// Issue 33 item 2: a commit the history lacks, changes that are not named, a time to come.
+    /// A commit the history lacks, changes that are not named, a time to come.
     #[test]
     fn a_proof_names_a_commit_of_the_history_and_a_time_past() {
         let page = page();
@@ -1167,7 +1167,7 @@ mod tests {
         fails_with(&page, "2.44 aarch64: verified at an unreadable time");
     }
 
-    /// Issue 33 item 11: the same proof made on another machine (another CPU, two tests
+    /// The same proof made on another machine (another CPU, two tests
     /// failing in both trees there) stands; the difference is said.
     #[test]
     fn another_machine_s_facts_are_reported_not_judged() {
@@ -1198,7 +1198,7 @@ mod tests {
         );
     }
 
-    /// The record of format 1 (the one committed before issue 33) is refused by name.
+    /// The record of format 1 (the first one committed) is refused by name.
     #[test]
     fn a_record_of_an_older_format_says_to_verify_again() {
         let page = page();

@@ -822,7 +822,7 @@ mod tests {
         Diff::between(&results(unpatched), &results(patched), &own())
     }
 
-    /// The 2.44 run of issue 19: the patched tree's test pass never started, so its summary
+    /// A 2.44 run whose patched tree's test pass never started, so its summary
     /// lists the elf tests as UNRESOLVED; the result files on disk were the 28 of the first
     /// pass. Nothing may call that "0 regressions".
     #[test]
@@ -881,7 +881,7 @@ mod tests {
         assert_eq!(diff.compared(), 1);
     }
 
-    /// Issue 33 item 2: figures edited to agree with themselves ("552 tests, 100 pass") but
+    /// Figures edited to agree with themselves ("552 tests, 100 pass") but
     /// not with the tests they name are not believed.
     #[test]
     fn suite_figures_that_do_not_add_up_fail() {
@@ -982,7 +982,7 @@ mod tests {
         );
     }
 
-    /// 2.44's run of issue 19, second form: the first make wrote tests.sum (its special tests
+    /// That 2.44 run, second form: the first make wrote tests.sum (its special tests
     /// only), the second ran 535 tests and stopped before its summary (a missing
     /// manual/dynlink.texi). The summary must not be read as the run's.
     #[test]

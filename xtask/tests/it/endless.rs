@@ -1,7 +1,7 @@
 //! A file that never ends, given where a command reads a file: a FIFO nobody writes (whose
 //! `open` used to wait for a writer) and `/dev/zero` (which used to be read until memory ran
 //! out). Every command ends within a second with exit status 1 and a message naming the file,
-//! or, for a file of `patches/`, reports it as the series' defect (issue 44).
+//! or, for a file of `patches/`, reports it as the series' defect.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -164,7 +164,7 @@ fn a_second_version_is_ready_to_mail() {
     );
 }
 
-/// Issue 41: the mails go to the development branch, whose NEWS already has the next
+/// The mails go to the development branch, whose NEWS already has the next
 /// version's section: the series is moved onto the sender's commit, its NEWS entry goes under
 /// that section (no second one), the cover letter names the commit, and `git am` takes the
 /// mails there. Before, the NEWS hunk added a second `Version 2.42` section and did not apply.
@@ -640,7 +640,7 @@ fn refused_unproven(p: &Project, out: &Path, what: &str) {
     );
 }
 
-/// Issue 33, item 1: the manifest is anyone's to write, so what it names is deleted only when
+/// The manifest is anyone's to write, so what it names is deleted only when
 /// format-series can prove it wrote it: a mail of its own name, a plain file, with the content
 /// it wrote (the manifest records each mail's blob id). A directory it names, a file of
 /// another name, and a mail edited since are refused, with nothing deleted.
@@ -701,7 +701,7 @@ fn out_deletes_only_the_mails_it_can_prove_it_wrote() {
 }
 
 /// Without `--author`, the sender is whom git would name, in git's order: `$GIT_AUTHOR_NAME`
-/// and `$GIT_AUTHOR_EMAIL` before `user.name` and `user.email` (issue 44 class 8: the
+/// and `$GIT_AUTHOR_EMAIL` before `user.name` and `user.email` (the
 /// configuration won).
 #[test]
 fn the_sender_is_git_s_author_in_git_s_order() {

@@ -1,5 +1,5 @@
 //! Every message true, and no exit 0 on failure: the real binary on synthetic projects, one
-//! test per input issue 33 found to end in a wrong status or a misleading line. Each asserts
+//! test per input once found to end in a wrong status or a misleading line. Each asserts
 //! the exit status (0 ok, 2 needs attention, 1 failure) and what the command says.
 
 use std::path::Path;
@@ -396,7 +396,7 @@ fn build_glibc_refuses_a_series_that_check_refuses() {
     insta::assert_snapshot!(scrubbed(&p, &ran.both()));
 }
 
-/// Issue 44 class 3: one judge of a series, `rebase-glibc --check`'s. A series file with CRLF
+/// One judge of a series, `rebase-glibc --check`'s. A series file with CRLF
 /// line endings, and a patch that lost one of its file diffs, still apply, but are not what
 /// their commits export: DRIFT for `--check`, and the same verdict from `patches status`
 /// (which said "applies cleanly", exit 0).
@@ -456,7 +456,7 @@ fn status_and_check_judge_a_drifted_series_alike() {
     }
 }
 
-/// Issue 44 class 3: `$LD_FALLBACK_PATCHES` naming nothing is bad input, the same for every
+/// `$LD_FALLBACK_PATCHES` naming nothing is bad input, the same for every
 /// command (status and `--check` exited 2, check-support 1, and `--check` told to make every
 /// release's series with `update-release`).
 #[test]
@@ -480,7 +480,7 @@ fn a_patches_dir_the_environment_names_that_does_not_exist_fails_every_command()
     }
 }
 
-/// Issue 44 class 4: a path the user named that is not there, or not what it must be, is an
+/// A path the user named that is not there, or not what it must be, is an
 /// error (exit status 1) naming it, not every cell SKIPPED or every release "not imported"
 /// (both ended 0).
 #[test]
@@ -558,7 +558,7 @@ fn a_path_the_user_named_that_is_not_there_is_an_error() {
     }
 }
 
-/// Issue 44 class 8: `--store` naming another git repository (one with a branch) is not a
+/// `--store` naming another git repository (one with a branch) is not a
 /// store without releases: importing into it would mix the two.
 #[test]
 fn a_store_that_is_another_repository_is_refused() {
@@ -585,7 +585,7 @@ fn a_store_that_is_another_repository_is_refused() {
     p.run_on_store(&empty, &["glibc", "list"]).expect(0);
 }
 
-/// Issue 44 class 8: standard error is not the report. `explain` with stderr into a full
+/// Standard error is not the report. `explain` with stderr into a full
 /// disk ends with the status of what it found (it ended 1 for its lost timing line), its
 /// report on stdout whole; stdout into a full disk is still a failure
 /// (`a_write_error_on_the_output_fails_the_command_with_its_cause`).
@@ -608,7 +608,7 @@ fn a_full_stderr_leaves_the_exit_status_to_say_what_was_found() {
     assert!(stdout.contains("every library is found"), "{stdout}");
 }
 
-/// Issue 44 class 6: git's configuration that cannot be read (here, a `$HOME/.gitconfig`
+/// Git's configuration that cannot be read (here, a `$HOME/.gitconfig`
 /// that does not parse) is said as that, not as a store that is none.
 #[test]
 fn an_unreadable_git_configuration_is_not_blamed_on_the_store() {
@@ -631,7 +631,7 @@ fn an_unreadable_git_configuration_is_not_blamed_on_the_store() {
     );
 }
 
-/// Issue 44 class 6: of two `--abort`s at once, the one that loses must not remove the state
+/// Of two `--abort`s at once, the one that loses must not remove the state
 /// the other is removing and call it "a rebase state a killed run left": the other is alive,
 /// holding the release's lock (here stopped between unlinking the state and removing it).
 #[test]
@@ -686,7 +686,7 @@ fn an_abort_beside_a_live_one_does_not_call_it_killed() {
     assert!(said.contains("no rebase is in progress"), "{said}");
 }
 
-/// Issue 44 class 6: a series file that lists a patch twice is said to, not reported as what
+/// A series file that lists a patch twice is said to, not reported as what
 /// applying it a second time meets ("NEWS is blob ...").
 #[test]
 fn a_patch_listed_twice_is_said_to_be() {
@@ -709,7 +709,7 @@ fn a_patch_listed_twice_is_said_to_be() {
     );
 }
 
-/// Issue 44 class 7: a byte order mark at the start of a series file (as some Windows
+/// A byte order mark at the start of a series file (as some Windows
 /// editors write one) is said to be one, never printed raw.
 #[test]
 fn a_byte_order_mark_in_a_series_file_is_named_not_printed() {
@@ -731,7 +731,7 @@ fn a_byte_order_mark_in_a_series_file_is_named_not_printed() {
     }
 }
 
-/// Issue 44 class 7: clap's message for a value it refuses quotes the value escaped, as
+/// Clap's message for a value it refuses quotes the value escaped, as
 /// every message does: a newline in `--release` does not break its line, an escape sequence
 /// reaches no terminal (it was written as typed).
 #[test]

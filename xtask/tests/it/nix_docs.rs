@@ -35,6 +35,7 @@ const CHECKS: &[(&str, Check)] = &[
     ),
     ("flake.nix", Check::Flake),
     ("configuration.nix", Check::NixLd),
+    ("nix-ld-jetson.nix", Check::NixLd),
     ("app-fallback.nix", Check::Shell),
     ("compat-origin-first.nix", Check::Shell),
 ];
@@ -116,7 +117,7 @@ fn every_nix_expression_in_the_docs_parses_and_builds_the_series() {
                 }
             }
             Check::NixLd => {
-                if let Err(why) = nix_ld_module_replaces_nix_ld(&nix, &dir, &stand_in) {
+                if let Err(why) = nix_ld_module_replaces_nix_ld(&nix, &dir, &name, &stand_in) {
                     failures.push(format!("{at} ({name}): {why}"));
                 }
             }
@@ -177,16 +178,21 @@ fn flake_follows_and_builds_the_series(nix: &Nix, dir: &Path, release: &str) -> 
     }
 }
 
-/// A NixOS module (`configuration.nix` in `dir`) that enables nix-ld must set the patched
+/// A NixOS module (`module`, a file in `dir`) that enables nix-ld must set the patched
 /// glibc's loader as `NIX_LD` where nixpkgs' module sets it, `environment.sessionVariables`,
 /// with `mkForce` (the module's own definition is a plain one), and the fallback list there
 /// too: PAM sets those for every session, and NixOS copies them into
 /// `environment.variables` for the shells. A definition in `environment.variables` alone
 /// leaves every session that no NixOS shell starts on the module's loader.
-fn nix_ld_module_replaces_nix_ld(nix: &Nix, dir: &Path, stand_in: &StandIn) -> Result<(), String> {
+fn nix_ld_module_replaces_nix_ld(
+    nix: &Nix,
+    dir: &Path,
+    module: &str,
+    stand_in: &StandIn,
+) -> Result<(), String> {
     let environment = nix.eval(
         dir,
-        "let pkgs = import <nixpkgs> { }; in (import ./configuration.nix { inherit pkgs; inherit (pkgs) lib; }).environment",
+        &format!("let pkgs = import <nixpkgs> {{ }}; in (import ./{module} {{ inherit pkgs; inherit (pkgs) lib; }}).environment"),
     )?;
     if environment["variables"]["NIX_LD"] != serde_json::Value::Null {
         return Err(format!(
@@ -241,7 +247,7 @@ in {
         .replace("WORKSPACE", &workspace().display().to_string()),
     )
     .unwrap();
-    let err = nix_ld_module_replaces_nix_ld(&nix, &dir, &stand_in).unwrap_err();
+    let err = nix_ld_module_replaces_nix_ld(&nix, &dir, &name, &stand_in).unwrap_err();
     assert!(
         err.contains("sets NIX_LD in environment.variables"),
         "{err}"

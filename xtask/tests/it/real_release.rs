@@ -219,7 +219,7 @@ fn the_recorded_resolutions_take_every_release_through_unattended() {
 
 /// A variant (patches/variants/) rides on its release's series: `--check` says whether it
 /// still applies on top, so that a change of the series that breaks it (the final series of
-/// issue 22 did) fails there, not first in the build of the variant's flavour.
+/// a stale variant once did) fails there, not first in the build of the variant's flavour.
 #[test]
 fn rebase_check_says_whether_each_variant_applies_on_its_series() {
     use xtask::rebase::series_check::Verdict;
@@ -247,7 +247,7 @@ fn rebase_check_says_whether_each_variant_applies_on_its_series() {
         "{committed:?}"
     );
 
-    // The variant as it was made against the series before issue 22: its dl-load.c blob is
+    // The variant as it was made against an older series: its dl-load.c blob is
     // not the one the series leaves.
     let dir = ws.patches_dir.join("variants/fallback-first/2.44");
     let file = std::fs::read_dir(&dir)
@@ -322,7 +322,7 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// glibc's `make check` runs `lint-makefiles` (scripts/sort-makefile-lines.py over every
 /// Makefile) on the releases that have it, and a failure there stops 2.44's `make check`
-/// before it runs any test (issue 19). Every Makefile a series changes must pass the
+/// before it runs any test. Every Makefile a series changes must pass the
 /// release's own script; 2.36 has none.
 #[test]
 fn every_makefile_a_series_changes_passes_the_release_s_lint() {

@@ -1,5 +1,5 @@
 //! The series can never be silently damaged: the real binary on synthetic projects, one
-//! test per way issue 11 found to damage a series or mislead its user. Each asserts what the
+//! test per way once found to damage a series or mislead its user. Each asserts what the
 //! command says, its exit status (0 ok, 1 failure, 2 needs attention) and what it leaves.
 
 use std::path::Path;
@@ -325,7 +325,7 @@ fn check_and_status_work_on_a_read_only_store() {
         releases_folded(&scrubbed(&p, &text), INVOLVED)
     );
     // A rebase must write: it says the store is not writable, not that anything conflicts,
-    // nor that `--check` (which just passed) refuses the series (issue 44 class 6).
+    // nor that `--check` (which just passed) refuses the series.
     let onto = in_bwrap(ONTO);
     let err = String::from_utf8_lossy(&onto.stderr);
     assert_eq!(onto.status.code(), Some(1), "{err}");
@@ -881,7 +881,7 @@ fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
             git2::FileMode::Link,
             b"/etc/passwd",
         ),
-        // Issue 41: one copyright form, in the carried series as in the mails.
+        // One copyright form, in the carried series as in the mails.
         (
             "0003-elf-Odd.patch adds elf/tst-odd.c with the FSF copyright line of glibc's \
              template: the series is contributed under the DCO, so the files it adds say \

@@ -799,7 +799,7 @@ fn durations_are_found_where_pages_quote_them() {
         durations_in("glibc 2.42-67, x86_64 scenarios, 63 scenarios, 1:2.66-4, 04:45:00"),
         Vec::<String>::new()
     );
-    // In words, with a number or without one (issue 43: "7.4 minutes", "hours to days").
+    // In words, with a number or without one ("7.4 minutes", "hours to days").
     assert_eq!(
         durations_in("took 7.4 minutes, 1 hour, 3 seconds; (minutes), hours to Days"),
         [
@@ -877,7 +877,7 @@ fn docs_quote_durations_from_one_page() {
 
 /// A count of what the project counts (scenarios, cells, ...) is quoted on one page only,
 /// outside generated blocks and quoted output (docs/support.md is rendered from
-/// support.json): two pages that quote one would disagree when it changes (issue 43: 63
+/// support.json): two pages that quote one would disagree when it changes (once: 63
 /// scenarios on one page, 67 on the others).
 #[test]
 fn docs_quote_each_count_on_one_page() {
@@ -948,4 +948,86 @@ fn explain_installs_without_the_maintainer_tooling() {
         .collect();
     assert!(heavy.is_empty(), "the explain crate pulls in {heavy:?}");
     assert!(crates.len() <= 40, "{} crates: {crates:?}", crates.len());
+}
+
+/// The pages users read, and what `collect` finds of the C fixtures: where a tracker number
+/// could reach a reader besides the Rust sources.
+fn pages_and_fixtures() -> Vec<PathBuf> {
+    let mut files = vec![
+        workspace().join("README.md"),
+        workspace().join("loader-tests/README.md"),
+        workspace().join("patches/variants/README.md"),
+    ];
+    for dir in ["docs", "c-fixtures"] {
+        let Ok(entries) = std::fs::read_dir(workspace().join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path
+                .extension()
+                .is_some_and(|e| e == "md" || e == "c" || e == "h")
+            {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The first "issue N" (or "issues N") of `line`, any case: how this project's tracker is
+/// named. Other projects' threads go by their repository and `#N`.
+fn tracker_number(line: &str) -> Option<String> {
+    let lower = line.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("issue") {
+        let start = from + at;
+        from = start + "issue".len();
+        let word_start = start == 0 || !lower.as_bytes()[start - 1].is_ascii_alphanumeric();
+        let rest = &lower[from..];
+        let rest = rest.strip_prefix('s').unwrap_or(rest);
+        let number = rest
+            .strip_prefix(' ')
+            .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+        if word_start && number {
+            let end = line.len().min(start + 12);
+            return Some(line[start..end].to_string());
+        }
+    }
+    None
+}
+
+/// A tracker number ("issue" and a number) means nothing to a reader of a page, of a program's output or
+/// of the code: say what was measured or found instead. Every Rust source (comments and
+/// strings), every page and every C fixture.
+#[test]
+fn no_tracker_numbers() {
+    let mut found = Vec::new();
+    for path in sources().into_iter().chain(pages_and_fixtures()) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if let Some(hit) = tracker_number(line) {
+                found.push(format!("{}:{}: {hit}", relative(&path), n + 1));
+            }
+        }
+    }
+    assert_none_found(
+        &found,
+        "this project's tracker numbers (say what was measured or found instead)",
+    );
+}
+
+#[test]
+fn tracker_numbers_are_found_in_any_case_and_other_projects_threads_are_not() {
+    let named = |words: &str| tracker_number(&words.replace('_', "issue"));
+    assert_eq!(
+        named("as _ 23 measured").map(|hit| hit.replace("issue", "_")),
+        Some("_ 23 mea".to_string())
+    );
+    assert!(named("_s 12 and 13").is_some());
+    assert!(named("(_ 44 class 8)").is_some());
+    assert!(named("Measured once (see _ #184)").is_none());
+    assert!(named("nixpkgs _ #273797; the _s in a list").is_none());
+    assert!(named("non_ 23 or _23").is_none());
 }
