@@ -561,8 +561,9 @@ impl Resolutions {
         if !dir.exists() {
             return Ok(Resolutions::default());
         }
-        let text = crate::series::read_own(&index, crate::series::LIST_LIMIT, crate::series::Head::Text)
-            .with_context(|| format!("{} has no readable {REPLACES}", dir.display()))?;
+        let text =
+            crate::series::read_own(&index, crate::series::LIST_LIMIT, crate::series::Head::Text)
+                .with_context(|| format!("{} has no readable {REPLACES}", dir.display()))?;
         let mut resolutions = Resolutions::default();
         for line in text
             .lines()
@@ -576,7 +577,11 @@ impl Resolutions {
             if name.contains('/') || !name.ends_with(".patch") {
                 bail!("{}: `{name}` is not a patch file's name", index.display());
             }
-            let patch = crate::series::read_own(&dir.join(name), crate::series::PATCH_LIMIT, crate::series::Head::Text)?;
+            let patch = crate::series::read_own(
+                &dir.join(name),
+                crate::series::PATCH_LIMIT,
+                crate::series::Head::Text,
+            )?;
             resolutions.made_for.push((name.to_string(), id));
             resolutions.texts.push((name.to_string(), patch));
         }

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use git2::{Oid, Repository, Signature, Status, StatusOptions, Time};
+use git2::{Oid, Signature, Status, StatusOptions, Time};
 use model::Release;
 use xshell::cmd;
 
@@ -219,8 +219,8 @@ fn copy_checkout(root: &Path, dest: &Path) -> Result<()> {
         std::fs::copy(&from, &to)
             .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
     }
-    let repo =
-        Repository::init(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let repo = crate::util::git::init(dest)
+        .with_context(|| format!("cannot create {}", dest.display()))?;
     let mut index = repo.index()?;
     index.add_all(["*"], git2::IndexAddOption::DEFAULT, None)?;
     index.write()?;
@@ -245,13 +245,13 @@ fn copy_checkout(root: &Path, dest: &Path) -> Result<()> {
 /// A store at `dest` that reads `store`'s objects (git alternates) and holds its tags: the
 /// rehearsal writes its own objects there, never into `store`.
 fn borrow_store(store: &SourceStore, dest: &Path) -> Result<()> {
-    let repo =
-        Repository::init_bare(dest).with_context(|| format!("cannot create {}", dest.display()))?;
+    let repo = crate::util::git::init_bare(dest)
+        .with_context(|| format!("cannot create {}", dest.display()))?;
     let objects = store.dir().join("objects");
     let alternates = dest.join("objects/info/alternates");
     std::fs::write(&alternates, format!("{}\n", objects.display()))
         .with_context(|| format!("cannot write {}", alternates.display()))?;
-    let repo = Repository::open_bare(repo.path())
+    let repo = crate::util::git::open_bare(repo.path())
         .with_context(|| format!("cannot open {}", dest.display()))?;
     for tag in store.list()? {
         repo.reference(
@@ -275,7 +275,7 @@ fn make_tarball(
     next: &str,
     tarball: &Path,
 ) -> Result<()> {
-    let repo = Repository::open_bare(store_dir)
+    let repo = crate::util::git::open_bare(store_dir)
         .with_context(|| format!("cannot open {}", store_dir.display()))?;
     let old = repo.find_commit(source)?.tree()?;
     let (_, new_minor) = model::version_numbers(next)?;
@@ -335,7 +335,7 @@ fn make_tarball(
 
 /// Every path of the copy that differs from its first commit (changed, added or deleted).
 fn changed_paths(checkout: &Path) -> Result<Vec<String>> {
-    let repo = Repository::open(checkout)
+    let repo = crate::util::git::open(checkout)
         .with_context(|| format!("cannot open {}", checkout.display()))?;
     let mut options = StatusOptions::new();
     options.include_untracked(true).recurse_untracked_dirs(true);

@@ -449,7 +449,11 @@ fn carry_variants(ws: &Workspace, onto: Release) -> Result<()> {
             .with_context(|| format!("cannot read {}", source.display()))?
         {
             let entry = entry.with_context(|| format!("cannot read {}", source.display()))?;
-            let text = crate::series::read_own(&entry.path(), crate::series::PATCH_LIMIT, crate::series::Head::Text)?;
+            let text = crate::series::read_own(
+                &entry.path(),
+                crate::series::PATCH_LIMIT,
+                crate::series::Head::Text,
+            )?;
             durable::write_synced(&copy.join(entry.file_name()), text.as_bytes())?;
         }
         let mut series = ws.load_series(onto)?;

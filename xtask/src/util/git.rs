@@ -70,6 +70,13 @@ pub(crate) fn open_bare(dir: &Path) -> Result<Repository> {
     Ok(Repository::open_bare(dir)?)
 }
 
+/// `Repository::init` of `dir` (a work tree, which reads the user's configuration for its
+/// defaults), git's configuration checked first.
+pub(crate) fn init(dir: &Path) -> Result<Repository> {
+    check_configuration(&[])?;
+    Ok(Repository::init(dir)?)
+}
+
 /// `Repository::init_bare` of `dir` (which reads the user's configuration for its defaults),
 /// git's configuration checked first.
 pub(crate) fn init_bare(dir: &Path) -> Result<Repository> {

@@ -78,7 +78,7 @@ fn eval(
 }
 
 fn supported() -> Vec<String> {
-    model::SUPPORTED
+    model::supported()
         .iter()
         .map(|r| r.version().to_string())
         .collect()

@@ -247,7 +247,8 @@ in {
         .replace("WORKSPACE", &workspace().display().to_string()),
     )
     .unwrap();
-    let err = nix_ld_module_replaces_nix_ld(&nix, &dir, &name, &stand_in).unwrap_err();
+    let err =
+        nix_ld_module_replaces_nix_ld(&nix, &dir, "configuration.nix", &stand_in).unwrap_err();
     assert!(
         err.contains("sets NIX_LD in environment.variables"),
         "{err}"

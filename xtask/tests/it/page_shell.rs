@@ -67,9 +67,11 @@ const REPOSITORY_SHELL: &[(&str, &str)] = &[("nix/with-fallback-loader.nix", "ap
 /// The commands of this project's own tools and of the version control around them: a block
 /// of these alone builds, tests or installs this repository (they need its sources, a Rust
 /// toolchain or the network, and `cargo xtask ci` runs them), it changes no file of the user's
-/// system.
+/// system. `export` sets a variable of the user's shell for explain to read (as the loader
+/// would): it writes nothing.
 const PROJECT_COMMANDS: &[&str] = &[
     "cargo",
+    "export",
     "git",
     "cd",
     "mkdir",
@@ -274,7 +276,10 @@ impl Stubs {
         let interpreter = loader_model::elf::dynamic(&std::fs::read(&program).unwrap())
             .unwrap()
             .interpreter
-            .expect("gcc's program has an interpreter");
+            .expect("gcc's program has an interpreter")
+            .to_str()
+            .expect("gcc's interpreter is UTF-8")
+            .to_string();
         let loader = interpreter.rsplit('/').next().unwrap().to_string();
 
         let glibc = stubs.join("glibc-fallback");
@@ -473,7 +478,7 @@ fn dynamic(file: &Path) -> Result<loader_model::elf::Dynamic, String> {
 /// A copy's ELF program must name `loader` as its interpreter.
 fn interpreter_is(file: &Path, loader: &Path) -> Result<(), String> {
     let interpreter = dynamic(file)?.interpreter;
-    if interpreter.as_deref() != Some(&*loader.display().to_string()) {
+    if interpreter.as_ref().and_then(|i| i.to_str()) != Some(&*loader.display().to_string()) {
         return Err(format!(
             "{}: interpreter {interpreter:?}, not the patched glibc's {}",
             file.display(),
@@ -541,7 +546,10 @@ fn origin_first(bench: &Bench, script: &str, flags: &[&str]) -> Result<(), Strin
                 &[("out", out.display().to_string())],
             );
             ran.succeeded()?;
-            let runpath = dynamic(&lib)?.runpath.unwrap_or_default();
+            let runpath = dynamic(&lib)?
+                .runpath
+                .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned())
+                .unwrap_or_default();
             let mut wanted = vec!["$ORIGIN"];
             wanted.extend(before.split(':').filter(|e| !e.is_empty()));
             let entries: Vec<&str> = runpath.split(':').collect();
