@@ -765,7 +765,7 @@ pub(crate) mod tests {
                     by_design: Default::default(),
                     imposed_by_qemu: Default::default(),
                 }),
-                hardcoded_paths: if crate::verify::cell::hardcoded_paths_apply(
+                hardcoded_paths: if crate::verify::outcome::hardcoded_paths_apply(
                     Release::parse(release).unwrap(),
                     target,
                 ) {

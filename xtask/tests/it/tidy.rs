@@ -22,17 +22,10 @@ fn run(cmd: &mut Command, fix: &str) {
     crate::common::succeeded(cmd, &format!("; to fix: {fix}"));
 }
 
-/// The Rust sources of both crates: `src/` and `tests/`.
+/// The Rust sources of every crate of [`CRATES`]: `src/` and `tests/`.
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for krate in [
-        "model",
-        "generated",
-        "loader-model",
-        "loader-tests",
-        "explain",
-        "xtask",
-    ] {
+    for (krate, _) in CRATES {
         for dir in ["src", "tests"] {
             collect(&workspace().join(krate).join(dir), &mut files);
         }
@@ -473,6 +466,223 @@ fn stages_import_only_downward() {
         &wrong,
         "imports against the layers (see LAYERS and the crates' layers beside it: move the \
          code to the lower module, or pass what it needs in from above)",
+    );
+}
+
+/// The module a file of `src/` is (`replay::cache` for `replay/cache.rs` and
+/// `replay/cache/mod.rs`; the crate root for `lib.rs` and `main.rs`), as its path words.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut words: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if words.last().is_some_and(|w| w == "mod") || words == ["lib"] || words == ["main"] {
+        words.pop();
+    }
+    words
+}
+
+/// Every path in `code` that starts at `crate::`, `super::` or `self::`, groups expanded
+/// (`super::{a::X, b}` is `super::a::X` and `super::b`), as its words.
+fn module_paths(code: &str) -> Vec<Vec<String>> {
+    fn ident_end(s: &str) -> usize {
+        s.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len())
+    }
+    /// The paths of `rest` (just after a `::`) below `stem`.
+    fn expand(stem: &[String], rest: &str, out: &mut Vec<Vec<String>>) {
+        let rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            for item in top_level_items(group) {
+                expand(stem, item, out);
+            }
+            return;
+        }
+        let end = ident_end(rest);
+        let mut path = stem.to_vec();
+        if end > 0 {
+            path.push(rest[..end].to_string());
+        }
+        match rest[end..].strip_prefix("::") {
+            Some(tail) if end > 0 => expand(&path, tail, out),
+            _ => out.push(path),
+        }
+    }
+    let mut paths = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(start) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let head = start.trim_end_matches(':').to_string();
+            expand(&[head], &code[at + start.len()..], &mut paths);
+        }
+    }
+    paths
+}
+
+/// Where `path`, named in the module `from`, leads: the longest of its prefixes that is one of
+/// `modules` (the crate root when none is).
+fn resolve(from: &[String], path: &[String], modules: &[Vec<String>]) -> Vec<String> {
+    let mut at: Vec<String> = from.to_vec();
+    let mut words = path.iter().peekable();
+    match words.peek().map(|w| w.as_str()) {
+        Some("crate") => {
+            at.clear();
+            words.next();
+        }
+        Some("self") => {
+            words.next();
+        }
+        _ => {}
+    }
+    while words.peek().is_some_and(|w| *w == "super") {
+        at.pop();
+        words.next();
+    }
+    let mut found = at.clone();
+    for word in words {
+        at.push(word.clone());
+        if modules.contains(&at) {
+            found = at.clone();
+        }
+    }
+    found
+}
+
+/// The import circles between the files of `krate`'s `src/` (`files`, as [`files_under`]
+/// reads them): each import from one file to another is lifted to the two modules of their
+/// nearest common module that hold them (`verify/cell.rs` naming `super::outcome` is
+/// `cell -> outcome` in `verify`; `a/x.rs` naming `crate::b::y` is `a -> b` at the root),
+/// and a loop of such imports among the modules of one parent is a circle. A module naming
+/// its own parent or a module inside it is no import between two rooms (`super::Column`
+/// in a submodule, `mod.rs` naming its children), and the compiler checks that.
+fn import_circles(krate: &str, files: &[(PathBuf, String)]) -> Vec<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let modules: Vec<Vec<String>> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    // parent -> (child -> (child it imports -> the first file that does, and what it names)).
+    type Edges = BTreeMap<String, BTreeMap<String, (String, String)>>;
+    let mut graphs: BTreeMap<Vec<String>, Edges> = BTreeMap::new();
+    for ((rel, text), from) in files.iter().zip(&modules) {
+        for path in module_paths(&code_of(text)) {
+            let to = resolve(from, &path, &modules);
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common == from.len() || common == to.len() {
+                continue;
+            }
+            let (a, b) = (from[common].clone(), to[common].clone());
+            graphs
+                .entry(from[..common].to_vec())
+                .or_default()
+                .entry(a)
+                .or_default()
+                .entry(b)
+                .or_insert_with(|| (rel.display().to_string(), path.join("::")));
+        }
+    }
+    let mut circles = Vec::new();
+    for (parent, edges) in &graphs {
+        // A node's circle is what it reaches that reaches it back (the graphs are a few
+        // dozen nodes: no need for Tarjan's algorithm).
+        let reaches = |from: &str| -> BTreeSet<String> {
+            let mut seen = BTreeSet::new();
+            let mut todo = vec![from.to_string()];
+            while let Some(node) = todo.pop() {
+                for next in edges.get(&node).into_iter().flat_map(|e| e.keys()) {
+                    if seen.insert(next.clone()) {
+                        todo.push(next.clone());
+                    }
+                }
+            }
+            seen
+        };
+        let mut placed = BTreeSet::new();
+        for node in edges.keys() {
+            if placed.contains(node) {
+                continue;
+            }
+            let from_node = reaches(node);
+            if !from_node.contains(node) {
+                continue;
+            }
+            let circle: BTreeSet<String> = from_node
+                .into_iter()
+                .filter(|other| reaches(other).contains(node))
+                .collect();
+            let mut ties = Vec::new();
+            for a in &circle {
+                for (b, (file, named)) in &edges[a] {
+                    if circle.contains(b) {
+                        ties.push(format!("{a} -> {b} ({file} names {named})"));
+                    }
+                }
+            }
+            placed.extend(circle);
+            let place = match parent.is_empty() {
+                true => String::new(),
+                false => format!("{}/", parent.join("/")),
+            };
+            circles.push(format!("{krate}/src/{place}: {}", ties.join(", ")));
+        }
+    }
+    circles
+}
+
+/// No two files import each other, directly or round a loop, at any depth: a circle makes
+/// the pair one unit that reads as two. The layers above hold the top-level modules; this
+/// holds the files inside a module, in every crate.
+#[test]
+fn no_import_circles_between_files() {
+    let mut circles = Vec::new();
+    for (krate, dir) in crate_dirs() {
+        circles.extend(import_circles(krate, &files_under(&dir.join("src"))));
+    }
+    assert_none_found(
+        &circles,
+        "import circles between files (move what both need into one of them, or into a \
+         module both import)",
+    );
+}
+
+/// A circle between two files of a module is found, and so is one round a third file of
+/// another module; a file naming its parent's items is none.
+#[test]
+fn an_import_circle_is_found() {
+    let file = |rel: &str, text: &str| (PathBuf::from(rel), format!("//! A file.\n{text}"));
+    let files = vec![
+        file("lib.rs", "mod replay;\nmod root;\n"),
+        file("root.rs", "use crate::layout::Layout;\n"),
+        file(
+            "replay/mod.rs",
+            "mod cache;\nmod paths;\nuse paths::Paths;\n",
+        ),
+        file(
+            "replay/cache.rs",
+            "use super::{paths::Paths, Column};\nuse crate::root::Root;\n",
+        ),
+        file("replay/paths.rs", "// super::cache in a comment\n"),
+    ];
+    assert_eq!(import_circles("loader-tests", &files), Vec::<String>::new());
+    let mut planted = files.clone();
+    planted[4] = file(
+        "replay/paths.rs",
+        "fn dir() -> &'static str { super::cache::compat_dir() }\n",
+    );
+    assert_eq!(
+        import_circles("loader-tests", &planted),
+        ["loader-tests/src/replay/: cache -> paths (replay/cache.rs names super::paths::Paths), \
+          paths -> cache (replay/paths.rs names super::cache::compat_dir)"]
+    );
+    let mut planted = files;
+    planted[1] = file("root.rs", "use crate::replay::cache::Layout;\n");
+    assert_eq!(
+        import_circles("loader-tests", &planted),
+        [
+            "loader-tests/src/: replay -> root (replay/cache.rs names crate::root::Root), \
+          root -> replay (root.rs names crate::replay::cache::Layout)"
+        ]
     );
 }
 
