@@ -686,6 +686,136 @@ fn an_import_circle_is_found() {
     );
 }
 
+/// The crates ARCHITECTURE.md gives a section (`### `model/``), and the top-level modules of
+/// `xtask/src/` it names anywhere (`xtask/src/store/`, `xtask/src/cli.rs`).
+fn architecture_names(page: &str) -> (Vec<String>, Vec<String>) {
+    let crates = page
+        .lines()
+        .filter_map(|line| line.strip_prefix("### `")?.strip_suffix("/`"))
+        .map(str::to_string)
+        .collect();
+    let mut modules: Vec<String> = page
+        .match_indices("`xtask/src/")
+        .map(|(at, prefix)| {
+            let rest = &page[at + prefix.len()..];
+            let end = rest.find(['/', '`']).unwrap_or(rest.len());
+            rest[..end].trim_end_matches(".rs").to_string()
+        })
+        // `xtask/src/` itself names no module.
+        .filter(|name| !name.is_empty())
+        .collect();
+    modules.sort();
+    modules.dedup();
+    (crates, modules)
+}
+
+/// What ARCHITECTURE.md names and what is there, apart: `crates` and `modules` are the
+/// workspace's members and the entries of `xtask/src/` (`lib.rs` and `main.rs` left out).
+fn architecture_gaps(page: &str, crates: &[String], modules: &[String]) -> Vec<String> {
+    let (named_crates, named_modules) = architecture_names(page);
+    let mut gaps = Vec::new();
+    for (what, there, named) in [
+        ("crate ", crates, &named_crates),
+        ("module xtask/src/", modules, &named_modules),
+    ] {
+        for name in there.iter().filter(|n| !named.contains(n)) {
+            gaps.push(format!(
+                "the {what}{name} is there, and the page does not name it"
+            ));
+        }
+        for name in named.iter().filter(|n| !there.contains(n)) {
+            gaps.push(format!(
+                "the page names the {what}{name}, which is not there"
+            ));
+        }
+    }
+    gaps
+}
+
+/// The workspace's members, from the root Cargo.toml.
+fn workspace_members() -> Vec<String> {
+    let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
+    let members = manifest
+        .split_once("members = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .expect("the root Cargo.toml lists its members")
+        .0;
+    members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// The top-level modules of xtask, as its `src/` holds them.
+fn xtask_modules() -> Vec<String> {
+    let mut modules: Vec<String> = std::fs::read_dir(workspace().join("xtask/src"))
+        .unwrap()
+        .map(|entry| {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            name.trim_end_matches(".rs").to_string()
+        })
+        .filter(|name| name != "lib" && name != "main")
+        .collect();
+    modules.sort();
+    modules
+}
+
+/// ARCHITECTURE.md is the map of the house: every crate and every top-level module of
+/// xtask is on it, and nothing it names is gone.
+#[test]
+fn architecture_names_every_crate_and_module() {
+    let page = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    assert_none_found(
+        &architecture_gaps(&page, &workspace_members(), &xtask_modules()),
+        "ARCHITECTURE.md and the tree disagree (give a crate its `### `name/`` section, a \
+         module its line under xtask/; take out what is gone)",
+    );
+}
+
+#[test]
+fn a_crate_or_module_missing_from_the_map_is_found() {
+    let page = "### `model/`\n\n### `xtask/`\n\n- `xtask/src/store/`: the store.\n\
+                - `xtask/src/cli.rs`: words; see `xtask/src/store/import/`.\n\
+                - `xtask/src/glibc/`: gone.\n";
+    let crates = ["model", "explain", "xtask"].map(String::from);
+    let modules = ["cli", "store", "verify"].map(String::from);
+    assert_eq!(
+        architecture_gaps(page, &crates, &modules),
+        [
+            "the crate explain is there, and the page does not name it",
+            "the module xtask/src/verify is there, and the page does not name it",
+            "the page names the module xtask/src/glibc, which is not there",
+        ]
+    );
+}
+
+/// xtask/src/lib.rs declares its modules in the order of [`LAYERS`], bottom first, so that
+/// the file reads as the map does.
+#[test]
+fn xtask_declares_its_modules_in_layer_order() {
+    let lib = std::fs::read_to_string(workspace().join("xtask/src/lib.rs")).unwrap();
+    let code = code_of(&lib);
+    let declared: Vec<&str> = code
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start_matches("pub ");
+            line.strip_prefix("mod ")?.strip_suffix(';')
+        })
+        .map(|name| name.trim())
+        .collect();
+    let layer_of = |m: &str| LAYERS.iter().position(|layer| layer.contains(&m));
+    let out_of_order: Vec<String> = declared
+        .windows(2)
+        .filter(|pair| layer_of(pair[0]) > layer_of(pair[1]))
+        .map(|pair| format!("{} before {}", pair[0], pair[1]))
+        .collect();
+    assert_none_found(
+        &out_of_order,
+        "xtask/src/lib.rs declares a module before one of a lower layer (see LAYERS)",
+    );
+}
+
 /// The workspace crates a file names (`loader_model::`, `use model;`), code only.
 fn crates_named(text: &str) -> Vec<&'static str> {
     let code = code_of(text);
@@ -1165,6 +1295,7 @@ fn explain_installs_without_the_maintainer_tooling() {
 fn pages_and_fixtures() -> Vec<PathBuf> {
     let mut files = vec![
         workspace().join("README.md"),
+        workspace().join("ARCHITECTURE.md"),
         workspace().join("loader-tests/README.md"),
         workspace().join("patches/variants/README.md"),
     ];
