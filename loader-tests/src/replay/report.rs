@@ -966,9 +966,9 @@ mod tests {
         CellReport::new(approach, column, runs)
     }
 
-    /// jetpack-nixos' cuda_compat on a JetPack 5 host ran the app, and the page once said `[R] runs`, though the
-    /// `libnvrm_*` it took came from an l4t-core store path that is the host's release only
-    /// because the replay made it so.
+    /// jetpack-nixos' cuda_compat on a JetPack 5 host runs the app, but the `libnvrm_*` it
+    /// takes comes from an l4t-core store path that is the host's release only because the
+    /// replay made it so: the cell is unknown, not `[R] runs`.
     #[test]
     fn an_r_cell_whose_premise_is_modelled_is_not_replayed() {
         let jetpack5 = crate::replay::column("jetpack5");

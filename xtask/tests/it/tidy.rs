@@ -173,6 +173,50 @@ fn filesystem_errors_carry_context() {
 
 /// The commands print through `xtask::util::output`'s macros, which survive a closed pipe
 /// (`cargo xtask glibc list | head -1`); std's panic on it, in the middle of the work.
+/// The files of `src/` that are code a user runs: not `tests/`, not a unit-test module of its
+/// own (`tests.rs`).
+fn production(rel: &str) -> bool {
+    rel.contains("/src/") && !rel.split('/').any(|c| c == "tests" || c == "tests.rs")
+}
+
+/// No `unwrap()` where a user's run can reach it: a panic names a line of ours, not what was
+/// wrong; an error with context names the cause (and where `None` cannot happen, the code
+/// says why without a panic in waiting).
+#[test]
+fn no_unwrap_outside_tests() {
+    let mut found = Vec::new();
+    for_each_code_line(production, |rel, i, lines| {
+        let line = lines[i];
+        if line.contains(".unwrap()") && !line.trim_start().starts_with("//") {
+            found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+        }
+    });
+    assert_none_found(
+        &found,
+        "unwrap() outside tests (return an error with .context(...), or say with a match or \
+         a default why the value is always there)",
+    );
+}
+
+/// No line of source over a thousand characters: prose a page shows is written in lines a
+/// reviewer can read in a diff (a string continued with `\`), not one line per paragraph.
+#[test]
+fn no_source_line_over_a_thousand_characters() {
+    let mut found = Vec::new();
+    for path in sources() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.chars().count() > 1000 {
+                found.push(format!("{}:{}", relative(&path), i + 1));
+            }
+        }
+    }
+    assert_none_found(
+        &found,
+        "source lines over 1,000 characters (continue the string with `\\` at a space)",
+    );
+}
+
 #[test]
 fn output_survives_a_closed_pipe() {
     let mut std_macros = Vec::new();
