@@ -6,15 +6,15 @@
 //! 1. `util` (plumbing), then `cli` (the words every command shares, and its environment);
 //! 2. the stages, in the order data flows through them: `store` (glibc releases) -> `merge`
 //!    (the 3-way merge of a commit onto another release, which `series` and `rebase` share)
-//!    -> `series` (patches/) -> `nixpkgs` (the series on nixpkgs' glibc patches) ->
+//!    -> `series` (patches/) -> `nix_stack` (the series on nixpkgs' glibc patches) ->
 //!    `debian_stack` (the series on Debian's stable branch) -> `rebase` (moving a series
 //!    between releases) -> `sysroot` (glibc built into cached sysroots) -> `resolution` (the
 //!    scenario matrix against a sysroot) -> `verify` (every cell proven, the support table)
 //!    -> `ci` (all of it, as CI runs it);
 //! 3. the commands that take several stages at once, none importing another: `update` (one
-//!    release through all of them; a new one, a retired one), `rehearse` (a new release's
-//!    update, rehearsed on a pretend one in copies), `format` (a series as mails for
-//!    libc-alpha), `jetson` (the Jetson replay), `explain` (the loader's search for a program,
+//!    release through all of them; a new one, a retired one), `rehearse_release` (a new release's
+//!    update, rehearsed on a pretend one in copies), `format_series` (a series as mails for
+//!    libc-alpha), `jetson_replay` (the Jetson replay), `explain` (the loader's search for a program,
 //!    modelled), `bench` (timings);
 //! 4. `regenerate`: every generated file and block, written or compared, whichever command
 //!    above makes it;
@@ -32,7 +32,7 @@ pub mod merge;
 
 pub mod series;
 
-mod nixpkgs;
+mod nix_stack;
 
 mod debian_stack;
 
@@ -48,9 +48,9 @@ pub mod ci;
 
 pub mod bench;
 mod explain;
-pub mod format;
-mod jetson;
-mod rehearse;
+pub mod format_series;
+mod jetson_replay;
+mod rehearse_release;
 mod update;
 
 mod regenerate;
