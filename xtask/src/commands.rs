@@ -81,7 +81,7 @@ pub(crate) enum Command {
     Explain(explain::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
-    Bench(bench::Bench),
+    Bench(bench::Command),
     /// Write every generated file and block this command can make (the workflow, the support
     /// page, docs/contract.md's scenarios); --check: compare every generated part and name
     /// each stale one with the command that writes it.

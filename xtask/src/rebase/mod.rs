@@ -26,7 +26,7 @@ use git2::Oid;
 pub use series_check::check;
 pub(crate) use series_check::check_release;
 
-use crate::merge::{self, applied, commit_like, Merged, Step};
+use crate::merge::{self, applied, commit_like, Merged, PatchFate};
 use crate::series::{Series, Workspace};
 use crate::util::{durable, fault, together};
 use model::Release;
@@ -173,11 +173,11 @@ pub fn continue_with(
                 };
                 return run.stop(stopped, steps);
             }
-            steps.push(Step::Applied(id));
+            steps.push(PatchFate::Applied(id));
             id
         }
         None => {
-            steps.push(Step::Dropped);
+            steps.push(PatchFate::Dropped);
             state.head
         }
     };
@@ -300,7 +300,7 @@ impl<'a> Run<'a> {
         &mut self,
         start: usize,
         mut head: Oid,
-        steps: &mut Vec<Step>,
+        steps: &mut Vec<PatchFate>,
     ) -> Result<Option<Stopped>> {
         let repo = self.repo();
         for at in start..self.commits.len() {
@@ -352,9 +352,9 @@ impl<'a> Run<'a> {
                         }));
                     }
                     head = new;
-                    steps.push(Step::Applied(new));
+                    steps.push(PatchFate::Applied(new));
                 }
-                None => steps.push(Step::Dropped),
+                None => steps.push(PatchFate::Dropped),
             }
         }
         Ok(None)
@@ -505,7 +505,7 @@ impl<'a> Run<'a> {
     }
 
     /// The series' guard over the patches so far (see `series::guard`).
-    fn check_scope(&self, steps: &[Step]) -> Result<()> {
+    fn check_scope(&self, steps: &[PatchFate]) -> Result<()> {
         let scope = self.ws.scope()?;
         let named = named_steps(self.from, steps);
         crate::series::guard(&scope, self.repo(), &named).with_context(|| {
@@ -518,7 +518,7 @@ impl<'a> Run<'a> {
     }
 
     /// Saves the state at the stop and says what to do.
-    fn stop(&mut self, stopped: Stopped, steps: Vec<Step>) -> Result<Outcome> {
+    fn stop(&mut self, stopped: Stopped, steps: Vec<PatchFate>) -> Result<Outcome> {
         self.check_scope(&steps)?;
         let state = RebaseState {
             onto: self.onto,
@@ -631,7 +631,7 @@ impl<'a> Run<'a> {
     }
 
     /// Every patch went through: writes the resolutions and the series, drops the state.
-    fn finish(&mut self, steps: Vec<Step>, notes: Vec<String>) -> Result<Outcome> {
+    fn finish(&mut self, steps: Vec<PatchFate>, notes: Vec<String>) -> Result<Outcome> {
         self.check_scope(&steps)?;
         let onto = self.onto;
         let commits = applied(&steps);
@@ -774,13 +774,13 @@ pub(crate) fn publish(
 }
 
 /// The patches of `from` that went through so far, named, for the scope guard.
-fn named_steps(from: &Series, steps: &[Step]) -> Vec<(String, Oid)> {
+fn named_steps(from: &Series, steps: &[PatchFate]) -> Vec<(String, Oid)> {
     from.patches
         .iter()
         .zip(steps)
         .filter_map(|(patch, step)| match step {
-            Step::Applied(id) => Some((patch.name.clone(), *id)),
-            Step::Dropped => None,
+            PatchFate::Applied(id) => Some((patch.name.clone(), *id)),
+            PatchFate::Dropped => None,
         })
         .collect()
 }
