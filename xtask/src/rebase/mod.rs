@@ -34,7 +34,7 @@ use patch_checks::{Checker, Checks, CompileCheck};
 use records::{Kind, Resolution, Resolutions};
 use state::{ConflictFile, RebaseState, Stop, Used};
 
-pub use outcome::Outcome;
+pub use outcome::RebaseOutcome;
 pub(crate) use outcome::Resume;
 use outcome::{Conflict, RecordsWritten, StopReport, StopWhy, Written};
 
@@ -71,7 +71,7 @@ impl Options {
 }
 
 /// Moves the series of `from` (default: the newest) onto `onto`, with no checks.
-pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Outcome> {
+pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<RebaseOutcome> {
     start_with(ws, from, onto, Options::plain(ws))
 }
 
@@ -81,7 +81,7 @@ pub fn start_with(
     from: Option<Release>,
     onto: Release,
     options: Options,
-) -> Result<Outcome> {
+) -> Result<RebaseOutcome> {
     if state::state_dir(ws, onto).join("state").exists() {
         bail!(
             "a rebase onto glibc {onto} is already in progress: finish it with `{}` or drop it with `{}`",
@@ -111,7 +111,11 @@ pub fn start_with(
 
 /// Takes the resolved work tree of the stopped rebase onto `onto` and goes on, with no build
 /// check available.
-pub fn continue_rebase(ws: &Workspace, onto: Release, deletions: &[String]) -> Result<Outcome> {
+pub fn continue_rebase(
+    ws: &Workspace,
+    onto: Release,
+    deletions: &[String],
+) -> Result<RebaseOutcome> {
     continue_with(ws, onto, deletions, Options::plain(ws))
 }
 
@@ -124,7 +128,7 @@ pub fn continue_with(
     onto: Release,
     deletions: &[String],
     options: Options,
-) -> Result<Outcome> {
+) -> Result<RebaseOutcome> {
     let (state, from) = RebaseState::load(ws, onto)?;
     let (_, commits) = ws.commit_series(&from)?;
     let repo = ws.store.repo();
@@ -496,11 +500,11 @@ impl<'a> Run<'a> {
             patch.name
         );
         match self.checker.run(repo, self.onto, &patch)? {
-            patch_checks::Outcome::Passed(lines) => {
+            patch_checks::ChecksOutcome::Passed(lines) => {
                 self.check_lines.push((at, lines));
                 Ok(None)
             }
-            patch_checks::Outcome::Failed(report) => Ok(Some(report)),
+            patch_checks::ChecksOutcome::Failed(report) => Ok(Some(report)),
         }
     }
 
@@ -518,7 +522,7 @@ impl<'a> Run<'a> {
     }
 
     /// Saves the state at the stop and says what to do.
-    fn stop(&mut self, stopped: Stopped, steps: Vec<PatchFate>) -> Result<Outcome> {
+    fn stop(&mut self, stopped: Stopped, steps: Vec<PatchFate>) -> Result<RebaseOutcome> {
         self.check_scope(&steps)?;
         let state = RebaseState {
             onto: self.onto,
@@ -557,7 +561,7 @@ impl<'a> Run<'a> {
             ),
             Stop::Check(failure) => StopWhy::Check(failure.clone()),
         };
-        Ok(Outcome::Stopped(StopReport {
+        Ok(RebaseOutcome::Stopped(StopReport {
             onto: self.onto,
             notes: stopped.notes,
             so_far: self.so_far(),
@@ -631,7 +635,7 @@ impl<'a> Run<'a> {
     }
 
     /// Every patch went through: writes the resolutions and the series, drops the state.
-    fn finish(&mut self, steps: Vec<PatchFate>, notes: Vec<String>) -> Result<Outcome> {
+    fn finish(&mut self, steps: Vec<PatchFate>, notes: Vec<String>) -> Result<RebaseOutcome> {
         self.check_scope(&steps)?;
         let onto = self.onto;
         let commits = applied(&steps);
@@ -687,7 +691,7 @@ impl<'a> Run<'a> {
                 .count(),
             from: self.from.base,
         });
-        Ok(Outcome::Written(Written {
+        Ok(RebaseOutcome::Written(Written {
             notes,
             summary,
             records,
