@@ -1,7 +1,7 @@
 //! The digest of the sources that judge a verify cell (the harness, its scenario table and
 //! fixtures, verify and the resolution stage), computed from the sources this binary is built
-//! from. Read at run time from the checkout instead, it described whatever the files held
-//! when a cell was keyed: a harness edited while a long verify ran gave its later cells a key
+//! from. Read at run time from the checkout, it would describe whatever the files hold when a
+//! cell is keyed: a harness edited while a long verify runs would give its later cells a key
 //! of sources the running binary was not built from.
 //!
 //! What counts, and why a pure refactor leaves the digest as it was, is in

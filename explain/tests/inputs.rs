@@ -1,7 +1,7 @@
 //! Files that never end, where explain reads a file: the program, a library candidate and
-//! `ld.so.cache` under `--root`. A FIFO nobody writes used to hang every one of them, and
-//! `/dev/zero` to be read until memory ran out; each must end within a second, with a
-//! message naming the file.
+//! `ld.so.cache` under `--root`. A FIFO nobody writes would hang a plain `open`, and
+//! `/dev/zero` be read until memory ran out; each must end within a second, with a message
+//! naming the file.
 
 use std::path::Path;
 use std::process::{Command, Stdio};

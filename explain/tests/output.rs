@@ -1,6 +1,6 @@
-//! Where the explanation goes: a file under the file size limit (`ulimit -f`), which used to
-//! kill the command with SIGXFSZ (exit status 153, a cut file, nothing said), as `cargo xtask
-//! explain` says it instead.
+//! Where the explanation goes: a file under the file size limit (`ulimit -f`). SIGXFSZ's
+//! default action would end the command with status 153, a cut file and nothing said; the
+//! command says it instead, as `cargo xtask explain` does.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};

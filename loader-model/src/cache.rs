@@ -291,7 +291,8 @@ fn parse_new(file: &[u8], at: usize) -> Option<Cache> {
                     if size > 0 && offset.is_multiple_of(4) && size.is_multiple_of(4) =>
                 {
                     for index in data.chunks_exact(4) {
-                        let index = u32::from_le_bytes(index.try_into().unwrap()) as usize;
+                        let index =
+                            u32::from_le_bytes([index[0], index[1], index[2], index[3]]) as usize;
                         cache
                             .hwcaps
                             .push(string_at(file, at + index).unwrap_or_default());

@@ -124,18 +124,18 @@ pub(crate) fn ensure_set(
 ) -> Result<Fixtures> {
     let sources = sources_dir();
     let key = cache_key(sysroot, &sources, set.recipe, set.sources)?;
-    let dir = cache.join("fixtures").join(format!(
+    let all = cache.join("fixtures");
+    let dir = all.join(format!(
         "{}{}-{}-{}-{key:016x}",
         set.prefix, sysroot.release, sysroot.target, sysroot.flavour
     ));
     if dir.join(".complete").exists() {
         return Ok(Fixtures { dir });
     }
-    fs::create_dir_all(dir.parent().unwrap())
-        .with_context(|| format!("cannot create {}", dir.display()))?;
+    fs::create_dir_all(&all).with_context(|| format!("cannot create {}", all.display()))?;
     let staging = tempfile::Builder::new()
         .prefix(".staging-")
-        .tempdir_in(dir.parent().unwrap())
+        .tempdir_in(&all)
         .context("cannot create a staging directory for fixtures")?;
     let compiler = Compiler::new(sysroot, layout, &sources, staging.path())?;
     (set.build)(&compiler).with_context(|| {

@@ -251,8 +251,7 @@ impl Root {
         let dest = self.inside(to);
         let result = (|| -> Result<()> {
             crate::host::require(&[crate::host::tools::PATCHELF])?;
-            fs::create_dir_all(dest.parent().unwrap())
-                .with_context(|| format!("cannot create the directory of {to}"))?;
+            create_parent(&dest).with_context(|| format!("cannot create the directory of {to}"))?;
             fresh_file(&dest).with_context(|| format!("cannot replace {to}"))?;
             copy_file(from, &dest)?;
             // One patchelf run per option: patchelf 0.14 (Debian 12) writes the DT_NEEDED
@@ -394,7 +393,7 @@ impl Root {
     /// cannot load libc.so.6, which has the loader in DT_NEEDED.
     pub(crate) fn loader_in_slibdir(&mut self) -> &mut Root {
         let loader = self.bench_layout.loader();
-        let name = Path::new(loader).file_name().unwrap().to_string_lossy();
+        let name = loader.rsplit_once('/').map_or(loader, |(_, name)| name);
         let link = format!("{}/{name}", self.bench_layout.slibdir);
         if link != loader && !self.inside(&link).exists() {
             let result = symlink(loader, self.inside(&link))
@@ -418,20 +417,19 @@ impl Root {
             .output()
             .context("cannot run the host's ldd on /bin/bash")?;
         let listing = String::from_utf8_lossy(&listing.stdout);
-        for path in listing.lines().filter_map(|line| {
+        for (path, name) in listing.lines().filter_map(|line| {
             let path = line.split("=>").nth(1)?.split_whitespace().next()?;
             let name = Path::new(path).file_name()?.to_str()?;
             // glibc's own libraries come from the sysroot under test.
             let glibc = name.starts_with("libc.so") || name.starts_with("ld-linux");
-            (!glibc && path.starts_with('/')).then(|| path.to_string())
+            (!glibc && path.starts_with('/')).then_some((path, name))
         }) {
-            let name = Path::new(&path).file_name().unwrap().to_string_lossy();
             let to = format!("{}/{name}", self.bench_layout.libdir);
             let libdir = self.inside(&self.bench_layout.libdir);
             fs::create_dir_all(&libdir)
                 .with_context(|| format!("cannot create {}", libdir.display()))?;
             fresh_file(&self.inside(&to))?;
-            copy_file(Path::new(&path), &self.inside(&to))?;
+            copy_file(Path::new(path), &self.inside(&to))?;
         }
         fs::create_dir_all(self.inside("/bin")).context("cannot create /bin in the root")?;
         fresh_file(&self.inside("/bin/bash"))?;
@@ -487,7 +485,7 @@ impl Root {
     fn fresh_at(&self, path: &str) -> io::Result<PathBuf> {
         // The callers name what they were making; an error here is passed on as it is.
         let dest = self.inside(path);
-        fs::create_dir_all(dest.parent().unwrap())
+        create_parent(&dest)
             .and_then(|()| fresh_file(&dest))
             .map(|()| dest)
     }
@@ -500,8 +498,7 @@ impl Root {
 
     fn install(&self, from: &Path, to: &str) -> Result<()> {
         let dest = self.inside(to);
-        fs::create_dir_all(dest.parent().unwrap())
-            .with_context(|| format!("cannot create the directory of {to}"))?;
+        create_parent(&dest).with_context(|| format!("cannot create the directory of {to}"))?;
         link_or_copy(from, &dest).with_context(|| format!("cannot place {}", from.display()))
     }
 
@@ -577,6 +574,14 @@ fn link_tree(from_root: &Path, to_root: &Path, rel: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Creates the directory `path` goes into (a path inside a root always has one).
+fn create_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(dir) => fs::create_dir_all(dir),
+        None => Ok(()),
+    }
 }
 
 /// Removes `path` if it exists, so that writing it creates a new inode: files in a root are

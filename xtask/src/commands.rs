@@ -11,8 +11,8 @@ use crate::cli::Global;
 use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output, release_table};
-use crate::{bench, ci, debian_stack, explain, format, jetson, nixpkgs, rebase, resolution};
-use crate::{regenerate, rehearse, update, verify};
+use crate::{bench, ci, debian_stack, explain, format_series, jetson_replay, nix_stack, rebase};
+use crate::{regenerate, rehearse_release, resolution, update, verify};
 use crate::{series, store};
 
 /// The command line of `cargo xtask`.
@@ -51,9 +51,9 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Patches(series::command::Command),
     /// Format a series as a patch set to mail upstream (libc-alpha).
-    FormatSeries(format::Args),
+    FormatSeries(format_series::Args),
     /// Apply the series on top of nixpkgs' own glibc patches, as a Nix user would (docs/nix.md).
-    NixStack(nixpkgs::Args),
+    NixStack(nix_stack::Args),
     /// Apply the series on top of Debian's glibc patches (the release's stable branch,
     /// git-updates.diff first), as Debian builds it; patches/stable/ resolves what it rejects.
     DebianStack(debian_stack::Args),
@@ -67,7 +67,7 @@ pub(crate) enum Command {
     RetireRelease(update::retire::Args),
     /// Rehearse a new release's day: the next version, made from the newest's tree, through
     /// update-release in scratch copies of the checkout and store; no source file may change.
-    RehearseRelease(rehearse::Args),
+    RehearseRelease(rehearse_release::Args),
     /// Build glibc, patched or not, into a cached sysroot.
     BuildGlibc(sysroot::command::Args),
     /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
@@ -75,13 +75,13 @@ pub(crate) enum Command {
     /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
     Verify(verify::Args),
     /// Replay every way of using cuda_compat on Jetson, on every kind of host (docs/jetson.md).
-    JetsonReplay(jetson::Args),
+    JetsonReplay(jetson_replay::Args),
     /// Which file a program would load for every library, with LD_FALLBACK_PATH, without
     /// running it (a model of the patched loader's search).
     Explain(explain::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
-    Bench(bench::Bench),
+    Bench(bench::Command),
     /// Write every generated file and block this command can make (the workflow, the support
     /// page, docs/contract.md's scenarios); --check: compare every generated part and name
     /// each stale one with the command that writes it.

@@ -131,7 +131,7 @@ fn by_run(root: &Path, part: &Part) -> Result<Option<String>> {
             Some("its begin marker names another generator".into())
         }
         Kind::Block(_) if *part == generated::JETSON_TABLE => {
-            crate::jetson::stale_page(&path, model::Release::newest())?
+            crate::jetson_replay::stale_page(&path, model::Release::newest())?
         }
         Kind::Block(_) => None,
     })

@@ -26,8 +26,8 @@ use super::fixtures::HELPERS;
 use super::paths::Paths;
 use super::rules::Rule;
 use super::{
-    cudart_soname, Board, Column, Compat, CompatPackage, DeclaredCache, Device, Host,
-    JetsonFixtures, Program, RunKey,
+    cudart_soname, Board, Column, Compat, DeclaredCache, Device, Host, JetsonFixtures, Program,
+    RunKey,
 };
 use crate::root::Root;
 
@@ -176,18 +176,6 @@ pub(super) fn container_column(column: &Column) -> Column {
 /// `libcuda.so.1.1`, as the toolkit's Jetson test file is named, and its helpers), none with a
 /// RUNPATH. The C++ app's `libstdc++.so.6` is the image's own, in the multiarch directory
 /// (placed with the host's libraries, [`container_column`]).
-/// Where a CUDA image keeps NVIDIA's compat package: `compat/` for `cuda-compat-<x>-<y>`,
-/// `compat_orin/` for `cuda-compat-orin-<x>-<y>` (the redistributable's own directory, as
-/// conda-forge's `cuda-compat-orin` recipe reads it, and where the toolkit looks on an Orin:
-/// nvidia-container-toolkit #1649 "The orin compat path in the container should be
-/// `/usr/local/cuda/compat_orin`").
-pub(super) fn container_compat_dir(compat: Compat) -> &'static str {
-    match compat.package {
-        CompatPackage::CudaCompat | CompatPackage::Driver580 => "/usr/local/cuda/compat",
-        CompatPackage::Orin => "/usr/local/cuda/compat_orin",
-    }
-}
-
 pub(super) fn container_image(
     root: &mut Root,
     fixtures: &JetsonFixtures,
@@ -391,6 +379,7 @@ fn nix_configuration(root: &mut Root, column: &Column, paths: &Paths) -> Configu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::paths::container_compat_dir;
     use crate::replay::{BOARDS, COLUMNS, COMPATS};
 
     /// A container root with `files` under `/usr/local/cuda`.

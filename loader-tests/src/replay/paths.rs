@@ -1,7 +1,7 @@
 //! Where one run's root keeps each thing: the host's driver and library directories, and the
 //! app's Nix store paths (a made-up but stable hash per name, like Nix's).
 
-use super::{cuda_version, l4t_release, Column, Program};
+use super::{cuda_version, l4t_release, Column, Compat, CompatPackage, Program};
 
 /// A Nix store path of `name` with a made-up but stable hash, like `/nix/store/<32>-name`.
 pub(super) fn store(name: &str) -> String {
@@ -95,9 +95,21 @@ impl Paths {
         Paths {
             app: CONTAINER_APP.to_string(),
             cudart_dir: container_cudart_dir(triplet),
-            compat_dir: super::cache::container_compat_dir(column.compat).to_string(),
+            compat_dir: container_compat_dir(column.compat).to_string(),
             ..Paths::new(column, triplet)
         }
+    }
+}
+
+/// Where a CUDA image keeps NVIDIA's compat package: `compat/` for `cuda-compat-<x>-<y>`,
+/// `compat_orin/` for `cuda-compat-orin-<x>-<y>` (the redistributable's own directory, as
+/// conda-forge's `cuda-compat-orin` recipe reads it, and where the toolkit looks on an Orin:
+/// nvidia-container-toolkit #1649 "The orin compat path in the container should be
+/// `/usr/local/cuda/compat_orin`").
+pub(super) fn container_compat_dir(compat: Compat) -> &'static str {
+    match compat.package {
+        CompatPackage::CudaCompat | CompatPackage::Driver580 => "/usr/local/cuda/compat",
+        CompatPackage::Orin => "/usr/local/cuda/compat_orin",
     }
 }
 

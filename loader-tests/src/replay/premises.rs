@@ -9,12 +9,11 @@ use std::path::Path;
 use super::fixtures::BOARD_LIBS;
 use super::paths::Paths;
 use super::rules::Rule;
-use super::{
-    cuda_version, Approach, Column, CompatPackage, CompatRunpath, Device, Host, Program, RunReport,
-};
+use super::{cuda_version, Approach, Column, CompatPackage, CompatRunpath, Device, Host, Program};
 
-/// The premises `run` (of `approach` in `column`) rests on.
-pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule> {
+/// The premises a run of `approach` in `column` rests on, from its `outcome` and the paths it
+/// had `loaded`.
+pub fn of_run(approach: &Approach, column: &Column, outcome: &str, loaded: &[String]) -> Vec<Rule> {
     // The store paths a cell names do not depend on the target.
     let paths = Paths::new(column, "");
     let file_name = |path: &str| {
@@ -29,17 +28,15 @@ pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule
         .iter()
         .map(|lib| lib.name)
         .chain(["libstdc++.so.6"])
-        .any(|name| run.outcome.contains(name));
-    let closure_loaded = run
-        .loaded
+        .any(|name| outcome.contains(name));
+    let closure_loaded = loaded
         .iter()
         .any(|p| BOARD_LIBS.iter().any(|lib| file_name(p) == lib.name));
     if column.board.device == Device::Thor && (closure_named || closure_loaded) {
         premises.push(Rule::ThorClosure);
     }
     // jetpack-nixos' cuda_compat on an Ubuntu host: the app's l4t-core is the host's release only by the model.
-    let from_l4t_core = run
-        .loaded
+    let from_l4t_core = loaded
         .iter()
         .any(|p| p.starts_with(&format!("{}/", paths.app_l4t_core)));
     if column.host != Host::NixOs
@@ -55,7 +52,7 @@ pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule
     let compat_named = format!("compat {}", cuda_version(column.compat.version));
     if column.compat.package == CompatPackage::Orin
         && column.program == Program::Nix
-        && (run.loaded.contains(&compat_libcuda) || run.outcome.contains(&compat_named))
+        && (loaded.contains(&compat_libcuda) || outcome.contains(&compat_named))
     {
         premises.push(Rule::CompatOrinRelease);
     }
@@ -65,61 +62,15 @@ pub fn of_run(approach: &Approach, column: &Column, run: &RunReport) -> Vec<Rule
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::report::CellReport;
-    use crate::replay::rules::Basis;
-    use crate::replay::RunKey;
-
     use crate::replay::{approach, column};
-
-    /// Every run of `approach` in `column` working, with `loaded` mapped: what the loader
-    /// alone would call `[R] runs`.
-    fn working_cell(approach: &Approach, column: &Column, loaded: &[String]) -> CellReport {
-        let runs = RunKey::all(approach, column)
-            .into_iter()
-            .map(|key| {
-                let mut run = RunReport::not_run(key, "");
-                run.outcome = "runs: compat 12.2 + libnvrm from the l4t-core store path".into();
-                run.works = true;
-                run.loaded = loaded.to_vec();
-                run
-            })
-            .collect();
-        CellReport::new(approach, column, runs)
-    }
-
-    /// jetpack-nixos' cuda_compat on a JetPack 5 host ran the app, and the page once said `[R] runs`, though the
-    /// `libnvrm_*` it took came from an l4t-core store path that is the host's release only
-    /// because the replay made it so.
-    #[test]
-    fn an_r_cell_whose_premise_is_modelled_is_not_replayed() {
-        let jetpack5 = column("jetpack5");
-        let six = approach(6);
-        let core = Paths::new(jetpack5, "").app_l4t_core;
-        let cell = working_cell(six, jetpack5, &[format!("{core}/libnvrm_gpu.so")]);
-        assert_eq!(cell.basis, Basis::Unknown(Rule::L4tCorePinned));
-        assert!(
-            cell.text("<br>")
-                .starts_with("[? l4t-core-pin] unknown: compat 12.2 + libnvrm from the l4t-core"),
-            "{}",
-            cell.text("<br>")
-        );
-        // The same loads on NixOS, where the system's driver directory comes first: nothing
-        // rests on the store path's release being the host's.
-        let nixos = column("nixos-jp5");
-        let cell = working_cell(six, nixos, &[format!("{core}/libnvrm_gpu.so")]);
-        assert_eq!(cell.basis, Basis::Replayed);
-    }
 
     #[test]
     fn thor_runs_that_touch_the_modelled_closure_are_unknown_and_others_are_not() {
         let thor = column("jetpack7-default");
         let two = approach(2);
         let run = |outcome: &str, loaded: &[&str]| {
-            let key = RunKey::all(two, thor)[0];
-            let mut run = RunReport::not_run(key, "");
-            run.outcome = outcome.into();
-            run.loaded = loaded.iter().map(|s| s.to_string()).collect();
-            of_run(two, thor, &run)
+            let loaded: Vec<String> = loaded.iter().map(|s| s.to_string()).collect();
+            of_run(two, thor, outcome, &loaded)
         };
         assert_eq!(
             run(
@@ -135,10 +86,7 @@ mod tests {
         assert!(run("fails: libcuda.so.1 not found", &[]).is_empty());
         // The same run on an Orin rests on the cited closure.
         let orin = column("jetpack6");
-        let key = RunKey::all(two, orin)[0];
-        let mut on_orin = RunReport::not_run(key, "");
-        on_orin.outcome = "fails: libstdc++.so.6 not found".into();
-        assert!(of_run(two, orin, &on_orin).is_empty());
+        assert!(of_run(two, orin, "fails: libstdc++.so.6 not found", &[]).is_empty());
     }
 
     #[test]
@@ -146,21 +94,14 @@ mod tests {
         let orin = column("nixos-jp6-compat-orin");
         let one = approach(1);
         let loaded = |column: &Column| {
-            let key = RunKey::all(one, column)[0];
-            let mut run = RunReport::not_run(key, "");
-            run.loaded = vec![format!(
-                "{}/libcuda.so.1",
-                Paths::new(column, "").compat_dir
-            )];
-            of_run(one, column, &run)
+            let compat = format!("{}/libcuda.so.1", Paths::new(column, "").compat_dir);
+            of_run(one, column, "", &[compat])
         };
         assert_eq!(loaded(orin), [Rule::CompatOrinRelease]);
         // R39's program without cuda_compat maps no compat driver of its own.
         assert!(loaded(column("nixos-jp7-default")).is_empty());
         // Impure binding: mapped as /run/opengl-driver/lib/libcuda.so.1, named by the outcome.
-        let key = RunKey::all(one, orin)[0];
-        let mut run = RunReport::not_run(key, "");
-        run.outcome = "runs: compat 13.2 + libnvrm from /run/opengl-driver/lib".into();
-        assert_eq!(of_run(one, orin, &run), [Rule::CompatOrinRelease]);
+        let outcome = "runs: compat 13.2 + libnvrm from /run/opengl-driver/lib";
+        assert_eq!(of_run(one, orin, outcome, &[]), [Rule::CompatOrinRelease]);
     }
 }

@@ -7,7 +7,7 @@
 //!
 //! This module is the data: the setups, what each should give, how a run's output reads, and
 //! the table. Detecting the driver and running the setups is xtask's
-//! (`xtask/src/jetson/driver_check.rs`).
+//! (`xtask/src/jetson_replay/driver_check.rs`).
 
 use std::path::{Path, PathBuf};
 

@@ -440,12 +440,6 @@ pub fn table() -> String {
     out
 }
 
-/// docs/jetson.md's Sources block, markers included.
-pub fn render_block() -> String {
-    let block = super::report::SOURCE_TABLE;
-    format!("{}\n{}{}\n", block.begin, table(), block.end)
-}
-
 /// `ids` as links into the Sources table.
 pub fn cite(ids: &[&str]) -> String {
     ids.iter()
@@ -457,20 +451,24 @@ pub fn cite(ids: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::replay::report;
+    use generated::JETSON_SOURCES;
+
+    fn page() -> (std::path::PathBuf, String) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/jetson.md");
+        let page = std::fs::read_to_string(&path).unwrap();
+        (path, page)
+    }
 
     /// The page's Sources table is this registry's: a source added, dropped or re-read here
     /// and not on the page (or the other way round) fails.
     #[test]
     fn the_pages_sources_are_the_registrys() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/jetson.md");
-        let page = std::fs::read_to_string(&path).unwrap();
-        let block = report::generated_block(&page, report::SOURCE_TABLE)
-            .expect("docs/jetson.md has a Sources block");
+        let (path, page) = page();
         assert_eq!(
-            block,
-            render_block(),
-            "docs/jetson.md's Sources table is not the registry's: run `cargo xtask jetson-replay --write-doc`"
+            JETSON_SOURCES.read(&page, &path).unwrap(),
+            table(),
+            "docs/jetson.md's Sources table is not the registry's: run `{}`",
+            JETSON_SOURCES.generator
         );
     }
 
@@ -478,10 +476,8 @@ mod tests {
     /// nothing.
     #[test]
     fn every_source_is_used() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/jetson.md");
-        let page = std::fs::read_to_string(&path).unwrap();
-        let block = report::generated_block(&page, report::SOURCE_TABLE).unwrap_or_default();
-        let prose = page.replace(block, "");
+        let (path, page) = page();
+        let prose = page.replace(JETSON_SOURCES.read(&page, &path).unwrap(), "");
         for s in SOURCES {
             let by_rule = crate::replay::rules::RULES
                 .iter()

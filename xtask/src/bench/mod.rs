@@ -14,7 +14,7 @@ use clap::Subcommand;
 use crate::cli::Env;
 
 #[derive(Subcommand)]
-pub(crate) enum Bench {
+pub(crate) enum Command {
     /// Time an import of the newest release into a fresh store.
     Store,
     /// Time a rebase of the series onto every other release.
@@ -29,15 +29,15 @@ pub(crate) enum Bench {
     Suite(suite::Args),
 }
 
-impl Bench {
+impl Command {
     pub(crate) fn run(self, env: &Env) -> Result<()> {
         match self {
-            Bench::Store => store::run(env),
-            Bench::Rebase => rebase::run(env),
-            Bench::Build(args) => args.run(env),
-            Bench::Resolution(args) => args.run(env),
-            Bench::Suite(args) => args.run(env),
-            Bench::Differential(args) => args.run(env),
+            Command::Store => store::run(env),
+            Command::Rebase => rebase::run(env),
+            Command::Build(args) => args.run(env),
+            Command::Resolution(args) => args.run(env),
+            Command::Suite(args) => args.run(env),
+            Command::Differential(args) => args.run(env),
         }
     }
 }

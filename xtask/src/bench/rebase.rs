@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use git2::{Oid, Repository, Signature, Time};
 
 use crate::cli::Env;
-use crate::merge::{pick, Picked, Step};
+use crate::merge::{pick, PatchFate, Picked};
 use crate::series::Series;
 use crate::series::Workspace;
 use model::{supported, Release};
@@ -74,7 +74,7 @@ pub(crate) fn run(env: &Env) -> Result<()> {
         let outcome = match pick(ws.store.repo(), &commits, 0, head, &mut steps)? {
             Picked::Done { .. } => format!(
                 "clean, {} dropped",
-                steps.iter().filter(|s| **s == Step::Dropped).count()
+                steps.iter().filter(|s| **s == PatchFate::Dropped).count()
             ),
             Picked::Conflict { at, .. } => format!("conflict at patch {}", at + 1),
         };

@@ -175,7 +175,8 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
         steps.push(Step::build(Target::Aarch64, Some(Flavour::FallbackFirst))?);
     }
     // --no-fail-fast: a failing test binary must not hide the failures of the binaries after
-    // it (a failing docs example once hid fifteen failing unit tests for a whole session).
+    // it (cargo stops at the first failing binary, and the unit tests run after the docs'
+    // examples: one stale example would leave every unit test unreported).
     let mut tests = Step::cargo(&["test", "--workspace", "--no-fail-fast"]);
     tests.wants_sysroots = true;
     steps.push(tests);

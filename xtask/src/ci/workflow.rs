@@ -20,7 +20,7 @@ use model::Target;
 
 use model::{supported, Release};
 
-use crate::nixpkgs::{self, GLIBC_DIR};
+use crate::nix_stack::{self, GLIBC_DIR};
 
 /// Where the workflow lives in the checkout.
 pub(crate) const PATH: &str = generated::WORKFLOW.path;
@@ -40,7 +40,7 @@ pub fn render() -> String {
         .collect();
     let targets: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
     // docs/jetson.md is the newest release's replay on Jetson boards' target, aarch64
-    // (`jetson::doc::TARGET`: `jetson-replay --check` takes it explicitly).
+    // (`jetson_replay::doc::TARGET`: `jetson-replay --check` takes it explicitly).
     let jetson_release = Release::newest();
     let jetson_target = Target::Aarch64;
     let mut out = String::new();
@@ -210,7 +210,7 @@ fn nix_stack_job() -> String {
       - uses: dtolnay/rust-toolchain@stable
 "#,
     );
-    for (release, pin) in nixpkgs::pins() {
+    for (release, pin) in nix_stack::pins() {
         let _ = write!(
             out,
             r#"      - name: nixpkgs {short} (glibc {release})
@@ -256,7 +256,7 @@ fn nix_flake_job() -> String {
         run: nix flake check --no-build --all-systems --no-write-lock-file
 "#,
     );
-    for (release, pin) in nixpkgs::pins() {
+    for (release, pin) in nix_stack::pins() {
         let _ = write!(
             out,
             r#"      - name: The flake against nixpkgs {short} (glibc {release})

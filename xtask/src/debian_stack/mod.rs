@@ -27,7 +27,7 @@ use model::Release;
 use xshell::cmd;
 
 use crate::cli::{Env, SomeReleases};
-use crate::nixpkgs::{apply, Applied, Patching};
+use crate::nix_stack::{apply, Applied, Patching};
 #[cfg(test)]
 use crate::series::Series;
 use crate::series::{Patch, Workspace, STABLE_DIR};

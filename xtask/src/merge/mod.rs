@@ -13,7 +13,7 @@ use git2::{Oid, Repository};
 
 /// What happened to one patch of the source series.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum PatchFate {
     /// Applied as this commit on the target release.
     Applied(Oid),
     /// Its cherry-pick changed nothing: the target release already has it.
@@ -32,7 +32,7 @@ pub enum Picked {
     },
 }
 
-/// Cherry-picks `commits[start..]` onto `head` ([`merge_commit`]), recording a [`Step`] per
+/// Cherry-picks `commits[start..]` onto `head` ([`merge_commit`]), recording a [`PatchFate`] per
 /// commit until the first conflict. Nothing else: no recorded resolution, no check (the
 /// rebase itself does those; this is what `patches status` and the bench need).
 pub fn pick(
@@ -40,7 +40,7 @@ pub fn pick(
     commits: &[Oid],
     start: usize,
     mut head: Oid,
-    steps: &mut Vec<Step>,
+    steps: &mut Vec<PatchFate>,
 ) -> Result<Picked> {
     for (at, id) in commits.iter().enumerate().skip(start) {
         let commit = repo
@@ -53,9 +53,9 @@ pub fn pick(
         match commit_like(repo, &commit, head, tree)? {
             Some(new) => {
                 head = new;
-                steps.push(Step::Applied(new));
+                steps.push(PatchFate::Applied(new));
             }
-            None => steps.push(Step::Dropped),
+            None => steps.push(PatchFate::Dropped),
         }
     }
     Ok(Picked::Done { head })
@@ -318,13 +318,13 @@ pub fn commit_like(
     Ok(Some(id))
 }
 
-/// The commits that [`Step::Applied`] records, in order.
-pub(crate) fn applied(steps: &[Step]) -> Vec<Oid> {
+/// The commits that [`PatchFate::Applied`] records, in order.
+pub(crate) fn applied(steps: &[PatchFate]) -> Vec<Oid> {
     steps
         .iter()
         .filter_map(|s| match s {
-            Step::Applied(id) => Some(*id),
-            Step::Dropped => None,
+            PatchFate::Applied(id) => Some(*id),
+            PatchFate::Dropped => None,
         })
         .collect()
 }

@@ -6,7 +6,7 @@ use git2::ErrorClass;
 
 use super::patch_checks::{Checks, CompileCheck};
 use super::{
-    abort, check, continue_with, start_with, state, stopped_rebase, Options, Outcome, Resume,
+    abort, check, continue_with, start_with, state, stopped_rebase, Options, RebaseOutcome, Resume,
 };
 use crate::cli::{self, Env};
 use crate::series::Workspace;
@@ -113,13 +113,13 @@ impl Args {
 }
 
 /// Prints what a rebase did; a stop is a finding (exit status 2).
-pub(crate) fn finish(outcome: Outcome) -> Result<()> {
+pub(crate) fn finish(outcome: RebaseOutcome) -> Result<()> {
     match outcome {
-        Outcome::Written(written) => {
+        RebaseOutcome::Written(written) => {
             out!("{}", written.render());
             Ok(())
         }
-        Outcome::Stopped(stop) => {
+        RebaseOutcome::Stopped(stop) => {
             diag!("{}", stop.render());
             let why = if stop.is_conflict() {
                 "the rebase stopped at a conflict"

@@ -26,7 +26,7 @@ use git2::Oid;
 pub use series_check::check;
 pub(crate) use series_check::check_release;
 
-use crate::merge::{self, applied, commit_like, Merged, Step};
+use crate::merge::{self, applied, commit_like, Merged, PatchFate};
 use crate::series::{Series, Workspace};
 use crate::util::{durable, fault, together};
 use model::Release;
@@ -34,7 +34,7 @@ use patch_checks::{Checker, Checks, CompileCheck};
 use records::{Kind, Resolution, Resolutions};
 use state::{ConflictFile, RebaseState, Stop, Used};
 
-pub use outcome::Outcome;
+pub use outcome::RebaseOutcome;
 pub(crate) use outcome::Resume;
 use outcome::{Conflict, RecordsWritten, StopReport, StopWhy, Written};
 
@@ -71,7 +71,7 @@ impl Options {
 }
 
 /// Moves the series of `from` (default: the newest) onto `onto`, with no checks.
-pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<Outcome> {
+pub fn start(ws: &Workspace, from: Option<Release>, onto: Release) -> Result<RebaseOutcome> {
     start_with(ws, from, onto, Options::plain(ws))
 }
 
@@ -81,7 +81,7 @@ pub fn start_with(
     from: Option<Release>,
     onto: Release,
     options: Options,
-) -> Result<Outcome> {
+) -> Result<RebaseOutcome> {
     if state::state_dir(ws, onto).join("state").exists() {
         bail!(
             "a rebase onto glibc {onto} is already in progress: finish it with `{}` or drop it with `{}`",
@@ -111,7 +111,11 @@ pub fn start_with(
 
 /// Takes the resolved work tree of the stopped rebase onto `onto` and goes on, with no build
 /// check available.
-pub fn continue_rebase(ws: &Workspace, onto: Release, deletions: &[String]) -> Result<Outcome> {
+pub fn continue_rebase(
+    ws: &Workspace,
+    onto: Release,
+    deletions: &[String],
+) -> Result<RebaseOutcome> {
     continue_with(ws, onto, deletions, Options::plain(ws))
 }
 
@@ -124,7 +128,7 @@ pub fn continue_with(
     onto: Release,
     deletions: &[String],
     options: Options,
-) -> Result<Outcome> {
+) -> Result<RebaseOutcome> {
     let (state, from) = RebaseState::load(ws, onto)?;
     let (_, commits) = ws.commit_series(&from)?;
     let repo = ws.store.repo();
@@ -173,11 +177,11 @@ pub fn continue_with(
                 };
                 return run.stop(stopped, steps);
             }
-            steps.push(Step::Applied(id));
+            steps.push(PatchFate::Applied(id));
             id
         }
         None => {
-            steps.push(Step::Dropped);
+            steps.push(PatchFate::Dropped);
             state.head
         }
     };
@@ -300,7 +304,7 @@ impl<'a> Run<'a> {
         &mut self,
         start: usize,
         mut head: Oid,
-        steps: &mut Vec<Step>,
+        steps: &mut Vec<PatchFate>,
     ) -> Result<Option<Stopped>> {
         let repo = self.repo();
         for at in start..self.commits.len() {
@@ -352,9 +356,9 @@ impl<'a> Run<'a> {
                         }));
                     }
                     head = new;
-                    steps.push(Step::Applied(new));
+                    steps.push(PatchFate::Applied(new));
                 }
-                None => steps.push(Step::Dropped),
+                None => steps.push(PatchFate::Dropped),
             }
         }
         Ok(None)
@@ -496,16 +500,16 @@ impl<'a> Run<'a> {
             patch.name
         );
         match self.checker.run(repo, self.onto, &patch)? {
-            patch_checks::Outcome::Passed(lines) => {
+            patch_checks::ChecksOutcome::Passed(lines) => {
                 self.check_lines.push((at, lines));
                 Ok(None)
             }
-            patch_checks::Outcome::Failed(report) => Ok(Some(report)),
+            patch_checks::ChecksOutcome::Failed(report) => Ok(Some(report)),
         }
     }
 
     /// The series' guard over the patches so far (see `series::guard`).
-    fn check_scope(&self, steps: &[Step]) -> Result<()> {
+    fn check_scope(&self, steps: &[PatchFate]) -> Result<()> {
         let scope = self.ws.scope()?;
         let named = named_steps(self.from, steps);
         crate::series::guard(&scope, self.repo(), &named).with_context(|| {
@@ -518,7 +522,7 @@ impl<'a> Run<'a> {
     }
 
     /// Saves the state at the stop and says what to do.
-    fn stop(&mut self, stopped: Stopped, steps: Vec<Step>) -> Result<Outcome> {
+    fn stop(&mut self, stopped: Stopped, steps: Vec<PatchFate>) -> Result<RebaseOutcome> {
         self.check_scope(&steps)?;
         let state = RebaseState {
             onto: self.onto,
@@ -557,7 +561,7 @@ impl<'a> Run<'a> {
             ),
             Stop::Check(failure) => StopWhy::Check(failure.clone()),
         };
-        Ok(Outcome::Stopped(StopReport {
+        Ok(RebaseOutcome::Stopped(StopReport {
             onto: self.onto,
             notes: stopped.notes,
             so_far: self.so_far(),
@@ -631,7 +635,7 @@ impl<'a> Run<'a> {
     }
 
     /// Every patch went through: writes the resolutions and the series, drops the state.
-    fn finish(&mut self, steps: Vec<Step>, notes: Vec<String>) -> Result<Outcome> {
+    fn finish(&mut self, steps: Vec<PatchFate>, notes: Vec<String>) -> Result<RebaseOutcome> {
         self.check_scope(&steps)?;
         let onto = self.onto;
         let commits = applied(&steps);
@@ -687,7 +691,7 @@ impl<'a> Run<'a> {
                 .count(),
             from: self.from.base,
         });
-        Ok(Outcome::Written(Written {
+        Ok(RebaseOutcome::Written(Written {
             notes,
             summary,
             records,
@@ -774,13 +778,13 @@ pub(crate) fn publish(
 }
 
 /// The patches of `from` that went through so far, named, for the scope guard.
-fn named_steps(from: &Series, steps: &[Step]) -> Vec<(String, Oid)> {
+fn named_steps(from: &Series, steps: &[PatchFate]) -> Vec<(String, Oid)> {
     from.patches
         .iter()
         .zip(steps)
         .filter_map(|(patch, step)| match step {
-            Step::Applied(id) => Some((patch.name.clone(), *id)),
-            Step::Dropped => None,
+            PatchFate::Applied(id) => Some((patch.name.clone(), *id)),
+            PatchFate::Dropped => None,
         })
         .collect()
 }

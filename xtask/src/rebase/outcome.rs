@@ -11,7 +11,7 @@ use model::Release;
 use super::range_diff::{Change, RangeDiff};
 
 /// How a rebase ended.
-pub enum Outcome {
+pub enum RebaseOutcome {
     /// Every patch went through: the series (and its records) are written.
     Written(Written),
     /// Stopped at a patch, with its state saved and a work tree to fix.
@@ -93,12 +93,12 @@ impl Resume {
     }
 }
 
-impl Outcome {
+impl RebaseOutcome {
     /// What the command prints (the summary on stdout, a stop's report on stderr).
     pub fn render(&self) -> String {
         match self {
-            Outcome::Written(written) => written.render(),
-            Outcome::Stopped(stop) => stop.render(),
+            RebaseOutcome::Written(written) => written.render(),
+            RebaseOutcome::Stopped(stop) => stop.render(),
         }
     }
 }

@@ -84,7 +84,7 @@ pub enum Compiled {
 }
 
 /// How a check ended.
-pub(crate) enum Outcome {
+pub(crate) enum ChecksOutcome {
     /// Every check passed; a line each, for the summary.
     Passed(Vec<String>),
     /// A check failed: the report (what failed, the output's tail, the log).
@@ -124,9 +124,9 @@ impl Checker {
         repo: &Repository,
         onto: Release,
         patch: &Patch<'_>,
-    ) -> Result<Outcome> {
+    ) -> Result<ChecksOutcome> {
         if self.checks.is_empty() {
-            return Ok(Outcome::Passed(Vec::new()));
+            return Ok(ChecksOutcome::Passed(Vec::new()));
         }
         let tree = self.scratch_holding(repo, patch.tree)?;
         std::fs::create_dir_all(&self.logs)
@@ -148,7 +148,7 @@ impl Checker {
             } else {
                 match build.check(onto, &tree, &files, &log)? {
                     Compiled::Compiled(line) | Compiled::Nothing(line) => passed.push(line),
-                    Compiled::Failed(report) => return Ok(Outcome::Failed(report)),
+                    Compiled::Failed(report) => return Ok(ChecksOutcome::Failed(report)),
                 }
             }
         }
@@ -170,7 +170,7 @@ impl Checker {
             let label = format!("exec `{command}` after {}", patch.name);
             let status = logged::run_to_end(&mut cmd, &log, &label, |_| None, None)?;
             if !status.success() {
-                return Ok(Outcome::Failed(format!(
+                return Ok(ChecksOutcome::Failed(format!(
                     "exec `{command}` failed ({status}) after {}:\n{}  (it ran in a scratch copy of the work tree named below; full log: {})",
                     patch.name,
                     tail(&log),
@@ -182,7 +182,7 @@ impl Checker {
                 started.elapsed().as_secs_f64()
             ));
         }
-        Ok(Outcome::Passed(passed))
+        Ok(ChecksOutcome::Passed(passed))
     }
 
     /// The scratch tree, made to hold `tree`.

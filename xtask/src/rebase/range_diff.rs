@@ -6,7 +6,7 @@
 
 use similar::TextDiff;
 
-use crate::merge::Step;
+use crate::merge::PatchFate;
 use crate::series::Series;
 use model::Release;
 
@@ -91,7 +91,7 @@ pub(crate) fn summarize(
     from: &Series,
     onto: Release,
     new: &Series,
-    steps: &[Step],
+    steps: &[PatchFate],
     notes: &[Vec<String>],
 ) -> RangeDiff {
     let mut patches = Vec::new();
@@ -99,8 +99,8 @@ pub(crate) fn summarize(
     for (at, (old, step)) in from.patches.iter().zip(steps).enumerate() {
         let notes = notes.get(at).cloned().unwrap_or_default();
         let change = match step {
-            Step::Dropped => Change::Dropped,
-            Step::Applied(_) => {
+            PatchFate::Dropped => Change::Dropped,
+            PatchFate::Applied(_) => {
                 let Some(patch) = next.next() else { break };
                 let now = patch.name.clone();
                 let (a, b) = (normalize(&old.text), normalize(&patch.text));

@@ -31,16 +31,16 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
 }
 
-/// One verdict of `--check`, on the directory it names (none for [`Verdict::NoSeries`]).
+/// One verdict of `--check`, on the directory it names (none for [`SeriesVerdict::NoSeries`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     pub dir: PathBuf,
-    pub verdict: Verdict,
+    pub verdict: SeriesVerdict,
 }
 
 /// What the check says of a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum SeriesVerdict {
     /// A series that applies exactly to its release, stays in scope and re-exports byte for
     /// byte.
     Applies {
@@ -107,15 +107,15 @@ pub enum Subject {
     Resolutions,
 }
 
-impl Verdict {
+impl SeriesVerdict {
     /// A finding the user must act on (exit status 2): neither a pass nor an error.
     fn needs_attention(&self) -> bool {
         !matches!(
             self,
-            Verdict::Applies { .. }
-                | Verdict::Records { .. }
-                | Verdict::VariantApplies { .. }
-                | Verdict::Error { .. }
+            SeriesVerdict::Applies { .. }
+                | SeriesVerdict::Records { .. }
+                | SeriesVerdict::VariantApplies { .. }
+                | SeriesVerdict::Error { .. }
         )
     }
 }
@@ -125,7 +125,7 @@ impl CheckReport {
     pub(crate) fn errors(&self) -> bool {
         self.findings
             .iter()
-            .any(|f| matches!(f.verdict, Verdict::Error { .. }))
+            .any(|f| matches!(f.verdict, SeriesVerdict::Error { .. }))
     }
 
     /// Nothing needs attention and everything could be checked.
@@ -133,7 +133,7 @@ impl CheckReport {
         !self.errors() && !self.findings.iter().any(|f| f.verdict.needs_attention())
     }
 
-    fn push(&mut self, dir: &Path, verdict: Verdict) {
+    fn push(&mut self, dir: &Path, verdict: SeriesVerdict) {
         self.findings.push(Finding {
             dir: dir.to_path_buf(),
             verdict,
@@ -153,7 +153,7 @@ impl CheckReport {
 fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
     let dir = finding.dir.display();
     let _ = match &finding.verdict {
-        Verdict::Applies {
+        SeriesVerdict::Applies {
             patches,
             base,
             tree,
@@ -162,27 +162,27 @@ fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
             "ok      {dir}: {patches} patch(es) apply exactly to {} (tree {tree}), stay in scope, and re-export byte for byte",
             base.tag()
         ),
-        Verdict::Records { count, onto } => writeln!(
+        SeriesVerdict::Records { count, onto } => writeln!(
             text,
             "ok      {dir}: {count} recorded resolution(s) for rebases onto {}, in scope",
             onto.tag()
         ),
-        Verdict::NoSeries => writeln!(text, "no series in {}", patches_dir.display()),
-        Verdict::Absent { release } => writeln!(
+        SeriesVerdict::NoSeries => writeln!(text, "no series in {}", patches_dir.display()),
+        SeriesVerdict::Absent { release } => writeln!(
             text,
             "FAILED  {dir}: glibc {release} is a supported release, but it has no series (the directory is gone): restore it from git, or make it with `cargo xtask update-release {release}`"
         ),
-        Verdict::Unfit { why } => writeln!(text, "FAILED  {dir}: {why}"),
-        Verdict::RecordsNotADirectory => writeln!(
+        SeriesVerdict::Unfit { why } => writeln!(text, "FAILED  {dir}: {why}"),
+        SeriesVerdict::RecordsNotADirectory => writeln!(
             text,
             "FAILED  {dir}: not a directory (recorded resolutions live in {dir}/<X.Y>/)"
         ),
-        Verdict::Unsupported => writeln!(
+        SeriesVerdict::Unsupported => writeln!(
             text,
             "FAILED  {dir}: not a supported release ({}); move or delete it",
             model::supported_list()
         ),
-        Verdict::Drift { release, lines } => {
+        SeriesVerdict::Drift { release, lines } => {
             let _ = writeln!(text, "DRIFT   {dir}: {}", lines[0]);
             for line in &lines[1..] {
                 let _ = writeln!(text, "        {line}");
@@ -192,11 +192,11 @@ fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
                 "        the files differ from what the series' own commits export (edited by hand, or cut short?): restore them from git (`git diff -- {dir}` shows what changed),\n        or, if the edit is meant, take the files as they are:\n            cargo xtask patches import --release {release} --replace <the patch files, in order>"
             )
         }
-        Verdict::Missing { why } => writeln!(
+        SeriesVerdict::Missing { why } => writeln!(
             text,
             "MISSING {dir}: {why}, or run the check with --import-missing"
         ),
-        Verdict::Defect {
+        SeriesVerdict::Defect {
             release,
             why,
             remake_from,
@@ -213,12 +213,12 @@ fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
                 "        restore the files from git (`git diff -- {dir}` shows what changed){again}"
             )
         }
-        Verdict::RecordsDefect { why } => writeln!(text, "FAILED  {dir}: {why}"),
-        Verdict::VariantApplies { variant, release } => writeln!(
+        SeriesVerdict::RecordsDefect { why } => writeln!(text, "FAILED  {dir}: {why}"),
+        SeriesVerdict::VariantApplies { variant, release } => writeln!(
             text,
             "ok      {dir}: the {variant} variant applies on top of patches/{release}"
         ),
-        Verdict::VariantDefect {
+        SeriesVerdict::VariantDefect {
             variant,
             release,
             why,
@@ -229,7 +229,7 @@ fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
              `git format-patch --signature=ld-fallback` it back (patches/variants/README.md)",
             tag = release.tag()
         ),
-        Verdict::Error { why, about, wrote } => {
+        SeriesVerdict::Error { why, about, wrote } => {
             let about = match about {
                 Subject::Series => "the series",
                 Subject::Resolutions => "the resolutions",
@@ -251,7 +251,7 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
         findings: Vec::new(),
     };
     if releases.is_empty() {
-        report.push(&ws.patches_dir, Verdict::NoSeries);
+        report.push(&ws.patches_dir, SeriesVerdict::NoSeries);
     }
     // Every supported release is accounted for: one whose directory is gone is a finding,
     // not a release with nothing to check.
@@ -262,9 +262,9 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
     {
         let dir = ws.series_dir(release);
         let verdict = match ws.series_entry(release) {
-            SeriesEntry::Absent => Verdict::Absent { release },
-            SeriesEntry::Unfit(why) => Verdict::Unfit { why },
-            SeriesEntry::Unknown(why) => Verdict::Error {
+            SeriesEntry::Absent => SeriesVerdict::Absent { release },
+            SeriesEntry::Unfit(why) => SeriesVerdict::Unfit { why },
+            SeriesEntry::Unknown(why) => SeriesVerdict::Error {
                 why,
                 about: Subject::Series,
                 wrote: false,
@@ -274,14 +274,14 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
         report.push(&dir, verdict);
     }
     for stray in ws.unknown_series_dirs()? {
-        report.push(&stray, Verdict::Unsupported);
+        report.push(&stray, SeriesVerdict::Unsupported);
     }
     for release in releases.iter().copied() {
         let dir = ws.series_dir(release);
         let mut applied = None;
         let verdict = match check_release(ws, release) {
             Ok((series, drift)) if drift.is_empty() => {
-                let verdict = Verdict::Applies {
+                let verdict = SeriesVerdict::Applies {
                     patches: series.patches.len(),
                     base: series.base,
                     tree: series.base_tree,
@@ -289,16 +289,16 @@ pub fn check(ws: &Workspace) -> Result<CheckReport> {
                 applied = Some(series);
                 verdict
             }
-            Ok((_, lines)) => Verdict::Drift { release, lines },
-            Err(e) if e.downcast_ref::<ReleaseNotImported>().is_some() => Verdict::Missing {
+            Ok((_, lines)) => SeriesVerdict::Drift { release, lines },
+            Err(e) if e.downcast_ref::<ReleaseNotImported>().is_some() => SeriesVerdict::Missing {
                 why: format!("{e:#}"),
             },
-            Err(e) if is_defect(&e) => Verdict::Defect {
+            Err(e) if is_defect(&e) => SeriesVerdict::Defect {
                 release,
                 why: format!("{e:#}"),
                 remake_from: releases.iter().rev().find(|r| **r != release).copied(),
             },
-            Err(e) => Verdict::Error {
+            Err(e) => SeriesVerdict::Error {
                 why: format!("{e:#}"),
                 about: Subject::Series,
                 wrote: true,
@@ -330,10 +330,10 @@ fn check_variants(ws: &Workspace, series: Series, report: &mut CheckReport) {
             .map_err(|e| crate::series::defect(format!("{e:#}")))
             .and_then(|()| ws.commit_series(&series));
         match applied {
-            Ok(_) => report.push(&dir, Verdict::VariantApplies { variant, release }),
+            Ok(_) => report.push(&dir, SeriesVerdict::VariantApplies { variant, release }),
             Err(e) if is_defect(&e) => report.push(
                 &dir,
-                Verdict::VariantDefect {
+                SeriesVerdict::VariantDefect {
                     variant,
                     release,
                     why: format!("{e:#}"),
@@ -341,7 +341,7 @@ fn check_variants(ws: &Workspace, series: Series, report: &mut CheckReport) {
             ),
             Err(e) => report.push(
                 &dir,
-                Verdict::Error {
+                SeriesVerdict::Error {
                     why: format!("{e:#}"),
                     about: Subject::Series,
                     wrote: true,
@@ -362,14 +362,14 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
         Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            report.push(&root, Verdict::RecordsNotADirectory);
+            report.push(&root, SeriesVerdict::RecordsNotADirectory);
             return;
         }
         Err(e) => {
             let why = format!("cannot read it: {e}");
             report.push(
                 &root,
-                Verdict::Error {
+                SeriesVerdict::Error {
                     why,
                     about: Subject::Resolutions,
                     wrote: false,
@@ -391,7 +391,7 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let Some(release) = Release::parse(&name).ok().filter(|_| dir.is_dir()) else {
-            report.push(&dir, Verdict::Unsupported);
+            report.push(&dir, SeriesVerdict::Unsupported);
             continue;
         };
         let loaded = Resolutions::load_dir(&dir).and_then(|set| {
@@ -405,14 +405,14 @@ fn check_resolutions(ws: &Workspace, report: &mut CheckReport) {
             Ok(set)
         });
         let verdict = match loaded {
-            Ok(set) => Verdict::Records {
+            Ok(set) => SeriesVerdict::Records {
                 count: set.list.len(),
                 onto: release,
             },
-            Err(e) if is_defect(&e) => Verdict::RecordsDefect {
+            Err(e) if is_defect(&e) => SeriesVerdict::RecordsDefect {
                 why: format!("{e:#}"),
             },
-            Err(e) => Verdict::Error {
+            Err(e) => SeriesVerdict::Error {
                 why: format!("{e:#}"),
                 about: Subject::Resolutions,
                 wrote: false,
@@ -571,7 +571,7 @@ fn original_of(repo: &Repository, text: &str, n: usize, total: usize) -> Option<
 mod tests {
     use super::*;
 
-    fn report(verdicts: Vec<Verdict>) -> CheckReport {
+    fn report(verdicts: Vec<SeriesVerdict>) -> CheckReport {
         CheckReport {
             patches_dir: PathBuf::from("/p"),
             findings: verdicts
@@ -589,16 +589,16 @@ mod tests {
     #[test]
     fn the_verdicts_decide_not_the_text() {
         let release = Release::parse("2.42").unwrap();
-        let applies = Verdict::Applies {
+        let applies = SeriesVerdict::Applies {
             patches: 2,
             base: release,
             tree: Oid::zero(),
         };
         let passing = report(vec![applies.clone()]);
         assert!(passing.ok() && !passing.errors());
-        let finding = report(vec![applies.clone(), Verdict::Absent { release }]);
+        let finding = report(vec![applies.clone(), SeriesVerdict::Absent { release }]);
         assert!(!finding.ok() && !finding.errors());
-        let error = report(vec![Verdict::Error {
+        let error = report(vec![SeriesVerdict::Error {
             why: "EACCES".into(),
             about: Subject::Series,
             wrote: false,
@@ -608,6 +608,6 @@ mod tests {
             error.render(),
             "ERROR   /p/2.42: EACCES\n        (the check could not read what it needs: this says nothing about the series)\n"
         );
-        assert!(!report(vec![Verdict::NoSeries]).ok());
+        assert!(!report(vec![SeriesVerdict::NoSeries]).ok());
     }
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{Index, IndexEntry, MergeFileOptions, Oid, Repository};
 
-use crate::merge::{file_mode, Step};
+use crate::merge::{file_mode, PatchFate};
 use crate::rebase::patch_checks::Checks;
 use crate::rebase::records::Resolutions;
 use crate::series::markers::is_marker_line;
@@ -41,7 +41,7 @@ pub(crate) struct RebaseState {
     /// Index of the stopped patch in the source series.
     pub at: usize,
     /// What happened to the patches before it.
-    pub steps: Vec<Step>,
+    pub steps: Vec<PatchFate>,
     /// Why it stopped.
     pub stop: Stop,
     /// Paths that had conflicts when the rebase stopped (none after a failed check).
@@ -162,8 +162,8 @@ impl RebaseState {
         }
         for step in &self.steps {
             match step {
-                Step::Applied(id) => text.push_str(&format!("step applied {id}\n")),
-                Step::Dropped => text.push_str("step dropped\n"),
+                PatchFate::Applied(id) => text.push_str(&format!("step applied {id}\n")),
+                PatchFate::Dropped => text.push_str("step dropped\n"),
             }
         }
         if self.checks.build_check {
@@ -221,8 +221,8 @@ impl RebaseState {
                     check_lines.push(value.strip_prefix("check ").with_context(malformed)?)
                 }
                 "conflict" => state.conflicts.push(value.to_string()),
-                "step" if value == "dropped" => state.steps.push(Step::Dropped),
-                "step" => state.steps.push(Step::Applied(
+                "step" if value == "dropped" => state.steps.push(PatchFate::Dropped),
+                "step" => state.steps.push(PatchFate::Applied(
                     Oid::from_str(value.strip_prefix("applied ").with_context(malformed)?)
                         .with_context(malformed)?,
                 )),

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use git2::Oid;
 
-use crate::merge::{self, Picked, Step};
+use crate::merge::{self, PatchFate, Picked};
 use crate::series::workspace::SeriesEntry;
 use crate::series::{is_defect, Judge, Workspace};
 use crate::store::ReleaseNotImported;
@@ -176,7 +176,7 @@ fn merge_newest(ws: &Workspace, release: Release, commits: &[git2::Oid]) -> Resu
     Ok(
         match merge::pick(ws.store.repo(), commits, 0, head, &mut steps)? {
             Picked::Done { .. } => {
-                Merged::Clean(steps.iter().filter(|s| **s == Step::Dropped).count())
+                Merged::Clean(steps.iter().filter(|s| **s == PatchFate::Dropped).count())
             }
             Picked::Conflict { index, .. } => {
                 let mut files = Vec::new();

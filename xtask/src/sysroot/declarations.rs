@@ -264,7 +264,7 @@ fn strip_comments(text: &str) -> Option<String> {
 
 /// What [`keeps_mtime`] decided for one header, for the build's log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum HeaderVerdict {
     /// The header may keep its mtime; the names it declares (or no longer declares).
     Keep(Vec<String>),
     /// It must look changed to make, and why.
@@ -321,9 +321,9 @@ pub(crate) fn keeps_mtime(
     old: &str,
     new: &str,
     rewritten: &BTreeSet<String>,
-) -> Result<Verdict> {
+) -> Result<HeaderVerdict> {
     let Some(declarations) = parse(old, new) else {
-        return Ok(Verdict::Rebuild(
+        return Ok(HeaderVerdict::Rebuild(
             "the change is not only whole declarations inserted or deleted".into(),
         ));
     };
@@ -347,7 +347,7 @@ pub(crate) fn keeps_mtime(
         let name = match unknown.as_slice() {
             [name] if declaration.function.as_ref().is_none_or(|f| f == name) => name.clone(),
             _ => {
-                return Ok(Verdict::Rebuild(format!(
+                return Ok(HeaderVerdict::Rebuild(format!(
                     "`{}` does not declare exactly one name new to the tree without it",
                     declaration.text
                 )))
@@ -359,14 +359,14 @@ pub(crate) fn keeps_mtime(
             .filter(|path| path != header && !rewritten.contains(path))
             .collect();
         if !stray.is_empty() {
-            return Ok(Verdict::Rebuild(format!(
+            return Ok(HeaderVerdict::Rebuild(format!(
                 "`{name}` is also mentioned in {}, which this switch does not rewrite",
                 stray.join(", ")
             )));
         }
         names.push(name);
     }
-    Ok(Verdict::Keep(names))
+    Ok(HeaderVerdict::Keep(names))
 }
 
 /// Words that are known to every C tree (git grep would find them anyway; this saves a run).
@@ -560,7 +560,7 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
             (old, old_header): (Oid, &str),
             (new, new_header): (Oid, &str),
             rewritten: &BTreeSet<String>,
-        ) -> Verdict {
+        ) -> HeaderVerdict {
             let trees = Trees {
                 store: &self.path,
                 old,
@@ -606,19 +606,19 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
         let verdict = store.switch((old, LDSODEFS_OLD), (new, LDSODEFS_NEW), &rewritten);
         assert_eq!(
             verdict,
-            Verdict::Keep(vec!["_dl_init_fallback_paths".into()])
+            HeaderVerdict::Keep(vec!["_dl_init_fallback_paths".into()])
         );
         // Switching back deletes the declaration: kept as well.
         let verdict = store.switch((new, LDSODEFS_NEW), (old, LDSODEFS_OLD), &rewritten);
         assert_eq!(
             verdict,
-            Verdict::Keep(vec!["_dl_init_fallback_paths".into()])
+            HeaderVerdict::Keep(vec!["_dl_init_fallback_paths".into()])
         );
 
         // A file the switch does not rewrite mentions the name: its objects must rebuild.
         let nothing_else = BTreeSet::new();
         match store.switch((old, LDSODEFS_OLD), (new, LDSODEFS_NEW), &nothing_else) {
-            Verdict::Rebuild(why) => assert!(why.contains("elf/dl-load.c"), "{why}"),
+            HeaderVerdict::Rebuild(why) => assert!(why.contains("elf/dl-load.c"), "{why}"),
             keep => panic!("{keep:?}"),
         }
     }
@@ -634,11 +634,11 @@ extern void _dl_init_fallback_paths (const char *fallback_path,
         let new = store.tree(&[(HEADER, new_header), ("x.c", "int existing (void);\n")]);
         let none = BTreeSet::new();
         let verdict = store.switch((old, old_header), (new, new_header), &none);
-        assert!(matches!(verdict, Verdict::Rebuild(_)), "{verdict:?}");
+        assert!(matches!(verdict, HeaderVerdict::Rebuild(_)), "{verdict:?}");
         // So does a declaration with a second unknown word (a new attribute macro, a new type).
         let new_header = "extern int attribute_hidden;\nextern int fresh attribute_fresh;\n";
         let new = store.tree(&[(HEADER, new_header)]);
         let verdict = store.switch((old, old_header), (new, new_header), &none);
-        assert!(matches!(verdict, Verdict::Rebuild(_)), "{verdict:?}");
+        assert!(matches!(verdict, HeaderVerdict::Rebuild(_)), "{verdict:?}");
     }
 }

@@ -80,7 +80,7 @@ pub struct Builder {
 
 /// What `Builder::ensure` did.
 #[derive(Debug)]
-pub struct Outcome {
+pub struct Ensured {
     pub sysroot: Sysroot,
     /// False for a cache hit.
     pub built: bool,
@@ -140,11 +140,11 @@ impl Builder {
     }
 
     /// The cached sysroot of a flavour, built first if needed. Progress goes to stderr.
-    pub fn ensure(&self, release: Release, target: Target, flavour: Flavour) -> Result<Outcome> {
+    pub fn ensure(&self, release: Release, target: Target, flavour: Flavour) -> Result<Ensured> {
         let prepared = self.prepare(release, target, flavour)?;
         let name = prepared.inputs.entry_name();
         let cache = BuildCache::new(&self.layout.builds);
-        let outcome = |entry: cache::Entry, built, lock_wait| Outcome {
+        let outcome = |entry: cache::Entry, built, lock_wait| Ensured {
             sysroot: Sysroot {
                 path: entry.sysroot(),
                 target,

@@ -315,7 +315,7 @@ fn kept_headers(
     for (path, old_text, new_text) in candidates {
         let header = path.to_string_lossy().into_owned();
         match declarations::keeps_mtime(&trees, &header, &old_text, &new_text, &rewritten)? {
-            declarations::Verdict::Keep(names) => {
+            declarations::HeaderVerdict::Keep(names) => {
                 // The mtime make knows the header by; a header missing from `src/` has none.
                 let Ok(mtime) = dest.join(&path).metadata().and_then(|m| m.modified()) else {
                     continue;
@@ -323,7 +323,7 @@ fn kept_headers(
                 kept.insert(path, mtime);
                 stats.kept_headers.push((header, names));
             }
-            declarations::Verdict::Rebuild(why) => stats.rebuilt_headers.push((header, why)),
+            declarations::HeaderVerdict::Rebuild(why) => stats.rebuilt_headers.push((header, why)),
         }
     }
     Ok(kept)

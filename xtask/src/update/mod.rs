@@ -33,7 +33,7 @@ use crate::cli::{self, Env, SomeTargets};
 use crate::rebase::patch_checks::Checks;
 use crate::rebase::records::Resolutions;
 use crate::rebase::state::{self, RebaseState};
-use crate::rebase::{self, command::options_for_cli, Outcome, Resume};
+use crate::rebase::{self, command::options_for_cli, RebaseOutcome, Resume};
 use crate::series::scope::SCOPE_FILE;
 use crate::series::{Series, Workspace};
 use crate::store::import::Source;
@@ -220,8 +220,8 @@ impl Args {
             (rebase::start_with(&ws, Some(from), onto, options)?, out)
         };
         match outcome {
-            Outcome::Written(written) => out!("{}", written.render()),
-            Outcome::Stopped(stop) => {
+            RebaseOutcome::Written(written) => out!("{}", written.render()),
+            RebaseOutcome::Stopped(stop) => {
                 diag!("{}", stop.render());
                 return Err(NeedsAttention(format!(
                     "the update of glibc {onto} stopped in its rebase (see above); after the fix: cargo xtask update-release {onto} --continue"

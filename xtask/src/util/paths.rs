@@ -1,5 +1,5 @@
 //! Where things live: the project checkout, and the cache outside it (whose root
-//! `loader_tests::host::cache_dir` decides, for both crates).
+//! `loader_tests::host::cache_dir` decides, for xtask and the harness alike).
 
 use std::path::{Path, PathBuf};
 

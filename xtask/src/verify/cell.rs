@@ -9,8 +9,8 @@ use model::{Flavour, Target};
 
 use super::emulated::{self, Sandbox};
 use super::outcome::{
-    Applies, Build, CellReport, CellRun, HardcodedPaths, Machine, Matrix, Origin, Seconds,
-    Sensitivity, SeriesTests, Step, Steps, WithoutThePatch,
+    hardcoded_paths_apply, Applies, Build, CellReport, CellRun, HardcodedPaths, Machine, Matrix,
+    Origin, Seconds, Sensitivity, SeriesTests, Step, Steps, WithoutThePatch,
 };
 use super::testsuite::{self, Diff, Named, Status, SuiteRun, SuitesRan};
 use super::Run;
@@ -272,16 +272,6 @@ fn without_the_patch(
         by_design,
         imposed_by_qemu,
     })
-}
-
-/// Where the hardcoded-path configuration is verified: the cells data/releases.json declares
-/// (`hardcoded_path_in_tests`; today the release that was newest when it was chosen,
-/// natively: what a maintainer building for a distribution builds most). Its builds and
-/// suites cost as much as a cell's again, so it is one cell, not every one. Declared, not
-/// derived from the newest release: a new release leaves every other cell's verdict as it
-/// was, and moving the configuration is a maintainer's decision.
-pub(crate) fn hardcoded_paths_apply(release: Release, target: Target) -> bool {
-    release.facts().hardcoded_path_in_tests.contains(&target)
 }
 
 /// `glibc 2.44 x86_64`: the cells that verify the hardcoded-path configuration.

@@ -431,7 +431,7 @@ impl Figures for WithoutThePatch {
 }
 
 /// The series in glibc's `--enable-hardcoded-path-in-tests` configuration, where declared
-/// (`cell::HARDCODED_PATH_CELLS`): tests linked with the build tree's paths as DT_RPATH and run
+/// ([`hardcoded_paths_apply`]): tests linked with the build tree's paths as DT_RPATH and run
 /// directly, as many maintainers build. glibc's elf suite in both trees of that
 /// configuration, compared; the series' tests there; and the upstream tests the series
 /// changes, which some run only in this configuration (tst-env-setuid).
@@ -477,6 +477,16 @@ impl Figures for Diff {
             Verdict::Fail
         }
     }
+}
+
+/// Where the hardcoded-path configuration is verified: the cells data/releases.json declares
+/// (`hardcoded_path_in_tests`; today the release that was newest when it was chosen,
+/// natively: what a maintainer building for a distribution builds most). Its builds and
+/// suites cost as much as a cell's again, so it is one cell, not every one. Declared, not
+/// derived from the newest release: a new release leaves every other cell's verdict as it
+/// was, and moving the configuration is a maintainer's decision.
+pub(crate) fn hardcoded_paths_apply(release: Release, target: Target) -> bool {
+    release.facts().hardcoded_path_in_tests.contains(&target)
 }
 
 /// The steps of a cell, in the order they run.
@@ -568,17 +578,15 @@ impl Steps {
         // hardcoded-path configuration, which applies where it is declared: a record calling
         // a step n/a anywhere else is not a whole proof, nor one that leaves it out there.
         for (step, verdict) in self.verdicts() {
-            let declared_na = step == StepName::HardcodedPaths
-                && !super::cell::hardcoded_paths_apply(release, target);
+            let declared_na =
+                step == StepName::HardcodedPaths && !hardcoded_paths_apply(release, target);
             if verdict == Verdict::NotApplicable && !declared_na {
                 gaps.push(format!(
                     "{step:?} is n/a, and it applies to glibc {release} {target}"
                 ));
             }
         }
-        if self.hardcoded_paths.figures().is_some()
-            && !super::cell::hardcoded_paths_apply(release, target)
-        {
+        if self.hardcoded_paths.figures().is_some() && !hardcoded_paths_apply(release, target) {
             gaps.push(format!(
                 "the hardcoded-path configuration has figures, and it is declared for another cell than glibc {release} {target}"
             ));

@@ -577,7 +577,21 @@ pub(crate) fn markdown(provenance: &Provenance, cells: &[CellReport]) -> String 
     );
     let _ = writeln!(
         out,
-        "A cell is verified when every step that applies to it ran and passed. \"n/a\" marks what does not apply to a cell by design; \"incomplete\", what applies but could not be looked at where it ran (it proves nothing); \"not verified\", a cell without a current report (it claims nothing). `cargo xtask verify check-support` (run by `cargo xtask ci`) fails when this page is not docs/support.json rendered, when a verdict there is not what the cell's figures give, when a cell failed or is incomplete, when its figures are not whole (every scenario of the table, every test the series adds, every test each tree lists), when it names a commit outside the history or uncommitted changes without their digest or a time to come, or when a series changed after its row was produced. Each cell's details end with what describes the machine it ran on (CPU, kernel, how the target's programs ran, the tests that ended other than PASS there without the patch being the cause): facts, not proof, reported and never judged. The `time` column is what the run that wrote the row took, with what verify had cached (builds, glibc's suites) taken from its cache: not what a cell costs from nothing, which docs/measurements.md gives.\n"
+        "A cell is verified when every step that applies to it ran and passed. \"n/a\" marks \
+         what does not apply to a cell by design; \"incomplete\", what applies but could not \
+         be looked at where it ran (it proves nothing); \"not verified\", a cell without a \
+         current report (it claims nothing). `cargo xtask verify check-support` (run by \
+         `cargo xtask ci`) fails when this page is not docs/support.json rendered, when a \
+         verdict there is not what the cell's figures give, when a cell failed or is \
+         incomplete, when its figures are not whole (every scenario of the table, every test \
+         the series adds, every test each tree lists), when it names a commit outside the \
+         history or uncommitted changes without their digest or a time to come, or when a \
+         series changed after its row was produced. Each cell's details end with what \
+         describes the machine it ran on (CPU, kernel, how the target's programs ran, the \
+         tests that ended other than PASS there without the patch being the cause): facts, \
+         not proof, reported and never judged. The `time` column is what the run that wrote \
+         the row took, with what verify had cached (builds, glibc's suites) taken from its \
+         cache: not what a cell costs from nothing, which docs/measurements.md gives.\n"
     );
     let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(COLUMNS.len()));
@@ -765,7 +779,7 @@ pub(crate) mod tests {
                     by_design: Default::default(),
                     imposed_by_qemu: Default::default(),
                 }),
-                hardcoded_paths: if crate::verify::cell::hardcoded_paths_apply(
+                hardcoded_paths: if crate::verify::outcome::hardcoded_paths_apply(
                     Release::parse(release).unwrap(),
                     target,
                 ) {

@@ -11,8 +11,8 @@ use std::process::Command;
 use git2::{Oid, Repository, Signature, Time};
 use model::Release;
 use tempfile::TempDir;
-use xtask::rebase::series_check::{CheckReport, Verdict};
-use xtask::rebase::Outcome;
+use xtask::rebase::series_check::{CheckReport, SeriesVerdict};
+use xtask::rebase::RebaseOutcome;
 use xtask::store::import::Source;
 use xtask::store::snapshot::Snapshot;
 use xtask::store::SourceStore;
@@ -230,25 +230,25 @@ pub(crate) fn release_of(version: &str, dir: &Path) -> Synthetic {
 }
 
 /// The summary of a rebase that went through; a stop fails the test with its report.
-pub(crate) fn written(outcome: Outcome) -> String {
+pub(crate) fn written(outcome: RebaseOutcome) -> String {
     match outcome {
-        Outcome::Written(written) => written.render(),
-        Outcome::Stopped(stop) => panic!("unexpected stop:\n{}", stop.render()),
+        RebaseOutcome::Written(written) => written.render(),
+        RebaseOutcome::Stopped(stop) => panic!("unexpected stop:\n{}", stop.render()),
     }
 }
 
 /// The report of a rebase that stopped at a conflict.
-pub(crate) fn conflict(outcome: Outcome) -> String {
+pub(crate) fn conflict(outcome: RebaseOutcome) -> String {
     match outcome {
-        Outcome::Stopped(stop) if stop.is_conflict() => stop.render(),
+        RebaseOutcome::Stopped(stop) if stop.is_conflict() => stop.render(),
         other => panic!("expected a conflict, got:\n{}", other.render()),
     }
 }
 
 /// The report of a rebase that stopped at a failed check.
-pub(crate) fn check_failed(outcome: Outcome) -> String {
+pub(crate) fn check_failed(outcome: RebaseOutcome) -> String {
     match outcome {
-        Outcome::Stopped(stop) if !stop.is_conflict() => stop.render(),
+        RebaseOutcome::Stopped(stop) if !stop.is_conflict() => stop.render(),
         other => panic!("expected a failed check, got:\n{}", other.render()),
     }
 }
@@ -440,7 +440,9 @@ pub(crate) fn passes_but_for_absent_series(report: &CheckReport) -> bool {
     report.findings.iter().all(|finding| {
         matches!(
             finding.verdict,
-            Verdict::Applies { .. } | Verdict::Records { .. } | Verdict::Absent { .. }
+            SeriesVerdict::Applies { .. }
+                | SeriesVerdict::Records { .. }
+                | SeriesVerdict::Absent { .. }
         )
     })
 }

@@ -1,6 +1,6 @@
 //! A file that never ends, given where a command reads a file: a FIFO nobody writes (whose
-//! `open` used to wait for a writer) and `/dev/zero` (which used to be read until memory ran
-//! out). Every command ends within a second with exit status 1 and a message naming the file,
+//! plain `open` waits for a writer) and `/dev/zero` (which a plain read takes until memory
+//! runs out). Every command ends within a second with exit status 1 and a message naming the file,
 //! or, for a file of `patches/`, reports it as the series' defect.
 
 use std::path::{Path, PathBuf};
@@ -145,7 +145,7 @@ fn a_series_file_that_never_ends_is_a_defect_of_the_series() {
 }
 
 /// A tarball is streamed to its decompressor, not read whole, but it must be a regular file
-/// all the same; it used to be called one that "does not exist".
+/// all the same, and the refusal says what it is, not that it "does not exist".
 #[test]
 fn glibc_import_refuses_a_tarball_that_never_ends() {
     refused(

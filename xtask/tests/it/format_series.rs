@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use xtask::format::{format, Author, Base, Checkout, Manual, Request};
+use xtask::format_series::{format, Author, Base, Checkout, Manual, Request};
 use xtask::series::Workspace;
 
 const NEWS: &str = "GNU C Library NEWS\n\nVersion 2.41\n\nMajor new features:\n\n* Something.\n";

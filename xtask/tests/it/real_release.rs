@@ -15,7 +15,7 @@ use std::time::Duration;
 use model::Release;
 use tempfile::TempDir;
 use xtask::bench::rebase::synthetic_series;
-use xtask::rebase::{self, Outcome};
+use xtask::rebase::{self, RebaseOutcome};
 use xtask::series::Series;
 use xtask::series::Workspace;
 use xtask::store::import::{debian, Source};
@@ -194,8 +194,8 @@ fn the_recorded_resolutions_take_every_release_through_unattended() {
             project.store.ensure_release(release).unwrap();
         }
         let summary = match rebase::start(&ws, Some(from), onto).unwrap() {
-            Outcome::Written(written) => written.render(),
-            Outcome::Stopped(stop) => panic!(
+            RebaseOutcome::Written(written) => written.render(),
+            RebaseOutcome::Stopped(stop) => panic!(
                 "glibc {from} -> {onto} stopped although patches/resolutions/{onto} is committed (stale records? make them again):\n{}",
                 stop.render()
             ),
@@ -222,9 +222,9 @@ fn the_recorded_resolutions_take_every_release_through_unattended() {
 /// a stale variant once did) fails there, not first in the build of the variant's flavour.
 #[test]
 fn rebase_check_says_whether_each_variant_applies_on_its_series() {
-    use xtask::rebase::series_check::Verdict;
+    use xtask::rebase::series_check::SeriesVerdict;
     let (_, ws, _tmp) = project_copy();
-    let variant_verdicts = |ws: &Workspace| -> Vec<Verdict> {
+    let variant_verdicts = |ws: &Workspace| -> Vec<SeriesVerdict> {
         let report = rebase::check(ws).unwrap();
         report
             .findings
@@ -233,7 +233,7 @@ fn rebase_check_says_whether_each_variant_applies_on_its_series() {
             .filter(|v| {
                 matches!(
                     v,
-                    Verdict::VariantApplies { .. } | Verdict::VariantDefect { .. }
+                    SeriesVerdict::VariantApplies { .. } | SeriesVerdict::VariantDefect { .. }
                 )
             })
             .collect()
@@ -243,7 +243,7 @@ fn rebase_check_says_whether_each_variant_applies_on_its_series() {
     assert!(
         committed
             .iter()
-            .all(|v| matches!(v, Verdict::VariantApplies { .. })),
+            .all(|v| matches!(v, SeriesVerdict::VariantApplies { .. })),
         "{committed:?}"
     );
 

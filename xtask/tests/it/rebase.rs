@@ -8,7 +8,7 @@ use crate::common::*;
 use git2::Oid;
 use model::Release;
 use xtask::rebase;
-use xtask::rebase::series_check::{check_read, Verdict};
+use xtask::rebase::series_check::{check_read, SeriesVerdict};
 use xtask::series::status::{self, Base, State};
 use xtask::series::Series;
 use xtask::series::Workspace;
@@ -120,7 +120,7 @@ fn clean_rebase_reports_changed_context_and_writes_a_series_that_checks() {
     let passed = check
         .findings
         .iter()
-        .filter(|f| matches!(f.verdict, Verdict::Applies { .. }))
+        .filter(|f| matches!(f.verdict, SeriesVerdict::Applies { .. }))
         .count();
     assert_eq!(passed, 2, "{}", check.render());
 }

@@ -22,17 +22,10 @@ fn run(cmd: &mut Command, fix: &str) {
     crate::common::succeeded(cmd, &format!("; to fix: {fix}"));
 }
 
-/// The Rust sources of both crates: `src/` and `tests/`.
+/// The Rust sources of every crate of [`CRATES`]: `src/` and `tests/`.
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for krate in [
-        "model",
-        "generated",
-        "loader-model",
-        "loader-tests",
-        "explain",
-        "xtask",
-    ] {
+    for (krate, _) in CRATES {
         for dir in ["src", "tests"] {
             collect(&workspace().join(krate).join(dir), &mut files);
         }
@@ -180,6 +173,50 @@ fn filesystem_errors_carry_context() {
 
 /// The commands print through `xtask::util::output`'s macros, which survive a closed pipe
 /// (`cargo xtask glibc list | head -1`); std's panic on it, in the middle of the work.
+/// The files of `src/` that are code a user runs: not `tests/`, not a unit-test module of its
+/// own (`tests.rs`).
+fn production(rel: &str) -> bool {
+    rel.contains("/src/") && !rel.split('/').any(|c| c == "tests" || c == "tests.rs")
+}
+
+/// No `unwrap()` where a user's run can reach it: a panic names a line of ours, not what was
+/// wrong; an error with context names the cause (and where `None` cannot happen, the code
+/// says why without a panic in waiting).
+#[test]
+fn no_unwrap_outside_tests() {
+    let mut found = Vec::new();
+    for_each_code_line(production, |rel, i, lines| {
+        let line = lines[i];
+        if line.contains(".unwrap()") && !line.trim_start().starts_with("//") {
+            found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+        }
+    });
+    assert_none_found(
+        &found,
+        "unwrap() outside tests (return an error with .context(...), or say with a match or \
+         a default why the value is always there)",
+    );
+}
+
+/// No line of source over a thousand characters: prose a page shows is written in lines a
+/// reviewer can read in a diff (a string continued with `\`), not one line per paragraph.
+#[test]
+fn no_source_line_over_a_thousand_characters() {
+    let mut found = Vec::new();
+    for path in sources() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.chars().count() > 1000 {
+                found.push(format!("{}:{}", relative(&path), i + 1));
+            }
+        }
+    }
+    assert_none_found(
+        &found,
+        "source lines over 1,000 characters (continue the string with `\\` at a space)",
+    );
+}
+
 #[test]
 fn output_survives_a_closed_pipe() {
     let mut std_macros = Vec::new();
@@ -284,14 +321,21 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["merge"],
     &["series"],
-    &["nixpkgs"],
+    &["nix_stack"],
     &["debian_stack"],
     &["rebase"],
     &["sysroot"],
     &["resolution"],
     &["verify"],
     &["ci"],
-    &["update", "rehearse", "format", "jetson", "explain", "bench"],
+    &[
+        "update",
+        "rehearse_release",
+        "format_series",
+        "jetson_replay",
+        "explain",
+        "bench",
+    ],
     // Every generated file, whichever command above makes it (the Jetson page's provenance).
     &["regenerate"],
     &["commands"],
@@ -474,6 +518,353 @@ fn stages_import_only_downward() {
         &wrong,
         "imports against the layers (see LAYERS and the crates' layers beside it: move the \
          code to the lower module, or pass what it needs in from above)",
+    );
+}
+
+/// The module a file of `src/` is (`replay::cache` for `replay/cache.rs` and
+/// `replay/cache/mod.rs`; the crate root for `lib.rs` and `main.rs`), as its path words.
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut words: Vec<String> = rel
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if words.last().is_some_and(|w| w == "mod") || words == ["lib"] || words == ["main"] {
+        words.pop();
+    }
+    words
+}
+
+/// Every path in `code` that starts at `crate::`, `super::` or `self::`, groups expanded
+/// (`super::{a::X, b}` is `super::a::X` and `super::b`), as its words.
+fn module_paths(code: &str) -> Vec<Vec<String>> {
+    fn ident_end(s: &str) -> usize {
+        s.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len())
+    }
+    /// The paths of `rest` (just after a `::`) below `stem`.
+    fn expand(stem: &[String], rest: &str, out: &mut Vec<Vec<String>>) {
+        let rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            for item in top_level_items(group) {
+                expand(stem, item, out);
+            }
+            return;
+        }
+        let end = ident_end(rest);
+        let mut path = stem.to_vec();
+        if end > 0 {
+            path.push(rest[..end].to_string());
+        }
+        match rest[end..].strip_prefix("::") {
+            Some(tail) if end > 0 => expand(&path, tail, out),
+            _ => out.push(path),
+        }
+    }
+    let mut paths = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(start) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let head = start.trim_end_matches(':').to_string();
+            expand(&[head], &code[at + start.len()..], &mut paths);
+        }
+    }
+    paths
+}
+
+/// Where `path`, named in the module `from`, leads: the longest of its prefixes that is one of
+/// `modules` (the crate root when none is).
+fn resolve(from: &[String], path: &[String], modules: &[Vec<String>]) -> Vec<String> {
+    let mut at: Vec<String> = from.to_vec();
+    let mut words = path.iter().peekable();
+    match words.peek().map(|w| w.as_str()) {
+        Some("crate") => {
+            at.clear();
+            words.next();
+        }
+        Some("self") => {
+            words.next();
+        }
+        _ => {}
+    }
+    while words.peek().is_some_and(|w| *w == "super") {
+        at.pop();
+        words.next();
+    }
+    let mut found = at.clone();
+    for word in words {
+        at.push(word.clone());
+        if modules.contains(&at) {
+            found = at.clone();
+        }
+    }
+    found
+}
+
+/// The import circles between the files of `krate`'s `src/` (`files`, as [`files_under`]
+/// reads them): each import from one file to another is lifted to the two modules of their
+/// nearest common module that hold them (`verify/cell.rs` naming `super::outcome` is
+/// `cell -> outcome` in `verify`; `a/x.rs` naming `crate::b::y` is `a -> b` at the root),
+/// and a loop of such imports among the modules of one parent is a circle. A module naming
+/// its own parent or a module inside it is no import between two rooms (`super::Column`
+/// in a submodule, `mod.rs` naming its children), and the compiler checks that.
+fn import_circles(krate: &str, files: &[(PathBuf, String)]) -> Vec<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let modules: Vec<Vec<String>> = files.iter().map(|(rel, _)| module_of(rel)).collect();
+    // parent -> (child -> (child it imports -> the first file that does, and what it names)).
+    type Edges = BTreeMap<String, BTreeMap<String, (String, String)>>;
+    let mut graphs: BTreeMap<Vec<String>, Edges> = BTreeMap::new();
+    for ((rel, text), from) in files.iter().zip(&modules) {
+        for path in module_paths(&code_of(text)) {
+            let to = resolve(from, &path, &modules);
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common == from.len() || common == to.len() {
+                continue;
+            }
+            let (a, b) = (from[common].clone(), to[common].clone());
+            graphs
+                .entry(from[..common].to_vec())
+                .or_default()
+                .entry(a)
+                .or_default()
+                .entry(b)
+                .or_insert_with(|| (rel.display().to_string(), path.join("::")));
+        }
+    }
+    let mut circles = Vec::new();
+    for (parent, edges) in &graphs {
+        // A node's circle is what it reaches that reaches it back (the graphs are a few
+        // dozen nodes: no need for Tarjan's algorithm).
+        let reaches = |from: &str| -> BTreeSet<String> {
+            let mut seen = BTreeSet::new();
+            let mut todo = vec![from.to_string()];
+            while let Some(node) = todo.pop() {
+                for next in edges.get(&node).into_iter().flat_map(|e| e.keys()) {
+                    if seen.insert(next.clone()) {
+                        todo.push(next.clone());
+                    }
+                }
+            }
+            seen
+        };
+        let mut placed = BTreeSet::new();
+        for node in edges.keys() {
+            if placed.contains(node) {
+                continue;
+            }
+            let from_node = reaches(node);
+            if !from_node.contains(node) {
+                continue;
+            }
+            let circle: BTreeSet<String> = from_node
+                .into_iter()
+                .filter(|other| reaches(other).contains(node))
+                .collect();
+            let mut ties = Vec::new();
+            for a in &circle {
+                for (b, (file, named)) in &edges[a] {
+                    if circle.contains(b) {
+                        ties.push(format!("{a} -> {b} ({file} names {named})"));
+                    }
+                }
+            }
+            placed.extend(circle);
+            let place = match parent.is_empty() {
+                true => String::new(),
+                false => format!("{}/", parent.join("/")),
+            };
+            circles.push(format!("{krate}/src/{place}: {}", ties.join(", ")));
+        }
+    }
+    circles
+}
+
+/// No two files import each other, directly or round a loop, at any depth: a circle makes
+/// the pair one unit that reads as two. The layers above hold the top-level modules; this
+/// holds the files inside a module, in every crate.
+#[test]
+fn no_import_circles_between_files() {
+    let mut circles = Vec::new();
+    for (krate, dir) in crate_dirs() {
+        circles.extend(import_circles(krate, &files_under(&dir.join("src"))));
+    }
+    assert_none_found(
+        &circles,
+        "import circles between files (move what both need into one of them, or into a \
+         module both import)",
+    );
+}
+
+/// A circle between two files of a module is found, and so is one round a third file of
+/// another module; a file naming its parent's items is none.
+#[test]
+fn an_import_circle_is_found() {
+    let file = |rel: &str, text: &str| (PathBuf::from(rel), format!("//! A file.\n{text}"));
+    let files = vec![
+        file("lib.rs", "mod replay;\nmod root;\n"),
+        file("root.rs", "use crate::layout::Layout;\n"),
+        file(
+            "replay/mod.rs",
+            "mod cache;\nmod paths;\nuse paths::Paths;\n",
+        ),
+        file(
+            "replay/cache.rs",
+            "use super::{paths::Paths, Column};\nuse crate::root::Root;\n",
+        ),
+        file("replay/paths.rs", "// super::cache in a comment\n"),
+    ];
+    assert_eq!(import_circles("loader-tests", &files), Vec::<String>::new());
+    let mut planted = files.clone();
+    planted[4] = file(
+        "replay/paths.rs",
+        "fn dir() -> &'static str { super::cache::compat_dir() }\n",
+    );
+    assert_eq!(
+        import_circles("loader-tests", &planted),
+        ["loader-tests/src/replay/: cache -> paths (replay/cache.rs names super::paths::Paths), \
+          paths -> cache (replay/paths.rs names super::cache::compat_dir)"]
+    );
+    let mut planted = files;
+    planted[1] = file("root.rs", "use crate::replay::cache::Layout;\n");
+    assert_eq!(
+        import_circles("loader-tests", &planted),
+        [
+            "loader-tests/src/: replay -> root (replay/cache.rs names crate::root::Root), \
+          root -> replay (root.rs names crate::replay::cache::Layout)"
+        ]
+    );
+}
+
+/// The crates ARCHITECTURE.md gives a section (`### `model/``), and the top-level modules of
+/// `xtask/src/` it names anywhere (`xtask/src/store/`, `xtask/src/cli.rs`).
+fn architecture_names(page: &str) -> (Vec<String>, Vec<String>) {
+    let crates = page
+        .lines()
+        .filter_map(|line| line.strip_prefix("### `")?.strip_suffix("/`"))
+        .map(str::to_string)
+        .collect();
+    let mut modules: Vec<String> = page
+        .match_indices("`xtask/src/")
+        .map(|(at, prefix)| {
+            let rest = &page[at + prefix.len()..];
+            let end = rest.find(['/', '`']).unwrap_or(rest.len());
+            rest[..end].trim_end_matches(".rs").to_string()
+        })
+        // `xtask/src/` itself names no module.
+        .filter(|name| !name.is_empty())
+        .collect();
+    modules.sort();
+    modules.dedup();
+    (crates, modules)
+}
+
+/// What ARCHITECTURE.md names and what is there, apart: `crates` and `modules` are the
+/// workspace's members and the entries of `xtask/src/` (`lib.rs` and `main.rs` left out).
+fn architecture_gaps(page: &str, crates: &[String], modules: &[String]) -> Vec<String> {
+    let (named_crates, named_modules) = architecture_names(page);
+    let mut gaps = Vec::new();
+    for (what, there, named) in [
+        ("crate ", crates, &named_crates),
+        ("module xtask/src/", modules, &named_modules),
+    ] {
+        for name in there.iter().filter(|n| !named.contains(n)) {
+            gaps.push(format!(
+                "the {what}{name} is there, and the page does not name it"
+            ));
+        }
+        for name in named.iter().filter(|n| !there.contains(n)) {
+            gaps.push(format!(
+                "the page names the {what}{name}, which is not there"
+            ));
+        }
+    }
+    gaps
+}
+
+/// The workspace's members, from the root Cargo.toml.
+fn workspace_members() -> Vec<String> {
+    let manifest = std::fs::read_to_string(workspace().join("Cargo.toml")).unwrap();
+    let members = manifest
+        .split_once("members = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .expect("the root Cargo.toml lists its members")
+        .0;
+    members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// The top-level modules of xtask, as its `src/` holds them.
+fn xtask_modules() -> Vec<String> {
+    let mut modules: Vec<String> = std::fs::read_dir(workspace().join("xtask/src"))
+        .unwrap()
+        .map(|entry| {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            name.trim_end_matches(".rs").to_string()
+        })
+        .filter(|name| name != "lib" && name != "main")
+        .collect();
+    modules.sort();
+    modules
+}
+
+/// ARCHITECTURE.md is the map of the house: every crate and every top-level module of
+/// xtask is on it, and nothing it names is gone.
+#[test]
+fn architecture_names_every_crate_and_module() {
+    let page = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    assert_none_found(
+        &architecture_gaps(&page, &workspace_members(), &xtask_modules()),
+        "ARCHITECTURE.md and the tree disagree (give a crate its `### `name/`` section, a \
+         module its line under xtask/; take out what is gone)",
+    );
+}
+
+#[test]
+fn a_crate_or_module_missing_from_the_map_is_found() {
+    let page = "### `model/`\n\n### `xtask/`\n\n- `xtask/src/store/`: the store.\n\
+                - `xtask/src/cli.rs`: words; see `xtask/src/store/import/`.\n\
+                - `xtask/src/glibc/`: gone.\n";
+    let crates = ["model", "explain", "xtask"].map(String::from);
+    let modules = ["cli", "store", "verify"].map(String::from);
+    assert_eq!(
+        architecture_gaps(page, &crates, &modules),
+        [
+            "the crate explain is there, and the page does not name it",
+            "the module xtask/src/verify is there, and the page does not name it",
+            "the page names the module xtask/src/glibc, which is not there",
+        ]
+    );
+}
+
+/// xtask/src/lib.rs declares its modules in the order of [`LAYERS`], bottom first, so that
+/// the file reads as the map does.
+#[test]
+fn xtask_declares_its_modules_in_layer_order() {
+    let lib = std::fs::read_to_string(workspace().join("xtask/src/lib.rs")).unwrap();
+    let code = code_of(&lib);
+    let declared: Vec<&str> = code
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start_matches("pub ");
+            line.strip_prefix("mod ")?.strip_suffix(';')
+        })
+        .map(|name| name.trim())
+        .collect();
+    let layer_of = |m: &str| LAYERS.iter().position(|layer| layer.contains(&m));
+    let out_of_order: Vec<String> = declared
+        .windows(2)
+        .filter(|pair| layer_of(pair[0]) > layer_of(pair[1]))
+        .map(|pair| format!("{} before {}", pair[0], pair[1]))
+        .collect();
+    assert_none_found(
+        &out_of_order,
+        "xtask/src/lib.rs declares a module before one of a lower layer (see LAYERS)",
     );
 }
 
@@ -956,6 +1347,7 @@ fn explain_installs_without_the_maintainer_tooling() {
 fn pages_and_fixtures() -> Vec<PathBuf> {
     let mut files = vec![
         workspace().join("README.md"),
+        workspace().join("ARCHITECTURE.md"),
         workspace().join("loader-tests/README.md"),
         workspace().join("patches/variants/README.md"),
     ];

@@ -106,7 +106,7 @@ const NO_GL_RTLD_MAP: &str =
     "if grep -n 'GL(dl_rtld_map)' elf/dl-load.c; then echo 'elf/dl-load.c: error: dl_rtld_map is no member of GL here' >&2; exit 1; fi";
 
 /// The rebase onto 2.42 with the check that this release has no `GL(dl_rtld_map)`.
-fn start_onto_2_42_checking_gl(f: &Fixture) -> rebase::Outcome {
+fn start_onto_2_42_checking_gl(f: &Fixture) -> rebase::RebaseOutcome {
     let options = with_checks(&f.ws, exec(NO_GL_RTLD_MAP));
     rebase::start_with(&f.ws, None, rel("2.42"), options).unwrap()
 }

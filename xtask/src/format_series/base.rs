@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 
-use crate::merge::{self, Picked, Step};
+use crate::merge::{self, PatchFate, Picked};
 use crate::series::{Series, Workspace};
 use crate::util::git;
 use model::Release;
@@ -179,7 +179,7 @@ pub fn move_series(ws: &Workspace, base: &Base, from: Release) -> Result<Moved> 
         .patches
         .iter()
         .zip(&steps)
-        .filter(|(_, step)| **step == Step::Dropped)
+        .filter(|(_, step)| **step == PatchFate::Dropped)
         .map(|(patch, _)| patch.name.clone())
         .collect();
     let commits = merge::applied(&steps);
