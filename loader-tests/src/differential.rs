@@ -1,5 +1,5 @@
-//! The search model held against the real loader. A scenario's last command is run again
-//! with `LD_DEBUG=libs,files`; the trace says what the loader searched for, who asked, every
+//! The search model held against the real loader. A scenario's last command is run with
+//! `LD_DEBUG=libs,files`; the trace says what the loader searched for, who asked, every
 //! file it tried and the one it ended with. The model, given the same program, root and
 //! settings (and the `dlopen`s the trace shows the program made), must give exactly that:
 //! the same searches in the same order, the same files tried, the same file taken.

@@ -14,3 +14,4 @@ pub mod replay;
 pub mod report;
 pub mod root;
 mod trace;
+pub mod world;

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 
@@ -74,7 +75,8 @@ impl Invocation {
         if self.secure {
             // chroot is a host program: the scenario's variables reach the host loader too.
             // Secure scenarios only set LD_FALLBACK_PATH, which the host loader ignores.
-            cmd = Command::new("chroot");
+            static CHROOT: OnceLock<PathBuf> = OnceLock::new();
+            cmd = Command::new(by_path("chroot", &CHROOT));
             cmd.arg("--userspec=65534:65534").arg(&self.root);
             cmd.env_clear().env("PATH", PATH);
             for (name, value) in &self.env {
@@ -88,7 +90,8 @@ impl Invocation {
         } else {
             // The variables go to the program through bwrap's --setenv, not to bwrap itself:
             // LD_AUDIT or LD_DEBUG must not act on the host loader that starts bwrap.
-            cmd = Command::new("bwrap");
+            static BWRAP: OnceLock<PathBuf> = OnceLock::new();
+            cmd = Command::new(by_path("bwrap", &BWRAP));
             cmd.env_clear()
                 .env("PATH", PATH)
                 .arg("--bind")
@@ -110,6 +113,15 @@ impl Invocation {
         cmd.args(&self.argv);
         cmd
     }
+}
+
+/// `program` by its path on this process's PATH (its name where none is found, for the
+/// error to name). std starts a command whose environment is cleared and whose program is a
+/// bare name with fork and exec, which copies this process (a test holding thousands of
+/// results, on several threads) for every run; a program given by its path is started with
+/// posix_spawn, which does not copy it.
+fn by_path(program: &str, found: &'static OnceLock<PathBuf>) -> &'static Path {
+    found.get_or_init(|| crate::host::find_program(program).unwrap_or_else(|| program.into()))
 }
 
 /// What a run printed and how it ended.

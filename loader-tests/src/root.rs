@@ -689,7 +689,8 @@ impl<'r> Run<'r> {
         self.root.placed().to_vec()
     }
 
-    fn invocation(&self) -> Result<Invocation> {
+    /// What [`Run::output`] runs, not run.
+    pub(crate) fn invocation(&self) -> Result<Invocation> {
         if let Some(err) = self.root.setup_error() {
             return Err(anyhow!("scenario root setup failed: {err}"));
         }

@@ -2,8 +2,10 @@
 //! of the resolution matrix and every run of the Jetson replay (each cell, both ways the
 //! compat driver loads `libnvrm_*`), on x86_64 and aarch64, under the patched and the
 //! unpatched glibc. Each scenario's root is built as the harness builds it, its command run
-//! again traced, and the model must name the same searches, files tried and files taken
-//! (`loader_tests::differential`); any difference fails.
+//! traced, and the model must name the same searches, files tried and files taken
+//! (`loader_tests::differential`); any difference fails. Runs whose roots, commands and
+//! variables are equal (`loader_tests::world`) are one world to the loader: each world is
+//! traced once, the worlds side by side, and its result is every such run's.
 //!
 //! The same runs are given to the `lddtree` crate, side by side: the table of
 //! docs/explain.md is this test's (rewritten when out of date, and the test fails: commit it).
@@ -14,19 +16,25 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use loader_tests::differential::{self, Checked, LoaderUnderTest, Mode};
 use loader_tests::host::{cache_dir, in_ci};
-use loader_tests::matrix::{Observed, MATRIX};
+use loader_tests::matrix::{Observed, Scenario, MATRIX};
+use loader_tests::probe::Invocation;
 use loader_tests::replay::{
     self, Approach, Column, HostLibs, JetsonFixtures, Launcher, RunKey, Testbed, APPROACHES,
     COLUMNS,
 };
 use loader_tests::root::{Bench, Ctx};
-use model::{sysroot_env_var, Flavour, Sysroot, Target};
+use loader_tests::world::{World, Worlds};
+use model::{parallel_map, sysroot_env_var, Flavour, Sysroot, Target};
 
 const FLAVOURS: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
+
+/// `1`: every run made, run and traced on its own, one at a time per loader (no world shared).
+const EVERY_RUN: &str = "LD_FALLBACK_EXPLAIN_EVERY_RUN";
 
 fn main() {
     let args = Arguments::from_args();
@@ -151,6 +159,12 @@ fn results(target: Target, flavour: Flavour) -> Result<&'static Results, String>
         .map_err(Clone::clone)
 }
 
+/// One run of the comparison: a scenario of the matrix or a run of the replay.
+enum Run {
+    Matrix(&'static Scenario),
+    Replay(&'static Approach, &'static Column, RunKey),
+}
+
 fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
     let var = sysroot_env_var(target, flavour);
     let path = std::env::var_os(&var)
@@ -169,49 +183,109 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         target,
         flavour,
     };
-    let mut rows = Results::new();
-    for scenario in MATRIX {
-        let id = format!("matrix::{}", scenario.id);
-        let cx = Ctx::new(&bench, scenario.id);
-        let checked = match scenario.run(&cx) {
-            Err(err) => Err(format!("the scenario fails to run: {err:#}")),
-            Ok(Observed::Skipped(why)) => Err(format!("SKIPPED: {why}")),
-            Ok(Observed::NotApplicable(why)) => Err(format!("n/a: {why}")),
-            Ok(Observed::Seen(_)) => match cx.last_invocation() {
-                Some(invocation) => Ok(differential::check(&invocation, loader)),
-                None => Err("the scenario ran no command".into()),
-            },
+    let testbed = Testbed {
+        bench: &bench,
+        fixtures: &fixtures,
+        host: &host,
+    };
+    let mut runs: Vec<(String, Run)> = MATRIX
+        .iter()
+        .map(|scenario| (format!("matrix::{}", scenario.id), Run::Matrix(scenario)))
+        .collect();
+    runs.extend(
+        replay_runs(flavour)
+            .map(|(id, approach, column, key)| (id, Run::Replay(approach, column, key))),
+    );
+    // The plain way, for `cargo xtask bench differential`'s side-by-side figure: every run
+    // made, run and traced on its own, one after the other.
+    let every_run = std::env::var_os(EVERY_RUN).is_some_and(|v| v == "1");
+    let workers = match every_run {
+        true => 1,
+        false => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let started = Instant::now();
+    // Every run's root built, side by side, and the command it runs: a scenario of the matrix
+    // runs (its outcome says whether it is compared), a run of the replay is only built.
+    let built = parallel_map(&runs, workers, |(_, run)| match run {
+        Run::Matrix(scenario) => {
+            let cx = Ctx::new(&bench, scenario.id);
+            match scenario.run(&cx) {
+                Err(err) => Err(format!("the scenario fails to run: {err:#}")),
+                Ok(Observed::Skipped(why)) => Err(format!("SKIPPED: {why}")),
+                Ok(Observed::NotApplicable(why)) => Err(format!("n/a: {why}")),
+                Ok(Observed::Seen(_)) => cx
+                    .last_invocation()
+                    .ok_or_else(|| "the scenario ran no command".to_string()),
+            }
+        }
+        Run::Replay(approach, column, key) if every_run => {
+            let run = replay::run_one(&testbed, approach, column, *key);
+            run.invocation
+                .ok_or_else(|| format!("not run: {}", run.outcome))
+        }
+        Run::Replay(approach, column, key) => replay::world(&testbed, approach, column, *key)
+            .map_err(|outcome| format!("not run: {outcome}")),
+    });
+    let built_in = started.elapsed();
+    // Equal worlds (the same files, command and variables) get the same answer from this
+    // loader: each is traced once, and its result is every run's that made it.
+    let mut worlds = Worlds::default();
+    let mut traced: Vec<Invocation> = Vec::new();
+    let world_of: Vec<Result<usize, String>> = built
+        .into_iter()
+        .map(|invocation| {
+            let invocation = invocation?;
+            if every_run {
+                traced.push(invocation);
+                return Ok(traced.len() - 1);
+            }
+            let world = World::of(&invocation).map_err(|e| format!("{e:#}"))?;
+            let (number, new) = worlds.number(world);
+            if new {
+                traced.push(invocation);
+            }
+            Ok(number)
+        })
+        .collect();
+    let started = Instant::now();
+    let compared = parallel_map(&traced, workers, |invocation| {
+        let checked = differential::check(invocation, loader);
+        let lddtree = match checked.mode {
+            Mode::Traced => lddtree(&checked),
+            _ => Lddtree::NotCompared,
         };
-        rows.insert(id.clone(), row(id, checked));
-    }
-    for (id, approach, column, key) in replay_runs(flavour) {
-        let testbed = Testbed {
-            bench: &bench,
-            fixtures: &fixtures,
-            host: &host,
-        };
-        let run = replay::run_one(&testbed, approach, column, key);
-        let checked = match run.invocation {
-            Some(invocation) => Ok(differential::check(&invocation, loader)),
-            None => Err(format!("not run: {}", run.outcome)),
-        };
-        rows.insert(id.clone(), row(id, checked));
-    }
+        (checked, lddtree)
+    });
+    eprintln!(
+        "{target}::{flavour}: {} runs, {} distinct worlds, {} traced runs; roots built in {:.1} s, traced in {:.1} s, {workers} at a time",
+        runs.len(),
+        if every_run { "not sought".to_string() } else { worlds.len().to_string() },
+        traced.len(),
+        built_in.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+    );
+    let rows = runs
+        .into_iter()
+        .zip(world_of)
+        .map(|((id, _), world)| {
+            let (checked, lddtree) = match world {
+                Ok(number) => {
+                    let (checked, lddtree) = &compared[number];
+                    (Ok(checked.clone()), lddtree.clone())
+                }
+                Err(why) => (Err(why), Lddtree::NotCompared),
+            };
+            let row = Row {
+                id: id.clone(),
+                checked,
+                lddtree,
+            };
+            (id, row)
+        })
+        .collect();
     // The roots go with the bench (LD_FALLBACK_KEEP_ROOTS=1 keeps them for a look).
     drop(bench);
     Ok(rows)
-}
-
-fn row(id: String, checked: Result<Checked, String>) -> Row {
-    let lddtree = match &checked {
-        Ok(c) if c.mode == Mode::Traced => lddtree(c),
-        _ => Lddtree::NotCompared,
-    };
-    Row {
-        id,
-        checked,
-        lddtree,
-    }
 }
 
 /// The lddtree crate on the same program and root, against what the loader took: for each

@@ -1120,6 +1120,18 @@ pub fn run_one(testbed: &Testbed, approach: &Approach, column: &Column, key: Run
     )
 }
 
+/// The command [`run_one`] would run, in its root built as [`run_one`] builds it, without
+/// running it (the search model's differential test runs it itself, traced); or why it cannot
+/// run, as [`run_one`]'s outcome says it.
+pub fn world(
+    testbed: &Testbed,
+    approach: &Approach,
+    column: &Column,
+    key: RunKey,
+) -> Result<crate::probe::Invocation, String> {
+    scene::world(testbed, approach, column, key)
+}
+
 /// The container row's run in `column` with the `enable-cuda-compat` hook's decision forced
 /// (its `00-compat-*.conf` written or not, whatever the versions): the same root but for that
 /// entry, to show that the cache it leads to is what decides.

@@ -17,7 +17,8 @@ use super::{
     DeclaredCache, Host, HostLibs, JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program,
     RunKey, RunReport, Testbed,
 };
-use crate::root::{Ctx, Root};
+use crate::probe::Invocation;
+use crate::root::{Ctx, Root, Run};
 
 /// The name of a run's root, unique within the bench.
 pub fn run_name(approach: &Approach, column: &Column, key: RunKey) -> String {
@@ -60,84 +61,28 @@ pub(super) fn run(
     key: RunKey,
     compat_entry: CompatEntry,
 ) -> RunReport {
-    let Testbed {
-        bench,
-        fixtures,
-        host,
-    } = *testbed;
-    let cx = Ctx::new(bench, &run_name(approach, column, key));
-    let triplet = bench.sysroot.target.triplet();
-    // The container row's root is the container: its host as the container sees it.
-    let container = approach.cache == Some(DeclaredCache::ContainerToolkit);
-    let seen_column = if container {
-        cache::container_column(column)
-    } else {
-        *column
-    };
-    let column = &seen_column;
-    let paths = if container {
-        Paths::container(column, triplet)
-    } else {
-        Paths::new(column, triplet)
-    };
-    let mut root = cx.root();
-    let uses_compat_system_wide = approach.impure_binding
-        && column.host == Host::NixOs
-        && (column.board.driver < column.app_needs || column.opt_out);
-    let slibdir = &bench.layout.slibdir;
-    // nixpkgs' glibc ships a copy of libgcc_s.so.1 in its own lib directory (its default
-    // directory), for libc's own dlopen of it.
-    root.host_file(
-        &host.file("libgcc_s.so.1"),
-        &format!("{slibdir}/libgcc_s.so.1"),
-        None,
-    );
-    gcc_lib(&mut root, host, &paths);
-    board(
-        &mut root,
-        fixtures,
-        host,
-        column,
-        &paths,
-        uses_compat_system_wide,
-    );
-    match column.program {
-        _ if container => cache::container_image(&mut root, fixtures, column, &paths, key),
-        Program::Nix | Program::NixWithoutCompat => {
-            app(&mut root, fixtures, approach, column, &paths, key, slibdir)
-        }
-        Program::Wheel => wheel(&mut root, fixtures, column, &paths, key, slibdir),
-    }
-    if approach.launcher == Launcher::NixGlHost {
-        gl_host(&mut root, fixtures, column, &paths);
-    }
-
-    let made = cache::make(&mut root, approach.cache, column, &paths, compat_entry);
-    let (env, action) = environment(approach, column, &paths, key);
-    let mut run = root.command(&paths.app);
-    for (name, value) in &env {
-        run = run.env(name, value);
-    }
-    let places = Places::new(&paths, &bench.layout, column);
+    let cx = Ctx::new(testbed.bench, &run_name(approach, column, key));
+    let (scene, made) = Scene::build(&cx, testbed, approach, column, key, compat_entry);
+    let run = scene.command();
     let (hook, made) = match made {
         Ok(hook) => (hook, Ok(())),
         Err(err) => (None, Err(err)),
     };
     let result = made
-        .and_then(|()| loader_reads_as_declared(&root.path, approach.cache))
+        .and_then(|()| loader_reads_as_declared(&scene.root.path, approach.cache))
         .and_then(|()| run.output());
     let invocation = cx.last_invocation();
     let command = invocation.as_ref().map(|i| i.display()).unwrap_or_default();
     match result {
         Ok(out) => {
-            let mut seen = outcome::classify(&out, &places, column);
+            let mut seen = outcome::classify(&out, &scene.places, &scene.column);
             // A forced entry is the test's choice, not the hook's: no rule of the hook.
             if let Some(rule) = hook.as_ref().and_then(cache::toolkit_rule) {
                 seen.basis = seen.basis.max(rule.basis());
             }
             RunReport {
                 key,
-                action,
+                action: scene.action,
                 outcome: seen.text,
                 works: seen.works,
                 jit: seen.jit,
@@ -149,10 +94,130 @@ pub(super) fn run(
         }
         Err(err) => {
             let mut report = RunReport::not_run(key, &format!("{err:#}"));
-            report.action = action;
+            report.action = scene.action;
             report.command = command;
             report
         }
+    }
+}
+
+/// The run's root built and its command, not run: what [`run`] would run, or the outcome of
+/// a run that cannot be made (as [`run`] reports it).
+pub(super) fn world(
+    testbed: &Testbed,
+    approach: &Approach,
+    column: &Column,
+    key: RunKey,
+) -> Result<Invocation, String> {
+    let cx = Ctx::new(testbed.bench, &run_name(approach, column, key));
+    let (scene, made) = Scene::build(
+        &cx,
+        testbed,
+        approach,
+        column,
+        key,
+        CompatEntry::AsTheHookDecides,
+    );
+    made.and_then(|_| loader_reads_as_declared(&scene.root.path, approach.cache))
+        .and_then(|()| scene.command().invocation())
+        .map_err(|err| RunReport::not_run(key, &format!("{err:#}")).outcome)
+}
+
+/// One run's root as built, with what its run needs.
+struct Scene {
+    root: Root,
+    /// The host as the app sees it (a container's host, for the container row).
+    column: Column,
+    places: Places,
+    env: Vec<(String, String)>,
+    /// What the user sets in the opt-out column.
+    action: Option<String>,
+    app: String,
+}
+
+impl Scene {
+    /// The root built, and the declared cache made in it (with the hook's decision, for the
+    /// container row).
+    fn build(
+        cx: &Ctx,
+        testbed: &Testbed,
+        approach: &Approach,
+        column: &Column,
+        key: RunKey,
+        compat_entry: CompatEntry,
+    ) -> (Scene, Result<Option<cache::Hook>>) {
+        let Testbed {
+            bench,
+            fixtures,
+            host,
+        } = *testbed;
+        let triplet = bench.sysroot.target.triplet();
+        // The container row's root is the container: its host as the container sees it.
+        let container = approach.cache == Some(DeclaredCache::ContainerToolkit);
+        let seen_column = if container {
+            cache::container_column(column)
+        } else {
+            *column
+        };
+        let column = &seen_column;
+        let paths = if container {
+            Paths::container(column, triplet)
+        } else {
+            Paths::new(column, triplet)
+        };
+        let mut root = cx.root();
+        let uses_compat_system_wide = approach.impure_binding
+            && column.host == Host::NixOs
+            && (column.board.driver < column.app_needs || column.opt_out);
+        let slibdir = &bench.layout.slibdir;
+        // nixpkgs' glibc ships a copy of libgcc_s.so.1 in its own lib directory (its default
+        // directory), for libc's own dlopen of it.
+        root.host_file(
+            &host.file("libgcc_s.so.1"),
+            &format!("{slibdir}/libgcc_s.so.1"),
+            None,
+        );
+        gcc_lib(&mut root, host, &paths);
+        board(
+            &mut root,
+            fixtures,
+            host,
+            column,
+            &paths,
+            uses_compat_system_wide,
+        );
+        match column.program {
+            _ if container => cache::container_image(&mut root, fixtures, column, &paths, key),
+            Program::Nix | Program::NixWithoutCompat => {
+                app(&mut root, fixtures, approach, column, &paths, key, slibdir)
+            }
+            Program::Wheel => wheel(&mut root, fixtures, column, &paths, key, slibdir),
+        }
+        if approach.launcher == Launcher::NixGlHost {
+            gl_host(&mut root, fixtures, column, &paths);
+        }
+
+        let made = cache::make(&mut root, approach.cache, column, &paths, compat_entry);
+        let (env, action) = environment(approach, column, &paths, key);
+        let places = Places::new(&paths, &bench.layout, column);
+        let scene = Scene {
+            root,
+            column: seen_column,
+            places,
+            env,
+            action,
+            app: paths.app,
+        };
+        (scene, made)
+    }
+
+    /// The app's run, with the approach's variables.
+    fn command(&self) -> Run<'_> {
+        let mut run = self.root.command(&self.app);
+        for (name, value) in &self.env {
+            run = run.env(name, value);
+        }
+        run
     }
 }
 

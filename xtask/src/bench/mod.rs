@@ -2,6 +2,7 @@
 //! it times (a bench may take several: the build bench's inner loop runs the matrix).
 
 pub(crate) mod build;
+pub(crate) mod differential;
 pub mod rebase;
 pub(crate) mod resolution;
 pub(crate) mod store;
@@ -22,6 +23,8 @@ pub(crate) enum Command {
     Build(build::BenchArgs),
     /// Time the resolution matrix once builds are cached.
     Resolution(resolution::Args),
+    /// Time the search model's differential test: every run on its own, then each world once.
+    Differential(differential::Args),
     /// Time glibc's elf suite in the x86_64 tree (natively) and the aarch64 tree (under QEMU).
     Suite(suite::Args),
 }
@@ -34,6 +37,7 @@ impl Command {
             Command::Build(args) => args.run(env),
             Command::Resolution(args) => args.run(env),
             Command::Suite(args) => args.run(env),
+            Command::Differential(args) => args.run(env),
         }
     }
 }

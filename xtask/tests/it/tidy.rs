@@ -355,16 +355,17 @@ const LOADER_MODEL_LAYERS: &[&[&str]] = &[
     &["render"],
 ];
 
-/// loader-tests' modules, bottom first: the host, the layout of a root, running a
-/// program and reading its trace; fixtures and Debian packages; the hermetic roots; the
-/// scenarios (the matrix) and the model held against the real loaders; the Jetson replay and
-/// the reports.
+/// loader-tests' modules, bottom first: the host; the layout of a root, running a program
+/// and reading its trace; fixtures and Debian packages; the hermetic roots; the scenarios
+/// (the matrix), the model held against the real loaders and the worlds it traces; the
+/// Jetson replay and the reports.
 const LOADER_TESTS_LAYERS: &[&[&str]] = &[
-    &["host", "layout", "probe", "trace"],
+    &["host"],
+    &["layout", "probe", "trace"],
     &["apt", "fixtures"],
     &["debs"],
     &["nvidia", "root"],
-    &["matrix", "differential"],
+    &["matrix", "differential", "world"],
     &["replay", "report"],
 ];
 
