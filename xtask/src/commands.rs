@@ -8,10 +8,11 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::Global;
+use crate::resolution;
 use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output, release_table};
-use crate::{bench, ci, debian_stack, explain, format, jetson, nixpkgs, rebase, resolution};
+use crate::{bench, ci, debian_stack, explain, format, fuzz_model, jetson, nixpkgs, rebase};
 use crate::{regenerate, rehearse, update, verify};
 use crate::{series, store};
 
@@ -79,6 +80,10 @@ pub(crate) enum Command {
     /// Which file a program would load for every library, with LD_FALLBACK_PATH, without
     /// running it (a model of the patched loader's search).
     Explain(explain::Args),
+    /// Hold the loader model against the built loader on generated worlds (a program, a DAG
+    /// of libraries, search lists, copies in several places); a disagreement is shrunk and
+    /// printed as a reproducer.
+    FuzzModel(fuzz_model::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(bench::Bench),
@@ -218,6 +223,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::JetsonReplay(args) => args.run(&env()?),
         // Reads only the tree it is given: no store, series or cache.
         Command::Explain(args) => explain::run(&args),
+        Command::FuzzModel(args) => args.run(&env()?),
         Command::Bench(bench) => bench.run(&env()?),
         Command::Ci(args) => args.run(&env()?),
         Command::Regenerate(args) => args.run(),

@@ -37,6 +37,7 @@ mod verify;
 pub mod bench;
 mod explain;
 pub mod format;
+mod fuzz_model;
 mod jetson;
 mod regenerate;
 mod rehearse;
