@@ -135,7 +135,16 @@ pub(crate) struct Campaign {
 pub(crate) struct Summary {
     pub trials: u64,
     pub elapsed: Duration,
+    /// Over the trials that agreed.
+    pub counts: Counts,
     pub finding: Option<Finding>,
+}
+
+/// What the agreeing trials compared.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counts {
+    pub searches: usize,
+    pub found: usize,
 }
 
 /// A trial whose world the loader and the model disagree on (or that the loader does not
@@ -214,6 +223,7 @@ impl Campaign {
         let started = Instant::now();
         let mut last_progress = Instant::now();
         let mut done = 0;
+        let mut counts = Counts::default();
         let strategy = world::world();
         for trial in trials {
             let mut runner = runner(self.seed, trial);
@@ -224,9 +234,14 @@ impl Campaign {
             let verdict = judged.with_context(|| format!("trial {trial}"))?;
             done += 1;
             match verdict {
-                Verdict::Agrees { searches } => {
-                    writeln!(log, "trial {trial}: agree ({searches} searches)")
-                        .context("cannot write the log")?;
+                Verdict::Agrees { searches, found } => {
+                    counts.searches += searches;
+                    counts.found += found;
+                    writeln!(
+                        log,
+                        "trial {trial}: agree ({searches} searches, {found} found)"
+                    )
+                    .context("cannot write the log")?;
                 }
                 Verdict::Finding(kind, what) => {
                     writeln!(log, "trial {trial}: {kind:?}, shrinking:\n{what}")
@@ -236,6 +251,7 @@ impl Campaign {
                     let summary = Summary {
                         trials: done,
                         elapsed: started.elapsed(),
+                        counts,
                         finding: Some(finding),
                     };
                     self.print_summary(&summary);
@@ -256,6 +272,7 @@ impl Campaign {
         let summary = Summary {
             trials: done,
             elapsed: started.elapsed(),
+            counts,
             finding: None,
         };
         self.print_summary(&summary);
@@ -265,7 +282,7 @@ impl Campaign {
     fn print_summary(&self, summary: &Summary) {
         let per = summary.elapsed.as_secs_f64() * 1000.0 / summary.trials.max(1) as f64;
         outln!(
-            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial), {}",
+            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial; {} searches compared, {} found, {} not found), {}",
             self.release,
             self.target,
             self.flavour,
@@ -273,6 +290,9 @@ impl Campaign {
             self.seed,
             summary.trials,
             summary.elapsed.as_secs_f64(),
+            summary.counts.searches,
+            summary.counts.found,
+            summary.counts.searches - summary.counts.found,
             match &summary.finding {
                 None => "no disagreement, crash or hang".to_string(),
                 Some(f) => format!("a finding in trial {}", f.trial),
@@ -357,7 +377,11 @@ fn runner(seed: u64, trial: u64) -> TestRunner {
 /// What one world gave.
 #[derive(Debug)]
 pub(crate) enum Verdict {
-    Agrees { searches: usize },
+    /// Both sides made `searches` searches, `found` of which ended with a file.
+    Agrees {
+        searches: usize,
+        found: usize,
+    },
     Finding(Kind, String),
 }
 
@@ -451,6 +475,9 @@ impl Fuzzer {
             let names: Vec<String> = world.preload.iter().map(|&i| world::soname(i)).collect();
             env.push(("LD_PRELOAD".to_string(), names.join(":")));
         }
+        if world.listing {
+            env.push(("LD_TRACE_LOADED_OBJECTS".to_string(), "1".to_string()));
+        }
         let invocation = Invocation {
             root: root.to_path_buf(),
             cwd: CWD.to_string(),
@@ -503,6 +530,11 @@ impl Fuzzer {
             Some(difference) => Verdict::Finding(Kind::Disagreement, difference),
             None => Verdict::Agrees {
                 searches: checked.observed.len(),
+                found: checked
+                    .observed
+                    .iter()
+                    .filter(|s| s.ended_with.is_some())
+                    .count(),
             },
         })
     }

@@ -187,6 +187,9 @@ pub(crate) struct World {
     pub preload: Vec<usize>,
     /// Directories listed in /etc/ld.so.conf (none: no ld.so.cache).
     pub cached: Vec<Dir>,
+    /// `LD_TRACE_LOADED_OBJECTS=1` (what ldd sets): the loader lists the objects instead of
+    /// running the program, and a library it does not find does not stop it.
+    pub listing: bool,
 }
 
 /// The soname (and file name) of library `i`.
@@ -263,6 +266,9 @@ impl fmt::Display for Described<'_> {
                 dirs.join(" ")
             )?;
         }
+        if world.listing {
+            writeln!(f, "  LD_TRACE_LOADED_OBJECTS=1")?;
+        }
         Ok(())
     }
 }
@@ -298,9 +304,10 @@ fn search() -> impl Strategy<Value = Option<Search>> {
     )
 }
 
-fn object(libraries: usize) -> impl Strategy<Value = Object> {
+/// An object needing at least `min_needed` libraries (of `libraries`).
+fn object(libraries: usize, min_needed: usize) -> impl Strategy<Value = Object> {
     (
-        vec(0..libraries, 0..=MAX_NEEDED),
+        vec(0..libraries, min_needed..=MAX_NEEDED),
         search(),
         proptest::bool::weighted(0.1),
     )
@@ -313,8 +320,8 @@ fn object(libraries: usize) -> impl Strategy<Value = Object> {
 
 fn list() -> impl Strategy<Value = Option<List>> {
     proptest::option::weighted(
-        0.5,
-        (vec(entry(), 0..4), proptest::bool::weighted(0.1)).prop_map(|(entries, semicolons)| {
+        0.7,
+        (vec(entry(), 0..6), proptest::bool::weighted(0.1)).prop_map(|(entries, semicolons)| {
             List {
                 entries,
                 semicolons,
@@ -327,9 +334,13 @@ fn list() -> impl Strategy<Value = Option<List>> {
 pub(crate) fn world() -> impl Strategy<Value = World> {
     (1..=MAX_LIBS).prop_flat_map(|n| {
         (
-            object(n),
+            object(n, 1),
             vec(
-                (object(n), vec(dir(), 0..=3))
+                (
+                    object(n, 0),
+                    // Mostly found somewhere; sometimes nowhere.
+                    prop_oneof![1 => Just(Vec::new()), 6 => vec(dir(), 1..=4)],
+                )
                     .prop_map(|(object, copies)| Library { object, copies }),
                 n,
             ),
@@ -337,15 +348,19 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
             list(),
             vec(0..n, 0..=1),
             proptest::option::weighted(0.2, vec(dir(), 1..=2)),
+            proptest::bool::ANY,
         )
             .prop_map(
-                |(program, libraries, library_path, fallback_path, preload, cached)| World {
-                    program,
-                    libraries,
-                    library_path,
-                    fallback_path,
-                    preload,
-                    cached: cached.unwrap_or_default(),
+                |(program, libraries, library_path, fallback_path, preload, cached, listing)| {
+                    World {
+                        program,
+                        libraries,
+                        library_path,
+                        fallback_path,
+                        preload,
+                        cached: cached.unwrap_or_default(),
+                        listing,
+                    }
                 },
             )
     })
