@@ -692,3 +692,6 @@ fn tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
 }
+
+#[cfg(test)]
+mod tests;
