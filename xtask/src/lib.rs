@@ -13,7 +13,8 @@
 //! 3. the commands that take several stages at once: `update` (one release through all of
 //!    them; a new one, a retired one), `rehearse` (a new release's update, rehearsed on a
 //!    pretend one in copies), `format` (a series as mails for libc-alpha), `jetson` (the Jetson replay),
-//!    `explain` (the loader's search for a program, modelled), `bench` (timings),
+//!    `explain` (the loader's search for a program, modelled), `fuzz_model` (the model
+//!    against a built loader on generated worlds), `bench` (timings),
 //!    `regenerate` (every generated file and block, written or compared);
 //! 4. `commands`: the command tree, which dispatches to all of the above.
 

@@ -1,3 +1,6 @@
+//! The templates' edits read back by the model's own ELF reader, worlds that depend on the
+//! seed and trial alone, and the fuzzer shown able to fail.
+
 use super::world::{Dir, Entry, Object, Places, Search, Tag};
 use super::*;
 use crate::cli::Global;
@@ -19,7 +22,7 @@ fn templates(dir: &Path) -> Option<Templates> {
         Err(err) => {
             let why = format!("cannot compile the templates: {err:#}");
             assert!(!in_ci(), "{why}");
-            eprintln!("SKIPPED: {why}");
+            diagln!("SKIPPED: {why}");
             None
         }
     }
@@ -94,7 +97,7 @@ fn the_unpatched_model_disagrees_with_the_patched_loader() {
     let Some(sysroot) = sysroot else {
         let why = "no cached glibc 2.44 x86_64 patched sysroot (this test never builds glibc)";
         assert!(!in_ci(), "{why}");
-        eprintln!("SKIPPED: {why}");
+        diagln!("SKIPPED: {why}");
         return;
     };
     let fuzzer = Fuzzer::new(&sysroot, &env.cache).unwrap();

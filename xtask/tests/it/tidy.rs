@@ -291,7 +291,15 @@ const LAYERS: &[&[&str]] = &[
     &["resolution"],
     &["verify"],
     &["ci"],
-    &["update", "rehearse", "format", "jetson", "explain", "bench"],
+    &[
+        "update",
+        "rehearse",
+        "format",
+        "jetson",
+        "explain",
+        "fuzz_model",
+        "bench",
+    ],
     // Every generated file, whichever command above makes it (the Jetson page's provenance).
     &["regenerate"],
     &["commands"],
