@@ -247,10 +247,12 @@ impl Campaign {
                     writeln!(log, "trial {trial}: {kind:?}, shrinking:\n{what}")
                         .context("cannot write the log")?;
                     diagln!("fuzz-model: trial {trial}: {kind:?}; shrinking the world");
+                    // The trials' time, without the shrink's.
+                    let elapsed = started.elapsed();
                     let finding = self.shrink(fuzzer, &mut tree, trial, kind, what, &mut log)?;
                     let summary = Summary {
                         trials: done,
-                        elapsed: started.elapsed(),
+                        elapsed,
                         counts,
                         finding: Some(finding),
                     };
