@@ -87,6 +87,7 @@ impl Args {
             "fuzz-model-{release}-{target}-{flavour}-{}-{seed}.log",
             campaign.model_flavour
         ));
+        diagln!("fuzz-model: the loader of {}", sysroot.path.display());
         let fuzzer = Fuzzer::new(&sysroot, &env.cache)?;
         let summary = campaign.run(&fuzzer, trials, &log_path)?;
         match summary.finding {
