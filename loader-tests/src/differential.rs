@@ -135,7 +135,38 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             return checked;
         }
     };
-    let searches = trace::searches(&out.stderr);
+    compare_trace(checked, config, &out.stderr)
+}
+
+/// Holds the model against a run of `invocation` made by the caller with
+/// `LD_DEBUG=libs,files` (under its own time limit, say): `trace` is that run's stderr.
+pub fn check_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str) -> Checked {
+    let checked = Checked {
+        mode: Mode::Traced,
+        program: None,
+        root: invocation.root.clone(),
+        observed: Vec::new(),
+        predicted: Vec::new(),
+        difference: None,
+    };
+    match config_for(invocation, loader) {
+        Ok(config) => compare_trace(
+            Checked {
+                program: Some(text(&config.program)),
+                ..checked
+            },
+            config,
+            trace,
+        ),
+        Err(why) => Checked {
+            mode: Mode::NotApplicable(why),
+            ..checked
+        },
+    }
+}
+
+fn compare_trace(mut checked: Checked, mut config: Config, trace: &str) -> Checked {
+    let searches = trace::searches(trace);
     config.dlopens = dlopens(&searches, &text(&config.program));
     checked.observed = observed(&searches, &config);
     match loader_model::explain(&config) {

@@ -228,7 +228,7 @@ fn flavour_names() -> impl Iterator<Item = &'static str> {
         .map(Flavour::name)
 }
 
-fn flavour() -> impl TypedValueParser<Value = Flavour> {
+pub(crate) fn flavour() -> impl TypedValueParser<Value = Flavour> {
     PossibleValuesParser::new(flavour_names())
         .map(|text| Flavour::parse(&text).expect("a possible value is a flavour"))
 }

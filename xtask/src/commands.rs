@@ -8,11 +8,14 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::cli::Global;
+use crate::resolution;
 use crate::sysroot;
 use crate::util::exit::{self, EXIT_FAILURE, EXIT_OK};
 use crate::util::{limits, output, release_table};
-use crate::{bench, ci, debian_stack, explain, format_series, jetson_replay, nix_stack, rebase};
-use crate::{regenerate, rehearse_release, resolution, update, verify};
+use crate::{
+    bench, ci, debian_stack, explain, format_series, fuzz_model, jetson_replay, nix_stack, rebase,
+};
+use crate::{regenerate, rehearse_release, update, verify};
 use crate::{series, store};
 
 /// The command line of `cargo xtask`.
@@ -79,6 +82,10 @@ pub(crate) enum Command {
     /// Which file a program would load for every library, with LD_FALLBACK_PATH, without
     /// running it (a model of the patched loader's search).
     Explain(explain::Args),
+    /// Hold the loader model against the built loader on generated worlds (a program, a DAG
+    /// of libraries, search lists, copies in several places); a disagreement is shrunk and
+    /// printed as a reproducer.
+    FuzzModel(fuzz_model::Args),
     /// Print timing figures for the slow paths.
     #[command(subcommand)]
     Bench(bench::Command),
@@ -218,6 +225,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::JetsonReplay(args) => args.run(&env()?),
         // Reads only the tree it is given: no store, series or cache.
         Command::Explain(args) => explain::run(&args),
+        Command::FuzzModel(args) => args.run(&env()?),
         Command::Bench(bench) => bench.run(&env()?),
         Command::Ci(args) => args.run(&env()?),
         Command::Regenerate(args) => args.run(),

@@ -15,7 +15,8 @@
 //!    release through all of them; a new one, a retired one), `rehearse_release` (a new release's
 //!    update, rehearsed on a pretend one in copies), `format_series` (a series as mails for
 //!    libc-alpha), `jetson_replay` (the Jetson replay), `explain` (the loader's search for a program,
-//!    modelled), `bench` (timings);
+//!    modelled), `fuzz_model` (the model against a built loader on generated worlds),
+//! `bench` (timings);
 //! 4. `regenerate`: every generated file and block, written or compared, whichever command
 //!    above makes it;
 //! 5. `commands`: the command tree, which dispatches to all of the above.
@@ -49,6 +50,7 @@ pub mod ci;
 pub mod bench;
 mod explain;
 pub mod format_series;
+mod fuzz_model;
 mod jetson_replay;
 mod rehearse_release;
 mod update;

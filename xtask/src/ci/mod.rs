@@ -138,6 +138,10 @@ impl Args {
     }
 }
 
+/// The CI budget of `fuzz-model`: about 100 ms a trial on an idle 2-core x86_64 machine.
+const FUZZ_TRIALS: &str = "1000";
+const FUZZ_SEED: &str = "20261204";
+
 /// Every step of a CI run on `targets`, in order; `nix_stack`: with the nix-stack check.
 fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
     let mut steps = vec![
@@ -168,6 +172,18 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
         "--target",
         "x86_64",
         "--check-kept-headers",
+    ])?);
+    // The loader model against the x86_64 loader on generated worlds: a fixed seed and a
+    // budget of about two minutes; the long campaign is a documented command of its own
+    // (docs/maintaining.md, "The model against the loader").
+    steps.push(Step::xtask(&[
+        "fuzz-model",
+        "--target",
+        "x86_64",
+        "--trials",
+        FUZZ_TRIALS,
+        "--seed",
+        FUZZ_SEED,
     ])?);
     // The Jetson replay's approach 8 runs under the fallback-first variant (aarch64 only).
     let jetson = targets.contains(&Target::Aarch64);
@@ -339,6 +355,10 @@ mod tests {
             ),
             (
                 "cargo xtask build-glibc --target x86_64 --check-kept-headers",
+                false,
+            ),
+            (
+                "cargo xtask fuzz-model --target x86_64 --trials 1000 --seed 20261204",
                 false,
             ),
             (

@@ -281,6 +281,26 @@ impl Builder {
         ))
     }
 
+    /// The flavour's sysroot if the cache holds it (never builds: the store is only read).
+    pub(crate) fn cached(
+        &self,
+        release: Release,
+        target: Target,
+        flavour: Flavour,
+    ) -> Result<Option<Sysroot>> {
+        let store = SourceStore::open_read_only(&self.store)?;
+        let prepared = self.prepare_from(Some(store), release, target, flavour)?;
+        let cache = BuildCache::new(&self.layout.builds);
+        Ok(cache
+            .lookup(&prepared.inputs.entry_name())
+            .map(|entry| Sysroot {
+                path: entry.sysroot(),
+                target,
+                release,
+                flavour,
+            }))
+    }
+
     /// [`Builder::key`] for checks: the store is only read, and a release it lacks is an
     /// error (`store::ReleaseNotImported`), not an import.
     pub(crate) fn key_read_only(

@@ -334,6 +334,7 @@ const LAYERS: &[&[&str]] = &[
         "format_series",
         "jetson_replay",
         "explain",
+        "fuzz_model",
         "bench",
     ],
     // Every generated file, whichever command above makes it (the Jetson page's provenance).
