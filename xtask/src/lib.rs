@@ -16,7 +16,7 @@
 //!    update, rehearsed on a pretend one in copies), `format_series` (a series as mails for
 //!    libc-alpha), `jetson_replay` (the Jetson replay), `explain` (the loader's search for a program,
 //!    modelled), `fuzz_model` (the model against a built loader on generated worlds),
-//! `bench` (timings);
+//!    `bench` (timings);
 //! 4. `regenerate`: every generated file and block, written or compared, whichever command
 //!    above makes it;
 //! 5. `commands`: the command tree, which dispatches to all of the above.
