@@ -90,8 +90,10 @@ pub(crate) struct TestResult {
 /// the other flavour's test root; v5 took a container test's last line (`running post-clean
 /// rsync`) as its reason, v6 the support framework's closing count (`error: 1 test failures`);
 /// v7 ran as root without a supplementary group, so that set-group-ID tests before 2.42 were
-/// UNSUPPORTED (`Recipe::check_command` gives one now).
-const RESULTS_FORMAT: &str = "v8";
+/// UNSUPPORTED (`Recipe::check_command` gives one now); v8 and v9 ran the series' tests
+/// beside files another version of the series had left in the shared build tree's fixture
+/// directory (`SERIES_FIXTURES`), which tests that expect a library to be found nowhere found.
+const RESULTS_FORMAT: &str = "v10";
 
 /// Results by test name (`elf/tst-foo`).
 pub(crate) type Results = BTreeMap<String, TestResult>;
@@ -194,6 +196,35 @@ pub(crate) fn unpatched_floor(known: usize) -> usize {
 /// run would run that flavour's loader in this one's container tests.
 const TEST_ROOTS: [&str; 2] = ["testroot.pristine", "testroot.root"];
 
+/// The directories the series' makefile assembles from its test modules (copies and links in
+/// `fb/`, `rp/`, `cwd/`...), relative to the build tree. Every key of a release and target
+/// shares one build tree, and make never removes a file its makefile no longer names: a
+/// library that another version of the series copied there stays, and a test that expects
+/// the name to be found nowhere finds it. Each run starts without them; make assembles this
+/// series' set again in a second.
+const SERIES_FIXTURES: [&str; 1] = ["elf/tst-fallback-path-dir"];
+
+/// Removes what an earlier run in the tree leaves for the next one: the test container's roots
+/// (`TEST_ROOTS`) with `with_test_roots`, and the series' fixture directories.
+fn remove_leftovers(build: &Path, with_test_roots: bool) -> Result<()> {
+    let roots = if with_test_roots {
+        &TEST_ROOTS[..]
+    } else {
+        &[]
+    };
+    for dir in roots.iter().chain(SERIES_FIXTURES.iter()) {
+        let path = build.join(dir);
+        match fs::remove_dir_all(&path) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => {
+                return Err(err).with_context(|| format!("cannot remove {}", path.display()))
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Runs `make -k check subdirs=SUBDIR` in the tree, after removing the results of earlier
 /// runs (make would not rerun a test whose output is up to date, and a stale result must
 /// never be read as this run's) and the test container's root (see `TEST_ROOTS`), and reads
@@ -210,13 +241,7 @@ pub(crate) fn run_check(
     let build = tree.work.build();
     remove_results(&build.join(subdir))?;
     remove_results(&build)?;
-    for root in TEST_ROOTS {
-        let path = build.join(root);
-        if path.exists() {
-            fs::remove_dir_all(&path)
-                .with_context(|| format!("cannot remove {}", path.display()))?;
-        }
-    }
+    remove_leftovers(&build, true)?;
     match sandbox {
         None => {
             tree.recipe
@@ -276,6 +301,7 @@ pub(crate) fn run_tests(
     sandbox: Option<&Sandbox>,
 ) -> Result<Results> {
     let build = tree.work.build();
+    remove_leftovers(&build, false)?;
     for test in tests {
         for suffix in [".out", ".test-result"] {
             let path = build.join(format!("{test}{suffix}"));
@@ -726,6 +752,27 @@ impl SuiteFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A library another version of the series copied into the fixture directory is gone
+    /// before the next run; a single-test run keeps the container roots.
+    #[test]
+    fn leftovers_of_another_series_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = dir.path();
+        let stale = build.join("elf/tst-fallback-path-dir/fb/libmarkermod9.so");
+        fs::create_dir_all(stale.parent().unwrap()).unwrap();
+        fs::write(&stale, "").unwrap();
+        fs::create_dir_all(build.join("testroot.pristine/lib")).unwrap();
+
+        remove_leftovers(build, false).unwrap();
+        assert!(!build.join("elf/tst-fallback-path-dir").exists());
+        assert!(build.join("testroot.pristine/lib").is_dir());
+
+        remove_leftovers(build, true).unwrap();
+        assert!(!build.join("testroot.pristine").exists());
+        // Nothing left to remove is no error.
+        remove_leftovers(build, true).unwrap();
+    }
 
     /// check-support holds every cell's list to its release's size: a supported cell without
     /// one could not be checked.
