@@ -43,6 +43,11 @@ pub(crate) struct Args {
     /// that version as the stable branch's resolution (patches/stable/<X.Y>/), to review.
     #[arg(long)]
     pub record: bool,
+    /// Check against this Debian revision of the one release named (`2.41-12+deb13u4`)
+    /// instead of its row's: for when the row's packaging cannot be fetched. The report says
+    /// which revision it checked, and that the row's was not; nothing is recorded.
+    #[arg(long, value_name = "REVISION", conflicts_with = "record")]
+    pub debian_revision: Option<String>,
 }
 
 /// `patches/stable/<X.Y>/replaces`: which series patch each resolution stands for.
@@ -64,16 +69,41 @@ impl Args {
         // A release that cannot be checked (its packaging gone from the mirror) does not
         // stop the others: each is said, and the command fails at the end.
         let mut errors = Vec::new();
-        for release in &self.releases.releases.0 {
-            let Some(debian) = release.debian_version() else {
+        let releases = &self.releases.releases.0;
+        if let Some(revision) = &self.debian_revision {
+            let [release] = releases.as_slice() else {
+                bail!("--debian-revision names one release's revision: give one --release X.Y");
+            };
+            let upstream = revision.split_once('-').map(|(version, _)| version);
+            if upstream != Some(release.version()) {
+                bail!(
+                    "--debian-revision {revision} is no Debian revision of glibc {release} (one reads `{release}-N`, like the row's {})",
+                    release.debian_version().unwrap_or("<none>")
+                );
+            }
+        }
+        for release in releases {
+            let row = release.debian_version();
+            let Some(debian) = self.debian_revision.as_deref().or(row) else {
                 outln!(
                     "{release}: SKIPPED: its row in {} names no Debian version (Debian does not carry glibc {release} yet)",
                     model::TABLE_PATH
                 );
                 continue;
             };
+            if self.debian_revision.is_some() && Some(debian) != row {
+                let instead = format!(
+                    "{release}: checked on Debian's glibc {debian}, as asked, instead of the row's {}: the row's revision is NOT CHECKED",
+                    row.unwrap_or("<none>")
+                );
+                outln!("{instead}");
+                // Not a pass of the row: the command says so by its status too.
+                problems.push(instead);
+            }
             let checked = newer_revision(*release, debian, &downloads).and_then(|newer| {
-                problems.extend(newer);
+                if self.debian_revision.is_none() {
+                    problems.extend(newer);
+                }
                 let packaging = debian::fetch_packaging(release.version(), debian, &downloads)?;
                 check(&ws, *release, debian, &packaging, &env.cache, self.record)
             });

@@ -938,3 +938,34 @@ fn a_control_character_in_a_value_is_refused_and_said_escaped() {
         assert!(said.contains(variable), "{variable}: {said}");
     }
 }
+
+/// `debian-stack --debian-revision` checks one release's other revision: a revision of
+/// another release, or several releases, are refused before anything is fetched.
+#[test]
+fn a_debian_revision_of_another_release_is_refused() {
+    let p = Project::new();
+    let ran = p
+        .run(&[
+            "debian-stack",
+            "--release",
+            "2.41",
+            "--debian-revision",
+            "2.42-13",
+        ])
+        .expect(1);
+    assert!(
+        ran.stderr
+            .contains("--debian-revision 2.42-13 is no Debian revision of glibc 2.41"),
+        "{ran:?}"
+    );
+    let ran = p
+        .run(&[
+            "debian-stack",
+            "--release",
+            "all",
+            "--debian-revision",
+            "2.41-12",
+        ])
+        .expect(1);
+    assert!(ran.stderr.contains("give one --release X.Y"), "{ran:?}");
+}
