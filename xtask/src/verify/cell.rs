@@ -37,22 +37,76 @@ pub(crate) struct Plan {
     pub target: Target,
     /// Whether each flavour's sysroot is cached already.
     pub cached: [bool; 2],
+    /// Which test runs are recorded already, and so only read.
+    pub recorded: Recorded,
+}
+
+/// Which of a cell's test runs an earlier run of the same builds recorded
+/// (`testsuite::results_for` reads them instead of running them again).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Recorded {
+    /// glibc's elf suite in both trees.
+    pub suites: bool,
+    /// The series' tests in the tests-only build.
+    pub without_the_patch: bool,
+    /// Both suites in the hardcoded-path configuration.
+    pub hardcoded: bool,
+}
+
+impl Recorded {
+    /// Looks in the records for the builds of the cell (an unreadable key counts as not
+    /// recorded: the run itself then says what is wrong).
+    pub(crate) fn look(
+        builder: &crate::sysroot::Builder,
+        release: Release,
+        target: Target,
+    ) -> Recorded {
+        let recorded = |builder: &crate::sysroot::Builder, flavour: Flavour, subdir: &str| {
+            builder
+                .key(release, target, flavour)
+                .ok()
+                .and_then(|(key, _)| testsuite::recorded_list(&key, subdir).ok().flatten())
+                .is_some()
+        };
+        let both = |builder: &crate::sysroot::Builder| {
+            [Flavour::Unpatched, Flavour::Patched]
+                .into_iter()
+                .all(|flavour| recorded(builder, flavour, SUITE))
+        };
+        let hardcoded = hardcoded_paths_apply(release, target)
+            && both(
+                &builder.configured(crate::sysroot::recipe::Configuration::HardcodedPathInTests),
+            );
+        Recorded {
+            suites: both(builder),
+            without_the_patch: recorded(builder, Flavour::TestsOnly, "elf-series-tests"),
+            hardcoded,
+        }
+    }
 }
 
 impl Plan {
-    /// Minutes a cell is expected to take, cold parts included.
+    /// Minutes a cell is expected to take, cold parts included and recorded runs not.
     pub(crate) fn estimate_minutes(&self) -> f64 {
-        let builds: f64 = self.cached.iter().map(|c| if *c { 0.0 } else { 7.0 }).sum();
-        // The suite needs compiled trees: a cached sysroot may still need its tree built.
-        let suite = 10.0;
+        let recorded = self.recorded;
+        // A recorded suite needs no tree; one to run needs both trees compiled, even where
+        // the sysroots are cached.
+        let builds: f64 = if recorded.suites {
+            0.0
+        } else {
+            self.cached.iter().map(|c| if *c { 0.0 } else { 7.0 }).sum()
+        };
+        let suite = if recorded.suites { 0.0 } else { 10.0 };
         let matrix = if self.target.is_native() { 0.3 } else { 1.0 };
         // The tests-only build and the series' tests in it.
-        let without_the_patch = 3.0;
+        let without_the_patch = if recorded.without_the_patch { 0.0 } else { 3.0 };
         // Two more builds and suites, where the configuration is verified.
-        let hardcoded = if hardcoded_paths_apply(self.release, self.target) {
-            25.0
-        } else {
-            0.0
+        let hardcoded = match (
+            hardcoded_paths_apply(self.release, self.target),
+            recorded.hardcoded,
+        ) {
+            (false, _) | (true, true) => 0.0,
+            (true, false) => 25.0,
         };
         builds + suite + matrix + without_the_patch + hardcoded
     }
@@ -533,6 +587,32 @@ fn is_test_driver(include: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cell whose runs are all recorded is estimated at its matrix, not at its cold cost.
+    #[test]
+    fn recorded_runs_are_not_estimated_as_runs() {
+        let release = Release::parse("2.44").unwrap();
+        let cold = Plan {
+            release,
+            target: Target::X86_64,
+            cached: [true, true],
+            recorded: Recorded::default(),
+        };
+        let warm = Plan {
+            recorded: Recorded {
+                suites: true,
+                without_the_patch: true,
+                hardcoded: true,
+            },
+            ..cold
+        };
+        assert!(
+            cold.estimate_minutes() > 30.0,
+            "{}",
+            cold.estimate_minutes()
+        );
+        assert!(warm.estimate_minutes() < 1.0, "{}", warm.estimate_minutes());
+    }
 
     #[test]
     fn the_series_tests_are_the_test_programs_it_adds() {

@@ -278,7 +278,7 @@ fn verify_cell(run: &Run, release: Release, target: Target, force: bool) -> Cell
         Ok(found) => found,
         Err(err) => return broken(run, release, target, err),
     };
-    let path = cache_path(release, target);
+    let path = cache_path(release, target, &key);
     if !force {
         if let Some(mut report) = path.as_ref().ok().and_then(|p| load(p, &key)) {
             report.from_cache = true;
@@ -289,6 +289,7 @@ fn verify_cell(run: &Run, release: Release, target: Target, force: bool) -> Cell
         release,
         target,
         cached,
+        recorded: cell::Recorded::look(&run.builder, release, target),
     };
     run.progress
         .start_cell(release, target, plan.estimate_minutes());
@@ -310,7 +311,7 @@ fn cached_cell(run: &Run, release: Release, target: Target) -> CellReport {
         Ok(found) => found,
         Err(err) => return broken(run, release, target, err),
     };
-    let cached = cache_path(release, target)
+    let cached = cache_path(release, target, &key)
         .ok()
         .and_then(|path| load(&path, &key));
     if let Some(mut report) = cached {
@@ -387,10 +388,27 @@ fn broken(run: &Run, release: Release, target: Target, err: anyhow::Error) -> Ce
     report
 }
 
-fn cache_path(release: Release, target: Target) -> Result<PathBuf> {
-    Ok(paths::cache_dir()?
-        .join("verify")
-        .join(format!("{release}-{target}.json")))
+/// `<cache>/verify/cells/<release>-<target>-<key>.json`: one report per key, so that two
+/// series of a release (main's and one under review) keep their reports side by side
+/// instead of each evicting the other's.
+fn cache_path(release: Release, target: Target, key: &str) -> Result<PathBuf> {
+    Ok(cells_dir()?.join(format!("{release}-{target}-{key}.json")))
+}
+
+fn cells_dir() -> Result<PathBuf> {
+    Ok(paths::cache_dir()?.join("verify/cells"))
+}
+
+/// Whether the cache holds a report of the cell under any key (else its current key need
+/// not be computed to look for one).
+fn any_cached(release: Release, target: Target) -> Result<bool> {
+    let prefix = format!("{release}-{target}-");
+    let Ok(entries) = std::fs::read_dir(cells_dir()?) else {
+        return Ok(false);
+    };
+    Ok(entries
+        .filter_map(|entry| entry.ok())
+        .any(|entry| entry.file_name().to_string_lossy().starts_with(&prefix)))
 }
 
 /// The cached report at `path` when its key is `key` and it is verified.
@@ -443,14 +461,14 @@ fn check_support(env: &Env, root: &Path) -> Result<()> {
     paths::named_patches_dir_exists(&env.patches)?;
     let context = Workspace::open_read_only(env).map(|workspace| (workspace, Builder::new(env)));
     let local = |release: Release, target: Target| -> Result<Option<CellReport>> {
-        let path = cache_path(release, target)?;
-        if !path.exists() {
+        if !any_cached(release, target)? {
             return Ok(None);
         }
         let (workspace, builder) = context.as_ref().map_err(|err| anyhow::anyhow!("{err:#}"))?;
-        let key = current_key(workspace, builder, release, target)
-            .with_context(|| format!("cannot tell whether {} is current", path.display()))?;
-        Ok(load(&path, &key))
+        let key = current_key(workspace, builder, release, target).with_context(|| {
+            format!("cannot tell whether the cached report of {release} {target} is current")
+        })?;
+        Ok(load(&cache_path(release, target, &key)?, &key))
     };
     // The lists the builds of each cell gave, where this machine ran their suites.
     let any_recorded = testsuite::any_recorded();
