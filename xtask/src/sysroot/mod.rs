@@ -565,8 +565,9 @@ pub(crate) fn print_list(cache: &BuildCache) -> Result<()> {
         outln!("no cached glibc builds in {}", cache.root().display());
         return Ok(());
     }
+    // The longest flavour's name (`fallback-first`).
     outln!(
-        "{:<8} {:<8} {:<10} {:>9} {:>6}  path",
+        "{:<8} {:<8} {:<14} {:>9} {:>6}  path",
         "release",
         "target",
         "flavour",
@@ -578,10 +579,11 @@ pub(crate) fn print_list(cache: &BuildCache) -> Result<()> {
         let m = &entry.manifest;
         let size = cache::disk_usage(&entry.sysroot()) as f64 / (1024.0 * 1024.0);
         outln!(
-            "{:<8} {:<8} {:<10} {:>5.0} MiB {:>6}  {}",
+            "{:<8} {:<8} {:<14} {:>5.0} MiB {:>6}  {}",
             m.release,
             m.target,
-            m.flavour,
+            // Display does not pad: the text does.
+            m.flavour.to_string(),
             size,
             format_age(now.saturating_sub(m.created)),
             entry.dir.display()
