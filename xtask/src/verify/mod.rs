@@ -403,12 +403,19 @@ fn cells_dir() -> Result<PathBuf> {
 /// not be computed to look for one).
 fn any_cached(release: Release, target: Target) -> Result<bool> {
     let prefix = format!("{release}-{target}-");
-    let Ok(entries) = std::fs::read_dir(cells_dir()?) else {
-        return Ok(false);
+    let dir = cells_dir()?;
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err).with_context(|| format!("cannot read {}", dir.display())),
     };
-    Ok(entries
-        .filter_map(|entry| entry.ok())
-        .any(|entry| entry.file_name().to_string_lossy().starts_with(&prefix)))
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The cached report at `path` when its key is `key` and it is verified.
