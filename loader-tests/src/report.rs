@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::matrix::{Observed, Scenario, MATRIX};
+use crate::matrix::{Answer, Expected, Observed, Scenario, MATRIX};
 use crate::root::{Bench, Ctx};
 use crate::trace::explain;
 use model::{parallel_map, Flavour, Release, Target};
@@ -66,9 +66,9 @@ pub struct Outcome {
     pub title: &'static str,
     pub needs_patch: bool,
     /// What this loader (patched or not) was expected to do.
-    pub expected: &'static str,
+    pub expected: Expected,
     /// What happened; an error text when the scenario itself could not run.
-    pub actual: String,
+    pub actual: Answer,
     #[serde(flatten)]
     pub verdict: Verdict,
     /// The command line of the last run, as it reads inside the root.
@@ -88,7 +88,7 @@ impl Outcome {
     pub fn judged(
         scenario: &'static Scenario,
         flavour: Flavour,
-        actual: String,
+        actual: Answer,
         verdict: Verdict,
     ) -> Outcome {
         Outcome {
@@ -204,7 +204,7 @@ pub(crate) fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) 
         Observed::NotApplicable(why) => return Verdict::NotApplicable(why.to_string()),
         Observed::Seen(actual) => actual,
     };
-    if actual != scenario.expectation(flavour) {
+    if *actual != scenario.expectation(flavour) {
         return Verdict::Mismatch;
     }
     if flavour == Flavour::Unpatched && scenario.needs_patch() {
@@ -250,12 +250,15 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         Ok(observed) => {
             let verdict = judge(scenario, flavour, &observed);
             let actual = match observed {
-                Observed::Seen(text) => text,
-                Observed::Skipped(_) | Observed::NotApplicable(_) => "-".into(),
+                Observed::Seen(answer) => answer,
+                Observed::Skipped(_) | Observed::NotApplicable(_) => Answer::read("-"),
             };
             (actual, verdict)
         }
-        Err(err) => (format!("scenario error: {err:#}"), Verdict::Mismatch),
+        Err(err) => (
+            Answer::read(format!("scenario error: {err:#}")),
+            Verdict::Mismatch,
+        ),
     };
     let elapsed = started.elapsed();
     let last = cx.last_invocation();
@@ -331,7 +334,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
             [
                 o.id.to_string(),
                 o.expected.to_string(),
-                o.actual.clone(),
+                o.actual.to_string(),
                 o.verdict.text(),
             ]
         })
@@ -384,7 +387,7 @@ mod tests {
     #[test]
     fn unpatched_fallback_scenario_must_fail_the_documented_way() {
         let s = find("03-dlopen-runpath-miss").unwrap();
-        let seen = |t: &str| Observed::Seen(t.into());
+        let seen = |t: &str| Observed::Seen(Answer::read(t));
         let (patched, unpatched) = (Flavour::Patched, Flavour::Unpatched);
         assert_eq!(
             judge(s, unpatched, &seen("not found")),
@@ -408,7 +411,7 @@ mod tests {
             Outcome::judged(
                 find(id).unwrap(),
                 Flavour::Unpatched,
-                actual.into(),
+                Answer::read(actual),
                 verdict,
             )
         };
