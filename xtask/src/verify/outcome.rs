@@ -927,14 +927,14 @@ mod tests {
     /// The loader's report, as the matrix gives it, becomes figures: n/a and skips apart.
     #[test]
     fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
-        use loader_tests::matrix::find;
+        use loader_tests::matrix::{find, Answer};
         use loader_tests::report::{self, Outcome};
         use model::Flavour;
         let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
             Outcome::judged(
                 find(id).unwrap(),
                 Flavour::Unpatched,
-                actual.into(),
+                Answer::read(actual),
                 verdict,
             )
         };
