@@ -282,6 +282,34 @@ mod tests {
         }
     }
 
+    /// A run's printed answer is read as the value the table writes: the same copy, none, or
+    /// the same words; another copy, or other words, differ.
+    #[test]
+    fn answers_compare_as_values() {
+        assert_eq!(Answer::read("driver"), Expected::Wins(Role::Driver));
+        assert_eq!(Answer::read("not found"), Expected::NotFound);
+        assert_ne!(Answer::read("compat"), Expected::Wins(Role::Driver));
+        assert_ne!(Answer::read("not found"), Expected::Wins(Role::Driver));
+        assert_eq!(Answer::read("T listed last"), says("T listed last"));
+        assert_ne!(Answer::read("T not listed"), says("T listed last"));
+        assert_ne!(
+            Answer::read("driver from /elsewhere/libcuda.so.1"),
+            Expected::Wins(Role::Driver)
+        );
+    }
+
+    /// What the table says a scenario gives reads back as the same answer: the text a report
+    /// shows for an expectation is the text a run that meets it prints.
+    #[test]
+    fn every_expectation_reads_back_as_itself() {
+        for s in MATRIX {
+            for flavour in [model::Flavour::Patched, model::Flavour::Unpatched] {
+                let expected = s.expectation(flavour);
+                assert_eq!(Answer::read(expected.to_string()), expected, "{}", s.id);
+            }
+        }
+    }
+
     #[test]
     fn scenarios_that_need_the_patch_differ_without_it() {
         for s in MATRIX {
