@@ -177,6 +177,34 @@ pub enum Rule {
     Path,
 }
 
+/// A tier of the search, in the order the loader searches them: what orders a load's
+/// candidates and the notes on the tiers it passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Tier {
+    Rpath,
+    LibraryPath,
+    Runpath,
+    Cache,
+    DefaultDirs,
+    Fallback,
+    Path,
+}
+
+impl Rule {
+    /// The tier the rule searches in.
+    pub fn tier(&self) -> Tier {
+        match self {
+            Rule::Rpath { .. } => Tier::Rpath,
+            Rule::LibraryPath { .. } => Tier::LibraryPath,
+            Rule::Runpath { .. } => Tier::Runpath,
+            Rule::Cache => Tier::Cache,
+            Rule::DefaultDir => Tier::DefaultDirs,
+            Rule::Fallback { .. } => Tier::Fallback,
+            Rule::Path => Tier::Path,
+        }
+    }
+}
+
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -262,7 +290,12 @@ pub struct Candidate {
 /// `-z nodefaultlib`, unset, unpatched loader...).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct TierNote {
-    pub tier: String,
+    /// Where the note goes among the load's candidates.
+    #[serde(skip)]
+    pub tier: Tier,
+    /// The tier as the note names it (`RPATH`, `ld.so.cache`, a list's rule).
+    #[serde(rename = "tier")]
+    pub label: String,
     pub note: String,
 }
 

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use model::printable as p;
 
-use super::{Bytes, Candidate, Explanation, How, Load, Match, Outcome, Verdict};
+use super::{Bytes, Candidate, Explanation, How, Load, Match, Outcome, Tier, Verdict};
 
 /// The whole explanation as text.
 pub fn text(x: &Explanation) -> String {
@@ -225,56 +225,35 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
         }
     }
     // Notes and candidates in the loader's order of tiers.
-    let mut lines: Vec<(usize, String, String)> = grouped(&load.candidates, &load.name, subdirs)
-        .into_iter()
-        .map(|(tier, text)| (rank(&tier), tier, text))
-        .collect();
+    let mut lines: Vec<(Tier, String, String)> = grouped(&load.candidates, &load.name, subdirs);
     for note in &load.notes {
         let at = lines
             .iter()
-            .position(|(r, _, _)| *r > rank(&note.tier))
+            .position(|(tier, _, _)| *tier > note.tier)
             .unwrap_or(lines.len());
         lines.insert(
             at,
             (
-                rank(&note.tier),
-                p(&note.tier).into_owned(),
+                note.tier,
+                p(&note.label).into_owned(),
                 p(&note.note).into_owned(),
             ),
         );
     }
-    for (_, tier, text) in lines {
-        let _ = writeln!(out, "     {tier:width$}  {text}");
+    for (_, label, text) in lines {
+        let _ = writeln!(out, "     {label:width$}  {text}");
     }
-}
-
-/// Where a tier comes in the search, by the name rules and notes give it.
-fn rank(tier: &str) -> usize {
-    const ORDER: [&str; 7] = [
-        "RPATH",
-        "LD_LIBRARY_PATH",
-        "RUNPATH",
-        "ld.so.cache",
-        "default dir",
-        "fallback",
-        "path",
-    ];
-    let tier = if tier == "--library-path" {
-        "LD_LIBRARY_PATH"
-    } else {
-        tier
-    };
-    ORDER
-        .iter()
-        .position(|t| tier.starts_with(t))
-        .unwrap_or(ORDER.len())
 }
 
 /// The candidates one line per directory: the tries in its subdirectories (glibc-hwcaps,
 /// legacy hwcaps) fold into the directory's line unless something other than "absent" or
 /// "not tried" happened there.
-fn grouped(candidates: &[Candidate], name: &[u8], subdirs: &[String]) -> Vec<(String, String)> {
-    let mut lines: Vec<(String, String)> = Vec::new();
+fn grouped(
+    candidates: &[Candidate],
+    name: &[u8],
+    subdirs: &[String],
+) -> Vec<(Tier, String, String)> {
+    let mut lines: Vec<(Tier, String, String)> = Vec::new();
     let mut folded = 0usize;
     for c in candidates {
         let dir = c.path.strip_suffix(name).unwrap_or(&c.path);
@@ -295,7 +274,75 @@ fn grouped(candidates: &[Candidate], name: &[u8], subdirs: &[String]) -> Vec<(St
             ));
             folded = 0;
         }
-        lines.push((p(&c.rule.to_string()).into_owned(), text));
+        lines.push((c.rule.tier(), p(&c.rule.to_string()).into_owned(), text));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Rule, TierNote};
+
+    fn note(tier: Tier, label: &str, note: &str) -> TierNote {
+        TierNote {
+            tier,
+            label: label.into(),
+            note: note.into(),
+        }
+    }
+
+    /// A note on a tier the search passed stands between the candidates of the tiers before
+    /// and after it, whatever order the notes were made in.
+    #[test]
+    fn notes_stand_in_their_tier_among_the_candidates() {
+        let fallback = Rule::Fallback {
+            source: "LD_FALLBACK_PATH".into(),
+        };
+        let load = Load {
+            namespace: 0,
+            name: "libcuda.so.1".into(),
+            how: How::Needed,
+            requested_by: "/app".into(),
+            outcome: Outcome::Mapped {
+                path: "/t/libcuda.so.1".into(),
+                rule: fallback.clone(),
+            },
+            candidates: vec![
+                Candidate {
+                    rule: Rule::Runpath { of: "/app".into() },
+                    path: "/c/libcuda.so.1".into(),
+                    verdict: Verdict::Absent,
+                },
+                Candidate {
+                    rule: fallback,
+                    path: "/t/libcuda.so.1".into(),
+                    verdict: Verdict::Taken,
+                },
+            ],
+            notes: vec![
+                note(Tier::DefaultDirs, "default dirs", "not searched"),
+                note(Tier::Cache, "ld.so.cache", "no entry for libcuda.so.1"),
+                note(Tier::Rpath, "RPATH", "/app has a RUNPATH"),
+            ],
+        };
+        let mut out = String::new();
+        load_text(&mut out, &load, &[], 12);
+        let tiers: Vec<&str> = out
+            .lines()
+            .skip(2)
+            .map(|line| line.trim_start().split("  ").next().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            tiers,
+            [
+                "RPATH",
+                "RUNPATH of /app",
+                "ld.so.cache",
+                "default dirs",
+                "fallback (LD_FALLBACK_PATH)"
+            ],
+            "{out}"
+        );
+    }
 }

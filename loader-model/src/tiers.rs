@@ -12,7 +12,7 @@ use super::elf::{self, Verified};
 use super::fs::{OpenError, Opened, Special};
 use super::paths::{Dir, Status};
 use super::walk::{List, Model, Step};
-use super::{Bytes, Candidate, Load, Rule, Verdict};
+use super::{Bytes, Candidate, Load, Rule, Tier, Verdict};
 
 /// What `open_path` made of one list.
 enum Listed {
@@ -79,6 +79,7 @@ impl<'c> Model<'c> {
                 if self.objects[l].dynamic.rpath.is_some() {
                     Model::note(
                         load,
+                        Tier::Rpath,
                         "RPATH",
                         format!("{} has a RUNPATH: RPATHs are not used", self.display(l)),
                     );
@@ -159,12 +160,18 @@ impl<'c> Model<'c> {
     ///    is passed over when the loading object is `-z nodefaultlib`.
     fn cache(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
         if self.config.inhibit_cache {
-            Model::note(load, "ld.so.cache", "not read: --inhibit-cache");
+            Model::note(
+                load,
+                Tier::Cache,
+                "ld.so.cache",
+                "not read: --inhibit-cache",
+            );
             return Step::Continue;
         }
         if self.preloading && self.config.secure {
             Model::note(
                 load,
+                Tier::Cache,
                 "ld.so.cache",
                 "not read for a preloaded object in secure mode",
             );
@@ -193,7 +200,7 @@ impl<'c> Model<'c> {
         let lookup = match self.read_cache() {
             Ok(cache) => cache.lookup(name, &select),
             Err(why) => {
-                Model::note(load, "ld.so.cache", why);
+                Model::note(load, Tier::Cache, "ld.so.cache", why);
                 return Step::Continue;
             }
         };
@@ -207,6 +214,7 @@ impl<'c> Model<'c> {
         let Some(path) = lookup.path else {
             Model::note(
                 load,
+                Tier::Cache,
                 "ld.so.cache",
                 format!("no entry for {}", Bytes::from(name)),
             );
@@ -254,6 +262,7 @@ impl<'c> Model<'c> {
         if let Some(l) = asking.filter(|&l| self.objects[l].dynamic.nodeflib) {
             Model::note(
                 load,
+                Tier::DefaultDirs,
                 "default dirs",
                 format!("not searched: {} is -z nodefaultlib", self.display(l)),
             );
@@ -391,6 +400,7 @@ impl<'c> Model<'c> {
             if here_any && !goes_on {
                 Model::note(
                     load,
+                    rule.tier(),
                     rule.to_string(),
                     format!("the rest of this list is not searched after {dir}"),
                 );

@@ -13,7 +13,7 @@ use super::fs::{Opened, Tree, ELF_OBJECT};
 use super::paths::{self, lexical_dir, Dir, DirMemory, Origin};
 use super::start::Rtld;
 use super::{
-    Bytes, Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, TierNote,
+    Bytes, Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, Tier, TierNote,
 };
 
 /// A directory list of an object (`l_rpath_dirs`, `l_runpath_dirs`): not decomposed yet,
@@ -658,9 +658,15 @@ impl Model<'_> {
     }
 
     /// A note on a tier the search passed without trying a file.
-    pub(super) fn note(load: &mut Load, tier: impl Into<String>, note: impl Into<String>) {
+    pub(super) fn note(
+        load: &mut Load,
+        tier: Tier,
+        label: impl Into<String>,
+        note: impl Into<String>,
+    ) {
         load.notes.push(TierNote {
-            tier: tier.into(),
+            tier,
+            label: label.into(),
             note: note.into(),
         });
     }

@@ -27,49 +27,70 @@ const SOURCES: &[&str] = &[
     "cudart-probe.c",
 ];
 
-/// A `libcuda.so.1` build and the identity it reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Marker {
-    pub role: &'static str,
-    pub version: u32,
+/// The `libcuda.so.1` markers, one per role, each with the version it reports: stated once,
+/// so that a role has its build, and a scenario can place (or expect) only a role that has one.
+macro_rules! roles {
+    ($($(#[$doc:meta])* $role:ident = $name:literal, $version:literal;)+) => {
+        /// A `libcuda.so.1` copy a scenario places, by the role it reports (`role=` in the
+        /// probe's records).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Role {
+            $($(#[$doc])* $role,)+
+        }
+
+        impl Role {
+            /// Every role, in the order the fixtures are built.
+            pub const ALL: &[Role] = &[$(Role::$role),+];
+
+            /// What its marker reports, and names its build by.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Role::$role => $name,)+
+                }
+            }
+
+            /// The driver version its marker reports.
+            pub const fn version(self) -> u32 {
+                match self {
+                    $(Role::$role => $version,)+
+                }
+            }
+        }
+    };
 }
 
-/// Every `libcuda.so.1` copy the scenarios place; `compat` loads `libnvrm_*` like the Jetson
-/// cuda_compat driver, the others do not.
-pub(crate) const MARKERS: &[Marker] = &[
-    Marker {
-        role: "compat",
-        version: 12020,
-    },
-    Marker {
-        role: "driver",
-        version: 11040,
-    },
-    Marker {
-        role: "system",
-        version: 10010,
-    },
-    Marker {
-        role: "cache",
-        version: 10020,
-    },
-    Marker {
-        role: "cwd",
-        version: 10030,
-    },
-    Marker {
-        role: "origin",
-        version: 10040,
-    },
-    Marker {
-        role: "other",
-        version: 10050,
-    },
-    Marker {
-        role: "dst",
-        version: 10060,
-    },
-];
+roles! {
+    /// The newer driver in the cuda_compat directory (C): it loads `libnvrm_*` like the
+    /// Jetson cuda_compat driver, the others do not.
+    Compat = "compat", 12020;
+    /// The board's older driver in the tegra directory (T).
+    Driver = "driver", 11040;
+    /// A copy in a default system directory.
+    System = "system", 10010;
+    /// A copy in a directory of ld.so.cache.
+    Cache = "cache", 10020;
+    /// A copy reached through the working directory.
+    Cwd = "cwd", 10030;
+    /// A copy in a directory named by `$ORIGIN`.
+    Origin = "origin", 10040;
+    /// A copy in another fallback directory (U).
+    Other = "other", 10050;
+    /// A copy in a directory named by `$LIB` or `$PLATFORM`.
+    Dst = "dst", 10060;
+}
+
+impl Role {
+    /// The role `name` names, if any.
+    pub fn parse(name: &str) -> Option<Role> {
+        Role::ALL.iter().copied().find(|role| role.name() == name)
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// A directory of compiled fixtures for one sysroot.
 #[derive(Debug, Clone)]
@@ -79,7 +100,7 @@ pub struct Fixtures {
 
 impl Fixtures {
     /// The `libcuda.so.1` build reporting `role`.
-    pub(crate) fn libcuda(&self, role: &str) -> PathBuf {
+    pub(crate) fn libcuda(&self, role: Role) -> PathBuf {
         self.dir.join(format!("libcuda-{role}.so.1"))
     }
 
@@ -168,9 +189,9 @@ pub fn sources_dir() -> PathBuf {
 fn cache_key(sysroot: &Sysroot, sources: &Path, recipe: &str, files: &[&str]) -> Result<u64> {
     let mut hash = Fnv::new();
     hash.add(recipe.as_bytes());
-    for m in MARKERS {
-        hash.add(m.role.as_bytes());
-        hash.add(&m.version.to_le_bytes());
+    for role in Role::ALL {
+        hash.add(role.name().as_bytes());
+        hash.add(&role.version().to_le_bytes());
     }
     hash.add(sysroot.target.name().as_bytes());
     hash.add(sysroot.path.as_os_str().as_encoded_bytes());
@@ -280,16 +301,16 @@ impl<'a> Compiler<'a> {
     }
 
     fn build_all(&self, layout: &Layout) -> Result<()> {
-        for m in MARKERS {
+        for &role in Role::ALL {
             let mut defines = vec![
-                format!("-DROLE=\"{}\"", m.role),
-                format!("-DROLE_VERSION={}", m.version),
+                format!("-DROLE=\"{role}\""),
+                format!("-DROLE_VERSION={}", role.version()),
             ];
-            if m.role == "compat" {
+            if role == Role::Compat {
                 defines.push("-DLOAD_NVRM".into());
             }
             self.shared(
-                &format!("libcuda-{}.so.1", m.role),
+                &format!("libcuda-{role}.so.1"),
                 "libcuda.c",
                 "libcuda.so.1",
                 &defines,

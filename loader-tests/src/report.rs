@@ -7,14 +7,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::matrix::{Observed, Scenario, MATRIX};
+use crate::matrix::{Answer, Expected, Observed, Scenario, MATRIX};
 use crate::root::{Bench, Ctx};
 use crate::trace::explain;
 use model::{parallel_map, Flavour, Release, Target};
 
+/// What a scenario's run proves on one loader.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "reason", rename_all = "kebab-case")]
-pub enum Verdict {
+pub enum ScenarioVerdict {
     Pass,
     /// Unpatched loader, scenario that needs the patch, and it failed the documented way.
     FailsWithoutPatch,
@@ -26,27 +27,27 @@ pub enum Verdict {
     NotApplicable(String),
 }
 
-impl Verdict {
+impl ScenarioVerdict {
     pub(crate) fn text(&self) -> String {
         match self {
-            Verdict::Pass => "pass".into(),
-            Verdict::FailsWithoutPatch => "fails as expected without the patch".into(),
-            Verdict::Mismatch => "MISMATCH".into(),
-            Verdict::Skipped(reason) => format!("SKIPPED: {reason}"),
-            Verdict::NotApplicable(reason) => format!("n/a: {reason}"),
+            ScenarioVerdict::Pass => "pass".into(),
+            ScenarioVerdict::FailsWithoutPatch => "fails as expected without the patch".into(),
+            ScenarioVerdict::Mismatch => "MISMATCH".into(),
+            ScenarioVerdict::Skipped(reason) => format!("SKIPPED: {reason}"),
+            ScenarioVerdict::NotApplicable(reason) => format!("n/a: {reason}"),
         }
     }
 
     pub(crate) fn is_failure(&self) -> bool {
-        *self == Verdict::Mismatch
+        *self == ScenarioVerdict::Mismatch
     }
 
     pub(crate) fn is_skipped(&self) -> bool {
-        matches!(self, Verdict::Skipped(_))
+        matches!(self, ScenarioVerdict::Skipped(_))
     }
 
     pub(crate) fn is_not_applicable(&self) -> bool {
-        matches!(self, Verdict::NotApplicable(_))
+        matches!(self, ScenarioVerdict::NotApplicable(_))
     }
 
     /// Whether the scenario ran and was judged (neither skipped nor n/a).
@@ -57,7 +58,7 @@ impl Verdict {
 
 /// One scenario's result.
 #[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
+pub struct ScenarioOutcome {
     #[serde(skip)]
     pub scenario: &'static Scenario,
     pub id: &'static str,
@@ -66,11 +67,11 @@ pub struct Outcome {
     pub title: &'static str,
     pub needs_patch: bool,
     /// What this loader (patched or not) was expected to do.
-    pub expected: &'static str,
+    pub expected: Expected,
     /// What happened; an error text when the scenario itself could not run.
-    pub actual: String,
+    pub actual: Answer,
     #[serde(flatten)]
-    pub verdict: Verdict,
+    pub verdict: ScenarioVerdict,
     /// The command line of the last run, as it reads inside the root.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -82,16 +83,16 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
-impl Outcome {
+impl ScenarioOutcome {
     /// `scenario`'s outcome on a loader of `flavour`: what it saw and the verdict on it, with
     /// no command, explanation or time (what [`run_one`] adds, having run it).
     pub fn judged(
         scenario: &'static Scenario,
         flavour: Flavour,
-        actual: String,
-        verdict: Verdict,
-    ) -> Outcome {
-        Outcome {
+        actual: Answer,
+        verdict: ScenarioVerdict,
+    ) -> ScenarioOutcome {
+        ScenarioOutcome {
             scenario,
             id: scenario.id,
             row: scenario.contract.number(),
@@ -117,7 +118,7 @@ pub struct MatrixReport {
     /// Row 23 of the contract, for the unpatched loader over the whole matrix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensitivity: Option<Sensitivity>,
-    pub scenarios: Vec<Outcome>,
+    pub scenarios: Vec<ScenarioOutcome>,
 }
 
 /// Counts per verdict.
@@ -141,7 +142,7 @@ pub struct Sensitivity {
 }
 
 impl Sensitivity {
-    pub fn of(outcomes: &[Outcome]) -> Sensitivity {
+    pub fn of(outcomes: &[ScenarioOutcome]) -> Sensitivity {
         let ran = || outcomes.iter().filter(|o| o.verdict.ran());
         let differing: BTreeSet<&str> = ran()
             .filter(|o| o.actual != o.scenario.expected)
@@ -172,13 +173,14 @@ impl Sensitivity {
 }
 
 impl Summary {
-    pub fn of(outcomes: &[Outcome]) -> Summary {
-        let count =
-            |f: &dyn Fn(&Verdict) -> bool| outcomes.iter().filter(|o| f(&o.verdict)).count();
+    pub fn of(outcomes: &[ScenarioOutcome]) -> Summary {
+        let count = |f: &dyn Fn(&ScenarioVerdict) -> bool| {
+            outcomes.iter().filter(|o| f(&o.verdict)).count()
+        };
         Summary {
             total: outcomes.len(),
-            pass: count(&|v| *v == Verdict::Pass),
-            fails_without_patch: count(&|v| *v == Verdict::FailsWithoutPatch),
+            pass: count(&|v| *v == ScenarioVerdict::Pass),
+            fails_without_patch: count(&|v| *v == ScenarioVerdict::FailsWithoutPatch),
             skipped: count(&|v| v.is_skipped()),
             not_applicable: count(&|v| v.is_not_applicable()),
             mismatch: count(&|v| v.is_failure()),
@@ -198,19 +200,19 @@ impl Summary {
     }
 }
 
-pub(crate) fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> Verdict {
+pub(crate) fn judge(scenario: &Scenario, flavour: Flavour, observed: &Observed) -> ScenarioVerdict {
     let actual = match observed {
-        Observed::Skipped(reason) => return Verdict::Skipped(reason.clone()),
-        Observed::NotApplicable(why) => return Verdict::NotApplicable(why.to_string()),
+        Observed::Skipped(reason) => return ScenarioVerdict::Skipped(reason.clone()),
+        Observed::NotApplicable(why) => return ScenarioVerdict::NotApplicable(why.to_string()),
         Observed::Seen(actual) => actual,
     };
-    if actual != scenario.expectation(flavour) {
-        return Verdict::Mismatch;
+    if *actual != scenario.expectation(flavour) {
+        return ScenarioVerdict::Mismatch;
     }
     if flavour == Flavour::Unpatched && scenario.needs_patch() {
-        Verdict::FailsWithoutPatch
+        ScenarioVerdict::FailsWithoutPatch
     } else {
-        Verdict::Pass
+        ScenarioVerdict::Pass
     }
 }
 
@@ -242,7 +244,7 @@ pub fn run_with(bench: &Bench, filter: Option<&str>, workers: usize) -> MatrixRe
     }
 }
 
-pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
+pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> ScenarioOutcome {
     let flavour = bench.sysroot.flavour;
     let started = std::time::Instant::now();
     let cx = Ctx::new(bench, scenario.id);
@@ -250,17 +252,20 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         Ok(observed) => {
             let verdict = judge(scenario, flavour, &observed);
             let actual = match observed {
-                Observed::Seen(text) => text,
-                Observed::Skipped(_) | Observed::NotApplicable(_) => "-".into(),
+                Observed::Seen(answer) => answer,
+                Observed::Skipped(_) | Observed::NotApplicable(_) => Answer::read("-"),
             };
             (actual, verdict)
         }
-        Err(err) => (format!("scenario error: {err:#}"), Verdict::Mismatch),
+        Err(err) => (
+            Answer::read(format!("scenario error: {err:#}")),
+            ScenarioVerdict::Mismatch,
+        ),
     };
     let elapsed = started.elapsed();
     let last = cx.last_invocation();
     let explanation = match (&verdict, &last) {
-        (Verdict::Mismatch, Some(invocation)) => {
+        (ScenarioVerdict::Mismatch, Some(invocation)) => {
             let traced = invocation.with_env("LD_DEBUG", "libs");
             let mut text = match traced.run(Vec::new()) {
                 Ok(out) => explain(&out.stderr, &invocation.root),
@@ -282,11 +287,11 @@ pub fn run_one(bench: &Bench, scenario: &'static Scenario) -> Outcome {
         }
         _ => None,
     };
-    Outcome {
+    ScenarioOutcome {
         command: last.map(|i| i.display()),
         explanation,
         elapsed,
-        ..Outcome::judged(scenario, flavour, actual, verdict)
+        ..ScenarioOutcome::judged(scenario, flavour, actual, verdict)
     }
 }
 
@@ -323,7 +328,7 @@ impl MatrixReport {
 }
 
 /// The table: scenario, expected, actual, verdict; then an explanation of each mismatch.
-pub fn table(outcomes: &[Outcome]) -> String {
+pub fn table(outcomes: &[ScenarioOutcome]) -> String {
     let header = ["scenario", "expected", "actual", "verdict"];
     let rows: Vec<[String; 4]> = outcomes
         .iter()
@@ -331,7 +336,7 @@ pub fn table(outcomes: &[Outcome]) -> String {
             [
                 o.id.to_string(),
                 o.expected.to_string(),
-                o.actual.clone(),
+                o.actual.to_string(),
                 o.verdict.text(),
             ]
         })
@@ -384,16 +389,22 @@ mod tests {
     #[test]
     fn unpatched_fallback_scenario_must_fail_the_documented_way() {
         let s = find("03-dlopen-runpath-miss").unwrap();
-        let seen = |t: &str| Observed::Seen(t.into());
+        let seen = |t: &str| Observed::Seen(Answer::read(t));
         let (patched, unpatched) = (Flavour::Patched, Flavour::Unpatched);
         assert_eq!(
             judge(s, unpatched, &seen("not found")),
-            Verdict::FailsWithoutPatch
+            ScenarioVerdict::FailsWithoutPatch
         );
         // Passing without the patch means the scenario does not test the patch.
-        assert_eq!(judge(s, unpatched, &seen("driver")), Verdict::Mismatch);
-        assert_eq!(judge(s, patched, &seen("driver")), Verdict::Pass);
-        assert_eq!(judge(s, patched, &seen("not found")), Verdict::Mismatch);
+        assert_eq!(
+            judge(s, unpatched, &seen("driver")),
+            ScenarioVerdict::Mismatch
+        );
+        assert_eq!(judge(s, patched, &seen("driver")), ScenarioVerdict::Pass);
+        assert_eq!(
+            judge(s, patched, &seen("not found")),
+            ScenarioVerdict::Mismatch
+        );
     }
 
     /// A scenario declared not applicable is neither a skip nor a run: it counts as n/a, and
@@ -402,22 +413,26 @@ mod tests {
     fn a_declared_not_applicable_scenario_is_neither_skipped_nor_run() {
         let s = find("21-ldd-script").unwrap();
         let verdict = judge(s, Flavour::Unpatched, &Observed::NotApplicable("why"));
-        assert_eq!(verdict, Verdict::NotApplicable("why".into()));
+        assert_eq!(verdict, ScenarioVerdict::NotApplicable("why".into()));
         assert!(!verdict.is_skipped() && !verdict.ran());
-        let outcome = |id: &str, verdict: Verdict, actual: &str| {
-            Outcome::judged(
+        let outcome = |id: &str, verdict: ScenarioVerdict, actual: &str| {
+            ScenarioOutcome::judged(
                 find(id).unwrap(),
                 Flavour::Unpatched,
-                actual.into(),
+                Answer::read(actual),
                 verdict,
             )
         };
         let outcomes = [
-            outcome("21-list", Verdict::FailsWithoutPatch, "not found"),
-            outcome("21-ldd-script", Verdict::NotApplicable("why".into()), "-"),
+            outcome("21-list", ScenarioVerdict::FailsWithoutPatch, "not found"),
+            outcome(
+                "21-ldd-script",
+                ScenarioVerdict::NotApplicable("why".into()),
+                "-",
+            ),
             outcome(
                 "12-secure-dynamic",
-                Verdict::Skipped("not root".into()),
+                ScenarioVerdict::Skipped("not root".into()),
                 "-",
             ),
         ];
@@ -440,11 +455,11 @@ mod tests {
 
     #[test]
     fn verdicts_serialize_with_their_reason() {
-        let json = serde_json::to_string(&Verdict::Skipped("why".into())).unwrap();
+        let json = serde_json::to_string(&ScenarioVerdict::Skipped("why".into())).unwrap();
         assert_eq!(json, r#"{"verdict":"skipped","reason":"why"}"#);
-        let json = serde_json::to_string(&Verdict::NotApplicable("why".into())).unwrap();
+        let json = serde_json::to_string(&ScenarioVerdict::NotApplicable("why".into())).unwrap();
         assert_eq!(json, r#"{"verdict":"not-applicable","reason":"why"}"#);
-        let json = serde_json::to_string(&Verdict::FailsWithoutPatch).unwrap();
+        let json = serde_json::to_string(&ScenarioVerdict::FailsWithoutPatch).unwrap();
         assert_eq!(json, r#"{"verdict":"fails-without-patch"}"#);
     }
 }

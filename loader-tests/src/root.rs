@@ -12,7 +12,7 @@ use std::rc::Rc;
 use anyhow::{anyhow, bail, Context, Result};
 use tempfile::TempDir;
 
-use crate::fixtures::Fixtures;
+use crate::fixtures::{Fixtures, Role};
 use crate::layout::Layout;
 use crate::probe::{Invocation, Output};
 use model::Sysroot;
@@ -203,7 +203,7 @@ pub(crate) struct Root {
 
 impl Root {
     /// Puts the `libcuda.so.1` marker reporting `role` into `dir`.
-    pub(crate) fn cuda(&mut self, role: &str, dir: &str) -> &mut Root {
+    pub(crate) fn cuda(&mut self, role: Role, dir: &str) -> &mut Root {
         let from = self.fixtures.libcuda(role);
         let result = self.install(&from, &format!("{dir}/libcuda.so.1"));
         self.note(result);
@@ -232,7 +232,7 @@ impl Root {
 
     /// Puts the host file `from` (say, one of NVIDIA's real libraries) at `to`, and records
     /// `role` for its directory when it is a `libcuda.so.1`, so that runs name it.
-    pub(crate) fn host_file(&mut self, from: &Path, to: &str, role: Option<&str>) -> &mut Root {
+    pub(crate) fn host_file(&mut self, from: &Path, to: &str, role: Option<Role>) -> &mut Root {
         // Packages ship `libcuda.so.1` as a relative symlink: link the file it names.
         let result = fs::canonicalize(from)
             .with_context(|| format!("cannot resolve {}", from.display()))

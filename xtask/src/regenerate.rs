@@ -162,8 +162,8 @@ fn contract_scenarios() -> String {
             Contract::Story => "story".to_string(),
         };
         let without = match s.unpatched {
-            Unpatched::Same => "same",
-            Unpatched::Gives(text) => text,
+            Unpatched::Same => "same".to_string(),
+            Unpatched::Gives(answer) => answer.to_string(),
         };
         out.push_str(&format!(
             "| {row} | `{}` | {} | {without} |\n",

@@ -3,6 +3,7 @@
 use anyhow::Result;
 
 use super::{seen, Observed};
+use crate::fixtures::Role;
 use crate::probe::Output;
 use crate::root::Ctx;
 
@@ -12,9 +13,9 @@ use crate::root::Ctx;
 pub(super) fn jetson(cx: &Ctx, variable: Option<&str>) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
-    root.cuda("driver", &l.tegra)
+    root.cuda(Role::Driver, &l.tegra)
         .nvrm(&l.tegra)
-        .cuda("compat", &l.nix_compat)
+        .cuda(Role::Compat, &l.nix_compat)
         .fixture(
             "libcudart.so.12",
             &format!("{}/libcudart.so.12", l.nix_cudart),

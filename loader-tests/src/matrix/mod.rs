@@ -6,7 +6,9 @@
 //! the patched loader must give and what the unpatched one gives instead.
 
 use anyhow::Result;
+use serde::{Serialize, Serializer};
 
+use crate::fixtures::Role;
 use crate::root::Ctx;
 
 mod jetson;
@@ -26,7 +28,7 @@ pub struct Scenario {
     pub contract: Contract,
     pub title: &'static str,
     /// What the patched loader must give.
-    pub expected: &'static str,
+    pub expected: Expected,
     /// What the unpatched loader gives.
     pub unpatched: Unpatched,
     /// Secure-mode scenarios run a setuid-root program: elsewhere they are skipped.
@@ -79,7 +81,108 @@ pub enum Unpatched {
     /// The same as the patched one: the scenario does not depend on the patch.
     Same,
     /// Something else, which must differ from `expected`: the scenario needs the patch.
-    Gives(&'static str),
+    Gives(Expected),
+}
+
+/// What a scenario gives: which `libcuda.so.1` copy won, that none was found, or, for a
+/// scenario that reads more than the winner, what it says in words. The table writes
+/// [`Expected`] answers; a run's answer is read from what it printed ([`Answer::read`]), and
+/// the two compare as values. A role's name or `not found` is never words: the table cannot
+/// write one with [`says`], and [`Answer::read`] reads one as what it is.
+#[derive(Debug, Clone, Copy)]
+pub enum Answer<Words = String> {
+    /// The copy of this role won.
+    Wins(Role),
+    /// No copy was found.
+    NotFound,
+    /// Anything else, word for word: a diagnostic, a combined reading, an error.
+    Says(Words),
+}
+
+/// An answer the table expects: its words are constants.
+pub type Expected = Answer<&'static str>;
+
+const NOT_FOUND: &str = "not found";
+
+impl Answer {
+    /// The answer `text` gives: a role's name, `not found`, or other words.
+    pub fn read(text: impl Into<String>) -> Answer {
+        let text = text.into();
+        if text == NOT_FOUND {
+            return Answer::NotFound;
+        }
+        match Role::parse(&text) {
+            Some(role) => Answer::Wins(role),
+            None => Answer::Says(text),
+        }
+    }
+}
+
+/// An expected answer in words. Evaluated in the table (a constant), so that words which name
+/// a role or say `not found` fail to compile: those are [`Answer::Wins`] and
+/// [`Answer::NotFound`], and as words they would never equal what a run reads.
+pub(crate) const fn says(text: &'static str) -> Expected {
+    assert!(
+        !same_text(text, NOT_FOUND),
+        "`not found` is Answer::NotFound, not words"
+    );
+    let mut i = 0;
+    while i < Role::ALL.len() {
+        assert!(
+            !same_text(text, Role::ALL[i].name()),
+            "a role's name is Answer::Wins, not words"
+        );
+        i += 1;
+    }
+    Answer::Says(text)
+}
+
+/// `a == b`, where a constant can evaluate it.
+const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// An expected answer equals a run's when both name the same copy, both found none, or both
+/// say the same words.
+impl<A: AsRef<str>, B: AsRef<str>> PartialEq<Answer<B>> for Answer<A> {
+    fn eq(&self, other: &Answer<B>) -> bool {
+        match (self, other) {
+            (Answer::Wins(a), Answer::Wins(b)) => a == b,
+            (Answer::NotFound, Answer::NotFound) => true,
+            (Answer::Says(a), Answer::Says(b)) => a.as_ref() == b.as_ref(),
+            _ => false,
+        }
+    }
+}
+
+impl<Words: AsRef<str>> Eq for Answer<Words> {}
+
+impl<Words: AsRef<str>> std::fmt::Display for Answer<Words> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Answer::Wins(role) => f.write_str(role.name()),
+            Answer::NotFound => f.write_str(NOT_FOUND),
+            Answer::Says(words) => f.write_str(words.as_ref()),
+        }
+    }
+}
+
+/// Written as the text the report's table shows.
+impl<Words: AsRef<str>> Serialize for Answer<Words> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// How a scenario runs.
@@ -92,7 +195,7 @@ pub enum How {
 /// scenario does not apply here by its declaration (n/a).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observed {
-    Seen(String),
+    Seen(Answer),
     Skipped(String),
     NotApplicable(&'static str),
 }
@@ -109,7 +212,7 @@ impl Scenario {
     }
 
     /// What a loader of this flavour is expected to give.
-    pub fn expectation(&self, flavour: model::Flavour) -> &'static str {
+    pub fn expectation(&self, flavour: model::Flavour) -> Expected {
         match (flavour, self.unpatched) {
             (model::Flavour::Unpatched, Unpatched::Gives(without)) => without,
             _ => self.expected,
@@ -148,15 +251,15 @@ pub fn find(id: &str) -> Option<&'static Scenario> {
     MATRIX.iter().find(|s| s.id == id)
 }
 
+/// What a run printed, read as its answer.
 pub(crate) fn seen(text: impl Into<String>) -> Result<Observed> {
-    Ok(Observed::Seen(text.into()))
+    Ok(Observed::Seen(Answer::read(text)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::row::List;
     use super::*;
-    use crate::fixtures::MARKERS;
 
     #[test]
     fn ids_are_unique_and_rows_ordered() {
@@ -175,6 +278,34 @@ mod tests {
                     s.id
                 );
                 last = n;
+            }
+        }
+    }
+
+    /// A run's printed answer is read as the value the table writes: the same copy, none, or
+    /// the same words; another copy, or other words, differ.
+    #[test]
+    fn answers_compare_as_values() {
+        assert_eq!(Answer::read("driver"), Expected::Wins(Role::Driver));
+        assert_eq!(Answer::read("not found"), Expected::NotFound);
+        assert_ne!(Answer::read("compat"), Expected::Wins(Role::Driver));
+        assert_ne!(Answer::read("not found"), Expected::Wins(Role::Driver));
+        assert_eq!(Answer::read("T listed last"), says("T listed last"));
+        assert_ne!(Answer::read("T not listed"), says("T listed last"));
+        assert_ne!(
+            Answer::read("driver from /elsewhere/libcuda.so.1"),
+            Expected::Wins(Role::Driver)
+        );
+    }
+
+    /// What the table says a scenario gives reads back as the same answer: the text a report
+    /// shows for an expectation is the text a run that meets it prints.
+    #[test]
+    fn every_expectation_reads_back_as_itself() {
+        for s in MATRIX {
+            for flavour in [model::Flavour::Patched, model::Flavour::Unpatched] {
+                let expected = s.expectation(flavour);
+                assert_eq!(Answer::read(expected.to_string()), expected, "{}", s.id);
             }
         }
     }
@@ -208,23 +339,6 @@ mod tests {
                 "{}",
                 s.id
             );
-        }
-    }
-
-    #[test]
-    fn every_placed_role_has_a_marker() {
-        for s in MATRIX {
-            if let How::Row(row) = &s.how {
-                for put in row.put {
-                    if let Put::Cuda(role, _) = put {
-                        assert!(
-                            MARKERS.iter().any(|m| m.role == *role),
-                            "{}: no marker for role {role}",
-                            s.id
-                        );
-                    }
-                }
-            }
         }
     }
 }

@@ -10,6 +10,7 @@
 use anyhow::Result;
 
 use super::{seen, Observed};
+use crate::fixtures::Role;
 use crate::nvidia;
 use crate::root::Ctx;
 
@@ -39,13 +40,13 @@ pub(super) fn real(cx: &Ctx, case: RealCase) -> Result<Observed> {
         .host_file(
             &libs.libcuda,
             &format!("{}/libcuda.so.1", l.tegra),
-            Some("driver"),
+            Some(Role::Driver),
         );
     if case.copy_in_compat {
         root.host_file(
             &libs.libcuda,
             &format!("{}/libcuda.so.1", l.compat),
-            Some("compat"),
+            Some(Role::Compat),
         );
     }
     let out = root

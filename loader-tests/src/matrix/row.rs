@@ -8,6 +8,7 @@
 use anyhow::{bail, Result};
 
 use super::{seen, Observed};
+use crate::fixtures::Role;
 use crate::layout::Layout;
 use crate::probe::Output;
 use crate::root::Run;
@@ -58,8 +59,8 @@ impl Dir {
 /// Something a scenario puts into its root before running.
 #[derive(Debug, Clone, Copy)]
 pub enum Put {
-    /// The `libcuda.so.1` marker that reports this role (see `fixtures::MARKERS`).
-    Cuda(&'static str, Dir),
+    /// The `libcuda.so.1` marker that reports this role.
+    Cuda(Role, Dir),
     /// An ELFCLASS32 `libcuda.so.1`: the wrong class for the loader under test.
     Elf32(Dir),
     /// `libnvrm_mem.so` and `libnvrm_gpu.so`, which the compat `libcuda.so.1` dlopens.

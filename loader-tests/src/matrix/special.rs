@@ -5,6 +5,7 @@
 use anyhow::Result;
 
 use super::{seen, Observed, CUDA};
+use crate::fixtures::Role;
 use crate::probe::Output;
 use crate::root::Ctx;
 
@@ -31,7 +32,7 @@ pub(super) fn debug_label(out: &Output, dir: &str) -> String {
 pub(super) fn debug_label_env(cx: &Ctx) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
-    root.cuda("driver", &l.tegra);
+    root.cuda(Role::Driver, &l.tegra);
     let out = root
         .probe("probe")
         .args(DLOPEN)
@@ -44,7 +45,7 @@ pub(super) fn debug_label_env(cx: &Ctx) -> Result<Observed> {
 pub(super) fn debug_label_option(cx: &Ctx) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
-    root.cuda("driver", &l.tegra);
+    root.cuda(Role::Driver, &l.tegra);
     let bin = format!("{}/probe", l.bin);
     let out = root
         .ld_so()
@@ -110,7 +111,7 @@ pub(super) fn serinfo(cx: &Ctx) -> Result<Observed> {
 pub(super) fn audit(cx: &Ctx) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
-    root.cuda("driver", &l.tegra).loader_in_slibdir();
+    root.cuda(Role::Driver, &l.tegra).loader_in_slibdir();
     let out = root
         .probe("probe")
         .args(DLOPEN)
@@ -139,7 +140,7 @@ pub(super) fn secure(cx: &Ctx, probe: &str) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
     let setuid = format!("{}/{probe}-setuid", l.bin);
-    root.cuda("driver", &l.tegra)
+    root.cuda(Role::Driver, &l.tegra)
         .setuid_copy(probe, &setuid)
         .setuid_qemu();
     let out = root
@@ -164,7 +165,7 @@ pub(super) fn secure_needed(cx: &Ctx) -> Result<Observed> {
     let l = cx.layout;
     let mut root = cx.root();
     let setuid = format!("{}/needed-setuid", l.bin);
-    root.cuda("driver", &l.tegra)
+    root.cuda(Role::Driver, &l.tegra)
         .setuid_copy("needed", &setuid)
         .setuid_qemu();
     let plain = root

@@ -13,7 +13,7 @@ use std::sync::{Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 use loader_tests::host::{cache_dir, in_ci};
-use loader_tests::report::{Outcome, Verdict};
+use loader_tests::report::{ScenarioOutcome, ScenarioVerdict};
 use loader_tests::root::Bench;
 use model::{sysroot_env_var, Flavour, Sysroot, Target};
 
@@ -98,29 +98,29 @@ fn sysroot(target: Target, flavour: Flavour) -> Result<Sysroot> {
 /// fails itself), documented; any other skip only when `LD_FALLBACK_ALLOW_SKIP=1` says the
 /// caller accepts it (say, not running as root). A scenario that does not apply by design
 /// (the ldd script under QEMU) is not a skip: it is n/a, declared in the table.
-pub(crate) fn skip_is_accepted(outcome: &Outcome) -> bool {
-    let unreachable = matches!(&outcome.verdict, Verdict::Skipped(reason)
+pub(crate) fn skip_is_accepted(outcome: &ScenarioOutcome) -> bool {
+    let unreachable = matches!(&outcome.verdict, ScenarioVerdict::Skipped(reason)
         if outcome.scenario.needs_archive && reason.starts_with(loader_tests::nvidia::UNREACHABLE));
     let allowed = std::env::var_os("LD_FALLBACK_ALLOW_SKIP").is_some_and(|v| v == "1");
     (unreachable || allowed) && !in_ci()
 }
 
 /// The verdict of one scenario as a test result.
-pub(crate) fn judge(outcome: &Outcome) -> Result<(), String> {
+pub(crate) fn judge(outcome: &ScenarioOutcome) -> Result<(), String> {
     match &outcome.verdict {
-        Verdict::Pass | Verdict::FailsWithoutPatch => Ok(()),
-        Verdict::NotApplicable(reason) => {
+        ScenarioVerdict::Pass | ScenarioVerdict::FailsWithoutPatch => Ok(()),
+        ScenarioVerdict::NotApplicable(reason) => {
             eprintln!("{} n/a: {reason}", outcome.id);
             Ok(())
         }
-        Verdict::Skipped(reason) if skip_is_accepted(outcome) => {
+        ScenarioVerdict::Skipped(reason) if skip_is_accepted(outcome) => {
             eprintln!("{} SKIPPED: {reason}", outcome.id);
             Ok(())
         }
-        Verdict::Skipped(reason) => Err(format!(
+        ScenarioVerdict::Skipped(reason) => Err(format!(
             "{} SKIPPED: {reason} (a test that could not look must not pass; LD_FALLBACK_ALLOW_SKIP=1 accepts skips outside CI)",
             outcome.id
         )),
-        Verdict::Mismatch => Err(loader_tests::report::table(std::slice::from_ref(outcome))),
+        ScenarioVerdict::Mismatch => Err(loader_tests::report::table(std::slice::from_ref(outcome))),
     }
 }

@@ -64,10 +64,7 @@ pub(crate) fn run(env: &Env) -> Result<()> {
     let started = Instant::now();
     let (_, commits) = ws.commit_series(&series)?;
     let mut rows = Vec::new();
-    for release in supported()
-        .iter()
-        .filter(|r| r.version() != series.base.version())
-    {
+    for release in supported().iter().filter(|&&r| r != series.base) {
         let one = Instant::now();
         let head = ws.store.ensure_release(*release)?;
         let mut steps = Vec::new();

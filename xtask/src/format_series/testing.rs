@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use model::{Release, Target};
 
-use crate::verify::outcome::Step;
+use crate::verify::outcome::StepOutcome;
 use crate::verify::support::SupportDoc;
 use crate::verify::{CellReport, CellState};
 
@@ -104,7 +104,7 @@ impl Tested {
         for cell in verified.iter().filter(|cell| cell.target == target) {
             let Some(run) = &cell.run else { continue };
             let steps = &run.steps;
-            if let (Step::Done(diff), Step::Done(own)) =
+            if let (StepOutcome::Done(diff), StepOutcome::Done(own)) =
                 (&steps.elf_regressions, &steps.series_tests)
             {
                 let passing = own
@@ -129,7 +129,9 @@ impl Tested {
                     .failing_in_both
                     .extend(facts.flat_map(|f| f.failing_in_both.iter().map(|t| t.test.clone())));
             }
-            if let (Step::Done(matrix), Step::Done(without)) = (&steps.matrix, &steps.sensitivity) {
+            if let (StepOutcome::Done(matrix), StepOutcome::Done(without)) =
+                (&steps.matrix, &steps.sensitivity)
+            {
                 tested.matrix.insert(
                     cell.release,
                     (
@@ -203,7 +205,8 @@ fn without_the_patch_line(verified: &[&CellReport]) -> Option<String> {
     let mut by_design: BTreeMap<String, String> = BTreeMap::new();
     let mut cells = 0;
     for cell in verified {
-        let Some(Step::Done(without)) = cell.run.as_ref().map(|r| &r.steps.without_the_patch)
+        let Some(StepOutcome::Done(without)) =
+            cell.run.as_ref().map(|r| &r.steps.without_the_patch)
         else {
             continue;
         };
@@ -232,7 +235,7 @@ fn without_the_patch_line(verified: &[&CellReport]) -> Option<String> {
 fn hardcoded_lines(verified: &[&CellReport]) -> Vec<String> {
     let mut lines = Vec::new();
     for cell in verified {
-        let Some(Step::Done(h)) = cell.run.as_ref().map(|r| &r.steps.hardcoded_paths) else {
+        let Some(StepOutcome::Done(h)) = cell.run.as_ref().map(|r| &r.steps.hardcoded_paths) else {
             continue;
         };
         let changed: Vec<String> = h
@@ -379,7 +382,7 @@ pub(crate) fn fill(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::outcome::{CellRun, Step};
+    use crate::verify::outcome::{CellRun, StepOutcome};
     use crate::verify::provenance::{Provenance, WrittenBy};
     use crate::verify::render::tests::{run_mut, verified};
 
@@ -439,7 +442,7 @@ release:
     fn a_series_test_qemu_cannot_run_is_named_with_why() {
         let mut cell = verified("2.44", Target::Aarch64, "id");
         let mut name = String::new();
-        if let Step::Done(own) = &mut run_mut(&mut cell).steps.series_tests {
+        if let StepOutcome::Done(own) = &mut run_mut(&mut cell).steps.series_tests {
             let test = &mut own.tests[0];
             test.status = crate::verify::testsuite::Status::Unsupported;
             test.reason = Some("unshare: Invalid argument".into());
@@ -462,7 +465,7 @@ release:
             )
         );
         // Not declared: the cell is incomplete, and the mail claims nothing for it.
-        if let Step::Done(own) = &mut run_mut(&mut cell).steps.series_tests {
+        if let StepOutcome::Done(own) = &mut run_mut(&mut cell).steps.series_tests {
             own.imposed_by_qemu.clear();
         }
         assert_eq!(
@@ -478,13 +481,13 @@ release:
         // 2.43's series without its second test, everywhere the cell counts it.
         let mut older = verified("2.43", Target::X86_64, "id");
         let run = run_mut(&mut older);
-        if let Step::Done(own) = &mut run.steps.series_tests {
+        if let StepOutcome::Done(own) = &mut run.steps.series_tests {
             own.tests.pop();
         }
-        if let Step::Done(without) = &mut run.steps.without_the_patch {
+        if let StepOutcome::Done(without) = &mut run.steps.without_the_patch {
             without.tests.pop();
         }
-        if let Step::Done(diff) = &mut run.steps.elf_regressions {
+        if let StepOutcome::Done(diff) = &mut run.steps.elf_regressions {
             diff.series_own.pop();
             diff.listed.patched.count -= 1;
         }
@@ -508,7 +511,7 @@ release:
         // The table's size, whatever rows it has (the fixture cells are whole).
         let rows = loader_tests::matrix::MATRIX.len();
         let mut failing = verified("2.44", Target::X86_64, "id");
-        if let Step::Done(diff) = &mut run_mut(&mut failing).steps.elf_regressions {
+        if let StepOutcome::Done(diff) = &mut run_mut(&mut failing).steps.elf_regressions {
             diff.regressions.push(crate::verify::testsuite::Change {
                 test: "elf/tst-x".into(),
                 unpatched: crate::verify::testsuite::Status::Pass,

@@ -224,7 +224,7 @@ impl Workspace {
             }
         }
         let series = Series::load(&self.series_dir(release))?;
-        if series.base.version() != release.version() {
+        if series.base != release {
             return Err(defect(format!(
                 "{} says it applies to {}, but lives in patches/{release}",
                 self.series_dir(release).join("series").display(),

@@ -541,13 +541,13 @@ mod tests {
     /// keeps them (a later run listing fewer tests is judged against them, not taken).
     #[test]
     fn the_first_verified_run_counts_the_elf_tests_of_the_row() {
-        use crate::verify::outcome::Step;
+        use crate::verify::outcome::StepOutcome;
         use model::Target;
         let newest = Release::newest();
         let listing = |target, count| {
             let mut cell = crate::verify::render::tests::verified(newest.version(), target, "s");
             if let Some(run) = cell.run.as_mut() {
-                if let Step::Done(diff) = &mut run.steps.elf_regressions {
+                if let StepOutcome::Done(diff) = &mut run.steps.elf_regressions {
                     diff.listed.unpatched.count = count;
                 }
             }

@@ -10,7 +10,7 @@ use model::{Flavour, Target};
 use super::emulated::{self, Sandbox};
 use super::outcome::{
     hardcoded_paths_apply, Applies, Build, CellReport, CellRun, HardcodedPaths, Machine, Matrix,
-    Origin, Seconds, Sensitivity, SeriesTests, Step, Steps, WithoutThePatch,
+    Origin, Seconds, Sensitivity, SeriesTests, StepOutcome, Steps, WithoutThePatch,
 };
 use super::testsuite::{self, Diff, Named, Status, SuiteRun, SuitesRan};
 use super::Run;
@@ -148,12 +148,12 @@ fn run_steps(
 
     step("the series applies (rebase-glibc --check)");
     steps.applies = match rebase::check_release(&run.workspace, release) {
-        Ok((series, drift)) => Step::Done(Applies {
+        Ok((series, drift)) => StepOutcome::Done(Applies {
             patches: series.patches.len(),
             base: series.base,
             drift,
         }),
-        Err(err) => Step::Error(format!("{err:#}")),
+        Err(err) => StepOutcome::Error(format!("{err:#}")),
     };
     if steps.applies.figures().is_none_or(|a| !a.drift.is_empty()) {
         return steps;
@@ -170,12 +170,12 @@ fn run_steps(
                 .into_iter()
                 .filter_map(|(f, r)| r.err().map(|e| format!("{f}: {e:#}")))
                 .collect();
-            steps.build = Step::Error(why.join("; "));
+            steps.build = StepOutcome::Error(why.join("; "));
             return steps;
         }
     };
     let origin = |built: bool| if built { Origin::Built } else { Origin::Cached };
-    steps.build = Step::Done(Build {
+    steps.build = StepOutcome::Done(Build {
         patched: origin(patched.built),
         unpatched: origin(unpatched.built),
     });
@@ -184,15 +184,15 @@ fn run_steps(
     let matrix_started = Instant::now();
     let patched_root = patched.sysroot.path.clone();
     steps.matrix = match crate::resolution::run_matrix(patched.sysroot, None) {
-        Ok((matrix, _)) => Step::Done(Matrix::of(&matrix)),
-        Err(err) => Step::Error(format!("{err:#}")),
+        Ok((matrix, _)) => StepOutcome::Done(Matrix::of(&matrix)),
+        Err(err) => StepOutcome::Error(format!("{err:#}")),
     };
     steps.sensitivity = match crate::resolution::run_matrix(unpatched.sysroot, None) {
         Ok((matrix, _)) => match Sensitivity::of(&matrix) {
-            Some(sensitivity) => Step::Done(sensitivity),
-            None => Step::Error("the unpatched matrix gave no row-23 result".into()),
+            Some(sensitivity) => StepOutcome::Done(sensitivity),
+            None => StepOutcome::Error("the unpatched matrix gave no row-23 result".into()),
         },
-        Err(err) => Step::Error(format!("{err:#}")),
+        Err(err) => StepOutcome::Error(format!("{err:#}")),
     };
     seconds.matrix = matrix_started.elapsed().as_secs_f64();
 
@@ -209,8 +209,8 @@ fn run_steps(
             Err(err) => {
                 let why = format!("glibc's tests cannot run here: {err:#}");
                 machine.runs = why.clone();
-                steps.series_tests = Step::Unavailable(why.clone());
-                steps.elf_regressions = Step::Unavailable(why);
+                steps.series_tests = StepOutcome::Unavailable(why.clone());
+                steps.elf_regressions = StepOutcome::Unavailable(why);
                 return steps;
             }
         }
@@ -225,8 +225,8 @@ fn run_steps(
     let [(unpatched_results, unpatched_ran), (patched_results, patched_ran)] = match results {
         Ok(pair) => pair,
         Err(why) => {
-            steps.series_tests = Step::Error(why.clone());
-            steps.elf_regressions = Step::Error(why);
+            steps.series_tests = StepOutcome::Error(why.clone());
+            steps.elf_regressions = StepOutcome::Error(why);
             return steps;
         }
     };
@@ -238,7 +238,7 @@ fn run_steps(
     let series = match run.workspace.load_series(release) {
         Ok(series) => series,
         Err(err) => {
-            steps.series_tests = Step::Error(format!("{err:#}"));
+            steps.series_tests = StepOutcome::Error(format!("{err:#}"));
             return steps;
         }
     };
@@ -249,12 +249,12 @@ fn run_steps(
         "the patched tree's summary does not list it",
     );
     let imposed_by_qemu = imposed_by_qemu(target, &tests);
-    steps.series_tests = Step::Done(SeriesTests {
+    steps.series_tests = StepOutcome::Done(SeriesTests {
         tests,
         imposed_by_qemu,
     });
     let (diff, facts) = Diff::between(&unpatched_results, &patched_results, &own);
-    steps.elf_regressions = Step::Done(diff);
+    steps.elf_regressions = StepOutcome::Done(diff);
     machine.elf_suite = Some(facts);
 
     step("the series' tests against the unpatched loader (tests-only build)");
@@ -269,7 +269,7 @@ fn run_steps(
         seconds.hardcoded_paths = started.elapsed().as_secs_f64();
         found
     } else {
-        Step::NotApplicable(format!(
+        StepOutcome::NotApplicable(format!(
             "the --enable-hardcoded-path-in-tests configuration is verified on {}",
             hardcoded_paths_cell()
         ))
@@ -298,7 +298,7 @@ fn without_the_patch(
     plan: &Plan,
     tests: &[String],
     sandbox: Option<&Sandbox>,
-) -> Step<WithoutThePatch> {
+) -> StepOutcome<WithoutThePatch> {
     let (release, target) = (plan.release, plan.target);
     let results = run
         .builder
@@ -312,7 +312,7 @@ fn without_the_patch(
         .context("cannot run the series' tests against the unpatched loader");
     let results = match results {
         Ok((results, _)) => results,
-        Err(err) => return Step::Error(format!("{err:#}")),
+        Err(err) => return StepOutcome::Error(format!("{err:#}")),
     };
     let tests = named(tests, &results, "the tests-only build did not run it");
     let by_design = PASS_WITHOUT_THE_PATCH
@@ -321,7 +321,7 @@ fn without_the_patch(
         .map(|(test, why)| (test.to_string(), why.to_string()))
         .collect();
     let imposed_by_qemu = imposed_by_qemu(target, &tests);
-    Step::Done(WithoutThePatch {
+    StepOutcome::Done(WithoutThePatch {
         tests,
         by_design,
         imposed_by_qemu,
@@ -359,7 +359,7 @@ fn hardcoded_paths(
     plan: &Plan,
     own: &[String],
     series: &Series,
-) -> Step<HardcodedPaths> {
+) -> StepOutcome<HardcodedPaths> {
     let builder = run
         .builder
         .configured(crate::sysroot::recipe::Configuration::HardcodedPathInTests);
@@ -371,7 +371,7 @@ fn hardcoded_paths(
         |_| {},
     ) {
         Ok(pair) => pair,
-        Err(why) => return Step::Error(why),
+        Err(why) => return StepOutcome::Error(why),
     };
     let not_built: BTreeMap<String, String> = NOT_BUILT_WITH_HARDCODED_PATHS
         .iter()
@@ -398,7 +398,7 @@ fn hardcoded_paths(
         &patched,
         "the patched tree's summary does not list it",
     );
-    Step::Done(HardcodedPaths {
+    StepOutcome::Done(HardcodedPaths {
         series_tests: SeriesTests {
             tests,
             imposed_by_qemu: BTreeMap::new(),

@@ -25,7 +25,7 @@ use model::{Cell, Flavour, Target};
 
 use cell::Plan;
 pub(crate) use outcome::{CellReport, CellState};
-use outcome::{CellRun, Machine, Seconds, Step, Steps};
+use outcome::{CellRun, Machine, Seconds, StepOutcome, Steps};
 use provenance::{Provenance, WrittenBy};
 use support::SupportDoc;
 use testsuite::TestList;
@@ -378,7 +378,9 @@ fn broken(run: &Run, release: Release, target: Target, err: anyhow::Error) -> Ce
         verified_at: run.now.clone(),
         commit: run.commit.clone(),
         steps: Steps {
-            applies: Step::Error(format!("the cell's inputs could not be resolved: {err:#}")),
+            applies: StepOutcome::Error(format!(
+                "the cell's inputs could not be resolved: {err:#}"
+            )),
             ..Steps::not_run()
         },
         machine: Machine::default(),

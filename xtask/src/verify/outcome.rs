@@ -1,5 +1,5 @@
 //! What a cell's verification found, as data: each step's figures, the step's verdict derived
-//! from them ([`Step::verdict`], one [`Figures::verdict`] per kind of step), and the cell's
+//! from them ([`StepOutcome::verdict`], one [`Figures::verdict`] per kind of step), and the cell's
 //! state derived from the verdicts ([`CellReport::state`]). Nothing here is read back from
 //! text; render.rs turns it into text, and a report read from JSON is judged again from its
 //! figures (what it says of itself is kept apart, see [`CellReport::contradictions`]).
@@ -16,7 +16,7 @@ use model::Release;
 /// A step's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Verdict {
+pub(crate) enum StepVerdict {
     Pass,
     Fail,
     /// Nothing failed, but something that applies to the cell could not be looked at here (a
@@ -41,10 +41,10 @@ pub(crate) enum CellState {
     NotVerified,
 }
 
-/// One step of a cell: its figures, or why it has none.
+/// How one step of a cell ended: its figures, or why it has none.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub(crate) enum Step<T> {
+pub(crate) enum StepOutcome<T> {
     Done(T),
     /// The machinery failed (a build, the store, a harness that could not start): a failure.
     Error(String),
@@ -59,37 +59,39 @@ pub(crate) enum Step<T> {
 
 /// The figures of a kind of step, which decide its verdict.
 pub(crate) trait Figures {
-    fn verdict(&self) -> Verdict;
+    fn verdict(&self) -> StepVerdict;
 
-    /// What could not be looked at, when the verdict is [`Verdict::Incomplete`].
+    /// What could not be looked at, when the verdict is [`StepVerdict::Incomplete`].
     fn missing(&self) -> Vec<String> {
         Vec::new()
     }
 }
 
-impl<T: Figures> Step<T> {
+impl<T: Figures> StepOutcome<T> {
     /// The one place a step's verdict comes from: its figures, or how it ended without any.
-    pub(crate) fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> StepVerdict {
         match self {
-            Step::Done(figures) => figures.verdict(),
-            Step::Error(_) => Verdict::Fail,
-            Step::NotApplicable(_) => Verdict::NotApplicable,
-            Step::Unavailable(_) => Verdict::Incomplete,
-            Step::NotRun => Verdict::NotRun,
+            StepOutcome::Done(figures) => figures.verdict(),
+            StepOutcome::Error(_) => StepVerdict::Fail,
+            StepOutcome::NotApplicable(_) => StepVerdict::NotApplicable,
+            StepOutcome::Unavailable(_) => StepVerdict::Incomplete,
+            StepOutcome::NotRun => StepVerdict::NotRun,
         }
     }
 
     fn missing(&self) -> Vec<String> {
         match self {
-            Step::Done(figures) if figures.verdict() == Verdict::Incomplete => figures.missing(),
-            Step::Unavailable(why) => vec![why.clone()],
+            StepOutcome::Done(figures) if figures.verdict() == StepVerdict::Incomplete => {
+                figures.missing()
+            }
+            StepOutcome::Unavailable(why) => vec![why.clone()],
             _ => Vec::new(),
         }
     }
 
     pub(crate) fn figures(&self) -> Option<&T> {
         match self {
-            Step::Done(figures) => Some(figures),
+            StepOutcome::Done(figures) => Some(figures),
             _ => None,
         }
     }
@@ -107,16 +109,16 @@ pub(crate) struct Applies {
 }
 
 impl Figures for Applies {
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         if self.drift.is_empty() {
-            Verdict::Pass
+            StepVerdict::Pass
         } else {
-            Verdict::Fail
+            StepVerdict::Fail
         }
     }
 }
 
-/// Both sysroots exist (a failed build is the step's [`Step::Error`]).
+/// Both sysroots exist (a failed build is the step's [`StepOutcome::Error`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Build {
     pub patched: Origin,
@@ -131,8 +133,8 @@ pub(crate) enum Origin {
 }
 
 impl Figures for Build {
-    fn verdict(&self) -> Verdict {
-        Verdict::Pass
+    fn verdict(&self) -> StepVerdict {
+        StepVerdict::Pass
     }
 }
 
@@ -169,11 +171,13 @@ impl Matrix {
                 reason: reason.to_string(),
             };
             match &outcome.verdict {
-                report::Verdict::Pass => matrix.pass += 1,
-                report::Verdict::FailsWithoutPatch => matrix.fails_without_patch += 1,
-                report::Verdict::Mismatch => matrix.mismatch.push(outcome.id.to_string()),
-                report::Verdict::Skipped(reason) => matrix.skipped.push(unrun(reason)),
-                report::Verdict::NotApplicable(reason) => matrix.not_applicable.push(unrun(reason)),
+                report::ScenarioVerdict::Pass => matrix.pass += 1,
+                report::ScenarioVerdict::FailsWithoutPatch => matrix.fails_without_patch += 1,
+                report::ScenarioVerdict::Mismatch => matrix.mismatch.push(outcome.id.to_string()),
+                report::ScenarioVerdict::Skipped(reason) => matrix.skipped.push(unrun(reason)),
+                report::ScenarioVerdict::NotApplicable(reason) => {
+                    matrix.not_applicable.push(unrun(reason))
+                }
             }
         }
         matrix
@@ -234,13 +238,13 @@ impl Matrix {
     }
 
     /// Pass when nothing mismatched and everything that applies ran; incomplete on a skip.
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         if !self.adds_up() || !self.mismatch.is_empty() {
-            Verdict::Fail
+            StepVerdict::Fail
         } else if !self.skipped.is_empty() {
-            Verdict::Incomplete
+            StepVerdict::Incomplete
         } else {
-            Verdict::Pass
+            StepVerdict::Pass
         }
     }
 
@@ -258,7 +262,7 @@ impl Matrix {
 }
 
 impl Figures for Matrix {
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         Matrix::verdict(self)
     }
 
@@ -295,10 +299,10 @@ impl Sensitivity {
 }
 
 impl Figures for Sensitivity {
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         match self.matrix.verdict() {
-            Verdict::Fail => Verdict::Fail,
-            _ if !self.holds() => Verdict::Fail,
+            StepVerdict::Fail => StepVerdict::Fail,
+            _ if !self.holds() => StepVerdict::Fail,
             verdict => verdict,
         }
     }
@@ -339,13 +343,13 @@ fn undeclared_unsupported<'a>(
 impl Figures for SeriesTests {
     /// None ran, or one failed: fail. One UNSUPPORTED that QEMU does not impose: the series'
     /// own test did not look, so the step is incomplete.
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         if self.tests.is_empty() || self.tests.iter().any(|t| t.status.is_failure()) {
-            Verdict::Fail
+            StepVerdict::Fail
         } else if self.undeclared_unsupported().next().is_some() {
-            Verdict::Incomplete
+            StepVerdict::Incomplete
         } else {
-            Verdict::Pass
+            StepVerdict::Pass
         }
     }
 
@@ -407,13 +411,13 @@ impl WithoutThePatch {
 }
 
 impl Figures for WithoutThePatch {
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         if self.tests.is_empty() || !self.wrong().is_empty() {
-            Verdict::Fail
+            StepVerdict::Fail
         } else if self.undeclared_unsupported().next().is_some() {
-            Verdict::Incomplete
+            StepVerdict::Incomplete
         } else {
-            Verdict::Pass
+            StepVerdict::Pass
         }
     }
 
@@ -446,17 +450,17 @@ pub(crate) struct HardcodedPaths {
 }
 
 impl Figures for HardcodedPaths {
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         let changed_pass = !self.changed_upstream.is_empty()
             && self
                 .changed_upstream
                 .iter()
                 .all(|t| t.status == Status::Pass);
         match (self.series_tests.verdict(), self.elf_regressions.verdict()) {
-            (Verdict::Fail, _) | (_, Verdict::Fail) => Verdict::Fail,
-            _ if !changed_pass => Verdict::Fail,
-            (Verdict::Incomplete, _) => Verdict::Incomplete,
-            _ => Verdict::Pass,
+            (StepVerdict::Fail, _) | (_, StepVerdict::Fail) => StepVerdict::Fail,
+            _ if !changed_pass => StepVerdict::Fail,
+            (StepVerdict::Incomplete, _) => StepVerdict::Incomplete,
+            _ => StepVerdict::Pass,
         }
     }
 
@@ -470,11 +474,11 @@ impl Figures for HardcodedPaths {
 }
 
 impl Figures for Diff {
-    fn verdict(&self) -> Verdict {
+    fn verdict(&self) -> StepVerdict {
         if self.passes() {
-            Verdict::Pass
+            StepVerdict::Pass
         } else {
-            Verdict::Fail
+            StepVerdict::Fail
         }
     }
 }
@@ -506,35 +510,35 @@ pub(crate) enum StepName {
 /// Everything a cell's run found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Steps {
-    pub applies: Step<Applies>,
-    pub build: Step<Build>,
-    pub matrix: Step<Matrix>,
-    pub sensitivity: Step<Sensitivity>,
-    pub series_tests: Step<SeriesTests>,
+    pub applies: StepOutcome<Applies>,
+    pub build: StepOutcome<Build>,
+    pub matrix: StepOutcome<Matrix>,
+    pub sensitivity: StepOutcome<Sensitivity>,
+    pub series_tests: StepOutcome<SeriesTests>,
     /// glibc's own tests of `elf/`, patched vs unpatched.
-    pub elf_regressions: Step<Diff>,
+    pub elf_regressions: StepOutcome<Diff>,
     /// The series' tests against the unpatched loader.
-    pub without_the_patch: Step<WithoutThePatch>,
+    pub without_the_patch: StepOutcome<WithoutThePatch>,
     /// The series with `--enable-hardcoded-path-in-tests` (n/a where not declared).
-    pub hardcoded_paths: Step<HardcodedPaths>,
+    pub hardcoded_paths: StepOutcome<HardcodedPaths>,
 }
 
 impl Steps {
     /// A run that has not got anywhere yet.
     pub(crate) fn not_run() -> Steps {
         Steps {
-            applies: Step::NotRun,
-            build: Step::NotRun,
-            matrix: Step::NotRun,
-            sensitivity: Step::NotRun,
-            series_tests: Step::NotRun,
-            elf_regressions: Step::NotRun,
-            without_the_patch: Step::NotRun,
-            hardcoded_paths: Step::NotRun,
+            applies: StepOutcome::NotRun,
+            build: StepOutcome::NotRun,
+            matrix: StepOutcome::NotRun,
+            sensitivity: StepOutcome::NotRun,
+            series_tests: StepOutcome::NotRun,
+            elf_regressions: StepOutcome::NotRun,
+            without_the_patch: StepOutcome::NotRun,
+            hardcoded_paths: StepOutcome::NotRun,
         }
     }
 
-    pub(crate) fn verdicts(&self) -> [(StepName, Verdict); 8] {
+    pub(crate) fn verdicts(&self) -> [(StepName, StepVerdict); 8] {
         [
             (StepName::Applies, self.applies.verdict()),
             (StepName::Build, self.build.verdict()),
@@ -553,11 +557,11 @@ impl Steps {
         let verdicts = self.verdicts();
         if verdicts
             .iter()
-            .any(|(_, v)| matches!(v, Verdict::Fail | Verdict::NotRun))
+            .any(|(_, v)| matches!(v, StepVerdict::Fail | StepVerdict::NotRun))
         {
             return CellState::Failed;
         }
-        if verdicts.iter().any(|(_, v)| *v == Verdict::Incomplete) {
+        if verdicts.iter().any(|(_, v)| *v == StepVerdict::Incomplete) {
             let mut missing = self.matrix.missing();
             missing.extend(self.sensitivity.missing());
             missing.extend(self.series_tests.missing());
@@ -580,7 +584,7 @@ impl Steps {
         for (step, verdict) in self.verdicts() {
             let declared_na =
                 step == StepName::HardcodedPaths && !hardcoded_paths_apply(release, target);
-            if verdict == Verdict::NotApplicable && !declared_na {
+            if verdict == StepVerdict::NotApplicable && !declared_na {
                 gaps.push(format!(
                     "{step:?} is n/a, and it applies to glibc {release} {target}"
                 ));
@@ -827,7 +831,7 @@ mod wire {
     pub(super) struct Claims {
         pub state: State,
         pub missing: Vec<String>,
-        pub verdicts: Option<BTreeMap<StepName, Verdict>>,
+        pub verdicts: Option<BTreeMap<StepName, StepVerdict>>,
     }
 
     impl Claims {
@@ -859,7 +863,7 @@ mod wire {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         missing: Vec<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        verdicts: Option<BTreeMap<StepName, Verdict>>,
+        verdicts: Option<BTreeMap<StepName, StepVerdict>>,
         run: Option<CellRun>,
     }
 
@@ -927,28 +931,32 @@ mod tests {
     /// The loader's report, as the matrix gives it, becomes figures: n/a and skips apart.
     #[test]
     fn a_matrix_report_is_counted_with_its_skips_and_n_a_apart() {
-        use loader_tests::matrix::find;
-        use loader_tests::report::{self, Outcome};
+        use loader_tests::matrix::{find, Answer};
+        use loader_tests::report::{self, ScenarioOutcome};
         use model::Flavour;
-        let outcome = |id: &str, verdict: report::Verdict, actual: &str| {
-            Outcome::judged(
+        let outcome = |id: &str, verdict: report::ScenarioVerdict, actual: &str| {
+            ScenarioOutcome::judged(
                 find(id).unwrap(),
                 Flavour::Unpatched,
-                actual.into(),
+                Answer::read(actual),
                 verdict,
             )
         };
         let scenarios = vec![
-            outcome("21-list", report::Verdict::FailsWithoutPatch, "not found"),
-            outcome("01-needed-bug", report::Verdict::Pass, "driver"),
+            outcome(
+                "21-list",
+                report::ScenarioVerdict::FailsWithoutPatch,
+                "not found",
+            ),
+            outcome("01-needed-bug", report::ScenarioVerdict::Pass, "driver"),
             outcome(
                 "21-ldd-script",
-                report::Verdict::NotApplicable("no bash".into()),
+                report::ScenarioVerdict::NotApplicable("no bash".into()),
                 "-",
             ),
             outcome(
                 "12-secure-dynamic",
-                report::Verdict::Skipped("not root".into()),
+                report::ScenarioVerdict::Skipped("not root".into()),
                 "-",
             ),
         ];
@@ -979,7 +987,7 @@ mod tests {
             }
         );
         assert!(sensitivity.holds());
-        assert_eq!(sensitivity.verdict(), Verdict::Incomplete);
+        assert_eq!(sensitivity.verdict(), StepVerdict::Incomplete);
         assert_eq!(
             sensitivity.missing(),
             ["unpatched matrix skipped 12-secure-dynamic: not root"]
@@ -988,13 +996,19 @@ mod tests {
 
     #[test]
     fn a_matrix_passes_only_when_everything_that_applies_ran_and_matched() {
-        assert_eq!(matrix(60, &[], &[]).verdict(), Verdict::Pass);
-        assert_eq!(matrix(60, &["12-a"], &[]).verdict(), Verdict::Incomplete);
-        assert_eq!(matrix(60, &["12-a"], &["03-b"]).verdict(), Verdict::Fail);
+        assert_eq!(matrix(60, &[], &[]).verdict(), StepVerdict::Pass);
+        assert_eq!(
+            matrix(60, &["12-a"], &[]).verdict(),
+            StepVerdict::Incomplete
+        );
+        assert_eq!(
+            matrix(60, &["12-a"], &["03-b"]).verdict(),
+            StepVerdict::Fail
+        );
         // Figures that do not add up are not believed.
         let mut wrong = matrix(60, &[], &[]);
         wrong.total += 1;
-        assert_eq!(wrong.verdict(), Verdict::Fail);
+        assert_eq!(wrong.verdict(), StepVerdict::Fail);
     }
 
     #[test]
@@ -1005,9 +1019,12 @@ mod tests {
             differing: set(differing),
             needing_the_patch: set(needing),
         };
-        assert_eq!(sensitivity(&["a"], &["a"]).verdict(), Verdict::Pass);
-        assert_eq!(sensitivity(&["a", "b"], &["a"]).verdict(), Verdict::Fail);
-        assert_eq!(sensitivity(&[], &[]).verdict(), Verdict::Fail);
+        assert_eq!(sensitivity(&["a"], &["a"]).verdict(), StepVerdict::Pass);
+        assert_eq!(
+            sensitivity(&["a", "b"], &["a"]).verdict(),
+            StepVerdict::Fail
+        );
+        assert_eq!(sensitivity(&[], &[]).verdict(), StepVerdict::Fail);
     }
 
     #[test]
@@ -1021,16 +1038,16 @@ mod tests {
             tests,
             imposed_by_qemu: BTreeMap::new(),
         };
-        assert_eq!(tests(vec![]).verdict(), Verdict::Fail);
+        assert_eq!(tests(vec![]).verdict(), StepVerdict::Fail);
         assert_eq!(
             tests(vec![test(Status::Pass, None)]).verdict(),
-            Verdict::Pass
+            StepVerdict::Pass
         );
         let unsupported = tests(vec![test(
             Status::Unsupported,
             Some("needs --enable-hardcoded-path-in-tests"),
         )]);
-        assert_eq!(unsupported.verdict(), Verdict::Incomplete);
+        assert_eq!(unsupported.verdict(), StepVerdict::Incomplete);
         assert_eq!(
             unsupported.missing(),
             ["series test elf/tst-env-setuid UNSUPPORTED: needs --enable-hardcoded-path-in-tests"]
@@ -1041,7 +1058,7 @@ mod tests {
                 test(Status::Fail, None)
             ])
             .verdict(),
-            Verdict::Fail
+            StepVerdict::Fail
         );
     }
 
@@ -1060,14 +1077,14 @@ mod tests {
             tests: vec![container.clone()],
             imposed_by_qemu: BTreeMap::from([(container.test.clone(), why.to_string())]),
         };
-        assert_eq!(declared.verdict(), Verdict::Pass);
+        assert_eq!(declared.verdict(), StepVerdict::Pass);
         assert_eq!(declared.missing(), Vec::<String>::new());
         // The same test without the declaration (a native target) leaves the step incomplete.
         let undeclared = SeriesTests {
             tests: vec![container],
             imposed_by_qemu: BTreeMap::new(),
         };
-        assert_eq!(undeclared.verdict(), Verdict::Incomplete);
+        assert_eq!(undeclared.verdict(), StepVerdict::Incomplete);
         // Only what QEMU imposes is declared: another reason is not.
         assert_eq!(
             super::super::emulated::imposed_by_qemu(
@@ -1080,31 +1097,31 @@ mod tests {
     #[test]
     fn a_cell_is_as_good_as_its_worst_step_and_n_a_is_not_a_gap() {
         let mut steps = Steps {
-            applies: Step::Done(Applies {
+            applies: StepOutcome::Done(Applies {
                 patches: 2,
                 base: Release::parse("2.44").unwrap(),
                 drift: Vec::new(),
             }),
-            build: Step::Done(Build {
+            build: StepOutcome::Done(Build {
                 patched: Origin::Cached,
                 unpatched: Origin::Cached,
             }),
-            matrix: Step::Done(matrix(60, &[], &[])),
-            sensitivity: Step::NotApplicable("test".into()),
-            series_tests: Step::NotApplicable("under QEMU".into()),
-            elf_regressions: Step::NotApplicable("under QEMU".into()),
-            without_the_patch: Step::NotApplicable("under QEMU".into()),
-            hardcoded_paths: Step::NotApplicable("declared elsewhere".into()),
+            matrix: StepOutcome::Done(matrix(60, &[], &[])),
+            sensitivity: StepOutcome::NotApplicable("test".into()),
+            series_tests: StepOutcome::NotApplicable("under QEMU".into()),
+            elf_regressions: StepOutcome::NotApplicable("under QEMU".into()),
+            without_the_patch: StepOutcome::NotApplicable("under QEMU".into()),
+            hardcoded_paths: StepOutcome::NotApplicable("declared elsewhere".into()),
         };
         assert_eq!(steps.state(), CellState::Verified);
-        steps.matrix = Step::Done(matrix(60, &["12-a", "12-b"], &[]));
+        steps.matrix = StepOutcome::Done(matrix(60, &["12-a", "12-b"], &[]));
         assert_eq!(
             steps.state(),
             CellState::Incomplete(vec!["patched matrix skipped 12-a, 12-b: not root".into()])
         );
-        steps.build = Step::Error("no compiler".into());
+        steps.build = StepOutcome::Error("no compiler".into());
         assert_eq!(steps.state(), CellState::Failed);
-        steps.build = Step::NotRun;
+        steps.build = StepOutcome::NotRun;
         assert_eq!(steps.state(), CellState::Failed);
     }
 

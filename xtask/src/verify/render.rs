@@ -9,7 +9,7 @@ use super::emulated;
 use super::outcome::Machine;
 use super::outcome::{
     Applies, Build, CellReport, CellRun, CellState, HardcodedPaths, Matrix, Origin, Sensitivity,
-    SeriesTests, Step, StepName, Unrun, Verdict, WithoutThePatch,
+    SeriesTests, StepName, StepOutcome, StepVerdict, Unrun, WithoutThePatch,
 };
 use super::provenance::{Provenance, WrittenBy};
 use super::testsuite::{Change, Diff, Named, Status, SuiteFacts, SuiteRun};
@@ -27,13 +27,13 @@ fn label(step: StepName) -> &'static str {
     }
 }
 
-fn mark(verdict: Verdict) -> &'static str {
+fn mark(verdict: StepVerdict) -> &'static str {
     match verdict {
-        Verdict::Pass => "ok",
-        Verdict::Fail => "FAIL",
-        Verdict::Incomplete => "incomplete",
-        Verdict::NotApplicable => "n/a",
-        Verdict::NotRun => "not run",
+        StepVerdict::Pass => "ok",
+        StepVerdict::Fail => "FAIL",
+        StepVerdict::Incomplete => "incomplete",
+        StepVerdict::NotApplicable => "n/a",
+        StepVerdict::NotRun => "not run",
     }
 }
 
@@ -59,12 +59,12 @@ fn how_to_verify(report: &CellReport) -> String {
 }
 
 /// What a step found, in a few words.
-fn summary<T>(step: &Step<T>, figures: impl Fn(&T) -> String) -> String {
+fn summary<T>(step: &StepOutcome<T>, figures: impl Fn(&T) -> String) -> String {
     match step {
-        Step::Done(done) => figures(done),
-        Step::Error(error) => error.clone(),
-        Step::NotApplicable(why) | Step::Unavailable(why) => why.clone(),
-        Step::NotRun => "an earlier step failed".into(),
+        StepOutcome::Done(done) => figures(done),
+        StepOutcome::Error(error) => error.clone(),
+        StepOutcome::NotApplicable(why) | StepOutcome::Unavailable(why) => why.clone(),
+        StepOutcome::NotRun => "an earlier step failed".into(),
     }
 }
 
@@ -173,7 +173,7 @@ fn hardcoded_paths(h: &HardcodedPaths) -> String {
 }
 
 /// Each step's verdict and summary, in order.
-fn steps(run: &CellRun) -> [(StepName, Verdict, String); 8] {
+fn steps(run: &CellRun) -> [(StepName, StepVerdict, String); 8] {
     let s = &run.steps;
     let verdicts = s.verdicts();
     let texts = [
@@ -191,9 +191,9 @@ fn steps(run: &CellRun) -> [(StepName, Verdict, String); 8] {
 }
 
 /// A table cell: the verdict, then what the step found.
-fn verdict_cell(verdict: Verdict, summary: &str) -> String {
+fn verdict_cell(verdict: StepVerdict, summary: &str) -> String {
     match verdict {
-        Verdict::NotRun => "not run".into(),
+        StepVerdict::NotRun => "not run".into(),
         verdict => format!("{}: {summary}", mark(verdict)),
     }
 }
@@ -224,7 +224,7 @@ pub(crate) fn line(report: &CellReport) -> String {
         report.release, report.target
     );
     for (name, verdict, summary) in steps(run) {
-        if verdict == Verdict::Fail {
+        if verdict == StepVerdict::Fail {
             let _ = write!(text, "\n  {}: {summary}", label(name));
         }
     }
@@ -692,14 +692,14 @@ pub(crate) mod tests {
             count,
             digest: format!("digest-of-{count}"),
         };
-        let series_tests = Step::Done(SeriesTests {
+        let series_tests = StepOutcome::Done(SeriesTests {
             tests: vec![
                 named("elf/tst-fallback-path", Status::Pass, None),
                 named("elf/tst-fallback-path-static", Status::Pass, None),
             ],
             imposed_by_qemu: Default::default(),
         });
-        let elf = Step::Done(Diff {
+        let elf = StepOutcome::Done(Diff {
             listed: Listed {
                 patched: list(486),
                 unpatched: list(484),
@@ -750,20 +750,20 @@ pub(crate) mod tests {
             verified_at: "2026-12-01 10:00 UTC".into(),
             commit: "c0ffee123456".into(),
             steps: Steps {
-                applies: Step::Done(Applies {
+                applies: StepOutcome::Done(Applies {
                     patches: 2,
                     base: Release::parse(release).unwrap(),
                     drift: Vec::new(),
                 }),
-                build: Step::Done(Build {
+                build: StepOutcome::Done(Build {
                     patched: Origin::Cached,
                     unpatched: Origin::Built,
                 }),
-                matrix: Step::Done(matrix),
-                sensitivity: Step::Done(sensitivity),
+                matrix: StepOutcome::Done(matrix),
+                sensitivity: StepOutcome::Done(sensitivity),
                 series_tests: series_tests.clone(),
                 elf_regressions: elf.clone(),
-                without_the_patch: Step::Done(WithoutThePatch {
+                without_the_patch: StepOutcome::Done(WithoutThePatch {
                     tests: vec![
                         named(
                             "elf/tst-fallback-path",
@@ -783,20 +783,20 @@ pub(crate) mod tests {
                     Release::parse(release).unwrap(),
                     target,
                 ) {
-                    Step::Done(HardcodedPaths {
+                    StepOutcome::Done(HardcodedPaths {
                         series_tests: match series_tests {
-                            Step::Done(tests) => tests,
+                            StepOutcome::Done(tests) => tests,
                             _ => unreachable!("the series tests above are done"),
                         },
                         not_built: Default::default(),
                         elf_regressions: match elf {
-                            Step::Done(diff) => diff,
+                            StepOutcome::Done(diff) => diff,
                             _ => unreachable!("the elf diff above is done"),
                         },
                         changed_upstream: vec![named("elf/tst-env-setuid", Status::Pass, None)],
                     })
                 } else {
-                    Step::NotApplicable("verified on glibc 2.44 x86_64".into())
+                    StepOutcome::NotApplicable("verified on glibc 2.44 x86_64".into())
                 },
             },
             machine,
@@ -825,21 +825,21 @@ pub(crate) mod tests {
     /// The cell with `tests` as the series' tests, all PASS (the elf figures to match).
     pub(crate) fn with_series_tests(report: &mut CellReport, tests: &[String]) {
         let steps = &mut run_mut(report).steps;
-        steps.series_tests = Step::Done(SeriesTests {
+        steps.series_tests = StepOutcome::Done(SeriesTests {
             tests: tests.iter().map(|t| named(t, Status::Pass, None)).collect(),
             imposed_by_qemu: Default::default(),
         });
-        if let Step::Done(diff) = &mut steps.elf_regressions {
+        if let StepOutcome::Done(diff) = &mut steps.elf_regressions {
             diff.listed.patched.count = diff.listed.unpatched.count + tests.len();
             diff.series_own = tests.to_vec();
         }
-        if let Step::Done(without) = &mut steps.without_the_patch {
+        if let StepOutcome::Done(without) = &mut steps.without_the_patch {
             without.tests = tests
                 .iter()
                 .map(|t| named(t, Status::Fail, Some("error: 1 test failures")))
                 .collect();
         }
-        if let Step::Done(hardcoded) = &mut steps.hardcoded_paths {
+        if let StepOutcome::Done(hardcoded) = &mut steps.hardcoded_paths {
             hardcoded.series_tests.tests = tests
                 .iter()
                 .filter(|t| !hardcoded.not_built.contains_key(*t))
@@ -857,14 +857,14 @@ pub(crate) mod tests {
         let mut report = verified("2.44", Target::X86_64, "id-2.44");
         let why = "secure mode needs root";
         let steps = &mut run_mut(&mut report).steps;
-        if let Step::Done(m) = &mut steps.matrix {
+        if let StepOutcome::Done(m) = &mut steps.matrix {
             m.pass -= 2;
             m.skipped = vec![
                 unrun("12-secure-dynamic", why),
                 unrun("13-static-secure", why),
             ];
         }
-        if let Step::Done(s) = &mut steps.sensitivity {
+        if let StepOutcome::Done(s) = &mut steps.sensitivity {
             s.matrix.fails_without_patch -= 2;
             s.matrix.skipped = vec![
                 unrun("12-secure-dynamic", why),
@@ -880,11 +880,11 @@ pub(crate) mod tests {
     fn failed() -> CellReport {
         let mut report = verified("2.43", Target::X86_64, "id-2.43");
         let steps = &mut run_mut(&mut report).steps;
-        if let Step::Done(m) = &mut steps.matrix {
+        if let StepOutcome::Done(m) = &mut steps.matrix {
             m.pass -= 1;
             m.mismatch = vec!["03-dlopen-runpath-miss".into()];
         }
-        if let Step::Done(d) = &mut steps.elf_regressions {
+        if let StepOutcome::Done(d) = &mut steps.elf_regressions {
             d.regressions.push(crate::verify::testsuite::Change {
                 test: "elf/tst-a".into(),
                 unpatched: Status::Pass,
@@ -898,7 +898,7 @@ pub(crate) mod tests {
     fn broken() -> CellReport {
         let mut report = verified("2.41", Target::Aarch64, "?");
         run_mut(&mut report).steps = Steps {
-            applies: Step::Error("cannot load the series patches/2.41".into()),
+            applies: StepOutcome::Error("cannot load the series patches/2.41".into()),
             ..Steps::not_run()
         };
         report

@@ -13,7 +13,7 @@ use model::{Cell, Target};
 use serde::{Deserialize, Serialize};
 
 use super::cell;
-use super::outcome::{CellReport, CellState, Step};
+use super::outcome::{CellReport, CellState, StepOutcome};
 use super::provenance::{self, Provenance, CHANGES};
 use super::render;
 use super::testsuite::{self, TestList};
@@ -613,7 +613,7 @@ fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
         report.run.as_ref().map(|run| {
             let mut steps = run.steps.clone();
             let built = steps.build.verdict();
-            steps.build = Step::NotRun;
+            steps.build = StepOutcome::NotRun;
             (steps, built)
         })
     };
@@ -624,7 +624,7 @@ fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::outcome::{CellRun, Verdict};
+    use crate::verify::outcome::{CellRun, StepVerdict};
     use crate::verify::provenance::WrittenBy;
     use crate::verify::render::tests::{run_mut, verified, with_series_tests};
 
@@ -662,7 +662,7 @@ mod tests {
                 Target::ALL.map(move |t| {
                     let mut cell = verified(r.version(), t, &id);
                     // As many tests as the release's tree lists.
-                    if let Step::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
+                    if let StepOutcome::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
                         d.listed.unpatched.count = testsuite::known_unpatched_count(*r, t).unwrap();
                     }
                     with_series_tests(&mut cell, &tests);
@@ -745,7 +745,7 @@ mod tests {
             edit: impl FnOnce(&mut crate::verify::outcome::Matrix),
         ) -> SupportDoc {
             let mut doc = self.doc.clone();
-            let Step::Done(matrix) = &mut run_mut(&mut doc.cells[n]).steps.matrix else {
+            let StepOutcome::Done(matrix) = &mut run_mut(&mut doc.cells[n]).steps.matrix else {
                 panic!("cell {n} of the test record has no matrix figures");
             };
             edit(matrix);
@@ -783,7 +783,7 @@ mod tests {
     fn a_row_saying_ok_with_failing_series_tests_fails() {
         let page = page();
         let ok = match &run_mut(&mut page.doc.clone().cells[0]).steps.series_tests {
-            Step::Done(t) => format!("ok: {} PASS, 0 UNSUPPORTED, 0 FAIL", t.tests.len()),
+            StepOutcome::Done(t) => format!("ok: {} PASS, 0 UNSUPPORTED, 0 FAIL", t.tests.len()),
             other => panic!("the first cell's series tests did not run: {other:?}"),
         };
         page.edit(PAGE, |t| {
@@ -854,7 +854,7 @@ mod tests {
         });
         assert_eq!(
             run_mut(&mut doc.cells[11]).steps.matrix.verdict(),
-            Verdict::Incomplete
+            StepVerdict::Incomplete
         );
         page.rewrite(&doc);
         fails_with(
@@ -935,7 +935,7 @@ mod tests {
         let again = cache_of(&doc, |run| {
             run.verified_at = "later".into();
             run.seconds.total += 1.0;
-            run.steps.build = Step::Done(crate::verify::outcome::Build {
+            run.steps.build = StepOutcome::Done(crate::verify::outcome::Build {
                 patched: crate::verify::outcome::Origin::Built,
                 unpatched: crate::verify::outcome::Origin::Built,
             });
@@ -956,7 +956,7 @@ mod tests {
         );
         let refigured = |release: Release, target: Target| -> Result<Option<CellReport>> {
             let mut cell = again(release, target)?.unwrap();
-            if let Step::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
+            if let StepOutcome::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
                 d.listed.unpatched.digest = "another list of tests".into();
             }
             Ok(Some(cell))
@@ -987,11 +987,11 @@ mod tests {
         let mut doc = page.doc.clone();
         let steps = &mut run_mut(&mut doc.cells[2]).steps;
         let mut adds = 0;
-        if let Step::Done(t) = &mut steps.series_tests {
+        if let StepOutcome::Done(t) = &mut steps.series_tests {
             adds = t.tests.len();
             t.tests.truncate(1);
         }
-        if let Step::Done(d) = &mut steps.elf_regressions {
+        if let StepOutcome::Done(d) = &mut steps.elf_regressions {
             d.series_own.truncate(1);
             d.listed.patched.count = d.listed.unpatched.count + 1;
         }
@@ -1004,7 +1004,7 @@ mod tests {
         );
         // The elf suite: 552 tests in the patched tree, which its other figures do not give.
         let mut doc = page.doc.clone();
-        if let Step::Done(d) = &mut run_mut(&mut doc.cells[4]).steps.elf_regressions {
+        if let StepOutcome::Done(d) = &mut run_mut(&mut doc.cells[4]).steps.elf_regressions {
             d.listed.patched.count = 552;
         }
         page.rewrite(&doc);
@@ -1015,7 +1015,8 @@ mod tests {
         );
         // A step said not to apply: every step applies to every cell.
         let mut doc = page.doc.clone();
-        run_mut(&mut doc.cells[5]).steps.elf_regressions = Step::NotApplicable("QEMU".into());
+        run_mut(&mut doc.cells[5]).steps.elf_regressions =
+            StepOutcome::NotApplicable("QEMU".into());
         page.rewrite(&doc);
         fails_with(
             &page,
@@ -1026,7 +1027,7 @@ mod tests {
         // recorded where it is not.
         let last = page.doc.cells.len() - 2;
         let mut doc = page.doc.clone();
-        if let Step::Done(w) = &mut run_mut(&mut doc.cells[0]).steps.without_the_patch {
+        if let StepOutcome::Done(w) = &mut run_mut(&mut doc.cells[0]).steps.without_the_patch {
             w.tests.pop();
         }
         page.rewrite(&doc);
@@ -1036,7 +1037,7 @@ mod tests {
         );
         let mut doc = page.doc.clone();
         let newest = run_mut(&mut doc.cells[last]);
-        if let Step::Done(h) = &mut newest.steps.hardcoded_paths {
+        if let StepOutcome::Done(h) = &mut newest.steps.hardcoded_paths {
             h.series_tests.tests.pop();
         }
         page.rewrite(&doc);
@@ -1045,7 +1046,8 @@ mod tests {
             "figures not whole: the series tests of the hardcoded-path configuration (26 run, 0 not built) are not the series' tests (27)",
         );
         let mut doc = page.doc.clone();
-        run_mut(&mut doc.cells[last]).steps.hardcoded_paths = Step::NotApplicable("no".into());
+        run_mut(&mut doc.cells[last]).steps.hardcoded_paths =
+            StepOutcome::NotApplicable("no".into());
         page.rewrite(&doc);
         fails_with(
             &page,
@@ -1070,7 +1072,8 @@ mod tests {
         let newest = page.doc.cells.len() - 2;
         let cut = |count: usize| {
             let mut doc = page.doc.clone();
-            if let Step::Done(d) = &mut run_mut(&mut doc.cells[newest]).steps.elf_regressions {
+            if let StepOutcome::Done(d) = &mut run_mut(&mut doc.cells[newest]).steps.elf_regressions
+            {
                 let own = d.listed.patched.count - d.listed.unpatched.count;
                 d.listed.unpatched.count = count;
                 d.listed.patched.count = count + own;
