@@ -403,8 +403,8 @@ mod tests {
             (
                 "a scenario table edit",
                 "loader-tests/src/matrix/table.rs",
-                "NEEDED_RUNPATH, FB_T), expected: \"compat\"",
-                "NEEDED_RUNPATH, FB_T), expected: \"driver\"",
+                "NEEDED_RUNPATH, FB_T), expected: Wins(Role::Compat)",
+                "NEEDED_RUNPATH, FB_T), expected: Wins(Role::Driver)",
             ),
             ("a verdict edit", "xtask/src/verify/outcome.rs", "==", "!="),
         ] {
