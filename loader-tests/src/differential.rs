@@ -16,7 +16,8 @@ use serde::Serialize;
 use crate::probe::Invocation;
 use crate::trace::{self, Traced};
 use loader_model::{
-    Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList, RunningLoader, Verdict,
+    Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, Outcome, PathList, RunningLoader,
+    Verdict,
 };
 use model::{Flavour, Target};
 
@@ -135,7 +136,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             return checked;
         }
     };
-    compare_trace(checked, config, &out.stderr)
+    compare_trace(checked, config, &out.stderr, loader.path)
 }
 
 /// Holds the model against a run of `invocation` made by the caller with
@@ -157,6 +158,7 @@ pub fn check_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str
             },
             config,
             trace,
+            loader.path,
         ),
         Err(why) => Checked {
             mode: Mode::NotApplicable(why),
@@ -165,10 +167,79 @@ pub fn check_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str
     }
 }
 
-fn compare_trace(mut checked: Checked, mut config: Config, trace: &str) -> Checked {
+/// Like [`check_trace`] for a run of the probe (`c-fixtures/probe.c`): the model follows the
+/// `dlopen`s of the probe's command line rather than those the trace shows, so that a
+/// `dlopen` the loader answers without a search, or one it never makes, is held against the
+/// model too. The probe ends at the first `dlopen`, `dlmopen` or `shim` that fails; so does
+/// the list the model follows.
+pub fn check_probe_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str) -> Checked {
+    let mut config = match config_for(invocation, loader) {
+        Ok(config) => config,
+        Err(why) => {
+            return Checked {
+                mode: Mode::NotApplicable(why),
+                program: None,
+                root: invocation.root.clone(),
+                observed: Vec::new(),
+                predicted: Vec::new(),
+                difference: None,
+            }
+        }
+    };
+    let mut checked = Checked {
+        mode: Mode::Traced,
+        program: Some(text(&config.program)),
+        root: invocation.root.clone(),
+        observed: Vec::new(),
+        predicted: Vec::new(),
+        difference: None,
+    };
+    let searches = trace::searches(trace);
+    checked.observed = observed(&searches, &config, loader.path);
+    match probe_dlopens_until_a_failure(&mut config, &invocation.argv) {
+        Ok(x) => checked.predicted = predicted(&x),
+        Err(err) => {
+            checked.difference = Some(format!("the model fails: {err:#}"));
+            return checked;
+        }
+    }
+    checked.difference = compare(&checked.predicted, &checked.observed);
+    checked
+}
+
+/// Sets `config.dlopens` to the probe's calls up to the first one that ends the probe by
+/// failing (in the model's answer), and gives the model's answer to that.
+fn probe_dlopens_until_a_failure(
+    config: &mut Config,
+    argv: &[String],
+) -> anyhow::Result<Explanation> {
+    let calls = probe_calls(argv);
+    config.dlopens = Vec::new();
+    let mut before = loader_model::explain(config)?;
+    for (dlopen, ends_on_failure) in calls {
+        config.dlopens.push(dlopen);
+        let after = loader_model::explain(config)?;
+        let failed = after.not_followed.len() > before.not_followed.len()
+            || after.loads[before.loads.len().min(after.loads.len())..]
+                .iter()
+                .any(|l| {
+                    matches!(
+                        l.outcome,
+                        Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+                    )
+                });
+        before = after;
+        if failed && ends_on_failure {
+            break;
+        }
+    }
+    Ok(before)
+}
+
+fn compare_trace(mut checked: Checked, mut config: Config, trace: &str, loader: &str) -> Checked {
     let searches = trace::searches(trace);
     config.dlopens = dlopens(&searches, &text(&config.program));
-    checked.observed = observed(&searches, &config);
+    checked.observed = observed(&searches, &config, loader);
     match loader_model::explain(&config) {
         Ok(x) => checked.predicted = predicted(&x),
         Err(err) => {
@@ -306,6 +377,12 @@ pub(crate) fn dlopens(searches: &[Traced], program: &str) -> Vec<Dlopen> {
 
 /// The `dlopen`s of the probe's command line (`c-fixtures/probe.c`).
 pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
+    probe_calls(argv).into_iter().map(|(d, _)| d).collect()
+}
+
+/// The `dlopen`s of the probe's command line, each with whether its failure ends the probe
+/// (all but `try`).
+fn probe_calls(argv: &[String]) -> Vec<(Dlopen, bool)> {
     let mut dlopens = Vec::new();
     let mut words = argv.iter().skip(1);
     let from_program = |name: &str, new_namespace| Dlopen {
@@ -315,16 +392,20 @@ pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
     };
     while let Some(word) = words.next() {
         match word.as_str() {
-            "dlopen" | "try" => dlopens.extend(words.next().map(|n| from_program(n, false))),
-            "dlmopen" => dlopens.extend(words.next().map(|n| from_program(n, true))),
+            "dlopen" => dlopens.extend(words.next().map(|n| (from_program(n, false), true))),
+            "try" => dlopens.extend(words.next().map(|n| (from_program(n, false), false))),
+            "dlmopen" => dlopens.extend(words.next().map(|n| (from_program(n, true), true))),
             "shim" => {
                 if let (Some(path), Some(name)) = (words.next(), words.next()) {
-                    dlopens.push(from_program(path, false));
-                    dlopens.push(Dlopen {
-                        name: name.into(),
-                        from: Some(path.into()),
-                        new_namespace: false,
-                    });
+                    dlopens.push((from_program(path, false), true));
+                    dlopens.push((
+                        Dlopen {
+                            name: name.into(),
+                            from: Some(path.into()),
+                            new_namespace: false,
+                        },
+                        true,
+                    ));
                 }
             }
             _ => {}
@@ -336,8 +417,10 @@ pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
 /// The trace's searches as steps: the file a search ended with is the last one it tried,
 /// when that one is a file the loader maps (a new map, or a loadable ELF file it found
 /// again).
-fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
+fn observed(searches: &[Traced], config: &Config, loader: &str) -> Vec<Step> {
     let tree = loader_model::fs::Tree::new(&config.root);
+    let identity = |path: &str| tree.open(path.as_bytes(), &config.cwd).ok().map(|f| f.id);
+    let loader_id = identity(loader);
     searches
         .iter()
         .map(|s| {
@@ -354,8 +437,13 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
             };
             // Without a new map, a loadable last try still ended the search (the file was
             // loaded already, under another name) unless ld.so.cache named it: that line
-            // comes before the loader decides.
-            let ended_with = last.filter(|p| s.mapped_new || (!s.last_from_cache && loadable(p)));
+            // comes before the loader decides. The loader's own file ends it from the cache
+            // too, in a namespace other than the base one: the loader's map stands in there
+            // ("there can only be one copy", `_dl_map_object_from_fd` in elf/dl-load.c).
+            let the_loader =
+                |p: &str| s.namespace != 0 && loader_id.is_some() && identity(p) == loader_id;
+            let ended_with = last
+                .filter(|p| s.mapped_new || (!s.last_from_cache && loadable(p)) || the_loader(p));
             Step {
                 namespace: s.namespace,
                 name: s.name.clone(),

@@ -145,6 +145,7 @@ pub(crate) struct Summary {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Counts {
     pub searches: usize,
+    pub dlopens: usize,
     pub found: usize,
 }
 
@@ -235,12 +236,18 @@ impl Campaign {
             let verdict = judged.with_context(|| format!("trial {trial}"))?;
             done += 1;
             match verdict {
-                Verdict::Agrees { searches, found } => {
+                Verdict::Agrees {
+                    searches,
+                    dlopens,
+                    found,
+                } => {
                     counts.searches += searches;
+                    counts.dlopens += dlopens;
                     counts.found += found;
                     writeln!(
                         log,
-                        "trial {trial}: agree ({searches} searches, {found} found)"
+                        "trial {trial}: agree ({searches} searches, {dlopens} by dlopen, {found} found){}",
+                        calls_text(&tree.current())
                     )
                     .context("cannot write the log")?;
                 }
@@ -285,7 +292,7 @@ impl Campaign {
     fn print_summary(&self, summary: &Summary) {
         let per = summary.elapsed.as_secs_f64() * 1000.0 / summary.trials.max(1) as f64;
         outln!(
-            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial; {} searches compared, {} found, {} not found), {}",
+            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial; {} searches compared, {} of them by dlopen, {} found, {} not found), {}",
             self.release,
             self.target,
             self.flavour,
@@ -294,6 +301,7 @@ impl Campaign {
             summary.trials,
             summary.elapsed.as_secs_f64(),
             summary.counts.searches,
+            summary.counts.dlopens,
             summary.counts.found,
             summary.counts.searches - summary.counts.found,
             match &summary.finding {
@@ -383,6 +391,8 @@ pub(crate) enum Verdict {
     /// Both sides made `searches` searches, `found` of which ended with a file.
     Agrees {
         searches: usize,
+        /// Searches made by `dlopen` or `dlmopen`.
+        dlopens: usize,
         found: usize,
     },
     Finding(Kind, String),
@@ -424,6 +434,7 @@ impl Fuzzer {
         std::fs::create_dir_all(&templates_dir)
             .with_context(|| format!("cannot create {}", templates_dir.display()))?;
         let templates = Templates::compile(sysroot.target, layout.loader(), &templates_dir)
+            .and_then(|t| t.with_calls(sysroot, &layout, &templates_dir))
             .context("cannot compile the ELF templates of the worlds")?;
         let dst_lib = layout
             .slibdir
@@ -481,11 +492,14 @@ impl Fuzzer {
         if world.listing {
             env.push(("LD_TRACE_LOADED_OBJECTS".to_string(), "1".to_string()));
         }
+        let calls = world.calls();
+        let mut argv = vec![PROGRAM.to_string()];
+        argv.extend(world.probe_words());
         let invocation = Invocation {
             root: root.to_path_buf(),
             cwd: CWD.to_string(),
             qemu: self.qemu.clone(),
-            argv: vec![PROGRAM.to_string()],
+            argv,
             env,
             secure: false,
             placed: Vec::new(),
@@ -512,8 +526,9 @@ impl Fuzzer {
         if ran.stderr.starts_with("bwrap:") {
             bail!("bwrap could not run the world: {}", ran.stderr.trim());
         }
-        // 0: the program ran; 127: the loader stopped at a library it did not find.
-        if status != 0 && status != 127 {
+        // 0: the program ran; 127: the loader stopped at a library it did not find; 1: the
+        // probe stopped at a call that failed.
+        if status != 0 && status != 127 && !(calls && status == 1) {
             return Ok(Verdict::Finding(
                 Kind::ExitStatus,
                 format!("exit status {status}:\n{}", tail(&ran.stderr)),
@@ -525,7 +540,11 @@ impl Fuzzer {
             target: self.sysroot.target,
             flavour: model,
         };
-        let checked = differential::check_trace(&invocation, loader, &ran.stderr);
+        let checked = if calls {
+            differential::check_probe_trace(&invocation, loader, &ran.stderr)
+        } else {
+            differential::check_trace(&invocation, loader, &ran.stderr)
+        };
         if let Mode::NotApplicable(why) = &checked.mode {
             bail!("the differential check does not apply to the world's run: {why}");
         }
@@ -533,6 +552,7 @@ impl Fuzzer {
             Some(difference) => Verdict::Finding(Kind::Disagreement, difference),
             None => Verdict::Agrees {
                 searches: checked.observed.len(),
+                dlopens: checked.observed.iter().filter(|s| s.dlopen).count(),
                 found: checked
                     .observed
                     .iter()
@@ -554,6 +574,9 @@ impl Fuzzer {
         if !world.cached.is_empty() {
             links.push("/sbin/ldconfig".into());
         }
+        if world.calls() {
+            links.push(format!("{}/libc.so.6", self.layout.slibdir));
+        }
         for path in links {
             let to = inside(&path);
             std::fs::create_dir_all(to.parent().unwrap_or(root))
@@ -570,7 +593,9 @@ impl Fuzzer {
                 .map(world::soname)
                 .collect()
         };
+        let calls = world.calls();
         let program = self.templates.program(
+            calls,
             &needed_names(&world.program, None),
             &world.program,
             &self.places,
@@ -578,6 +603,7 @@ impl Fuzzer {
         write_executable(&inside(PROGRAM), &program)?;
         for (i, library) in world.libraries.iter().enumerate() {
             let bytes = self.templates.library(
+                calls,
                 &world::soname(i),
                 &needed_names(&library.object, Some(i)),
                 &library.object,
@@ -688,6 +714,14 @@ fn write_executable(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     file.set_permissions(std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+/// The probe's calls of a world, for the log.
+fn calls_text(world: &World) -> String {
+    match world.calls() {
+        true => format!(" calls: {}", world.probe_words().join(" ")),
+        false => String::new(),
+    }
 }
 
 /// The last lines of a run's stderr, for a report.

@@ -177,6 +177,19 @@ impl List {
     }
 }
 
+/// A `dlopen` the program makes, as the probe's command line says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// `try NAME`: `dlopen` of a library from the program; a failure does not stop the probe.
+    Dlopen(usize),
+    /// `dlmopen NAME`: into a new namespace, from the program; a failure ends the probe.
+    Dlmopen(usize),
+    /// `shim CALLER NAME`: `dlopen` of the caller by its soname from the program (the loaded
+    /// one, found already, or a search), then of the library from inside the caller (with
+    /// its RUNPATH, RPATH and `$ORIGIN`); a failure of either ends the probe.
+    FromLibrary { caller: usize, library: usize },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct World {
     pub program: Object,
@@ -190,6 +203,9 @@ pub(crate) struct World {
     /// `LD_TRACE_LOADED_OBJECTS=1` (what ldd sets): the loader lists the objects instead of
     /// running the program, and a library it does not find does not stop it.
     pub listing: bool,
+    /// The program's `dlopen` calls, in order (none: the program exits at once, without
+    /// libc; some: the program is the probe, the libraries the shim, both with libc).
+    pub calls: Vec<Call>,
 }
 
 /// The soname (and file name) of library `i`.
@@ -210,6 +226,28 @@ impl World {
         }
         out.truncate(MAX_NEEDED);
         out
+    }
+
+    /// The calls whose libraries the world has, as the probe's command words.
+    pub(crate) fn probe_words(&self) -> Vec<String> {
+        let n = self.libraries.len();
+        let mut words = Vec::new();
+        for call in &self.calls {
+            match *call {
+                Call::Dlopen(i) if i < n => words.extend(["try".into(), soname(i)]),
+                Call::Dlmopen(i) if i < n => words.extend(["dlmopen".into(), soname(i)]),
+                Call::FromLibrary { caller, library } if caller < n && library < n => {
+                    words.extend(["shim".into(), soname(caller), soname(library)]);
+                }
+                _ => {}
+            }
+        }
+        words
+    }
+
+    /// Whether the program is the probe: the world makes calls.
+    pub(crate) fn calls(&self) -> bool {
+        !self.probe_words().is_empty()
     }
 
     /// The world as a reproducer prints it.
@@ -268,6 +306,14 @@ impl fmt::Display for Described<'_> {
         }
         if world.listing {
             writeln!(f, "  LD_TRACE_LOADED_OBJECTS=1")?;
+        }
+        if world.calls() {
+            writeln!(
+                f,
+                "  {PROGRAM} is the probe (c-fixtures/probe.c), the libraries the shim \
+                 (c-fixtures/libshim.c): {PROGRAM} {}",
+                world.probe_words().join(" ")
+            )?;
         }
         Ok(())
     }
@@ -330,6 +376,15 @@ fn list() -> impl Strategy<Value = Option<List>> {
     )
 }
 
+fn call(libraries: usize) -> impl Strategy<Value = Call> {
+    prop_oneof![
+        3 => (0..libraries).prop_map(Call::Dlopen),
+        1 => (0..libraries).prop_map(Call::Dlmopen),
+        3 => (0..libraries, 0..libraries)
+            .prop_map(|(caller, library)| Call::FromLibrary { caller, library }),
+    ]
+}
+
 /// Every world, from one library upwards.
 pub(crate) fn world() -> impl Strategy<Value = World> {
     (1..=MAX_LIBS).prop_flat_map(|n| {
@@ -349,9 +404,30 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
             vec(0..n, 0..=1),
             proptest::option::weighted(0.2, vec(dir(), 1..=2)),
             proptest::bool::ANY,
+            // A listing runs no program: fewer of those where there are calls.
+            proptest::option::weighted(0.4, (vec(call(n), 1..=3), proptest::bool::weighted(0.2))),
         )
             .prop_map(
-                |(program, libraries, library_path, fallback_path, preload, cached, listing)| {
+                |(
+                    program,
+                    libraries,
+                    library_path,
+                    fallback_path,
+                    preload,
+                    cached,
+                    listing,
+                    calls,
+                )| {
+                    let (calls, listing) = match calls {
+                        Some((calls, listing)) => (calls, listing),
+                        None => (Vec::new(), listing),
+                    };
+                    let mut program = program;
+                    if !calls.is_empty() {
+                        // The calls are made only by a program that starts: one DT_NEEDED
+                        // entry of the world's at most (and libc.so.6).
+                        program.needed.truncate(1);
+                    }
                     World {
                         program,
                         libraries,
@@ -360,6 +436,7 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
                         preload,
                         cached: cached.unwrap_or_default(),
                         listing,
+                        calls,
                     }
                 },
             )
