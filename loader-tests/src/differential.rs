@@ -207,6 +207,125 @@ pub fn check_probe_trace(invocation: &Invocation, loader: LoaderUnderTest, trace
     checked
 }
 
+/// Holds the model against a run of the probe that printed no trace (secure mode drops
+/// LD_DEBUG): whether the program started (`status` 127: the loader stopped at a DT_NEEDED
+/// entry it did not find), and every `load` or `fail` record the probe printed for its calls,
+/// with the file each call ended with. The files the program's own DT_NEEDED entries mapped
+/// are not compared: the probe prints no list of its maps.
+pub fn check_probe_records(
+    invocation: &Invocation,
+    loader: LoaderUnderTest,
+    status: i32,
+    stdout: &str,
+) -> Checked {
+    let mut checked = Checked {
+        mode: Mode::Recorded,
+        program: None,
+        root: invocation.root.clone(),
+        observed: Vec::new(),
+        predicted: Vec::new(),
+        difference: None,
+    };
+    let mut config = match config_for(invocation, loader) {
+        Ok(config) => config,
+        Err(why) => {
+            checked.mode = Mode::NotApplicable(why);
+            return checked;
+        }
+    };
+    let program = text(&config.program);
+    checked.program = Some(program.clone());
+    let record = |how: &str, name: &str, path: Option<String>| Step {
+        namespace: 0,
+        name: format!("{how} {name}"),
+        requested_by: None,
+        dlopen: true,
+        tried: Vec::new(),
+        ended_with: path,
+    };
+    let started = |yes: bool| Step {
+        dlopen: false,
+        ..record("start", &program, yes.then(|| program.clone()))
+    };
+    checked.observed.push(started(status != 127));
+    for line in stdout.lines() {
+        let mut words = line.split(' ');
+        let kind = words.next().unwrap_or_default();
+        let field = |key: &str| {
+            line.split(' ')
+                .find_map(|w| w.strip_prefix(key).map(str::to_string))
+                .unwrap_or_default()
+        };
+        match kind {
+            "load" => checked.observed.push(record(
+                &field("how="),
+                &field("name="),
+                Some(field("path=")),
+            )),
+            "fail" => checked
+                .observed
+                .push(record(&field("how="), &field("name="), None)),
+            _ => {}
+        }
+    }
+    let x = match probe_dlopens_until_a_failure(&mut config, &invocation.argv) {
+        Ok(x) => x,
+        Err(err) => {
+            checked.difference = Some(format!("the model fails: {err:#}"));
+            return checked;
+        }
+    };
+    checked.predicted.push(started(x.starts));
+    if x.starts {
+        // The calls' own loads, in order, each with the loads its dependencies made.
+        let calls: Vec<usize> = (0..x.loads.len())
+            .filter(|&i| matches!(x.loads[i].how, How::Dlopen | How::Dlmopen))
+            .collect();
+        let words = probe_calls_words(&invocation.argv);
+        for (n, &at) in calls.iter().enumerate() {
+            let end = calls.get(n + 1).copied().unwrap_or(x.loads.len());
+            let own = &x.loads[at];
+            let failed = x.loads[at..end].iter().any(|l| {
+                matches!(
+                    l.outcome,
+                    Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+                )
+            });
+            let path = match &own.outcome {
+                Outcome::Mapped { path, .. } | Outcome::AlreadyLoaded { path, .. } => {
+                    Some(text(path))
+                }
+                _ => None,
+            }
+            .filter(|_| !failed);
+            let Some((how, prints)) = words.get(n) else {
+                break;
+            };
+            if *prints || failed {
+                checked.predicted.push(record(how, &text(&own.name), path));
+            }
+        }
+    }
+    checked.difference = compare(&checked.predicted, &checked.observed);
+    checked
+}
+
+/// The probe's word for each `dlopen` of its command line, and whether it prints a record
+/// when the call succeeds (the first `dlopen` of a `shim` prints only when it fails).
+fn probe_calls_words(argv: &[String]) -> Vec<(&'static str, bool)> {
+    let mut out = Vec::new();
+    for word in argv.iter().skip(1) {
+        match word.as_str() {
+            "dlopen" => out.push(("dlopen", true)),
+            "try" => out.push(("try", true)),
+            "dlmopen" => out.push(("dlmopen", true)),
+            "shim" => out.extend([("shim", false), ("shim", true)]),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Sets `config.dlopens` to the probe's calls up to the first one that ends the probe by
 /// failing (in the model's answer), and gives the model's answer to that.
 fn probe_dlopens_until_a_failure(

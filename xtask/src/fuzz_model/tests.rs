@@ -153,6 +153,7 @@ fn bare(program: Object, libraries: Vec<Library>, calls: Vec<Call>) -> World {
         cached: Vec::new(),
         listing: false,
         calls,
+        secure: false,
     }
 }
 
@@ -233,5 +234,52 @@ fn a_new_namespace_gets_the_loader_through_the_cache() {
         vec![Call::Dlmopen(0)],
     );
     world.cached = vec![Dir::DstLib];
+    assert_agrees(&fuzzer, &world, Flavour::Patched);
+}
+
+/// A killed campaign leaves its scratch directory: the next one removes it, and leaves a
+/// live campaign's (locked) and a young unlocked one alone.
+#[test]
+fn an_abandoned_scratch_directory_is_removed() {
+    let parent = tempfile::tempdir().unwrap();
+    let make = |name: &str, lock: bool| {
+        let dir = parent.path().join(name);
+        std::fs::create_dir_all(dir.join("world-3")).unwrap();
+        lock.then(|| std::fs::File::create(dir.join(SCRATCH_LOCK)).unwrap())
+    };
+    make("fuzz-model-killed", true);
+    let live = make("fuzz-model-live", true).unwrap();
+    live.try_lock().unwrap();
+    make("fuzz-model-starting", false);
+    make("other", false);
+    let removed = remove_abandoned(parent.path(), std::time::SystemTime::now()).unwrap();
+    assert_eq!(removed, [parent.path().join("fuzz-model-killed")]);
+    let later = std::time::SystemTime::now() + UNLOCKED_GRACE * 2;
+    let removed = remove_abandoned(parent.path(), later).unwrap();
+    assert_eq!(removed, [parent.path().join("fuzz-model-starting")]);
+    assert!(parent.path().join("fuzz-model-live").exists());
+    assert!(parent.path().join("other").exists());
+    drop(live);
+}
+
+/// Secure mode: the loader ignores LD_FALLBACK_PATH and LD_LIBRARY_PATH (and a `$ORIGIN`
+/// outside the trusted directories); the probe's records of its calls and whether it
+/// started are held against the model told AT_SECURE.
+#[test]
+fn a_secure_world_is_compared_by_the_probes_records() {
+    let Some((_env, fuzzer)) = patched_fuzzer() else {
+        return;
+    };
+    let mut world = bare(
+        plain(&[0], None),
+        vec![
+            library(plain(&[], None), &[Dir::Slib]),
+            library(plain(&[], None), &[Dir::B]),
+        ],
+        vec![Call::Dlopen(1), Call::Dlmopen(0)],
+    );
+    world.secure = true;
+    world.fallback_path = fallback(&[Dir::B]);
+    world.library_path = fallback(&[Dir::B]);
     assert_agrees(&fuzzer, &world, Flavour::Patched);
 }

@@ -206,6 +206,9 @@ pub(crate) struct World {
     /// The program's `dlopen` calls, in order (none: the program exits at once, without
     /// libc; some: the program is the probe, the libraries the shim, both with libc).
     pub calls: Vec<Call>,
+    /// Run set-user-ID root as nobody (AT_SECURE): only in worlds with calls, whose probe
+    /// says what its calls got (secure mode drops LD_DEBUG).
+    pub secure: bool,
 }
 
 /// The soname (and file name) of library `i`.
@@ -245,9 +248,10 @@ impl World {
         words
     }
 
-    /// Whether the program is the probe: the world makes calls.
+    /// Whether the program is the probe: the world makes calls (or runs in secure mode,
+    /// where the probe's records are what is compared).
     pub(crate) fn calls(&self) -> bool {
-        !self.probe_words().is_empty()
+        self.secure || !self.probe_words().is_empty()
     }
 
     /// The world as a reproducer prints it.
@@ -306,6 +310,12 @@ impl fmt::Display for Described<'_> {
         }
         if world.listing {
             writeln!(f, "  LD_TRACE_LOADED_OBJECTS=1")?;
+        }
+        if world.secure {
+            writeln!(
+                f,
+                "  secure mode: {PROGRAM} set-user-ID root, run as nobody"
+            )?;
         }
         if world.calls() {
             writeln!(
@@ -405,7 +415,14 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
             proptest::option::weighted(0.2, vec(dir(), 1..=2)),
             proptest::bool::ANY,
             // A listing runs no program: fewer of those where there are calls.
-            proptest::option::weighted(0.4, (vec(call(n), 1..=3), proptest::bool::weighted(0.2))),
+            proptest::option::weighted(
+                0.4,
+                (
+                    vec(call(n), 1..=3),
+                    proptest::bool::weighted(0.2),
+                    proptest::bool::weighted(0.3),
+                ),
+            ),
         )
             .prop_map(
                 |(
@@ -418,9 +435,10 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
                     listing,
                     calls,
                 )| {
-                    let (calls, listing) = match calls {
-                        Some((calls, listing)) => (calls, listing),
-                        None => (Vec::new(), listing),
+                    let (calls, listing, secure) = match calls {
+                        // A listing prints no records: none in secure mode.
+                        Some((calls, listing, secure)) => (calls, listing && !secure, secure),
+                        None => (Vec::new(), listing, false),
                     };
                     let mut program = program;
                     if !calls.is_empty() {
@@ -437,6 +455,7 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
                         cached: cached.unwrap_or_default(),
                         listing,
                         calls,
+                        secure,
                     }
                 },
             )
