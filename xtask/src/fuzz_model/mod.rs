@@ -592,6 +592,15 @@ impl Fuzzer {
             bail!("the differential check does not apply to the world's run: {why}");
         }
         Ok(match checked.difference {
+            // Without a trace, what the run printed is the evidence.
+            Some(difference) if world.secure => Verdict::Finding(
+                Kind::Disagreement,
+                format!(
+                    "{difference}\nthe probe's output (exit status {status}):\n{}{}",
+                    ran.stdout,
+                    tail(&ran.stderr)
+                ),
+            ),
             Some(difference) => Verdict::Finding(Kind::Disagreement, difference),
             None => Verdict::Agrees {
                 searches: checked.observed.len(),
