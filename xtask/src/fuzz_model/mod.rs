@@ -146,6 +146,8 @@ pub(crate) struct Summary {
 pub(crate) struct Counts {
     /// Trials in secure mode (compared by the probe's records).
     pub secure: u64,
+    /// Trials whose LD_LIBRARY_PATH or LD_FALLBACK_PATH holds odd entries.
+    pub noisy: u64,
     pub searches: usize,
     pub dlopens: usize,
     pub found: usize,
@@ -238,6 +240,9 @@ impl Campaign {
             if tree.current().secure {
                 counts.secure += 1;
             }
+            if tree.current().noisy() {
+                counts.noisy += 1;
+            }
             let verdict = judged.with_context(|| format!("trial {trial}"))?;
             done += 1;
             match verdict {
@@ -297,7 +302,7 @@ impl Campaign {
     fn print_summary(&self, summary: &Summary) {
         let per = summary.elapsed.as_secs_f64() * 1000.0 / summary.trials.max(1) as f64;
         outln!(
-            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial, {} in secure mode; {} searches compared, {} of them by dlopen, {} found, {} not found), {}",
+            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial, {} in secure mode, {} with odd list entries; {} searches compared, {} of them by dlopen, {} found, {} not found), {}",
             self.release,
             self.target,
             self.flavour,
@@ -306,6 +311,7 @@ impl Campaign {
             summary.trials,
             summary.elapsed.as_secs_f64(),
             summary.counts.secure,
+            summary.counts.noisy,
             summary.counts.searches,
             summary.counts.dlopens,
             summary.counts.found,
@@ -534,7 +540,8 @@ impl Fuzzer {
         argv.extend(world.probe_words());
         let invocation = Invocation {
             root: root.to_path_buf(),
-            cwd: CWD.to_string(),
+            // A secure run starts through chroot(1), which changes to the new root's `/`.
+            cwd: if world.secure { "/" } else { CWD }.to_string(),
             qemu: self.qemu.clone(),
             argv,
             env,

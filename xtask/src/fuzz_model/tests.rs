@@ -1,7 +1,7 @@
 //! The templates' edits read back by the model's own ELF reader, worlds that depend on the
 //! seed and trial alone, and the fuzzer shown able to fail.
 
-use super::world::{Call, Dir, Entry, Library, List, Object, Places, Search, Tag};
+use super::world::{Call, Dir, Entry, Library, List, Noise, Object, Places, Search, Tag};
 use super::*;
 use crate::cli::Global;
 use loader_tests::host::in_ci;
@@ -161,6 +161,7 @@ fn fallback(dirs: &[Dir]) -> Option<List> {
     Some(List {
         entries: dirs.iter().copied().map(Entry::Absolute).collect(),
         semicolons: false,
+        noise: Vec::new(),
     })
 }
 
@@ -281,5 +282,45 @@ fn a_secure_world_is_compared_by_the_probes_records() {
     world.secure = true;
     world.fallback_path = fallback(&[Dir::B]);
     world.library_path = fallback(&[Dir::B]);
+    assert_agrees(&fuzzer, &world, Flavour::Patched);
+}
+
+/// Shrunk from a campaign: a secure run starts in `/` (chroot changes there), so an empty
+/// RUNPATH entry names `/`, not the working directory the other worlds run in.
+#[test]
+fn a_secure_world_runs_in_the_root_directory() {
+    let Some((_env, fuzzer)) = patched_fuzzer() else {
+        return;
+    };
+    let runpath = Some(Search {
+        tag: Tag::Runpath,
+        entries: vec![Entry::Empty, Entry::Absolute(Dir::A)],
+    });
+    let mut world = bare(
+        plain(&[0], runpath),
+        vec![library(plain(&[], None), &[Dir::Cwd])],
+        vec![Call::Dlopen(0)],
+    );
+    world.secure = true;
+    assert_agrees(&fuzzer, &world, Flavour::Patched);
+}
+
+/// Shrunk from a campaign: a list entry of one non-breaking space, which the trace reading
+/// once trimmed from the file the loader tried.
+#[test]
+fn a_list_entry_of_a_non_breaking_space_is_compared_whole() {
+    let Some((_env, fuzzer)) = patched_fuzzer() else {
+        return;
+    };
+    let mut world = bare(
+        plain(&[0], None),
+        vec![library(plain(&[], None), &[])],
+        Vec::new(),
+    );
+    world.library_path = Some(List {
+        entries: Vec::new(),
+        semicolons: false,
+        noise: vec![Noise::Junk("\u{a0}".into())],
+    });
     assert_agrees(&fuzzer, &world, Flavour::Patched);
 }

@@ -168,12 +168,70 @@ pub(crate) struct List {
     pub entries: Vec<Entry>,
     /// Separated by `;` instead of `:` (the loader takes both in its variables).
     pub semicolons: bool,
+    /// Entries no one would write, after the others.
+    pub noise: Vec<Noise>,
+}
+
+/// An odd entry of a variable's list: what a list can hold rather than what it should.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Noise {
+    /// Characters and DST fragments strung together (`$`, `${`, `$ORIGIN/..`, `$FOO`,
+    /// control characters, spaces, non-ASCII): every byte but NUL, newline, `:` and `;`, in
+    /// UTF-8 (the harness passes variables as text).
+    Junk(String),
+    /// A path of this many bytes (past PATH_MAX from 4096), in components of 200 bytes.
+    Long(usize),
+    /// This many distinct directories that do not exist.
+    Many(usize),
+}
+
+impl Noise {
+    fn words(&self) -> Vec<String> {
+        match self {
+            Noise::Junk(text) => vec![text.clone()],
+            Noise::Long(len) => {
+                let mut path = String::from("/fz");
+                while path.len() < *len {
+                    path.push('/');
+                    path.push_str(&"n".repeat(200.min(len - path.len()).max(1)));
+                }
+                vec![path]
+            }
+            Noise::Many(count) => (0..*count).map(|i| format!("/fz/none/{i}")).collect(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Noise::Junk(text) => format!("{text:?}"),
+            Noise::Long(len) => format!("<a {len}-byte path /fz/nnn.../nnn>"),
+            Noise::Many(count) => {
+                format!("<{count} directories /fz/none/0 .. /fz/none/{}>", count - 1)
+            }
+        }
+    }
 }
 
 impl List {
     pub(crate) fn text(&self, places: &Places) -> String {
-        let words: Vec<String> = self.entries.iter().map(|e| e.text(places)).collect();
-        words.join(if self.semicolons { ";" } else { ":" })
+        let mut words: Vec<String> = self.entries.iter().map(|e| e.text(places)).collect();
+        words.extend(self.noise.iter().flat_map(Noise::words));
+        words.join(self.separator())
+    }
+
+    fn separator(&self) -> &'static str {
+        if self.semicolons {
+            ";"
+        } else {
+            ":"
+        }
+    }
+
+    /// The list as a reproducer prints it (a long or many-entry noise summarised).
+    fn describe(&self, places: &Places) -> String {
+        let mut words: Vec<String> = self.entries.iter().map(|e| e.text(places)).collect();
+        words.extend(self.noise.iter().map(Noise::describe));
+        words.join(self.separator())
     }
 }
 
@@ -248,6 +306,14 @@ impl World {
         words
     }
 
+    /// Whether a list holds odd entries ([`Noise`]).
+    pub(crate) fn noisy(&self) -> bool {
+        [&self.library_path, &self.fallback_path]
+            .into_iter()
+            .flatten()
+            .any(|list| !list.noise.is_empty())
+    }
+
     /// Whether the program is the probe: the world makes calls (or runs in secure mode,
     /// where the probe's records are what is compared).
     pub(crate) fn calls(&self) -> bool {
@@ -291,10 +357,10 @@ impl fmt::Display for Described<'_> {
             writeln!(f)?;
         }
         if let Some(list) = &world.library_path {
-            writeln!(f, "  LD_LIBRARY_PATH='{}'", list.text(places))?;
+            writeln!(f, "  LD_LIBRARY_PATH='{}'", list.describe(places))?;
         }
         if let Some(list) = &world.fallback_path {
-            writeln!(f, "  LD_FALLBACK_PATH='{}'", list.text(places))?;
+            writeln!(f, "  LD_FALLBACK_PATH='{}'", list.describe(places))?;
         }
         if !world.preload.is_empty() {
             let names: Vec<String> = world.preload.iter().map(|&i| soname(i)).collect();
@@ -374,15 +440,44 @@ fn object(libraries: usize, min_needed: usize) -> impl Strategy<Value = Object> 
         })
 }
 
+fn junk() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => proptest::sample::select(vec![
+            "$ORIGIN", "${ORIGIN}", "$LIB", "${LIB}", "$PLATFORM", "${PLATFORM}", "$ORIGIN/..",
+            "$", "${", "${}", "}", "$FOO", "${ORIGIN", "//", "..", ".", "/", "/fz/a", "fz",
+        ])
+        .prop_map(str::to_string),
+        3 => proptest::char::range('\u{1}', '\u{7f}')
+            // A newline would split the trace's line (which names the path) in two.
+            .prop_filter("a list separator or a newline", |c| !matches!(c, ':' | ';' | '\n'))
+            .prop_map(String::from),
+        1 => proptest::sample::select(vec!['é', '\u{a0}', '\u{fffd}', '\u{1f600}'])
+            .prop_map(String::from),
+    ];
+    vec(piece, 0..12).prop_map(|pieces| pieces.concat())
+}
+
+fn noise() -> impl Strategy<Value = Noise> {
+    prop_oneof![
+        4 => junk().prop_map(Noise::Junk),
+        1 => (1..6000usize).prop_map(Noise::Long),
+        1 => (1..3000usize).prop_map(Noise::Many),
+    ]
+}
+
 fn list() -> impl Strategy<Value = Option<List>> {
     proptest::option::weighted(
         0.7,
-        (vec(entry(), 0..6), proptest::bool::weighted(0.1)).prop_map(|(entries, semicolons)| {
-            List {
+        (
+            vec(entry(), 0..6),
+            proptest::bool::weighted(0.1),
+            proptest::option::weighted(0.15, vec(noise(), 1..=3)),
+        )
+            .prop_map(|(entries, semicolons, noise)| List {
                 entries,
                 semicolons,
-            }
-        }),
+                noise: noise.unwrap_or_default(),
+            }),
     )
 }
 
