@@ -16,7 +16,8 @@ use serde::Serialize;
 use crate::probe::Invocation;
 use crate::trace::{self, Traced};
 use loader_model::{
-    Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList, RunningLoader, Verdict,
+    Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, Outcome, PathList, RunningLoader,
+    Verdict,
 };
 use model::{Flavour, Target};
 
@@ -135,7 +136,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             return checked;
         }
     };
-    compare_trace(checked, config, &out.stderr)
+    compare_trace(checked, config, &out.stderr, loader.path)
 }
 
 /// Holds the model against a run of `invocation` made by the caller with
@@ -157,6 +158,7 @@ pub fn check_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str
             },
             config,
             trace,
+            loader.path,
         ),
         Err(why) => Checked {
             mode: Mode::NotApplicable(why),
@@ -165,10 +167,198 @@ pub fn check_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str
     }
 }
 
-fn compare_trace(mut checked: Checked, mut config: Config, trace: &str) -> Checked {
+/// Like [`check_trace`] for a run of the probe (`c-fixtures/probe.c`): the model follows the
+/// `dlopen`s of the probe's command line rather than those the trace shows, so that a
+/// `dlopen` the loader answers without a search, or one it never makes, is held against the
+/// model too. The probe ends at the first `dlopen`, `dlmopen` or `shim` that fails; so does
+/// the list the model follows.
+pub fn check_probe_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str) -> Checked {
+    let mut config = match config_for(invocation, loader) {
+        Ok(config) => config,
+        Err(why) => {
+            return Checked {
+                mode: Mode::NotApplicable(why),
+                program: None,
+                root: invocation.root.clone(),
+                observed: Vec::new(),
+                predicted: Vec::new(),
+                difference: None,
+            }
+        }
+    };
+    let mut checked = Checked {
+        mode: Mode::Traced,
+        program: Some(text(&config.program)),
+        root: invocation.root.clone(),
+        observed: Vec::new(),
+        predicted: Vec::new(),
+        difference: None,
+    };
+    let searches = trace::searches(trace);
+    checked.observed = observed(&searches, &config, loader.path);
+    match probe_dlopens_until_a_failure(&mut config, &invocation.argv) {
+        Ok(x) => checked.predicted = predicted(&x),
+        Err(err) => {
+            checked.difference = Some(format!("the model fails: {err:#}"));
+            return checked;
+        }
+    }
+    checked.difference = compare(&checked.predicted, &checked.observed);
+    checked
+}
+
+/// Holds the model against a run of the probe that printed no trace (secure mode drops
+/// LD_DEBUG): whether the program started (`status` 127: the loader stopped at a DT_NEEDED
+/// entry it did not find), and every `load` or `fail` record the probe printed for its calls,
+/// with the file each call ended with. The files the program's own DT_NEEDED entries mapped
+/// are not compared: the probe prints no list of its maps.
+pub fn check_probe_records(
+    invocation: &Invocation,
+    loader: LoaderUnderTest,
+    status: i32,
+    stdout: &str,
+) -> Checked {
+    let mut checked = Checked {
+        mode: Mode::Recorded,
+        program: None,
+        root: invocation.root.clone(),
+        observed: Vec::new(),
+        predicted: Vec::new(),
+        difference: None,
+    };
+    let mut config = match config_for(invocation, loader) {
+        Ok(config) => config,
+        Err(why) => {
+            checked.mode = Mode::NotApplicable(why);
+            return checked;
+        }
+    };
+    let program = text(&config.program);
+    checked.program = Some(program.clone());
+    let record = |how: &str, name: &str, path: Option<String>| Step {
+        namespace: 0,
+        name: format!("{how} {name}"),
+        requested_by: None,
+        dlopen: true,
+        tried: Vec::new(),
+        ended_with: path,
+    };
+    let started = |yes: bool| Step {
+        dlopen: false,
+        ..record("start", &program, yes.then(|| program.clone()))
+    };
+    checked.observed.push(started(status != 127));
+    for line in stdout.lines() {
+        let mut words = line.split(' ');
+        let kind = words.next().unwrap_or_default();
+        let field = |key: &str| {
+            line.split(' ')
+                .find_map(|w| w.strip_prefix(key).map(str::to_string))
+                .unwrap_or_default()
+        };
+        match kind {
+            "load" => checked.observed.push(record(
+                &field("how="),
+                &field("name="),
+                Some(field("path=")),
+            )),
+            "fail" => checked
+                .observed
+                .push(record(&field("how="), &field("name="), None)),
+            _ => {}
+        }
+    }
+    let x = match probe_dlopens_until_a_failure(&mut config, &invocation.argv) {
+        Ok(x) => x,
+        Err(err) => {
+            checked.difference = Some(format!("the model fails: {err:#}"));
+            return checked;
+        }
+    };
+    checked.predicted.push(started(x.starts));
+    if x.starts {
+        // The calls' own loads, in order, each with the loads its dependencies made.
+        let calls: Vec<usize> = (0..x.loads.len())
+            .filter(|&i| matches!(x.loads[i].how, How::Dlopen | How::Dlmopen))
+            .collect();
+        let words = probe_calls_words(&invocation.argv);
+        for (n, &at) in calls.iter().enumerate() {
+            let end = calls.get(n + 1).copied().unwrap_or(x.loads.len());
+            let own = &x.loads[at];
+            let failed = x.loads[at..end].iter().any(|l| {
+                matches!(
+                    l.outcome,
+                    Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+                )
+            });
+            let path = match &own.outcome {
+                Outcome::Mapped { path, .. } | Outcome::AlreadyLoaded { path, .. } => {
+                    Some(text(path))
+                }
+                _ => None,
+            }
+            .filter(|_| !failed);
+            let Some((how, prints)) = words.get(n) else {
+                break;
+            };
+            if *prints || failed {
+                checked.predicted.push(record(how, &text(&own.name), path));
+            }
+        }
+    }
+    checked.difference = compare(&checked.predicted, &checked.observed);
+    checked
+}
+
+/// The probe's word for each `dlopen` of its command line, and whether it prints a record
+/// when the call succeeds (the first `dlopen` of a `shim` prints only when it fails).
+fn probe_calls_words(argv: &[String]) -> Vec<(&'static str, bool)> {
+    let mut out = Vec::new();
+    for word in argv.iter().skip(1) {
+        match word.as_str() {
+            "dlopen" => out.push(("dlopen", true)),
+            "try" => out.push(("try", true)),
+            "dlmopen" => out.push(("dlmopen", true)),
+            "shim" => out.extend([("shim", false), ("shim", true)]),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Sets `config.dlopens` to the probe's calls up to the first one that ends the probe by
+/// failing (in the model's answer), and gives the model's answer to that.
+fn probe_dlopens_until_a_failure(
+    config: &mut Config,
+    argv: &[String],
+) -> anyhow::Result<Explanation> {
+    let calls = probe_calls(argv);
+    config.dlopens = Vec::new();
+    let mut before = loader_model::explain(config)?;
+    for (dlopen, ends_on_failure) in calls {
+        config.dlopens.push(dlopen);
+        let after = loader_model::explain(config)?;
+        let failed = after.not_followed.len() > before.not_followed.len()
+            || after.loads[before.loads.len().min(after.loads.len())..]
+                .iter()
+                .any(|l| {
+                    matches!(
+                        l.outcome,
+                        Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+                    )
+                });
+        before = after;
+        if failed && ends_on_failure {
+            break;
+        }
+    }
+    Ok(before)
+}
+
+fn compare_trace(mut checked: Checked, mut config: Config, trace: &str, loader: &str) -> Checked {
     let searches = trace::searches(trace);
     config.dlopens = dlopens(&searches, &text(&config.program));
-    checked.observed = observed(&searches, &config);
+    checked.observed = observed(&searches, &config, loader);
     match loader_model::explain(&config) {
         Ok(x) => checked.predicted = predicted(&x),
         Err(err) => {
@@ -306,6 +496,12 @@ pub(crate) fn dlopens(searches: &[Traced], program: &str) -> Vec<Dlopen> {
 
 /// The `dlopen`s of the probe's command line (`c-fixtures/probe.c`).
 pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
+    probe_calls(argv).into_iter().map(|(d, _)| d).collect()
+}
+
+/// The `dlopen`s of the probe's command line, each with whether its failure ends the probe
+/// (all but `try`).
+fn probe_calls(argv: &[String]) -> Vec<(Dlopen, bool)> {
     let mut dlopens = Vec::new();
     let mut words = argv.iter().skip(1);
     let from_program = |name: &str, new_namespace| Dlopen {
@@ -315,16 +511,20 @@ pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
     };
     while let Some(word) = words.next() {
         match word.as_str() {
-            "dlopen" | "try" => dlopens.extend(words.next().map(|n| from_program(n, false))),
-            "dlmopen" => dlopens.extend(words.next().map(|n| from_program(n, true))),
+            "dlopen" => dlopens.extend(words.next().map(|n| (from_program(n, false), true))),
+            "try" => dlopens.extend(words.next().map(|n| (from_program(n, false), false))),
+            "dlmopen" => dlopens.extend(words.next().map(|n| (from_program(n, true), true))),
             "shim" => {
                 if let (Some(path), Some(name)) = (words.next(), words.next()) {
-                    dlopens.push(from_program(path, false));
-                    dlopens.push(Dlopen {
-                        name: name.into(),
-                        from: Some(path.into()),
-                        new_namespace: false,
-                    });
+                    dlopens.push((from_program(path, false), true));
+                    dlopens.push((
+                        Dlopen {
+                            name: name.into(),
+                            from: Some(path.into()),
+                            new_namespace: false,
+                        },
+                        true,
+                    ));
                 }
             }
             _ => {}
@@ -336,8 +536,10 @@ pub(crate) fn probe_dlopens(argv: &[String]) -> Vec<Dlopen> {
 /// The trace's searches as steps: the file a search ended with is the last one it tried,
 /// when that one is a file the loader maps (a new map, or a loadable ELF file it found
 /// again).
-fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
+fn observed(searches: &[Traced], config: &Config, loader: &str) -> Vec<Step> {
     let tree = loader_model::fs::Tree::new(&config.root);
+    let identity = |path: &str| tree.open(path.as_bytes(), &config.cwd).ok().map(|f| f.id);
+    let loader_id = identity(loader);
     searches
         .iter()
         .map(|s| {
@@ -354,8 +556,13 @@ fn observed(searches: &[Traced], config: &Config) -> Vec<Step> {
             };
             // Without a new map, a loadable last try still ended the search (the file was
             // loaded already, under another name) unless ld.so.cache named it: that line
-            // comes before the loader decides.
-            let ended_with = last.filter(|p| s.mapped_new || (!s.last_from_cache && loadable(p)));
+            // comes before the loader decides. The loader's own file ends it from the cache
+            // too, in a namespace other than the base one: the loader's map stands in there
+            // ("there can only be one copy", `_dl_map_object_from_fd` in elf/dl-load.c).
+            let the_loader =
+                |p: &str| s.namespace != 0 && loader_id.is_some() && identity(p) == loader_id;
+            let ended_with = last
+                .filter(|p| s.mapped_new || (!s.last_from_cache && loadable(p)) || the_loader(p));
             Step {
                 namespace: s.namespace,
                 name: s.name.clone(),

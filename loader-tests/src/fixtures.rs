@@ -178,6 +178,22 @@ pub(crate) fn ensure_set(
     Ok(Fixtures { dir })
 }
 
+/// Compiles `source` of `c-fixtures/` against `sysroot`'s glibc into `out/name`, with the
+/// flags the fixtures are compiled with and `flags`, `link` added: for a tool that builds its
+/// own variant of a fixture (the fuzzer's probe, with placeholders in its dynamic section).
+pub fn compile_variant(
+    sysroot: &Sysroot,
+    layout: &Layout,
+    out: &Path,
+    name: &str,
+    source: &str,
+    flags: &[String],
+    link: &[String],
+) -> Result<()> {
+    let sources = sources_dir();
+    Compiler::new(sysroot, layout, &sources, out)?.compile(name, source, flags, link)
+}
+
 /// `c-fixtures/` of the checkout.
 pub fn sources_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

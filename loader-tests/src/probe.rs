@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 
 /// Where `Root::setuid_qemu` puts QEMU inside a root.
-pub(crate) const SETUID_QEMU: &str = "/qemu-setuid";
+pub const SETUID_QEMU: &str = "/qemu-setuid";
 
 /// Everything needed to run a command again (with `LD_DEBUG=libs` to explain a miss).
 #[derive(Debug, Clone)]

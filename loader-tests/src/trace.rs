@@ -186,7 +186,9 @@ pub(crate) fn searches(trace: &str) -> Vec<Traced> {
     let mut asked: Option<Traced> = None;
     let mut in_cache = false;
     for line in trace.lines().map(strip_pid) {
-        let text = line.trim();
+        // The loader indents with tabs and spaces; a path ends at the line's end, whatever
+        // it ends with (a space, or a non-breaking one, is part of it).
+        let text = line.trim_start_matches([' ', '\t']);
         if text.starts_with("search cache=") {
             in_cache = true;
         } else if text.starts_with("search path=") {
@@ -212,7 +214,7 @@ pub(crate) fn searches(trace: &str) -> Vec<Traced> {
             out.push(search);
         } else if let Some(path) = text.strip_prefix("trying file=") {
             if let Some(last) = out.last_mut() {
-                last.tried.push(path.trim().to_string());
+                last.tried.push(path.to_string());
                 last.last_from_cache = in_cache;
             }
         } else if let Some(rest) = text.strip_prefix("file=") {
@@ -397,5 +399,20 @@ mod tests {
         assert!(found[1].dlopen && found[1].mapped_new);
         assert_eq!((found[2].namespace, found[2].requester_namespace), (1, 0));
         assert!(found[2].tried.is_empty() && !found[2].mapped_new);
+    }
+
+    /// A directory of LD_LIBRARY_PATH may start or end with a space, a tab or a
+    /// non-breaking space: the file tried is the whole rest of the line.
+    #[test]
+    fn a_tried_path_keeps_its_spaces() {
+        let trace = "\
+      7:\tfile=libx.so [0];  needed by /p [0]
+      7:\tfind library=libx.so [0]; searching
+      7:\t search path=\u{a0}:/a \t\t(LD_LIBRARY_PATH)
+      7:\t  trying file=\u{a0}/libx.so
+      7:\t  trying file=/a /libx.so\t
+";
+        let found = searches(trace);
+        assert_eq!(found[0].tried, ["\u{a0}/libx.so", "/a /libx.so\t"]);
     }
 }

@@ -138,7 +138,8 @@ impl Args {
     }
 }
 
-/// The CI budget of `fuzz-model`: about 100 ms a trial on an idle 2-core x86_64 machine.
+/// The CI budget of `fuzz-model`: 80 to 150 ms a trial on the loaded 2-core x86_64 machine
+/// (docs/measurements.md).
 const FUZZ_TRIALS: &str = "1000";
 const FUZZ_SEED: &str = "20261204";
 

@@ -144,7 +144,12 @@ pub(crate) struct Summary {
 /// What the agreeing trials compared.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Counts {
+    /// Trials in secure mode (compared by the probe's records).
+    pub secure: u64,
+    /// Trials whose LD_LIBRARY_PATH or LD_FALLBACK_PATH holds odd entries.
+    pub noisy: u64,
     pub searches: usize,
+    pub dlopens: usize,
     pub found: usize,
 }
 
@@ -232,15 +237,27 @@ impl Campaign {
                 .new_tree(&mut runner)
                 .map_err(|why| anyhow!("cannot generate trial {trial}'s world: {why}"))?;
             let judged = fuzzer.judge(&tree.current(), self.model_flavour);
+            if tree.current().secure {
+                counts.secure += 1;
+            }
+            if tree.current().noisy() {
+                counts.noisy += 1;
+            }
             let verdict = judged.with_context(|| format!("trial {trial}"))?;
             done += 1;
             match verdict {
-                Verdict::Agrees { searches, found } => {
+                Verdict::Agrees {
+                    searches,
+                    dlopens,
+                    found,
+                } => {
                     counts.searches += searches;
+                    counts.dlopens += dlopens;
                     counts.found += found;
                     writeln!(
                         log,
-                        "trial {trial}: agree ({searches} searches, {found} found)"
+                        "trial {trial}: agree ({searches} searches, {dlopens} by dlopen, {found} found){}",
+                        calls_text(&tree.current())
                     )
                     .context("cannot write the log")?;
                 }
@@ -285,7 +302,7 @@ impl Campaign {
     fn print_summary(&self, summary: &Summary) {
         let per = summary.elapsed.as_secs_f64() * 1000.0 / summary.trials.max(1) as f64;
         outln!(
-            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial; {} searches compared, {} found, {} not found), {}",
+            "fuzz-model: glibc {} {} {} loader against the {} model, seed {}: {} trials in {:.1} s ({per:.1} ms per trial, {} in secure mode, {} with odd list entries; {} searches compared, {} of them by dlopen, {} found, {} not found), {}",
             self.release,
             self.target,
             self.flavour,
@@ -293,7 +310,10 @@ impl Campaign {
             self.seed,
             summary.trials,
             summary.elapsed.as_secs_f64(),
+            summary.counts.secure,
+            summary.counts.noisy,
             summary.counts.searches,
+            summary.counts.dlopens,
             summary.counts.found,
             summary.counts.searches - summary.counts.found,
             match &summary.finding {
@@ -383,6 +403,8 @@ pub(crate) enum Verdict {
     /// Both sides made `searches` searches, `found` of which ended with a file.
     Agrees {
         searches: usize,
+        /// Searches made by `dlopen` or `dlmopen`.
+        dlopens: usize,
         found: usize,
     },
     Finding(Kind, String),
@@ -395,9 +417,13 @@ pub(crate) struct Fuzzer {
     places: Places,
     templates: Templates,
     qemu: Option<PathBuf>,
+    /// A set-user-ID root copy of QEMU, for secure worlds (QEMU passes its AT_SECURE on).
+    setuid_qemu: Option<PathBuf>,
     /// How long one run of the loader may take.
     limit: Duration,
     scratch: tempfile::TempDir,
+    /// The lock on the scratch directory (see [`remove_abandoned`]).
+    _lock: std::fs::File,
     roots: std::cell::Cell<usize>,
 }
 
@@ -415,16 +441,42 @@ impl Fuzzer {
         let parent = cache.join("roots");
         std::fs::create_dir_all(&parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
+        for left in remove_abandoned(&parent, std::time::SystemTime::now())? {
+            diagln!(
+                "fuzz-model: removed {}, the scratch directory of a campaign that did not end",
+                left.display()
+            );
+        }
         // Next to the sysroots, so that the loader is hard-linked rather than copied.
         let scratch = tempfile::Builder::new()
-            .prefix("fuzz-model-")
+            .prefix(SCRATCH_PREFIX)
             .tempdir_in(&parent)
             .context("cannot create a scratch directory for the worlds")?;
+        // Held while the campaign runs; the kernel lets go of it however the campaign ends,
+        // so that the next one can tell an abandoned directory from a live one.
+        let lock_path = scratch.path().join(SCRATCH_LOCK);
+        let lock = std::fs::File::create(&lock_path)
+            .with_context(|| format!("cannot create {}", lock_path.display()))?;
+        lock.try_lock()
+            .with_context(|| format!("cannot lock {}", lock_path.display()))?;
         let templates_dir = scratch.path().join("templates");
         std::fs::create_dir_all(&templates_dir)
             .with_context(|| format!("cannot create {}", templates_dir.display()))?;
         let templates = Templates::compile(sysroot.target, layout.loader(), &templates_dir)
+            .and_then(|t| t.with_calls(sysroot, &layout, &templates_dir))
             .context("cannot compile the ELF templates of the worlds")?;
+        let setuid_qemu = match &qemu {
+            None => None,
+            Some(qemu) => {
+                use std::os::unix::fs::PermissionsExt;
+                let copy = scratch.path().join("qemu-setuid");
+                std::fs::copy(qemu, &copy)
+                    .with_context(|| format!("cannot copy {}", qemu.display()))?;
+                std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o4755))
+                    .with_context(|| format!("cannot make {} set-user-ID", copy.display()))?;
+                Some(copy)
+            }
+        };
         let dst_lib = layout
             .slibdir
             .rsplit('/')
@@ -446,8 +498,10 @@ impl Fuzzer {
                 Some(_) => Duration::from_secs(60),
             },
             qemu,
+            setuid_qemu,
             layout,
             scratch,
+            _lock: lock,
             roots: std::cell::Cell::new(0),
         })
     }
@@ -481,19 +535,27 @@ impl Fuzzer {
         if world.listing {
             env.push(("LD_TRACE_LOADED_OBJECTS".to_string(), "1".to_string()));
         }
+        let calls = world.calls();
+        let mut argv = vec![PROGRAM.to_string()];
+        argv.extend(world.probe_words());
         let invocation = Invocation {
             root: root.to_path_buf(),
-            cwd: CWD.to_string(),
+            // A secure run starts through chroot(1), which changes to the new root's `/`.
+            cwd: if world.secure { "/" } else { CWD }.to_string(),
             qemu: self.qemu.clone(),
-            argv: vec![PROGRAM.to_string()],
+            argv,
             env,
-            secure: false,
+            secure: world.secure,
             placed: Vec::new(),
         };
         if !world.cached.is_empty() {
             self.ldconfig(root, world)?;
         }
-        let ran = self.run_limited(&invocation.with_env("LD_DEBUG", "libs,files"))?;
+        // Secure mode drops LD_DEBUG: the probe's records are what there is to compare.
+        let ran = match world.secure {
+            true => self.run_limited(&invocation)?,
+            false => self.run_limited(&invocation.with_env("LD_DEBUG", "libs,files"))?,
+        };
         let status = match ran.ended {
             Ended::TimedOut => {
                 return Ok(Verdict::Finding(
@@ -509,11 +571,12 @@ impl Fuzzer {
             }
             Ended::Code(code) => code,
         };
-        if ran.stderr.starts_with("bwrap:") {
+        if ran.stderr.starts_with("bwrap:") || ran.stderr.starts_with("chroot:") {
             bail!("bwrap could not run the world: {}", ran.stderr.trim());
         }
-        // 0: the program ran; 127: the loader stopped at a library it did not find.
-        if status != 0 && status != 127 {
+        // 0: the program ran; 127: the loader stopped at a library it did not find; 1: the
+        // probe stopped at a call that failed.
+        if status != 0 && status != 127 && !(calls && status == 1) {
             return Ok(Verdict::Finding(
                 Kind::ExitStatus,
                 format!("exit status {status}:\n{}", tail(&ran.stderr)),
@@ -525,14 +588,30 @@ impl Fuzzer {
             target: self.sysroot.target,
             flavour: model,
         };
-        let checked = differential::check_trace(&invocation, loader, &ran.stderr);
+        let checked = if world.secure {
+            differential::check_probe_records(&invocation, loader, status, &ran.stdout)
+        } else if calls {
+            differential::check_probe_trace(&invocation, loader, &ran.stderr)
+        } else {
+            differential::check_trace(&invocation, loader, &ran.stderr)
+        };
         if let Mode::NotApplicable(why) = &checked.mode {
             bail!("the differential check does not apply to the world's run: {why}");
         }
         Ok(match checked.difference {
+            // Without a trace, what the run printed is the evidence.
+            Some(difference) if world.secure => Verdict::Finding(
+                Kind::Disagreement,
+                format!(
+                    "{difference}\nthe probe's output (exit status {status}):\n{}{}",
+                    ran.stdout,
+                    tail(&ran.stderr)
+                ),
+            ),
             Some(difference) => Verdict::Finding(Kind::Disagreement, difference),
             None => Verdict::Agrees {
                 searches: checked.observed.len(),
+                dlopens: checked.observed.iter().filter(|s| s.dlopen).count(),
                 found: checked
                     .observed
                     .iter()
@@ -554,6 +633,14 @@ impl Fuzzer {
         if !world.cached.is_empty() {
             links.push("/sbin/ldconfig".into());
         }
+        if world.calls() {
+            links.push(format!("{}/libc.so.6", self.layout.slibdir));
+        }
+        if let (true, Some(qemu)) = (world.secure, &self.setuid_qemu) {
+            let to = inside(loader_tests::probe::SETUID_QEMU);
+            std::fs::hard_link(qemu, &to)
+                .with_context(|| format!("cannot place {} in the world", qemu.display()))?;
+        }
         for path in links {
             let to = inside(&path);
             std::fs::create_dir_all(to.parent().unwrap_or(root))
@@ -570,14 +657,23 @@ impl Fuzzer {
                 .map(world::soname)
                 .collect()
         };
+        let calls = world.calls();
         let program = self.templates.program(
+            calls,
             &needed_names(&world.program, None),
             &world.program,
             &self.places,
         )?;
         write_executable(&inside(PROGRAM), &program)?;
+        if world.secure {
+            // Set-user-ID root, run as nobody: the kernel gives the loader AT_SECURE.
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(inside(PROGRAM), std::fs::Permissions::from_mode(0o4755))
+                .context("cannot make the program set-user-ID")?;
+        }
         for (i, library) in world.libraries.iter().enumerate() {
             let bytes = self.templates.library(
+                calls,
                 &world::soname(i),
                 &needed_names(&library.object, Some(i)),
                 &library.object,
@@ -629,16 +725,22 @@ impl Fuzzer {
     fn run_limited(&self, invocation: &Invocation) -> Result<Ran> {
         let mut cmd: Command = invocation.command();
         cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         child::dies_with_us(&mut cmd);
         let mut running = cmd
             .spawn()
             .with_context(|| format!("cannot start {:?}", cmd.get_program()))?;
         let mut stderr = running.stderr.take().context("no stderr pipe")?;
+        let mut stdout = running.stdout.take().context("no stdout pipe")?;
         let reader = std::thread::spawn(move || {
             let mut text = Vec::new();
             let _ = stderr.read_to_end(&mut text);
+            text
+        });
+        let out_reader = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = stdout.read_to_end(&mut text);
             text
         });
         let deadline = Instant::now() + self.limit;
@@ -661,11 +763,67 @@ impl Fuzzer {
         let stderr = reader
             .join()
             .map_err(|_| anyhow!("the stderr reader panicked"))?;
+        let stdout = out_reader
+            .join()
+            .map_err(|_| anyhow!("the stdout reader panicked"))?;
         Ok(Ran {
             ended,
             stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
         })
     }
+}
+
+const SCRATCH_PREFIX: &str = "fuzz-model-";
+const SCRATCH_LOCK: &str = "lock";
+/// A scratch directory without a lock this long unchanged is abandoned: a running campaign
+/// makes and removes a world in it every trial.
+const UNLOCKED_GRACE: Duration = Duration::from_secs(600);
+
+/// Removes the scratch directories in `parent` that no campaign holds any more (one killed
+/// before it could remove its own), and says which. A directory whose lock can be taken is
+/// abandoned; one without a lock (made by a campaign that did not lock it yet, or by an
+/// older fuzzer) only when it has not changed for [`UNLOCKED_GRACE`].
+fn remove_abandoned(parent: &Path, now: std::time::SystemTime) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let entries =
+        std::fs::read_dir(parent).with_context(|| format!("cannot read {}", parent.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("cannot read {}", parent.display()))?;
+        let dir = entry.path();
+        let ours = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(SCRATCH_PREFIX));
+        if !ours || !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let abandoned = match std::fs::File::open(dir.join(SCRATCH_LOCK)) {
+            Ok(lock) => match lock.try_lock() {
+                Ok(()) => true,
+                Err(std::fs::TryLockError::WouldBlock) => false,
+                Err(std::fs::TryLockError::Error(err)) => {
+                    return Err(err).with_context(|| format!("cannot lock {}", dir.display()))
+                }
+            },
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|changed| now.duration_since(changed).ok())
+                .is_some_and(|age| age > UNLOCKED_GRACE),
+            Err(err) => {
+                return Err(err)
+                    .with_context(|| format!("cannot open the lock of {}", dir.display()))
+            }
+        };
+        if abandoned {
+            std::fs::remove_dir_all(&dir)
+                .with_context(|| format!("cannot remove {}", dir.display()))?;
+            removed.push(dir);
+        }
+    }
+    Ok(removed)
 }
 
 #[derive(Debug)]
@@ -678,6 +836,7 @@ enum Ended {
 struct Ran {
     ended: Ended,
     stderr: String,
+    stdout: String,
 }
 
 fn write_executable(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -688,6 +847,15 @@ fn write_executable(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     file.set_permissions(std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("cannot make {} executable", path.display()))
+}
+
+/// The probe's calls of a world, for the log.
+fn calls_text(world: &World) -> String {
+    let secure = if world.secure { " secure," } else { "" };
+    match world.calls() {
+        true => format!("{secure} calls: {}", world.probe_words().join(" ")),
+        false => String::new(),
+    }
 }
 
 /// The last lines of a run's stderr, for a report.

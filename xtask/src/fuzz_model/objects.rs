@@ -28,8 +28,18 @@ const DT_RUNPATH: u64 = 29;
 const DT_FLAGS_1: u64 = 0x6fff_fffb;
 const DF_1_NODEFLIB: u64 = 0x800;
 
-/// The two templates of a target.
+/// The templates of a target: a program that exits at once and a library that does
+/// nothing; where the worlds make `dlopen` calls, the probe (`c-fixtures/probe.c`) and the
+/// shim library (`c-fixtures/libshim.c`) built with the same placeholders, against the
+/// glibc under test.
 pub(crate) struct Templates {
+    library: Vec<u8>,
+    program: Vec<u8>,
+    calling: Option<Calling>,
+}
+
+/// The probe and the shim with placeholders: both need `libc.so.6` (for `dlopen`).
+struct Calling {
     library: Vec<u8>,
     program: Vec<u8>,
 }
@@ -108,27 +118,78 @@ impl Templates {
         Ok(Templates {
             library: read("library.so")?,
             program: read("program")?,
+            calling: None,
         })
     }
 
-    /// Library `soname`'s file.
+    /// Adds the probe and the shim, compiled in `dir` (where [`Templates::compile`] left
+    /// its stubs) against `sysroot`'s glibc.
+    pub(crate) fn with_calls(
+        mut self,
+        sysroot: &model::Sysroot,
+        layout: &loader_tests::layout::Layout,
+        dir: &Path,
+    ) -> Result<Templates> {
+        let mut link = vec![
+            "-Wl,-z,now".to_string(),
+            "-Wl,--no-as-needed".to_string(),
+            format!(
+                "-Wl,--enable-new-dtags,-rpath,{}",
+                "R".repeat(SEARCH_PLACEHOLDER_LEN)
+            ),
+        ];
+        link.extend((0..MAX_NEEDED).map(|i| dir.join(format!("stub{i}.so")).display().to_string()));
+        let compile = |name: &str, source: &str, flags: &[String]| {
+            loader_tests::fixtures::compile_variant(
+                sysroot, layout, dir, name, source, flags, &link,
+            )
+            .with_context(|| format!("cannot compile the {name} template"))?;
+            std::fs::read(dir.join(name))
+                .with_context(|| format!("cannot read {}", dir.join(name).display()))
+        };
+        let program = compile("probe", "probe.c", &[])?;
+        let library = compile(
+            "shim.so",
+            "libshim.c",
+            &[
+                "-shared".into(),
+                "-fPIC".into(),
+                format!("-Wl,-soname,{}", padded(SONAME_MARK, PLACEHOLDER_LEN)),
+            ],
+        )?;
+        self.calling = Some(Calling { library, program });
+        Ok(self)
+    }
+
+    fn pair(&self, calls: bool) -> Result<(&[u8], &[u8])> {
+        match (calls, &self.calling) {
+            (false, _) => Ok((&self.library, &self.program)),
+            (true, Some(c)) => Ok((&c.library, &c.program)),
+            (true, None) => bail!("a world with dlopen calls, and no probe template"),
+        }
+    }
+
+    /// Library `soname`'s file (the shim, in a world with `calls`).
     pub(crate) fn library(
         &self,
+        calls: bool,
         soname: &str,
         needed: &[String],
         object: &Object,
         places: &Places,
     ) -> Result<Vec<u8>> {
-        edit(&self.library, Some(soname), needed, object, places)
+        edit(self.pair(calls)?.0, Some(soname), needed, object, places)
     }
 
+    /// The program's file (the probe, in a world with `calls`).
     pub(crate) fn program(
         &self,
+        calls: bool,
         needed: &[String],
         object: &Object,
         places: &Places,
     ) -> Result<Vec<u8>> {
-        edit(&self.program, None, needed, object, places)
+        edit(self.pair(calls)?.1, None, needed, object, places)
     }
 }
 
@@ -255,10 +316,12 @@ fn edit(
         match tag {
             DT_NEEDED => {
                 let name = String::from_utf8_lossy(string_at(&b, at)).into_owned();
-                let Some(index) = name
-                    .strip_prefix(NEEDED_MARK)
-                    .and_then(|rest| rest.get(..1))
-                    .and_then(|digit| digit.parse::<usize>().ok())
+                let Some(rest) = name.strip_prefix(NEEDED_MARK) else {
+                    // The probe's and the shim's libc.so.6.
+                    kept.push((tag, value));
+                    continue;
+                };
+                let Some(index) = rest.get(..1).and_then(|digit| digit.parse::<usize>().ok())
                 else {
                     bail!("the template needs {name}, not a placeholder");
                 };

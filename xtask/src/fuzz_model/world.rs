@@ -168,13 +168,84 @@ pub(crate) struct List {
     pub entries: Vec<Entry>,
     /// Separated by `;` instead of `:` (the loader takes both in its variables).
     pub semicolons: bool,
+    /// Entries no one would write, after the others.
+    pub noise: Vec<Noise>,
+}
+
+/// An odd entry of a variable's list: what a list can hold rather than what it should.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Noise {
+    /// Characters and DST fragments strung together (`$`, `${`, `$ORIGIN/..`, `$FOO`,
+    /// control characters, spaces, non-ASCII): every byte but NUL, newline, `:` and `;`, in
+    /// UTF-8 (the harness passes variables as text).
+    Junk(String),
+    /// A path of this many bytes (past PATH_MAX from 4096), in components of 200 bytes.
+    Long(usize),
+    /// This many distinct directories that do not exist.
+    Many(usize),
+}
+
+impl Noise {
+    fn words(&self) -> Vec<String> {
+        match self {
+            Noise::Junk(text) => vec![text.clone()],
+            Noise::Long(len) => {
+                let mut path = String::from("/fz");
+                while path.len() < *len {
+                    path.push('/');
+                    path.push_str(&"n".repeat(200.min(len - path.len()).max(1)));
+                }
+                vec![path]
+            }
+            Noise::Many(count) => (0..*count).map(|i| format!("/fz/none/{i}")).collect(),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Noise::Junk(text) => format!("{text:?}"),
+            Noise::Long(len) => format!("<a {len}-byte path /fz/nnn.../nnn>"),
+            Noise::Many(count) => {
+                format!("<{count} directories /fz/none/0 .. /fz/none/{}>", count - 1)
+            }
+        }
+    }
 }
 
 impl List {
     pub(crate) fn text(&self, places: &Places) -> String {
-        let words: Vec<String> = self.entries.iter().map(|e| e.text(places)).collect();
-        words.join(if self.semicolons { ";" } else { ":" })
+        let mut words: Vec<String> = self.entries.iter().map(|e| e.text(places)).collect();
+        words.extend(self.noise.iter().flat_map(Noise::words));
+        words.join(self.separator())
     }
+
+    fn separator(&self) -> &'static str {
+        if self.semicolons {
+            ";"
+        } else {
+            ":"
+        }
+    }
+
+    /// The list as a reproducer prints it (a long or many-entry noise summarised).
+    fn describe(&self, places: &Places) -> String {
+        let mut words: Vec<String> = self.entries.iter().map(|e| e.text(places)).collect();
+        words.extend(self.noise.iter().map(Noise::describe));
+        words.join(self.separator())
+    }
+}
+
+/// A `dlopen` the program makes, as the probe's command line says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    /// `try NAME`: `dlopen` of a library from the program; a failure does not stop the probe.
+    Dlopen(usize),
+    /// `dlmopen NAME`: into a new namespace, from the program; a failure ends the probe.
+    Dlmopen(usize),
+    /// `shim CALLER NAME`: `dlopen` of the caller by its soname from the program (the loaded
+    /// one, found already, or a search), then of the library from inside the caller (with
+    /// its RUNPATH, RPATH and `$ORIGIN`); a failure of either ends the probe.
+    FromLibrary { caller: usize, library: usize },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +261,12 @@ pub(crate) struct World {
     /// `LD_TRACE_LOADED_OBJECTS=1` (what ldd sets): the loader lists the objects instead of
     /// running the program, and a library it does not find does not stop it.
     pub listing: bool,
+    /// The program's `dlopen` calls, in order (none: the program exits at once, without
+    /// libc; some: the program is the probe, the libraries the shim, both with libc).
+    pub calls: Vec<Call>,
+    /// Run set-user-ID root as nobody (AT_SECURE): only in worlds with calls, whose probe
+    /// says what its calls got (secure mode drops LD_DEBUG).
+    pub secure: bool,
 }
 
 /// The soname (and file name) of library `i`.
@@ -210,6 +287,37 @@ impl World {
         }
         out.truncate(MAX_NEEDED);
         out
+    }
+
+    /// The calls whose libraries the world has, as the probe's command words.
+    pub(crate) fn probe_words(&self) -> Vec<String> {
+        let n = self.libraries.len();
+        let mut words = Vec::new();
+        for call in &self.calls {
+            match *call {
+                Call::Dlopen(i) if i < n => words.extend(["try".into(), soname(i)]),
+                Call::Dlmopen(i) if i < n => words.extend(["dlmopen".into(), soname(i)]),
+                Call::FromLibrary { caller, library } if caller < n && library < n => {
+                    words.extend(["shim".into(), soname(caller), soname(library)]);
+                }
+                _ => {}
+            }
+        }
+        words
+    }
+
+    /// Whether a list holds odd entries ([`Noise`]).
+    pub(crate) fn noisy(&self) -> bool {
+        [&self.library_path, &self.fallback_path]
+            .into_iter()
+            .flatten()
+            .any(|list| !list.noise.is_empty())
+    }
+
+    /// Whether the program is the probe: the world makes calls (or runs in secure mode,
+    /// where the probe's records are what is compared).
+    pub(crate) fn calls(&self) -> bool {
+        self.secure || !self.probe_words().is_empty()
     }
 
     /// The world as a reproducer prints it.
@@ -249,10 +357,10 @@ impl fmt::Display for Described<'_> {
             writeln!(f)?;
         }
         if let Some(list) = &world.library_path {
-            writeln!(f, "  LD_LIBRARY_PATH='{}'", list.text(places))?;
+            writeln!(f, "  LD_LIBRARY_PATH='{}'", list.describe(places))?;
         }
         if let Some(list) = &world.fallback_path {
-            writeln!(f, "  LD_FALLBACK_PATH='{}'", list.text(places))?;
+            writeln!(f, "  LD_FALLBACK_PATH='{}'", list.describe(places))?;
         }
         if !world.preload.is_empty() {
             let names: Vec<String> = world.preload.iter().map(|&i| soname(i)).collect();
@@ -268,6 +376,20 @@ impl fmt::Display for Described<'_> {
         }
         if world.listing {
             writeln!(f, "  LD_TRACE_LOADED_OBJECTS=1")?;
+        }
+        if world.secure {
+            writeln!(
+                f,
+                "  secure mode: {PROGRAM} set-user-ID root, run as nobody"
+            )?;
+        }
+        if world.calls() {
+            writeln!(
+                f,
+                "  {PROGRAM} is the probe (c-fixtures/probe.c), the libraries the shim \
+                 (c-fixtures/libshim.c): {PROGRAM} {}",
+                world.probe_words().join(" ")
+            )?;
         }
         Ok(())
     }
@@ -318,16 +440,54 @@ fn object(libraries: usize, min_needed: usize) -> impl Strategy<Value = Object> 
         })
 }
 
+fn junk() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => proptest::sample::select(vec![
+            "$ORIGIN", "${ORIGIN}", "$LIB", "${LIB}", "$PLATFORM", "${PLATFORM}", "$ORIGIN/..",
+            "$", "${", "${}", "}", "$FOO", "${ORIGIN", "//", "..", ".", "/", "/fz/a", "fz",
+        ])
+        .prop_map(str::to_string),
+        3 => proptest::char::range('\u{1}', '\u{7f}')
+            // A newline would split the trace's line (which names the path) in two.
+            .prop_filter("a list separator or a newline", |c| !matches!(c, ':' | ';' | '\n'))
+            .prop_map(String::from),
+        1 => proptest::sample::select(vec!['é', '\u{a0}', '\u{fffd}', '\u{1f600}'])
+            .prop_map(String::from),
+    ];
+    vec(piece, 0..12).prop_map(|pieces| pieces.concat())
+}
+
+fn noise() -> impl Strategy<Value = Noise> {
+    prop_oneof![
+        4 => junk().prop_map(Noise::Junk),
+        1 => (1..6000usize).prop_map(Noise::Long),
+        1 => (1..3000usize).prop_map(Noise::Many),
+    ]
+}
+
 fn list() -> impl Strategy<Value = Option<List>> {
     proptest::option::weighted(
         0.7,
-        (vec(entry(), 0..6), proptest::bool::weighted(0.1)).prop_map(|(entries, semicolons)| {
-            List {
+        (
+            vec(entry(), 0..6),
+            proptest::bool::weighted(0.1),
+            proptest::option::weighted(0.15, vec(noise(), 1..=3)),
+        )
+            .prop_map(|(entries, semicolons, noise)| List {
                 entries,
                 semicolons,
-            }
-        }),
+                noise: noise.unwrap_or_default(),
+            }),
     )
+}
+
+fn call(libraries: usize) -> impl Strategy<Value = Call> {
+    prop_oneof![
+        3 => (0..libraries).prop_map(Call::Dlopen),
+        1 => (0..libraries).prop_map(Call::Dlmopen),
+        3 => (0..libraries, 0..libraries)
+            .prop_map(|(caller, library)| Call::FromLibrary { caller, library }),
+    ]
 }
 
 /// Every world, from one library upwards.
@@ -349,9 +509,38 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
             vec(0..n, 0..=1),
             proptest::option::weighted(0.2, vec(dir(), 1..=2)),
             proptest::bool::ANY,
+            // A listing runs no program: fewer of those where there are calls.
+            proptest::option::weighted(
+                0.4,
+                (
+                    vec(call(n), 1..=3),
+                    proptest::bool::weighted(0.2),
+                    proptest::bool::weighted(0.3),
+                ),
+            ),
         )
             .prop_map(
-                |(program, libraries, library_path, fallback_path, preload, cached, listing)| {
+                |(
+                    program,
+                    libraries,
+                    library_path,
+                    fallback_path,
+                    preload,
+                    cached,
+                    listing,
+                    calls,
+                )| {
+                    let (calls, listing, secure) = match calls {
+                        // A listing prints no records: none in secure mode.
+                        Some((calls, listing, secure)) => (calls, listing && !secure, secure),
+                        None => (Vec::new(), listing, false),
+                    };
+                    let mut program = program;
+                    if !calls.is_empty() {
+                        // The calls are made only by a program that starts: one DT_NEEDED
+                        // entry of the world's at most (and libc.so.6).
+                        program.needed.truncate(1);
+                    }
                     World {
                         program,
                         libraries,
@@ -360,6 +549,8 @@ pub(crate) fn world() -> impl Strategy<Value = World> {
                         preload,
                         cached: cached.unwrap_or_default(),
                         listing,
+                        calls,
+                        secure,
                     }
                 },
             )
