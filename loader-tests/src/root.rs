@@ -26,6 +26,8 @@ pub struct Bench {
     /// `qemu-aarch64-static` when the target is not native.
     pub qemu: Option<PathBuf>,
     scratch: TempDir,
+    /// LD_FALLBACK_KEEP_ROOTS=1: the roots stay for a look after the run.
+    keep: bool,
     /// Numbers roots: tests may run the same scenario concurrently on one bench.
     roots: std::sync::atomic::AtomicUsize,
 }
@@ -66,12 +68,34 @@ impl Bench {
             fixtures,
             qemu,
             scratch,
+            keep,
             roots: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
     pub(crate) fn scratch(&self) -> &Path {
         self.scratch.path()
+    }
+
+    /// Removes every root made so far, `workers` at a time (kept ones stay): a differential
+    /// run makes a root per run, and one thread unlinking them all took as long as tracing
+    /// them.
+    pub fn remove_roots(&self, workers: usize) -> Result<()> {
+        if self.keep {
+            return Ok(());
+        }
+        let roots = fs::read_dir(self.scratch())
+            .and_then(|entries| {
+                entries
+                    .map(|e| e.map(|e| e.path()))
+                    .collect::<io::Result<Vec<_>>>()
+            })
+            .with_context(|| format!("cannot list the roots in {}", self.scratch().display()))?;
+        model::parallel_map(&roots, workers, |root| {
+            fs::remove_dir_all(root).with_context(|| format!("cannot remove {}", root.display()))
+        })
+        .into_iter()
+        .collect()
     }
 
     fn next_root(&self, name: &str) -> PathBuf {

@@ -171,6 +171,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         .filter(|v| !v.is_empty())
         .ok_or_else(|| format!("${var} is not set (this test never builds glibc)"))?;
     let cache = cache_dir().map_err(|e| format!("{e:#}"))?;
+    let set_up = Instant::now();
     let sysroot = Sysroot::at(Path::new(&path), target, flavour).map_err(|e| format!("{e:#}"))?;
     let release = sysroot.release.into();
     let bench = Bench::new(sysroot, &cache).map_err(|e| format!("{e:#}"))?;
@@ -188,6 +189,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         fixtures: &fixtures,
         host: &host,
     };
+    let set_up_in = set_up.elapsed();
     let mut runs: Vec<(String, Run)> = MATRIX
         .iter()
         .map(|scenario| (format!("matrix::{}", scenario.id), Run::Matrix(scenario)))
@@ -229,6 +231,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
     let built_in = started.elapsed();
     // Equal worlds (the same files, command and variables) get the same answer from this
     // loader: each is traced once, and its result is every run's that made it.
+    let started = Instant::now();
     let mut worlds = Worlds::default();
     let mut traced: Vec<Invocation> = Vec::new();
     let world_of: Vec<Result<usize, String>> = built
@@ -247,6 +250,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
             Ok(number)
         })
         .collect();
+    let numbered_in = started.elapsed();
     let started = Instant::now();
     let compared = parallel_map(&traced, workers, |invocation| {
         let checked = differential::check(invocation, loader);
@@ -257,11 +261,13 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         (checked, lddtree)
     });
     eprintln!(
-        "{target}::{flavour}: {} runs, {} distinct worlds, {} traced runs; roots built in {:.1} s, traced in {:.1} s, {workers} at a time",
+        "{target}::{flavour}: {} runs, {} distinct worlds, {} traced runs; set up in {:.1} s, roots built in {:.1} s, worlds read in {:.1} s, traced in {:.1} s, {workers} at a time",
         runs.len(),
         if every_run { "not sought".to_string() } else { worlds.len().to_string() },
         traced.len(),
+        set_up_in.as_secs_f64(),
         built_in.as_secs_f64(),
+        numbered_in.as_secs_f64(),
         started.elapsed().as_secs_f64(),
     );
     let rows = runs
@@ -283,8 +289,17 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
             (id, row)
         })
         .collect();
-    // The roots go with the bench (LD_FALLBACK_KEEP_ROOTS=1 keeps them for a look).
+    // The roots removed side by side, the bench's scratch with it (LD_FALLBACK_KEEP_ROOTS=1
+    // keeps them for a look).
+    let started = Instant::now();
+    if let Err(err) = bench.remove_roots(workers) {
+        eprintln!("{target}::{flavour}: {err:#}");
+    }
     drop(bench);
+    eprintln!(
+        "{target}::{flavour}: roots removed in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(rows)
 }
 
