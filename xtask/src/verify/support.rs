@@ -222,6 +222,8 @@ pub(crate) fn check(
 ) -> Result<()> {
     let mut problems = Vec::new();
     let mut notes = Vec::new();
+    // Cells this machine judged again under another key, reaching the record's figures.
+    let mut rejudged = Vec::new();
     // The series first: what the page must describe, whatever state the page is in, each
     // with the verdict of `rebase-glibc --check`, the one judge of a series.
     let mut series = Vec::new();
@@ -371,6 +373,12 @@ pub(crate) fn check(
                 current.key, cell.key
             )),
             Ok(Some(current)) => {
+                if current.key != cell.key {
+                    rejudged.push(format!(
+                        "{name}: key {} here, {} in the record",
+                        current.key, cell.key
+                    ));
+                }
                 if let Some(differs) = machine_differs(cell, &current) {
                     machines.push(format!("{name}: {differs}"));
                 }
@@ -396,6 +404,12 @@ pub(crate) fn check(
 
     if !notes.is_empty() {
         outln!("not checked here:\n  {}", notes.join("\n  "));
+    }
+    if !rejudged.is_empty() {
+        outln!(
+            "judged again here with today's judging sources and builds, every figure the same as recorded:\n  {}",
+            rejudged.join("\n  ")
+        );
     }
     if !machines.is_empty() {
         outln!(
@@ -606,8 +620,10 @@ fn machine_differs(recorded: &CellReport, current: &CellReport) -> Option<String
     ))
 }
 
-/// The same inputs and the same figures (the build step's built-or-cached aside, and when,
-/// where and how fast the run was).
+/// The same series and the same figures (the build step's built-or-cached aside, and when,
+/// where and how fast the run was). The key may differ: a cell judged again after a change of
+/// the judging sources (a refactor, a fix that changes no verdict) that reaches every figure
+/// of the record confirms it; any figure that moved does not.
 fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
     let figures = |report: &CellReport| {
         report.run.as_ref().map(|run| {
@@ -617,8 +633,7 @@ fn same_proof(recorded: &CellReport, current: &CellReport) -> bool {
             (steps, built)
         })
     };
-    (&recorded.key, &recorded.series, figures(recorded))
-        == (&current.key, &current.series, figures(current))
+    (&recorded.series, figures(recorded)) == (&current.series, figures(current))
 }
 
 #[cfg(test)]
@@ -941,7 +956,7 @@ mod tests {
             });
         });
         page.check_with(&again).unwrap();
-        // Other inputs, or other figures: the record is not this machine's proof.
+        // Judged again by other judging sources, with every figure the same: it stands.
         let rekeyed = |release: Release, target: Target| -> Result<Option<CellReport>> {
             let mut cell = again(release, target)?.unwrap();
             if release.version() == "2.43" && target == Target::X86_64 {
@@ -949,11 +964,32 @@ mod tests {
             }
             Ok(Some(cell))
         };
-        let err = format!("{:#}", page.check_with(&rekeyed).unwrap_err());
+        page.check_with(&rekeyed).unwrap();
+        // Other inputs and other figures: the record is not this machine's proof.
+        let moved = |release: Release, target: Target| -> Result<Option<CellReport>> {
+            let mut cell = rekeyed(release, target)?.unwrap();
+            if release.version() == "2.43" && target == Target::X86_64 {
+                if let StepOutcome::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
+                    d.listed.patched.count += 1;
+                }
+            }
+            Ok(Some(cell))
+        };
+        let err = format!("{:#}", page.check_with(&moved).unwrap_err());
         assert!(
             err.contains("2.43 x86_64: differs from this machine's current verified report of the cell (key newer"),
             "{err}"
         );
+        // Another series, the figures the same: not this series' proof.
+        let reseries = |release: Release, target: Target| -> Result<Option<CellReport>> {
+            let mut cell = again(release, target)?.unwrap();
+            if release.version() == "2.43" && target == Target::X86_64 {
+                cell.series = "another series".into();
+            }
+            Ok(Some(cell))
+        };
+        let err = format!("{:#}", page.check_with(&reseries).unwrap_err());
+        assert!(err.contains("2.43 x86_64: differs"), "{err}");
         let refigured = |release: Release, target: Target| -> Result<Option<CellReport>> {
             let mut cell = again(release, target)?.unwrap();
             if let StepOutcome::Done(d) = &mut run_mut(&mut cell).steps.elf_regressions {
