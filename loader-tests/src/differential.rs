@@ -71,24 +71,40 @@ pub struct LoaderUnderTest<'a> {
     pub flavour: Flavour,
 }
 
-/// Runs `invocation` again, traced, and holds the model against it.
-pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
+/// An empty comparison in `mode` that names the program, with the model's configuration for
+/// `invocation`; where the model cannot take the run, the comparison says why and there is
+/// no configuration.
+fn start(
+    invocation: &Invocation,
+    loader: LoaderUnderTest,
+    mode: Mode,
+) -> (Checked, Option<Config>) {
     let mut checked = Checked {
-        mode: Mode::Traced,
+        mode,
         program: None,
         root: invocation.root.clone(),
         observed: Vec::new(),
         predicted: Vec::new(),
         difference: None,
     };
-    let mut config = match config_for(invocation, loader) {
-        Ok(config) => config,
+    match config_for(invocation, loader) {
+        Ok(config) => {
+            checked.program = Some(text(&config.program));
+            (checked, Some(config))
+        }
         Err(why) => {
             checked.mode = Mode::NotApplicable(why);
-            return checked;
+            (checked, None)
         }
+    }
+}
+
+/// Runs `invocation` again, traced, and holds the model against it.
+pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
+    let (mut checked, config) = start(invocation, loader, Mode::Traced);
+    let Some(mut config) = config else {
+        return checked;
     };
-    checked.program = Some(text(&config.program));
     let is_static = is_static(&config);
     if invocation.secure || is_static {
         checked.mode = Mode::Recorded;
@@ -173,26 +189,9 @@ pub fn check_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str
 /// model too. The probe ends at the first `dlopen`, `dlmopen` or `shim` that fails; so does
 /// the list the model follows.
 pub fn check_probe_trace(invocation: &Invocation, loader: LoaderUnderTest, trace: &str) -> Checked {
-    let mut config = match config_for(invocation, loader) {
-        Ok(config) => config,
-        Err(why) => {
-            return Checked {
-                mode: Mode::NotApplicable(why),
-                program: None,
-                root: invocation.root.clone(),
-                observed: Vec::new(),
-                predicted: Vec::new(),
-                difference: None,
-            }
-        }
-    };
-    let mut checked = Checked {
-        mode: Mode::Traced,
-        program: Some(text(&config.program)),
-        root: invocation.root.clone(),
-        observed: Vec::new(),
-        predicted: Vec::new(),
-        difference: None,
+    let (mut checked, config) = start(invocation, loader, Mode::Traced);
+    let Some(mut config) = config else {
+        return checked;
     };
     let searches = trace::searches(trace);
     checked.observed = observed(&searches, &config, loader.path);
@@ -218,23 +217,11 @@ pub fn check_probe_records(
     status: i32,
     stdout: &str,
 ) -> Checked {
-    let mut checked = Checked {
-        mode: Mode::Recorded,
-        program: None,
-        root: invocation.root.clone(),
-        observed: Vec::new(),
-        predicted: Vec::new(),
-        difference: None,
-    };
-    let mut config = match config_for(invocation, loader) {
-        Ok(config) => config,
-        Err(why) => {
-            checked.mode = Mode::NotApplicable(why);
-            return checked;
-        }
+    let (mut checked, config) = start(invocation, loader, Mode::Recorded);
+    let Some(mut config) = config else {
+        return checked;
     };
     let program = text(&config.program);
-    checked.program = Some(program.clone());
     let record = |how: &str, name: &str, path: Option<String>| Step {
         namespace: 0,
         name: format!("{how} {name}"),
