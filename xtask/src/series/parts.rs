@@ -1,7 +1,7 @@
 //! Parts of a series. `tests-only` is the series without its loader change: the patches that
 //! add tests, and the support code those need, applied to the release alone. `verify` runs
 //! the series' tests against the unpatched loader in that build: a test of the patch must
-//! fail there (or be one that passes by design, with the reason declared).
+//! fail there (or be one the series directory declares observed to pass there, with why).
 
 use anyhow::{bail, Result};
 

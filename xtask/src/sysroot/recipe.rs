@@ -286,6 +286,18 @@ impl Recipe {
         with_a_second_group(self.command(cmd))
     }
 
+    /// The command that installs the tree into the test container's root,
+    /// `testroot.pristine`, as glibc's top-level makefile does before a whole `make check`
+    /// (a subdirectory's make of single tests never makes it): the root then holds this
+    /// tree's loader and libraries, not those an earlier run of another flavour left.
+    pub(crate) fn test_root_command(&self, build: &Path, jobs: usize) -> Command {
+        let mut cmd = Command::new("make");
+        cmd.current_dir(build)
+            .arg(format!("-j{jobs}"))
+            .arg(build.join("testroot.pristine/install.stamp"));
+        with_a_second_group(self.command(cmd))
+    }
+
     /// The command that runs only `tests` (`elf/tst-foo`, of one subdirectory), with what
     /// each needs built first: what glibc's `make test t=elf/tst-foo` does for one test, for
     /// all of them in one make (`-k`: a failing test does not stop the others).

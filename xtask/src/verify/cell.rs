@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::Context;
+use serde::Deserialize;
 use model::{Flavour, Target};
 
 use super::emulated::{self, Sandbox};
@@ -277,22 +278,83 @@ fn run_steps(
     steps
 }
 
-/// The series' tests that pass against the unpatched loader by design, and why: each checks
-/// that the fallback leaves alone something the loader does without it, which holds without
-/// the patch as well. Every other test of the series must fail there.
-const PASS_WITHOUT_THE_PATCH: &[(&str, &str)] = &[
-    (
-        "elf/tst-fallback-path-container",
-        "it checks that a copy in a default directory and one found through ld.so.cache beat the fallback copy: without a fallback list both are found all the same",
-    ),
-    (
-        "elf/tst-fallback-path-missing",
-        "it checks that repeated failing searches do not crash when no fallback directory exists: a loader without the fallback list has none to write to",
-    ),
-];
+/// What the series directory (`patches/`, or `$LD_FALLBACK_PATCHES`) says of its tests
+/// against the unpatched loader: its file [`DECLARATION`], which is data of the series, so
+/// that the series and what is known of its tests change together.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Declaration {
+    /// How the tests are run: [`Harness`].
+    pub harness: u32,
+    /// The series' tests observed to pass against the unpatched loader, each with why it
+    /// does (what it checks that the loader does without the patch too). Every other test of
+    /// the series must fail there.
+    #[serde(default)]
+    pub pass: BTreeMap<String, String>,
+}
+
+/// The file of the series directory that holds its [`Declaration`].
+pub(crate) const DECLARATION: &str = "without-the-patch.json";
+
+/// How a series' tests are run against the unpatched loader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Harness {
+    /// 1: in the build tree as an earlier run left it, test container roots included: a
+    /// container test ran under whatever loader the root held (the patched one, after the
+    /// patched tree's `make check`), and nothing says which. Kept only so that a record
+    /// made that way is made the same way again until its series moves on.
+    KeptRoots,
+    /// 2: in test container roots installed from the unpatched tree for the run, with the
+    /// kind of the tree's and the root's loader recorded; a run under a patched loader fails.
+    CleanRoots,
+}
+
+impl Declaration {
+    /// The declaration of the series directory `patches`: its file, or, where it has none,
+    /// the clean harness with no test passing without the patch.
+    pub(crate) fn of(patches: &std::path::Path) -> anyhow::Result<Declaration> {
+        let path = patches.join(DECLARATION);
+        if !path.exists() {
+            return Ok(Declaration {
+                harness: 2,
+                pass: BTreeMap::new(),
+            });
+        }
+        let text = model::file::read_regular_text(
+            &path,
+            model::file::Limit {
+                bytes: 1 << 20,
+                what: "the series' declaration of its tests without the patch",
+            },
+        )
+        .with_context(|| format!("cannot read {}", path.display()))?;
+        let declared: Declaration = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a declaration of the series' tests without the patch", path.display()))?;
+        declared.harness_kind().with_context(|| format!("in {}", path.display()))?;
+        Ok(declared)
+    }
+
+    pub(crate) fn harness_kind(&self) -> anyhow::Result<Harness> {
+        match self.harness {
+            1 => Ok(Harness::KeptRoots),
+            2 => Ok(Harness::CleanRoots),
+            n => anyhow::bail!("harness {n} is not known: 1 (test roots kept) or 2 (clean roots)"),
+        }
+    }
+
+    /// What a cell's key takes of it: the harness and the declared tests, in order.
+    pub(crate) fn id(&self) -> String {
+        let mut text = format!("harness {}", self.harness);
+        for (test, why) in &self.pass {
+            text.push_str(&format!("\npass {test} {why}"));
+        }
+        text
+    }
+}
 
 /// The series' tests in a `tests-only` build (the series without its loader change), each
-/// run on its own through glibc's make, and what each must do there.
+/// run on its own through glibc's make, and what each must do there: fail, unless the
+/// series' [`Declaration`] says it passes, and why.
 fn without_the_patch(
     run: &Run,
     plan: &Plan,
@@ -300,31 +362,58 @@ fn without_the_patch(
     sandbox: Option<&Sandbox>,
 ) -> StepOutcome<WithoutThePatch> {
     let (release, target) = (plan.release, plan.target);
-    let results = run
-        .builder
-        .key(release, target, Flavour::TestsOnly)
-        .and_then(|(key, _)| {
-            testsuite::results_for(&key, "elf-series-tests", || {
-                let tree = run.builder.tree(release, target, Flavour::TestsOnly)?;
-                testsuite::run_tests(&tree, SUITE, tests, run.builder.jobs, sandbox)
+    let declared = match Declaration::of(&run.workspace.patches_dir)
+        .and_then(|d| d.harness_kind().map(|h| (d, h)))
+    {
+        Ok(declared) => declared,
+        Err(err) => return StepOutcome::Error(format!("{err:#}")),
+    };
+    let (declared, harness) = declared;
+    let results = match harness {
+        Harness::KeptRoots => run
+            .builder
+            .key(release, target, Flavour::TestsOnly)
+            .and_then(|(key, _)| {
+                testsuite::results_for(&key, "elf-series-tests", || {
+                    let tree = run.builder.tree(release, target, Flavour::TestsOnly)?;
+                    testsuite::run_tests(&tree, SUITE, tests, run.builder.jobs, sandbox)
+                })
             })
-        })
-        .context("cannot run the series' tests against the unpatched loader");
-    let results = match results {
-        Ok((results, _)) => results,
+            .map(|(results, _)| (results, None)),
+        // Run every time: the evidence of the loaders is of this run.
+        Harness::CleanRoots => run
+            .builder
+            .tree(release, target, Flavour::TestsOnly)
+            .and_then(|tree| {
+                testsuite::run_tests_in_clean_roots(
+                    &tree,
+                    target,
+                    SUITE,
+                    tests,
+                    run.builder.jobs,
+                    sandbox,
+                )
+            })
+            .map(|(results, loaders)| (results, Some(loaders))),
+    }
+    .context("cannot run the series' tests against the unpatched loader");
+    let (results, loaders) = match results {
+        Ok(found) => found,
         Err(err) => return StepOutcome::Error(format!("{err:#}")),
     };
     let tests = named(tests, &results, "the tests-only build did not run it");
-    let by_design = PASS_WITHOUT_THE_PATCH
+    let by_design = declared
+        .pass
         .iter()
-        .filter(|(test, _)| tests.iter().any(|t| t.test == *test))
-        .map(|(test, why)| (test.to_string(), why.to_string()))
+        .filter(|(test, _)| tests.iter().any(|t| t.test == **test))
+        .map(|(test, why)| (test.clone(), why.clone()))
         .collect();
     let imposed_by_qemu = imposed_by_qemu(target, &tests);
     StepOutcome::Done(WithoutThePatch {
         tests,
         by_design,
         imposed_by_qemu,
+        loaders,
     })
 }
 
@@ -622,6 +711,33 @@ mod tests {
             ["elf/tst-fallback-path", "elf/tst-old"],
             "a changed upstream test and a module are not the series' tests"
         );
+    }
+
+    /// What a series directory declares of its tests without the patch: its file, or
+    /// the clean harness with nothing passing; a harness it does not know, or a field it
+    /// does not know, is refused naming the file.
+    #[test]
+    fn a_series_directory_declares_its_harness_and_what_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = Declaration::of(dir.path()).unwrap();
+        assert_eq!(none.harness_kind().unwrap(), Harness::CleanRoots);
+        assert!(none.pass.is_empty());
+        let file = dir.path().join(DECLARATION);
+        std::fs::write(&file, r#"{"harness": 2, "pass": {"elf/tst-a": "why"}}"#).unwrap();
+        let declared = Declaration::of(dir.path()).unwrap();
+        assert_eq!(declared.pass["elf/tst-a"], "why");
+        assert_ne!(declared.id(), none.id(), "the cell's key takes the declaration");
+        std::fs::write(&file, r#"{"harness": 3}"#).unwrap();
+        let err = format!("{:#}", Declaration::of(dir.path()).unwrap_err());
+        assert!(err.contains("harness 3 is not known") && err.contains(DECLARATION), "{err}");
+        std::fs::write(&file, r#"{"harness": 2, "by_design": {}}"#).unwrap();
+        let err = format!("{:#}", Declaration::of(dir.path()).unwrap_err());
+        assert!(err.contains("is not a declaration"), "{err}");
+        // The checkout's series: the old harness, until a series verified in clean roots
+        // replaces it with what was observed there.
+        let patches = crate::util::paths::project_root().join("patches");
+        let checkout = Declaration::of(&patches).unwrap();
+        assert!(checkout.harness_kind().is_ok());
     }
 
     /// The committed series: 15 test programs each, modules apart.

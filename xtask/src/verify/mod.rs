@@ -324,6 +324,7 @@ fn cached_cell(run: &Run, release: Release, target: Target) -> CellReport {
 /// The cell's key, its series' content id, and which flavours' sysroots are cached.
 fn identify(run: &Run, release: Release, target: Target) -> Result<(String, String, [bool; 2])> {
     let series = run.workspace.load_series(release)?.content_id();
+    let declared = cell::Declaration::of(&run.workspace.patches_dir)?.id();
     let mut builds = Vec::new();
     let mut cached = [false; 2];
     for (i, flavour) in Flavour::ALL.into_iter().enumerate() {
@@ -331,7 +332,7 @@ fn identify(run: &Run, release: Release, target: Target) -> Result<(String, Stri
         builds.push(key);
         cached[i] = hit;
     }
-    Ok((cell_key(&series, &builds)?, series, cached))
+    Ok((cell_key(&series, &declared, &builds)?, series, cached))
 }
 
 /// The cell's current key without writing anything (the store is only read): for
@@ -343,17 +344,22 @@ fn current_key(
     target: Target,
 ) -> Result<String> {
     let series = workspace.load_series(release)?.content_id();
+    let declared = cell::Declaration::of(&workspace.patches_dir)?.id();
     let builds = Flavour::ALL
         .into_iter()
         .map(|flavour| builder.key_read_only(release, target, flavour))
         .collect::<Result<Vec<String>>>()?;
-    cell_key(&series, &builds)
+    cell_key(&series, &declared, &builds)
 }
 
-/// Hash of every input of a cell's verdict: what it checks (`cell::RECIPE`), the series, both
-/// builds (patched, unpatched) and the sources that judge.
-fn cell_key(series: &str, builds: &[String]) -> Result<String> {
-    let mut text = format!("recipe {}\nseries {series}\n", cell::RECIPE);
+/// Hash of every input of a cell's verdict: what it checks (`cell::RECIPE`), the series and
+/// what its directory declares of its tests without the patch, both builds (patched,
+/// unpatched) and the sources that judge.
+fn cell_key(series: &str, declared: &str, builds: &[String]) -> Result<String> {
+    let mut text = format!(
+        "recipe {}\nseries {series}\nwithout the patch {declared}\n",
+        cell::RECIPE
+    );
     for (flavour, key) in Flavour::ALL.into_iter().zip(builds) {
         text.push_str(&format!("build {flavour} {key}\n"));
     }

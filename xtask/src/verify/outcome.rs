@@ -10,7 +10,7 @@ use loader_tests::report::{self, MatrixReport};
 use model::Target;
 use serde::{Deserialize, Serialize};
 
-use super::testsuite::{Diff, Named, Status, SuiteFacts, SuitesRan};
+use super::testsuite::{self, Diff, Named, Status, SuiteFacts, SuitesRan};
 use model::Release;
 
 /// A step's verdict.
@@ -368,18 +368,24 @@ impl Figures for SeriesTests {
 
 /// The series' own tests against the unpatched loader (the `tests-only` build: the series'
 /// tests and support code without its loader change). A test of the patch must fail there;
-/// a test that passes there checks something the loader does without the patch too, and is
-/// declared with the reason (`cell::PASS_WITHOUT_THE_PATCH`): else it could not fail.
+/// a test that passes there checks something the loader does without the patch too, and the
+/// series says so, with the reason (`cell::Declaration`, data of the series directory): else
+/// it could not fail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct WithoutThePatch {
     /// Every test of the series, as it ended against the unpatched loader.
     pub tests: Vec<Named>,
-    /// The tests among them declared to pass there by design, with why.
+    /// The tests among them the series declares to pass there, with why (the name of the
+    /// field is the record's).
     pub by_design: BTreeMap<String, String>,
     /// On an emulated target, the tests that ended UNSUPPORTED for a reason QEMU user mode
     /// imposes, with why.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub imposed_by_qemu: BTreeMap<String, String>,
+    /// The loaders the run's tests ran under, asked after it (a run in clean test roots);
+    /// none in a record of a run in the roots an earlier run left, which could not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaders: Option<testsuite::Loaders>,
 }
 
 impl WithoutThePatch {
@@ -400,6 +406,11 @@ impl WithoutThePatch {
             }
             if t.status == Status::Unresolved {
                 wrong.push(format!("{} never ran", t.test));
+            }
+        }
+        if let Some(loaders) = &self.loaders {
+            for problem in loaders.not(&testsuite::LoaderKind::Unpatched) {
+                wrong.push(format!("not the unpatched loader: {problem}"));
             }
         }
         wrong
@@ -1060,6 +1071,57 @@ mod tests {
             .verdict(),
             StepVerdict::Fail
         );
+    }
+
+    /// A run in clean roots fails when either loader it ran under is not the unpatched one
+    /// (the container test that passed under the patched root's loader); a record without
+    /// the evidence, made in the roots an earlier run left, is judged as it was.
+    #[test]
+    fn a_run_under_a_patched_loader_fails_without_the_patch() {
+        use testsuite::{LoaderKind, Loaders};
+        let failed = |test: &str| Named {
+            test: test.into(),
+            status: Status::Fail,
+            reason: Some("error: dlopen: libmarkermod7.so: cannot open shared object file".into()),
+        };
+        let run = |loaders| WithoutThePatch {
+            tests: vec![failed("elf/tst-fallback-path")],
+            by_design: BTreeMap::new(),
+            imposed_by_qemu: BTreeMap::new(),
+            loaders,
+        };
+        let clean = Loaders {
+            tree: LoaderKind::Unpatched,
+            root: LoaderKind::Unpatched,
+        };
+        assert_eq!(run(Some(clean.clone())).verdict(), StepVerdict::Pass);
+        assert_eq!(run(None).verdict(), StepVerdict::Pass);
+        let dirty = Loaders {
+            root: LoaderKind::Patched,
+            ..clean.clone()
+        };
+        assert_eq!(run(Some(dirty.clone())).verdict(), StepVerdict::Fail);
+        assert_eq!(
+            run(Some(dirty)).wrong(),
+            ["not the unpatched loader: the test container root's loader is patched (its --help lists --fallback-path)"]
+        );
+        let unknown = Loaders {
+            tree: LoaderKind::Unknown("missing".into()),
+            ..clean
+        };
+        assert_eq!(run(Some(unknown)).verdict(), StepVerdict::Fail);
+        // The evidence reads back as written, and an old record without it still reads.
+        let text = serde_json::to_string(&run(Some(Loaders {
+            tree: LoaderKind::Unpatched,
+            root: LoaderKind::Patched,
+        })))
+        .unwrap();
+        assert!(text.contains(r#""loaders":{"tree":"unpatched","root":"patched"}"#), "{text}");
+        let old: WithoutThePatch = serde_json::from_str(
+            r#"{"tests":[],"by_design":{"elf/tst-fallback-path-missing":"why"}}"#,
+        )
+        .unwrap();
+        assert_eq!(old.loaders, None);
     }
 
     #[test]

@@ -145,7 +145,7 @@ fn elf(diff: &Diff) -> String {
 fn without_the_patch(w: &WithoutThePatch) -> String {
     let count = |f: &dyn Fn(Status) -> bool| w.tests.iter().filter(|t| f(t.status)).count();
     let mut text = format!(
-        "of {} series tests, {} fail against the unpatched loader, {} pass by design, {} UNSUPPORTED",
+        "of {} series tests, {} fail against the unpatched loader, {} declared to pass there, {} UNSUPPORTED",
         w.tests.len(),
         count(&|s| s.is_failure()),
         w.by_design.len(),
@@ -378,19 +378,34 @@ pub(crate) fn details(report: &CellReport) -> String {
     }
     if let Some(without) = run.steps.without_the_patch.figures() {
         for test in &without.tests {
-            let reason = match without.by_design.get(&test.test) {
-                Some(why) => format!(" (passes by design: {why})"),
-                None => test
-                    .reason
-                    .as_deref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default(),
-            };
+            let reason = test
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
                 "    without the patch: series test {} {}{reason}",
                 test.test, test.status
             );
+            if let Some(why) = without.by_design.get(&test.test) {
+                let _ = writeln!(out, "      declared to pass without the patch: {why}");
+            }
+        }
+        match &without.loaders {
+            Some(loaders) => {
+                let _ = writeln!(
+                    out,
+                    "    without the patch, loaders: the tree's elf/ld.so {}; the test container root's {}",
+                    loaders.tree, loaders.root
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "    without the patch, loaders: not recorded (the run kept the test container roots an earlier run left)"
+                );
+            }
         }
     }
     if let Some(h) = run.steps.hardcoded_paths.figures() {
@@ -778,6 +793,7 @@ pub(crate) mod tests {
                     ],
                     by_design: Default::default(),
                     imposed_by_qemu: Default::default(),
+                    loaders: None,
                 }),
                 hardcoded_paths: if crate::verify::outcome::hardcoded_paths_apply(
                     Release::parse(release).unwrap(),

@@ -302,6 +302,167 @@ pub(crate) fn run_tests(
 ) -> Result<Results> {
     let build = tree.work.build();
     remove_leftovers(&build, false)?;
+    run_tests_in(tree, &build, subdir, tests, jobs, sandbox)
+}
+
+/// Runs only `tests`, as [`run_tests`] does, in a test container made from this tree:
+/// the test roots an earlier run left (another flavour's loader, say) are removed and
+/// installed again from the tree before the tests run. Then asks the tree's loader and the
+/// root's which kind each is: the evidence of the loaders every test of the run ran under
+/// (a container test under the root's, every other under the tree's `elf/ld.so`).
+pub(crate) fn run_tests_in_clean_roots(
+    tree: &BuiltTree,
+    target: model::Target,
+    subdir: &str,
+    tests: &[String],
+    jobs: usize,
+    sandbox: Option<&Sandbox>,
+) -> Result<(Results, Loaders)> {
+    let build = tree.work.build();
+    remove_leftovers(&build, true)?;
+    let mut cmd = tree.recipe.test_root_command(&build, jobs);
+    let what = format!("{}: the test container's root, installed from this tree", tree.label);
+    let status = match sandbox {
+        None => logged::run_to_end(
+            &mut cmd,
+            &tree.log,
+            &what,
+            crate::sysroot::recipe::make_status,
+            None,
+        )?,
+        Some(sandbox) => logged::run_to_end_started(
+            &mut sandbox.command(&cmd),
+            &tree.log,
+            &format!("{what} (QEMU, binfmt_misc)"),
+            crate::sysroot::recipe::make_status,
+            &mut |child| sandbox.start(child),
+        )?,
+    };
+    if !status.success() {
+        anyhow::bail!(
+            "cannot install the test container's root from the tree ({status}); its log: {}",
+            tree.log.display()
+        );
+    }
+    let results = run_tests_in(tree, &build, subdir, tests, jobs, sandbox)?;
+    let loaders = Loaders {
+        tree: loader_kind(&build.join("elf/ld.so"), sandbox),
+        root: loader_kind(
+            &build
+                .join("testroot.pristine")
+                .join(target.loader_path().trim_start_matches('/')),
+            sandbox,
+        ),
+    };
+    Ok((results, loaders))
+}
+
+/// Which loader a program is, by what its `--help` says: the patched loader documents
+/// `--fallback-path` there, the unpatched one does not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum LoaderKind {
+    /// Its `--help` lists `--fallback-path`.
+    Patched,
+    /// Its `--help` answers without `--fallback-path`.
+    Unpatched,
+    /// It could not be asked, and why (missing, or `--help` failed).
+    Unknown(String),
+}
+
+impl std::fmt::Display for LoaderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoaderKind::Patched => f.write_str("patched (its --help lists --fallback-path)"),
+            LoaderKind::Unpatched => f.write_str("unpatched (its --help has no --fallback-path)"),
+            LoaderKind::Unknown(why) => write!(f, "unknown: {why}"),
+        }
+    }
+}
+
+/// The loaders a run of single tests ran under, asked after the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Loaders {
+    /// The build tree's `elf/ld.so`, which every test outside a container runs under.
+    pub tree: LoaderKind,
+    /// The test container root's loader, which every container test runs under.
+    pub root: LoaderKind,
+}
+
+impl Loaders {
+    /// What is wrong with the run when each of its tests was meant to run under `wanted`.
+    pub(crate) fn not(&self, wanted: &LoaderKind) -> Vec<String> {
+        [
+            ("the build tree's elf/ld.so", &self.tree),
+            ("the test container root's loader", &self.root),
+        ]
+        .into_iter()
+        .filter(|(_, kind)| *kind != wanted)
+        .map(|(which, kind)| format!("{which} is {kind}"))
+        .collect()
+    }
+}
+
+/// The kind of the loader at `path`, asked with `--help` (in `sandbox` where the target's
+/// programs need one).
+fn loader_kind(path: &Path, sandbox: Option<&Sandbox>) -> LoaderKind {
+    if !path.is_file() {
+        return LoaderKind::Unknown(format!("{} is missing", path.display()));
+    }
+    let mut help = std::process::Command::new(path);
+    help.arg("--help");
+    let out = match sandbox {
+        None => help.output().map_err(anyhow::Error::from),
+        Some(sandbox) => {
+            let mut cmd = sandbox.command(&help);
+            cmd.stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            cmd.spawn()
+                .map_err(anyhow::Error::from)
+                .and_then(|mut child| match sandbox.start(&mut child) {
+                    Ok(()) => child.wait_with_output().map_err(anyhow::Error::from),
+                    Err(err) => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        Err(err)
+                    }
+                })
+        }
+    };
+    match out {
+        Ok(out) if out.status.success() => kind_of_help(&String::from_utf8_lossy(&out.stdout)),
+        Ok(out) => LoaderKind::Unknown(format!(
+            "{} --help ended {}: {}",
+            path.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(err) => LoaderKind::Unknown(format!("cannot run {} --help: {err:#}", path.display())),
+    }
+}
+
+/// The kind of loader whose `--help` printed `text`.
+fn kind_of_help(text: &str) -> LoaderKind {
+    if text.contains("--fallback-path") {
+        LoaderKind::Patched
+    } else if text.contains("--library-path") {
+        LoaderKind::Unpatched
+    } else {
+        LoaderKind::Unknown("its --help does not read as a loader's".into())
+    }
+}
+
+/// The tests run after their old results are removed, and their results read.
+fn run_tests_in(
+    tree: &BuiltTree,
+    build: &Path,
+    subdir: &str,
+    tests: &[String],
+    jobs: usize,
+    sandbox: Option<&Sandbox>,
+) -> Result<Results> {
+    let build = build.to_path_buf();
     for test in tests {
         for suffix in [".out", ".test-result"] {
             let path = build.join(format!("{test}{suffix}"));
@@ -772,6 +933,27 @@ mod tests {
         assert!(!build.join("testroot.pristine").exists());
         // Nothing left to remove is no error.
         remove_leftovers(build, true).unwrap();
+    }
+
+    /// A loader is told by its `--help`: the patched one documents `--fallback-path`.
+    #[test]
+    fn a_loader_is_known_by_its_help() {
+        let unpatched = "Usage: ld.so [OPTION]... EXECUTABLE-FILE [ARGS-FOR-PROGRAM...]\n  --library-path PATH    use given PATH instead of content of the environment\n";
+        let patched = format!("{unpatched}  --fallback-path PATH   search PATH after every other directory\n");
+        assert_eq!(kind_of_help(unpatched), LoaderKind::Unpatched);
+        assert_eq!(kind_of_help(&patched), LoaderKind::Patched);
+        assert!(matches!(kind_of_help("hello\n"), LoaderKind::Unknown(_)));
+        let missing = loader_kind(Path::new("/nonexistent/ld.so"), None);
+        assert!(matches!(missing, LoaderKind::Unknown(why) if why.contains("is missing")));
+        let wanted = LoaderKind::Unpatched;
+        let both = Loaders {
+            tree: LoaderKind::Unpatched,
+            root: LoaderKind::Patched,
+        };
+        assert_eq!(
+            both.not(&wanted),
+            ["the test container root's loader is patched (its --help lists --fallback-path)"]
+        );
     }
 
     /// check-support holds every cell's list to its release's size: a supported cell without
