@@ -18,11 +18,16 @@ use crate::series::{diffstat, mail_date, TRAILER};
 
 const SUBJECT: &str = "elf: Add LD_FALLBACK_PATH, searched after every other directory";
 
-/// What the series does and why, paragraph by paragraph (each filled to [`WIDTH`]).
+/// What the series does and why, paragraph by paragraph (each filled to [`WIDTH`]): the
+/// problem, why a list searched last, the alternatives weighed, prior art, the interface.
+/// docs/upstream.md ("Questions a reviewer is likely to ask") holds the longer answers and
+/// their sources. No count of patches or tests here: those come from the series.
 const WHAT_AND_WHY: &[&str] = &[
     "This series adds LD_FALLBACK_PATH, a list of directories that the dynamic linker searches for a shared object after every other place: after DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH, ld.so.cache and the default directories.  The new ld.so option --fallback-path sets the list for one invocation and overrides the variable, as --library-path does for LD_LIBRARY_PATH.",
-    "It is meant for systems whose glibc does not live in the default directories, such as NixOS, where a program needs a few libraries from a directory of the host and nothing else from there.  The case that prompted it is CUDA on NVIDIA Jetson boards: the board's driver directory holds an old libcuda.so.1 and the helper libraries (libnvrm_gpu.so, libnvrm_mem.so) that a newer compatibility libcuda.so.1 needs too.  The program finds the newer copy first, through its DT_RUNPATH.  Putting the driver directory on LD_LIBRARY_PATH would shadow that copy, since LD_LIBRARY_PATH is searched before DT_RUNPATH; leaving the directory out leaves the helpers unfound.  As a fallback directory it supplies the helpers and nothing else.",
-    "The fallback comes after the default directories, not before them, because on such systems the default directory is glibc's own library directory: a host directory in front of it would replace libm.so.6, libnss_*.so.2 and the rest with another glibc's copies.  For the same reason it is still searched for objects linked with -z nodefaultlib and under ld.so --inhibit-cache; there, the places those switch off are not searched at all, so a fallback directory can then supply an object that the default directories or ld.so.cache also hold.",
+    "The problem: on NVIDIA Jetson boards, a program built by a distribution with its own glibc (NixOS) finds a newer compatibility libcuda.so.1 through its DT_RUNPATH, and that library then needs helper libraries (libnvrm_gpu.so, libnvrm_mem.so) that exist only in the board's driver directory, next to an older libcuda.so.1: LD_LIBRARY_PATH would put the old driver in front of the new one, and without the directory the helpers are not found.",
+    "Why last: a program of such a distribution has its own glibc in its default directory.  A host directory searched before it would replace libm.so.6, libnss_*.so.2 and the rest with copies built against another glibc.  Searched after every other place, the directory supplies only what is found nowhere else, which is all the case needs; replacing a library that is found is what LD_LIBRARY_PATH and LD_PRELOAD already do.  For the same reason the list is still searched for objects linked with -z nodefaultlib and under ld.so --inhibit-cache.",
+    "Alternatives weighed.  A tunable, in GLIBC_TUNABLES or in a tunables file read system-wide: the loader's search lists are LD_* variables with an ld.so option, a directory list cannot be a tunable's value (tunables are separated by ':'), tunables are documented as no stable interface, and a system-wide setting reaches every program of the machine, where the list is meant for one environment.  An LD_AUDIT module's la_objsearch: it can only rename a candidate the loader is about to try, so it cannot come after the default directories, the loaded object is named after the candidate it replaced, -z nodefaultlib objects and static programs' dlopen are out of its reach, and the module brings a second libc into every process.  Editing DT_RUNPATH (patchelf): the lookup that fails is made by a vendor library and by programs the distribution did not build, the driver directory differs from host to host, and DT_RUNPATH is searched before the default directories.  ld.so.conf or an ldconfig cache entry: ld.so.cache is searched before the default directories, and it is one per system, written by root, where the need is per program or environment.",
+    "Prior art: macOS's dyld has DYLD_FALLBACK_LIBRARY_PATH, a list searched when a library is not found at its install path (dyld(1)).  An earlier proposal of the same variable for nixpkgs' glibc searched the list just before the default directories, to override system libraries without a chroot; this series keeps to supplying what is missing, for the reason above, and adds no audit flag.",
     "Only absolute directories are searched: an empty or relative entry (after $ORIGIN, $LIB and $PLATFORM expansion) is ignored, because a list meant for system integration must not depend on the working directory.  In secure mode the variable is ignored and removed from the environment (it is in UNSECURE_ENVVARS), for dynamic and static programs.",
     "LD_FALLBACK_PATH and the ld.so option --fallback-path are new public interface, documented in NEWS and in the manual (the last patch).  No symbol, type or constant is added: LD_DEBUG=libs labels the new search \"LD_FALLBACK_PATH\" or \"--fallback-path\", ld.so --help lists the fallback directories after the system directories, dlinfo (RTLD_DI_SERINFO) reports them last, and an audit module's la_objsearch sees their candidates with the existing flag LA_SER_LIBPATH.",
 ];
@@ -141,7 +146,7 @@ impl Letter<'_> {
         };
         match &request.base {
             Some(base) => format!(
-                "The series applies to {} of upstream glibc (commit {}, the base-commit below); the NEWS entry is under Version {}, the version in development there.  Patch {} changes {PATH}, which Debian's release tarballs, from which the project builds and tests the series on releases, do not have.",
+                "The series applies to {} of upstream glibc (commit {}, the base-commit below); the NEWS entry is under Version {}, the version in development there.  Patch {}, the manual's, changes {PATH} at that commit; the release builds the testing below describes were made without the manual.",
                 base.name,
                 self.base,
                 self.development,
@@ -149,7 +154,7 @@ impl Letter<'_> {
                 PATH = "manual/dynlink.texi",
             ),
             None => format!(
-                "{patches} to the glibc-{} release; the NEWS entry is written for {}.  Patch {} applies to {} (Debian's release tarballs, from which the series is built and tested, have no manual/).",
+                "{patches} to the glibc-{} release; the NEWS entry is written for {}.  Patch {}, the manual's, applies to {}.",
                 request.release,
                 self.development,
                 self.patches.len(),

@@ -200,10 +200,12 @@ impl Tested {
 }
 
 /// The series' tests against the loader without its change, over every verified cell: they
-/// fail there, but for those that check what the loader does without the change too.
+/// fail there, but for those observed to pass there, which the series names with why; and
+/// whether the runs recorded which loader they ran under.
 fn without_the_patch_line(verified: &[&CellReport]) -> Option<String> {
     let mut by_design: BTreeMap<String, String> = BTreeMap::new();
     let mut cells = 0;
+    let mut unchecked = 0;
     for cell in verified {
         let Some(StepOutcome::Done(without)) =
             cell.run.as_ref().map(|r| &r.steps.without_the_patch)
@@ -211,6 +213,7 @@ fn without_the_patch_line(verified: &[&CellReport]) -> Option<String> {
             continue;
         };
         cells += 1;
+        unchecked += usize::from(without.loaders.is_none());
         by_design.extend(without.by_design.clone());
     }
     if cells == 0 {
@@ -221,12 +224,15 @@ fn without_the_patch_line(verified: &[&CellReport]) -> Option<String> {
             .map(|t| t.trim_start_matches("elf/").to_string())
             .collect()
     };
+    let loaders = match unchecked {
+        0 => " (each run in a test container installed from that build, its loader checked to be the unpatched one)",
+        _ => "",
+    };
     Some(match by_design.is_empty() {
-        true => "- Each test the series adds also ran in a build with the series' tests and support code but without its loader change: every one fails there.".to_string(),
+        true => format!("- Each test the series adds also ran in a build with the series' tests and support code but without its loader change{loaders}: every one fails there."),
         false => format!(
-            "- Each test the series adds also ran in a build with the series' tests and support code but without its loader change: every one fails there but {}, which check{} that the fallback leaves alone what the loader does without it.",
+            "- Each test the series adds also ran in a build with the series' tests and support code but without its loader change{loaders}: every one fails there but {}, which passed there too.",
             in_words(&names(&by_design)),
-            if by_design.len() == 1 { "s" } else { "" }
         ),
     })
 }
