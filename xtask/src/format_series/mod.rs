@@ -92,6 +92,12 @@ impl Args {
         let checkout =
             manual::checkout(self.upstream.clone(), non_empty_env(manual::UPSTREAM_ENV))?;
         let base = Base::resolve(checkout.dir(), self.base.as_deref())?;
+        if self.cover_letter && base.is_none() {
+            bail!(
+                "--cover-letter needs a git base: {} is no git checkout, so the mails would apply to the glibc release the series is kept on, and a cover letter must name the upstream commit a reviewer applies them to (its base-commit); name a git checkout of upstream glibc with --upstream (and --base REV), or leave --cover-letter out; nothing was written",
+                checkout.dir().display()
+            );
+        }
         let manual = match &base {
             Some(base) => Manual::at_base(&manual::patch_path(), checkout.dir(), base)?,
             None => Manual::read(&manual::patch_path(), &checkout)?,

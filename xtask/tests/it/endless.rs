@@ -345,7 +345,6 @@ fn format_series_refuses_previous_mails_that_never_end_or_are_none() {
             "2.41",
             "--author",
             "Ada Lovelace <ada@gnu.org>",
-            "--cover-letter",
             "--version",
             version,
             "--out",

@@ -106,6 +106,25 @@ fn a_second_version_is_ready_to_mail() {
     // The cover letter: `[PATCH v2 0/3]`, what changed since v1 and its range diff, and the
     // testing note.
     insta::assert_snapshot!("v2_cover_letter", cover);
+    // The design argued for upstream: the alternatives and the prior art by name, and
+    // nothing of the distribution the project builds from, no tracker number.
+    for named in [
+        "a tunable",
+        "la_objsearch",
+        "patchelf",
+        "ld.so.conf",
+        "DYLD_FALLBACK_LIBRARY_PATH",
+        "nixpkgs",
+        "Jetson",
+    ] {
+        assert!(words(cover).contains(named), "{named}: {cover}");
+    }
+    assert!(!cover.contains("Debian"), "{cover}");
+    assert!(
+        !cover.split(|c: char| c.is_whitespace() || c == '(').any(|w| w.starts_with('#')
+            && w[1..].starts_with(|c: char| c.is_ascii_digit())),
+        "a tracker number: {cover}"
+    );
     // The first patch: its author and sign-off, `[PATCH v2 1/3]`, the NEWS entry in a
     // development section; the file the series adds carries the DCO copyright line, the
     // upstream file it changes keeps its own.
@@ -502,6 +521,28 @@ fn without_a_checkout_of_upstream_nothing_is_written() {
         words(&help).contains("[default: $LD_FALLBACK_GLIBC_UPSTREAM]"),
         "{help}"
     );
+}
+
+/// A cover letter is aimed at the upstream commit the mails apply to: without a git
+/// checkout as `--upstream` there is none, and `--cover-letter` is refused (exit 1), naming
+/// why, with nothing written; the patches alone are still made from the exported tree.
+/// Failed before the change (exit 0, a letter aimed at the release).
+#[test]
+fn a_cover_letter_without_a_git_base_is_refused() {
+    let p = Project::new();
+    let out = p.root().join("mails");
+    let ran = format_into(&p, &out, &["--cover-letter"]).expect(1);
+    assert!(ran.stdout.is_empty(), "{}", ran.stdout);
+    assert!(
+        ran.stderr.starts_with("error: --cover-letter needs a git base: ")
+            && ran.stderr.contains(" is no git checkout, so the mails would apply to the glibc release the series is kept on")
+            && ran.stderr.ends_with("name a git checkout of upstream glibc with --upstream (and --base REV), or leave --cover-letter out; nothing was written\n"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!out.exists());
+    format_into(&p, &out, &[]).expect(0);
+    assert_eq!(visible_files(&out).len(), 3);
 }
 
 /// `--upstream` is taken before the variable, and a checkout whose file the patch was not
