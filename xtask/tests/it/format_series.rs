@@ -369,7 +369,7 @@ fn the_manual_mail_is_the_patch_made_against_the_sender_s_file() {
     );
     assert!(
         words(&mails[0].1).contains(&format!(
-            " Patch 3 applies to manual/dynlink.texi as of blob {} (Debian's release tarballs",
+            " Patch 3, the manual's, applies to manual/dynlink.texi as of blob {}.",
             short_blob(MANUAL)
         )),
         "{}",
@@ -398,13 +398,13 @@ fn a_git_checkout_is_named_by_its_commit_and_holds_the_file_as_committed() {
         assert!(words(&mails[0].1).contains(&words_of_it), "{}", mails[0].1);
     };
     cover_says(format!(
-        " Patch 3 applies to manual/dynlink.texi of master at {} (Debian's release tarballs",
+        " Patch 3, the manual's, applies to manual/dynlink.texi of master at {}.",
         &head[..12]
     ));
     // Detached, the commit alone.
     git(&["checkout", "-q", "--detach"]);
     cover_says(format!(
-        " Patch 3 applies to manual/dynlink.texi of {} (Debian's",
+        " Patch 3, the manual's, applies to manual/dynlink.texi of {}.",
         &head[..12]
     ));
     // Changed in the work tree since: refused, whatever the patch.
