@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::Context;
-use serde::Deserialize;
 use model::{Flavour, Target};
+use serde::Deserialize;
 
 use super::emulated::{self, Sandbox};
 use super::outcome::{
@@ -328,9 +328,15 @@ impl Declaration {
             },
         )
         .with_context(|| format!("cannot read {}", path.display()))?;
-        let declared: Declaration = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a declaration of the series' tests without the patch", path.display()))?;
-        declared.harness_kind().with_context(|| format!("in {}", path.display()))?;
+        let declared: Declaration = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a declaration of the series' tests without the patch",
+                path.display()
+            )
+        })?;
+        declared
+            .harness_kind()
+            .with_context(|| format!("in {}", path.display()))?;
         Ok(declared)
     }
 
@@ -726,10 +732,17 @@ mod tests {
         std::fs::write(&file, r#"{"harness": 2, "pass": {"elf/tst-a": "why"}}"#).unwrap();
         let declared = Declaration::of(dir.path()).unwrap();
         assert_eq!(declared.pass["elf/tst-a"], "why");
-        assert_ne!(declared.id(), none.id(), "the cell's key takes the declaration");
+        assert_ne!(
+            declared.id(),
+            none.id(),
+            "the cell's key takes the declaration"
+        );
         std::fs::write(&file, r#"{"harness": 3}"#).unwrap();
         let err = format!("{:#}", Declaration::of(dir.path()).unwrap_err());
-        assert!(err.contains("harness 3 is not known") && err.contains(DECLARATION), "{err}");
+        assert!(
+            err.contains("harness 3 is not known") && err.contains(DECLARATION),
+            "{err}"
+        );
         std::fs::write(&file, r#"{"harness": 2, "by_design": {}}"#).unwrap();
         let err = format!("{:#}", Declaration::of(dir.path()).unwrap_err());
         assert!(err.contains("is not a declaration"), "{err}");

@@ -1116,7 +1116,10 @@ mod tests {
             root: LoaderKind::Patched,
         })))
         .unwrap();
-        assert!(text.contains(r#""loaders":{"tree":"unpatched","root":"patched"}"#), "{text}");
+        assert!(
+            text.contains(r#""loaders":{"tree":"unpatched","root":"patched"}"#),
+            "{text}"
+        );
         let old: WithoutThePatch = serde_json::from_str(
             r#"{"tests":[],"by_design":{"elf/tst-fallback-path-missing":"why"}}"#,
         )

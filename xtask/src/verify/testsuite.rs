@@ -321,7 +321,10 @@ pub(crate) fn run_tests_in_clean_roots(
     let build = tree.work.build();
     remove_leftovers(&build, true)?;
     let mut cmd = tree.recipe.test_root_command(&build, jobs);
-    let what = format!("{}: the test container's root, installed from this tree", tree.label);
+    let what = format!(
+        "{}: the test container's root, installed from this tree",
+        tree.label
+    );
     let status = match sandbox {
         None => logged::run_to_end(
             &mut cmd,
@@ -939,7 +942,9 @@ mod tests {
     #[test]
     fn a_loader_is_known_by_its_help() {
         let unpatched = "Usage: ld.so [OPTION]... EXECUTABLE-FILE [ARGS-FOR-PROGRAM...]\n  --library-path PATH    use given PATH instead of content of the environment\n";
-        let patched = format!("{unpatched}  --fallback-path PATH   search PATH after every other directory\n");
+        let patched = format!(
+            "{unpatched}  --fallback-path PATH   search PATH after every other directory\n"
+        );
         assert_eq!(kind_of_help(unpatched), LoaderKind::Unpatched);
         assert_eq!(kind_of_help(&patched), LoaderKind::Patched);
         assert!(matches!(kind_of_help("hello\n"), LoaderKind::Unknown(_)));

@@ -121,8 +121,9 @@ fn a_second_version_is_ready_to_mail() {
     }
     assert!(!cover.contains("Debian"), "{cover}");
     assert!(
-        !cover.split(|c: char| c.is_whitespace() || c == '(').any(|w| w.starts_with('#')
-            && w[1..].starts_with(|c: char| c.is_ascii_digit())),
+        !cover
+            .split(|c: char| c.is_whitespace() || c == '(')
+            .any(|w| w.starts_with('#') && w[1..].starts_with(|c: char| c.is_ascii_digit())),
         "a tracker number: {cover}"
     );
     // The first patch: its author and sign-off, `[PATCH v2 1/3]`, the NEWS entry in a
