@@ -389,6 +389,14 @@ fn copy_scope(ws: &Workspace, patches_dir: &Path) -> Result<()> {
     }
     std::fs::copy(&from, &to)
         .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    // What the series directory declares of its tests without the patch judges the new
+    // release's cells as it judges the others'.
+    let declared = crate::verify::cell::DECLARATION;
+    let (from, to) = (ws.patches_dir.join(declared), patches_dir.join(declared));
+    if from.exists() {
+        std::fs::copy(&from, &to)
+            .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
+    }
     Ok(())
 }
 
