@@ -380,10 +380,14 @@ fn prepare_candidate(ws: &Workspace, candidate: &Path) -> Result<()> {
 }
 
 fn copy_scope(ws: &Workspace, patches_dir: &Path) -> Result<()> {
-    let (from, to) = (
-        ws.patches_dir.join(SCOPE_FILE),
-        patches_dir.join(SCOPE_FILE),
-    );
+    copy_series_data(&ws.patches_dir, patches_dir)
+}
+
+/// The files of the series directory `source` that are no release's series, copied into
+/// `patches_dir`: the scope, and the declaration of the tests without the patch where
+/// `source` has one.
+fn copy_series_data(source: &Path, patches_dir: &Path) -> Result<()> {
+    let (from, to) = (source.join(SCOPE_FILE), patches_dir.join(SCOPE_FILE));
     if from == to {
         return Ok(());
     }
@@ -392,7 +396,7 @@ fn copy_scope(ws: &Workspace, patches_dir: &Path) -> Result<()> {
     // What the series directory declares of its tests without the patch judges the new
     // release's cells as it judges the others'.
     let declared = crate::verify::cell::DECLARATION;
-    let (from, to) = (ws.patches_dir.join(declared), patches_dir.join(declared));
+    let (from, to) = (source.join(declared), patches_dir.join(declared));
     if from.exists() {
         std::fs::copy(&from, &to)
             .with_context(|| format!("cannot copy {} to {}", from.display(), to.display()))?;
@@ -544,6 +548,25 @@ fn print_phases(onto: Release, phases: &[(&str, f64)], started: Instant) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The candidate's directory is judged as the checkout's series is: the scope and the
+    /// declaration of the tests without the patch go with it; a directory without a
+    /// declaration leaves none.
+    #[test]
+    fn the_series_data_travels_with_the_candidate() {
+        let (source, candidate) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let declared = crate::verify::cell::DECLARATION;
+        std::fs::write(source.path().join(SCOPE_FILE), "elf/**\n").unwrap();
+        copy_series_data(source.path(), candidate.path()).unwrap();
+        assert!(candidate.path().join(SCOPE_FILE).is_file());
+        assert!(!candidate.path().join(declared).exists());
+        std::fs::write(source.path().join(declared), r#"{"harness": 1}"#).unwrap();
+        copy_series_data(source.path(), candidate.path()).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(candidate.path().join(declared)).unwrap(),
+            r#"{"harness": 1}"#
+        );
+    }
 
     /// A release's first verified runs give its row the counts it lacks; a row that has them
     /// keeps them (a later run listing fewer tests is judged against them, not taken).
