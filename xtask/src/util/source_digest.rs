@@ -185,7 +185,10 @@ mod tests {
             );
         }
         for name in VERIFY_WORDING {
-            assert!(verify.join(name).is_file(), "VERIFY_WORDING names {name}, not there");
+            assert!(
+                verify.join(name).is_file(),
+                "VERIFY_WORDING names {name}, not there"
+            );
         }
     }
 }
