@@ -55,12 +55,12 @@ impl CiStep {
         })
     }
 
-    /// `build-glibc` of the newest release's `flavour` (`None`: both flavours) on `target`:
+    /// `sysroot` of the newest release's `flavour` (`None`: both flavours) on `target`:
     /// the steps after it need the build, so its failure ends the run.
     fn build(target: Target, flavour: Option<Flavour>) -> Result<CiStep> {
         let flavour = flavour.map_or("both", Flavour::name);
         let mut step = CiStep::xtask(&[
-            "build-glibc",
+            "sysroot",
             "--target",
             target.name(),
             "--flavour",
@@ -169,7 +169,7 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<CiStep>> {
     // The second flavour came from the first one's tree with the series' headers kept:
     // a sample of the objects that kept them, compiled again, must be the same programs.
     steps.push(CiStep::xtask(&[
-        "build-glibc",
+        "sysroot",
         "--target",
         "x86_64",
         "--check-kept-headers",
@@ -270,7 +270,7 @@ fn run_steps(
 /// `$LD_FALLBACK_SYSROOT*` for every sysroot of `targets` that is built (the build steps made
 /// them; a sysroot whose build failed is left out, and the tests then fail naming it).
 ///
-/// Found in this process rather than by running `build-glibc --print-sysroot`: an earlier
+/// Found in this process rather than by running `sysroot --print-sysroot`: an earlier
 /// step's `cargo test` may have rebuilt `target/debug/xtask`, and then `current_exe()` names
 /// a deleted file, which cannot be run.
 fn built_sysroots(targets: &[Target], env: &Env) -> Vec<(String, String)> {
@@ -350,15 +350,15 @@ mod tests {
             ("cargo xtask rebase-glibc --check --import-missing", false),
             ("cargo xtask nix-stack --release all --target all", false),
             (
-                "cargo xtask build-glibc --target x86_64 --flavour both",
+                "cargo xtask sysroot --target x86_64 --flavour both",
                 true,
             ),
             (
-                "cargo xtask build-glibc --target aarch64 --flavour both",
+                "cargo xtask sysroot --target aarch64 --flavour both",
                 true,
             ),
             (
-                "cargo xtask build-glibc --target x86_64 --check-kept-headers",
+                "cargo xtask sysroot --target x86_64 --check-kept-headers",
                 false,
             ),
             (
@@ -366,7 +366,7 @@ mod tests {
                 false,
             ),
             (
-                "cargo xtask build-glibc --target aarch64 --flavour fallback-first",
+                "cargo xtask sysroot --target aarch64 --flavour fallback-first",
                 true,
             ),
             ("cargo test --workspace --no-fail-fast", false),

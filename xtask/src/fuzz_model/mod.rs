@@ -66,7 +66,7 @@ impl Args {
         let Some(sysroot) = cached_sysroot(env, release, target, flavour)? else {
             bail!(
                 "no cached glibc {release} {target} {flavour} sysroot (fuzz-model never builds \
-                 glibc): build it with `cargo xtask build-glibc --release {release} --target \
+                 glibc): build it with `cargo xtask sysroot --release {release} --target \
                  {target} --flavour {flavour}`, or name one in ${}",
                 model::sysroot_env_var(target, flavour)
             );
