@@ -44,12 +44,12 @@ pub(crate) fn judging_files(root: &Path) -> std::io::Result<Vec<PathBuf>> {
 fn collect(path: &Path, left_out: &[&str], files: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if !path.is_dir() {
         // A listed file that is not there is an error, not an empty digest.
-        std::fs::metadata(path)?;
+        std::fs::metadata(path).map_err(path_context(path))?;
         files.push(path.to_path_buf());
         return Ok(());
     }
-    for entry in std::fs::read_dir(path)? {
-        let path = entry?.path();
+    for entry in std::fs::read_dir(path).map_err(path_context(path))? {
+        let path = entry.map_err(path_context(path))?.path();
         let name = path.file_name().unwrap_or_default().to_string_lossy();
         if left_out.contains(&name.as_ref()) {
             continue;
@@ -66,11 +66,17 @@ pub(crate) fn judging_digest(root: &Path) -> std::io::Result<String> {
     hash.update(b"judging sources v3\n");
     for file in judging_files(root)? {
         let name = file.strip_prefix(root).unwrap_or(&file);
-        let bytes = std::fs::read(&file)?;
+        let bytes = std::fs::read(&file).map_err(path_context(&file))?;
         hash.update(format!("file {} {}\0", name.display(), bytes.len()).as_bytes());
         hash.update(&bytes);
     }
     Ok(hash.digest().to_string())
+}
+
+/// The error of a filesystem call on `path`, naming it (std's names no file; this file has
+/// no anyhow, being part of build.rs too).
+fn path_context(path: &Path) -> impl FnOnce(std::io::Error) -> std::io::Error + '_ {
+    move |err| std::io::Error::new(err.kind(), format!("{}: {err}", path.display()))
 }
 
 #[cfg(test)]
