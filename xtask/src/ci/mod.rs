@@ -59,13 +59,8 @@ impl CiStep {
     /// the steps after it need the build, so its failure ends the run.
     fn build(target: Target, flavour: Option<Flavour>) -> Result<CiStep> {
         let flavour = flavour.map_or("both", Flavour::name);
-        let mut step = CiStep::xtask(&[
-            "sysroot",
-            "--target",
-            target.name(),
-            "--flavour",
-            flavour,
-        ])?;
+        let mut step =
+            CiStep::xtask(&["sysroot", "--target", target.name(), "--flavour", flavour])?;
         step.gates_the_rest = true;
         Ok(step)
     }
@@ -349,14 +344,8 @@ mod tests {
             ("cargo xtask verify check-support", false),
             ("cargo xtask rebase-glibc --check --import-missing", false),
             ("cargo xtask nix-stack --release all --target all", false),
-            (
-                "cargo xtask sysroot --target x86_64 --flavour both",
-                true,
-            ),
-            (
-                "cargo xtask sysroot --target aarch64 --flavour both",
-                true,
-            ),
+            ("cargo xtask sysroot --target x86_64 --flavour both", true),
+            ("cargo xtask sysroot --target aarch64 --flavour both", true),
             (
                 "cargo xtask sysroot --target x86_64 --check-kept-headers",
                 false,

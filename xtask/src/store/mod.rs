@@ -424,7 +424,9 @@ impl SourceStore {
             .context("imported tree is missing")?;
         let sig = import_signature()?;
         let message = format!(
-            "glibc {release}\n\nThe upstream tag {tag} without manual/, imported by `cargo xtask store import`.\n"
+            // The command's name before it was `store`: the message is part of every
+            // release's commit id, which must not change.
+            "glibc {release}\n\nThe upstream tag {tag} without manual/, imported by `cargo xtask glibc import`.\n"
         );
         let commit = self
             .repo

@@ -165,7 +165,10 @@ fn old_command_names_run_the_same_commands() {
     for (old, new) in [
         (&["patches", "status"][..], &["series", "status"][..]),
         (&["glibc", "list"], &["store", "list"]),
-        (&["build-glibc", "--release", "9.99"], &["sysroot", "--release", "9.99"]),
+        (
+            &["build-glibc", "--release", "9.99"],
+            &["sysroot", "--release", "9.99"],
+        ),
     ] {
         let (old_ran, new_ran) = (p.run(old), p.run(new));
         assert_eq!(old_ran.code, new_ran.code, "{old:?}");
@@ -753,9 +756,7 @@ fn a_byte_order_mark_in_a_series_file_is_named_not_printed() {
 #[test]
 fn a_refused_option_value_is_quoted_escaped() {
     let p = Project::new();
-    let ran = p
-        .run(&["sysroot", "--release", "2.4\x1b[31m\nX"])
-        .expect(1);
+    let ran = p.run(&["sysroot", "--release", "2.4\x1b[31m\nX"]).expect(1);
     assert!(
         ran.stderr
             .starts_with("error: invalid value '2.4\\u{1b}[31m\\nX' for '--release <X.Y>'\n"),
