@@ -334,9 +334,9 @@ impl Args {
         let missing = explanation.loads.iter().any(|l| {
             matches!(
                 l.outcome,
-                loader_model::Outcome::NotFound
-                    | loader_model::Outcome::Failed { .. }
-                    | loader_model::Outcome::StopsAt { .. }
+                loader_model::RequestOutcome::NotFound
+                    | loader_model::RequestOutcome::Failed { .. }
+                    | loader_model::RequestOutcome::StopsAt { .. }
             )
         });
         Ok(Explained {

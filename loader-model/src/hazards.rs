@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::walk::Model;
-use super::{Bytes, How, Outcome, Rule};
+use super::{Bytes, How, RequestOutcome, Rule};
 
 /// One warning.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -121,7 +121,7 @@ fn glibc_in_fallback(m: &Model) -> Vec<Hazard> {
             .filter(|l| {
                 matches!(
                     &l.outcome,
-                    Outcome::Mapped {
+                    RequestOutcome::Mapped {
                         rule: Rule::Fallback { .. },
                         ..
                     }
@@ -164,8 +164,8 @@ fn split_driver(m: &Model) -> Vec<Hazard> {
             .filter(|l| !is_glibc_library(&l.name))
             .filter_map(|l| {
                 let (helper, rule) = match &l.outcome {
-                    Outcome::Mapped { path, rule } => (path, rule.to_string()),
-                    Outcome::AlreadyLoaded { path, .. } => (path, "already loaded".into()),
+                    RequestOutcome::Mapped { path, rule } => (path, rule.to_string()),
+                    RequestOutcome::AlreadyLoaded { path, .. } => (path, "already loaded".into()),
                     _ => return None,
                 };
                 (dir_of(helper).as_ref() != Some(&driver_dir)).then(|| format!("{helper} ({rule})"))
@@ -194,7 +194,7 @@ fn cache_would_shadow(m: &Model) -> Vec<Hazard> {
     let conf = ld_so_conf(m, b"/etc/ld.so.conf", 0);
     let mut hazards = Vec::new();
     for load in &m.loads {
-        let Outcome::Mapped {
+        let RequestOutcome::Mapped {
             path,
             rule: Rule::Fallback { .. },
         } = &load.outcome

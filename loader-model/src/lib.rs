@@ -222,7 +222,7 @@ impl std::fmt::Display for Rule {
 /// What became of one candidate file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "verdict", content = "detail", rename_all = "kebab-case")]
-pub enum Verdict {
+pub enum CandidateVerdict {
     /// The loader takes this file.
     Taken,
     Absent,
@@ -250,30 +250,33 @@ pub enum Verdict {
     Stops(String),
 }
 
-impl Verdict {
+impl CandidateVerdict {
     /// Whether `LD_DEBUG=libs` shows a `trying file=` line for it.
     pub fn is_traced(&self) -> bool {
-        !matches!(self, Verdict::DirMissing | Verdict::CachePassed(_))
+        !matches!(
+            self,
+            CandidateVerdict::DirMissing | CandidateVerdict::CachePassed(_)
+        )
     }
 
     pub(crate) fn text(&self) -> String {
         match self {
-            Verdict::Taken => "taken".into(),
-            Verdict::Absent => "absent".into(),
-            Verdict::NotADirectory => "a path component is not a directory".into(),
-            Verdict::Unreadable => "cannot be opened".into(),
-            Verdict::WrongClass => "wrong ELF class, passed over".into(),
-            Verdict::WrongMachine => "wrong machine, passed over".into(),
-            Verdict::Fatal(why) => format!("{why}: the load fails"),
-            Verdict::DirMissing => "directory missing, not tried".into(),
-            Verdict::NodeflibCacheEntry => {
+            CandidateVerdict::Taken => "taken".into(),
+            CandidateVerdict::Absent => "absent".into(),
+            CandidateVerdict::NotADirectory => "a path component is not a directory".into(),
+            CandidateVerdict::Unreadable => "cannot be opened".into(),
+            CandidateVerdict::WrongClass => "wrong ELF class, passed over".into(),
+            CandidateVerdict::WrongMachine => "wrong machine, passed over".into(),
+            CandidateVerdict::Fatal(why) => format!("{why}: the load fails"),
+            CandidateVerdict::DirMissing => "directory missing, not tried".into(),
+            CandidateVerdict::NodeflibCacheEntry => {
                 "in a default dir, and the loader is -z nodefaultlib: passed over".into()
             }
-            Verdict::CachePassed(why) => format!("cache entry passed over: {why}"),
-            Verdict::NotSetuid => {
+            CandidateVerdict::CachePassed(why) => format!("cache entry passed over: {why}"),
+            CandidateVerdict::NotSetuid => {
                 "not set-user-ID: passed over (secure mode preloads only such files)".into()
             }
-            Verdict::Stops(why) => format!("{why}: the search stops here"),
+            CandidateVerdict::Stops(why) => format!("{why}: the search stops here"),
         }
     }
 }
@@ -283,7 +286,7 @@ impl Verdict {
 pub struct Candidate {
     pub rule: Rule,
     pub path: Bytes,
-    pub verdict: Verdict,
+    pub verdict: CandidateVerdict,
 }
 
 /// A tier the search passed without a candidate, and why (no cache entry, skipped for
@@ -302,7 +305,7 @@ pub struct TierNote {
 /// How one request ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "kebab-case")]
-pub enum Outcome {
+pub enum RequestOutcome {
     /// A file is mapped, found by `rule`.
     Mapped { path: Bytes, rule: Rule },
     /// An object already loaded answers the name: by name (its soname or a name it was
@@ -333,7 +336,7 @@ pub struct Load {
     pub how: How,
     /// The requesting object (the program's path for the program).
     pub requested_by: Bytes,
-    pub outcome: Outcome,
+    pub outcome: RequestOutcome,
     pub candidates: Vec<Candidate>,
     pub notes: Vec<TierNote>,
 }
@@ -344,7 +347,7 @@ impl Load {
     pub fn searched(&self) -> bool {
         !matches!(
             self.outcome,
-            Outcome::AlreadyLoaded {
+            RequestOutcome::AlreadyLoaded {
                 by: Match::Name,
                 ..
             }
@@ -354,7 +357,7 @@ impl Load {
     /// The file mapped, if any.
     pub fn mapped(&self) -> Option<&Bytes> {
         match &self.outcome {
-            Outcome::Mapped { path, .. } => Some(path),
+            RequestOutcome::Mapped { path, .. } => Some(path),
             _ => None,
         }
     }
@@ -671,7 +674,7 @@ pub fn explain_program(config: &Config, program: Program) -> Result<Explanation>
     let missing: Vec<&Load> = explanation
         .loads
         .iter()
-        .filter(|l| l.outcome == Outcome::NotFound)
+        .filter(|l| l.outcome == RequestOutcome::NotFound)
         .collect();
     if let (Some(program), false) = (what_if, missing.is_empty()) {
         let patched = Config {
@@ -683,7 +686,7 @@ pub fn explain_program(config: &Config, program: Program) -> Result<Explanation>
             .iter()
             .filter_map(|miss| {
                 other.loads.iter().find_map(|l| match &l.outcome {
-                    Outcome::Mapped {
+                    RequestOutcome::Mapped {
                         path,
                         rule: Rule::Fallback { .. },
                     } if l.name == miss.name
@@ -963,7 +966,7 @@ mod tests {
         assert_eq!(preloads(&x), [("libpre.so".to_string(), None)]);
         let load = x.loads.iter().find(|l| l.how == How::Preload).unwrap();
         let candidate = load.candidates.iter().find(|c| c.path == taken.as_str());
-        assert_eq!(candidate.unwrap().verdict, Verdict::NotSetuid);
+        assert_eq!(candidate.unwrap().verdict, CandidateVerdict::NotSetuid);
         assert!(load.notes.iter().any(|n| n.note.contains("secure mode")));
         assert!(x
             .notes

@@ -11,7 +11,9 @@ use std::fmt::Write;
 
 use model::printable as p;
 
-use super::{Bytes, Candidate, Explanation, How, Load, Match, Outcome, Tier, Verdict};
+use super::{
+    Bytes, Candidate, CandidateVerdict, Explanation, How, Load, Match, RequestOutcome, Tier,
+};
 
 /// The whole explanation as text.
 pub fn text(x: &Explanation) -> String {
@@ -106,7 +108,9 @@ pub fn text(x: &Explanation) -> String {
         .filter(|l| {
             matches!(
                 l.outcome,
-                Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+                RequestOutcome::NotFound
+                    | RequestOutcome::Failed { .. }
+                    | RequestOutcome::StopsAt { .. }
             )
         })
         .map(|l| l.name.clone())
@@ -191,7 +195,7 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
     };
     let name = &load.name;
     match &load.outcome {
-        Outcome::AlreadyLoaded { path, by } => {
+        RequestOutcome::AlreadyLoaded { path, by } => {
             let text = match by {
                 Match::Name => "by name",
                 Match::SameFile => "the search found the same file",
@@ -201,26 +205,26 @@ fn load_text(out: &mut String, load: &Load, subdirs: &[String], width: usize) {
                 return;
             }
         }
-        Outcome::Mapped { path, rule } => {
+        RequestOutcome::Mapped { path, rule } => {
             let _ = writeln!(
                 out,
                 "{name} ({how})\n  -> {path}  [{}]",
                 p(&rule.to_string())
             );
         }
-        Outcome::NotFound if load.how == How::Preload => {
+        RequestOutcome::NotFound if load.how == How::Preload => {
             let _ = writeln!(
                 out,
                 "{name} ({how})\n  -> NOT FOUND (the loader says so and goes on without it)"
             );
         }
-        Outcome::NotFound => {
+        RequestOutcome::NotFound => {
             let _ = writeln!(out, "{name} ({how})\n  -> NOT FOUND");
         }
-        Outcome::Failed { error } => {
+        RequestOutcome::Failed { error } => {
             let _ = writeln!(out, "{name} ({how})\n  -> FAILS: {}", p(error));
         }
-        Outcome::StopsAt { path, why } => {
+        RequestOutcome::StopsAt { path, why } => {
             let _ = writeln!(out, "{name} ({how})\n  -> STOPS at {path}: {}", p(why));
         }
     }
@@ -261,7 +265,10 @@ fn grouped(
             .iter()
             .filter(|s| !s.is_empty())
             .find(|s| dir.ends_with(s.as_bytes()) && dir.len() > s.len());
-        let quiet = matches!(c.verdict, Verdict::Absent | Verdict::DirMissing);
+        let quiet = matches!(
+            c.verdict,
+            CandidateVerdict::Absent | CandidateVerdict::DirMissing
+        );
         if subdir.is_some() && quiet {
             folded += 1;
             continue;
@@ -304,7 +311,7 @@ mod tests {
             name: "libcuda.so.1".into(),
             how: How::Needed,
             requested_by: "/app".into(),
-            outcome: Outcome::Mapped {
+            outcome: RequestOutcome::Mapped {
                 path: "/t/libcuda.so.1".into(),
                 rule: fallback.clone(),
             },
@@ -312,12 +319,12 @@ mod tests {
                 Candidate {
                     rule: Rule::Runpath { of: "/app".into() },
                     path: "/c/libcuda.so.1".into(),
-                    verdict: Verdict::Absent,
+                    verdict: CandidateVerdict::Absent,
                 },
                 Candidate {
                     rule: fallback,
                     path: "/t/libcuda.so.1".into(),
-                    verdict: Verdict::Taken,
+                    verdict: CandidateVerdict::Taken,
                 },
             ],
             notes: vec![

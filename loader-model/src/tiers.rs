@@ -11,8 +11,8 @@ use super::cache::{Cache, Selector};
 use super::elf::{self, Verified};
 use super::fs::{OpenError, Opened, Special};
 use super::paths::{Dir, Status};
-use super::walk::{List, Model, Step};
-use super::{Bytes, Candidate, Load, Rule, Tier, Verdict};
+use super::walk::{List, Model, TierResult};
+use super::{Bytes, Candidate, CandidateVerdict, Load, Rule, Tier};
 
 /// What `open_path` made of one list.
 enum Listed {
@@ -40,8 +40,8 @@ impl<'c> Model<'c> {
         name: &[u8],
         ns: usize,
         load: &mut Load,
-    ) -> Step {
-        type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &[u8], usize, &mut Load) -> Step;
+    ) -> TierResult {
+        type Tier<'c> = fn(&mut Model<'c>, Option<usize>, &[u8], usize, &mut Load) -> TierResult;
         let tiers: [Tier<'c>; 6] = match self.facts.flavour {
             Flavour::Patched | Flavour::Unpatched | Flavour::TestsOnly => [
                 Model::rpath,
@@ -64,16 +64,22 @@ impl<'c> Model<'c> {
         };
         for tier in tiers {
             match tier(self, loader, name, ns, load) {
-                Step::Continue => {}
+                TierResult::Continue => {}
                 done => return done,
             }
         }
-        Step::Continue
+        TierResult::Continue
     }
 
     /// 1. DT_RPATH of the loading object, of the object that loaded it, and on up; then of
     ///    the program. Not at all when the loading object has a DT_RUNPATH.
-    fn rpath(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
+    fn rpath(
+        &mut self,
+        loader: Option<usize>,
+        name: &[u8],
+        _: usize,
+        load: &mut Load,
+    ) -> TierResult {
         if let Some(l) = loader {
             if self.objects[l].dynamic.runpath.is_some() {
                 if self.objects[l].dynamic.rpath.is_some() {
@@ -84,7 +90,7 @@ impl<'c> Model<'c> {
                         format!("{} has a RUNPATH: RPATHs are not used", self.display(l)),
                     );
                 }
-                return Step::Continue;
+                return TierResult::Continue;
             }
         }
         let program = self.base_program();
@@ -96,7 +102,7 @@ impl<'c> Model<'c> {
                     of: self.display(object),
                 };
                 match self.open_own(object, Own::Rpath, &dirs, rule, name, load) {
-                    Step::Continue => did_program |= object == program,
+                    TierResult::Continue => did_program |= object == program,
                     done => return done,
                 }
             }
@@ -108,7 +114,7 @@ impl<'c> Model<'c> {
                     of: self.display(program),
                 };
                 match self.open_own(program, Own::Rpath, &dirs, rule, name, load) {
-                    Step::Continue => {}
+                    TierResult::Continue => {}
                     done => return done,
                 }
             }
@@ -130,25 +136,37 @@ impl<'c> Model<'c> {
                 }
             }
         }
-        Step::Continue
+        TierResult::Continue
     }
 
     /// 2. LD_LIBRARY_PATH (or `--library-path`).
-    fn library_path(&mut self, _: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
+    fn library_path(
+        &mut self,
+        _: Option<usize>,
+        name: &[u8],
+        _: usize,
+        load: &mut Load,
+    ) -> TierResult {
         let Some((dirs, source)) = self.library_path.clone() else {
-            return Step::Continue;
+            return TierResult::Continue;
         };
         let rule = Rule::LibraryPath { source };
         self.open_path(&dirs, &rule, name, load).into_step(rule)
     }
 
     /// 3. DT_RUNPATH of the loading object (only its own: not of the objects that loaded it).
-    fn runpath(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
+    fn runpath(
+        &mut self,
+        loader: Option<usize>,
+        name: &[u8],
+        _: usize,
+        load: &mut Load,
+    ) -> TierResult {
         let Some(l) = loader else {
-            return Step::Continue;
+            return TierResult::Continue;
         };
         let Some(dirs) = self.own_list(l, Own::Runpath) else {
-            return Step::Continue;
+            return TierResult::Continue;
         };
         let rule = Rule::Runpath {
             of: self.display(l),
@@ -158,7 +176,13 @@ impl<'c> Model<'c> {
 
     /// 4. ld.so.cache: one entry, unless `--inhibit-cache`; an entry in a default directory
     ///    is passed over when the loading object is `-z nodefaultlib`.
-    fn cache(&mut self, loader: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
+    fn cache(
+        &mut self,
+        loader: Option<usize>,
+        name: &[u8],
+        _: usize,
+        load: &mut Load,
+    ) -> TierResult {
         if self.config.inhibit_cache {
             Model::note(
                 load,
@@ -166,7 +190,7 @@ impl<'c> Model<'c> {
                 "ld.so.cache",
                 "not read: --inhibit-cache",
             );
-            return Step::Continue;
+            return TierResult::Continue;
         }
         if self.preloading && self.config.secure {
             Model::note(
@@ -175,7 +199,7 @@ impl<'c> Model<'c> {
                 "ld.so.cache",
                 "not read for a preloaded object in secure mode",
             );
-            return Step::Continue;
+            return TierResult::Continue;
         }
         let selector_hwcaps = self.facts.glibc_hwcaps.clone();
         let select = Selector {
@@ -192,7 +216,7 @@ impl<'c> Model<'c> {
             .open(cache, b"/")
             .is_ok_and(|o| o.special == Some(Special::Fifo))
         {
-            return Step::Stops(
+            return TierResult::Stops(
                 Bytes::from(cache),
                 "a FIFO: the loader's open() of its cache waits here for a writer, and the program hangs".into(),
             );
@@ -201,14 +225,14 @@ impl<'c> Model<'c> {
             Ok(cache) => cache.lookup(name, &select),
             Err(why) => {
                 Model::note(load, Tier::Cache, "ld.so.cache", why);
-                return Step::Continue;
+                return TierResult::Continue;
             }
         };
         for (path, why) in lookup.passed {
             load.candidates.push(Candidate {
                 rule: Rule::Cache,
                 path,
-                verdict: Verdict::CachePassed(why),
+                verdict: CandidateVerdict::CachePassed(why),
             });
         }
         let Some(path) = lookup.path else {
@@ -218,7 +242,7 @@ impl<'c> Model<'c> {
                 "ld.so.cache",
                 format!("no entry for {}", Bytes::from(name)),
             );
-            return Step::Continue;
+            return TierResult::Continue;
         };
         let asking = loader.or(Some(self.base_program())).or(self.rtld);
         if asking.is_some_and(|l| self.objects[l].dynamic.nodeflib)
@@ -227,20 +251,20 @@ impl<'c> Model<'c> {
             load.candidates.push(Candidate {
                 rule: Rule::Cache,
                 path,
-                verdict: Verdict::NodeflibCacheEntry,
+                verdict: CandidateVerdict::NodeflibCacheEntry,
             });
-            return Step::Continue;
+            return TierResult::Continue;
         }
         let (verdict, opened) = self.try_file(&path);
         let step = match (&verdict, opened) {
-            (Verdict::Taken, Some(opened)) => Step::Found {
+            (CandidateVerdict::Taken, Some(opened)) => TierResult::Found {
                 path: path.clone(),
                 opened,
                 rule: Rule::Cache,
             },
-            (Verdict::Fatal(why), _) => Step::Failed(format!("{path}: {why}")),
-            (Verdict::Stops(why), _) => Step::Stops(path.clone(), why.clone()),
-            _ => Step::Continue,
+            (CandidateVerdict::Fatal(why), _) => TierResult::Failed(format!("{path}: {why}")),
+            (CandidateVerdict::Stops(why), _) => TierResult::Stops(path.clone(), why.clone()),
+            _ => TierResult::Continue,
         };
         load.candidates.push(Candidate {
             rule: Rule::Cache,
@@ -257,7 +281,7 @@ impl<'c> Model<'c> {
         name: &[u8],
         ns: usize,
         load: &mut Load,
-    ) -> Step {
+    ) -> TierResult {
         let asking = loader.or_else(|| self.namespaces[ns].first().copied());
         if let Some(l) = asking.filter(|&l| self.objects[l].dynamic.nodeflib) {
             Model::note(
@@ -266,7 +290,7 @@ impl<'c> Model<'c> {
                 "default dirs",
                 format!("not searched: {} is -z nodefaultlib", self.display(l)),
             );
-            return Step::Continue;
+            return TierResult::Continue;
         }
         let dirs: Vec<Bytes> = self.facts.system_dirs.iter().map(Bytes::from).collect();
         let rule = Rule::DefaultDir;
@@ -275,9 +299,9 @@ impl<'c> Model<'c> {
 
     /// 6. The fallback list (patched loaders only), after everything else, whatever the
     ///    loading object's flags and `--inhibit-cache`.
-    fn fallback(&mut self, _: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> Step {
+    fn fallback(&mut self, _: Option<usize>, name: &[u8], _: usize, load: &mut Load) -> TierResult {
         let Some((dirs, source)) = self.fallback.clone() else {
-            return Step::Continue;
+            return TierResult::Continue;
         };
         let rule = Rule::Fallback { source };
         self.open_path(&dirs, &rule, name, load).into_step(rule)
@@ -332,7 +356,7 @@ impl<'c> Model<'c> {
         rule: Rule,
         name: &[u8],
         load: &mut Load,
-    ) -> Step {
+    ) -> TierResult {
         let listed = self.open_path(dirs, &rule, name, load);
         if let Listed::Nothing { any: false } = listed {
             self.set_list(object, which, List::Off);
@@ -356,12 +380,12 @@ impl<'c> Model<'c> {
                     load.candidates.push(Candidate {
                         rule: rule.clone(),
                         path,
-                        verdict: Verdict::DirMissing,
+                        verdict: CandidateVerdict::DirMissing,
                     });
                     continue;
                 }
                 let (mut verdict, opened) = self.try_file(&path);
-                let usable = matches!(verdict, Verdict::Taken);
+                let usable = matches!(verdict, CandidateVerdict::Taken);
                 self.dirs
                     .learn(&self.tree, &cwd, (dir, cap, subdir), usable);
                 // A preloaded object in secure mode must be set-user-ID, or it is passed
@@ -369,13 +393,13 @@ impl<'c> Model<'c> {
                 if usable && self.preloading && self.config.secure {
                     let setuid = opened.as_ref().is_some_and(|o| o.setuid);
                     if !setuid {
-                        verdict = Verdict::NotSetuid;
+                        verdict = CandidateVerdict::NotSetuid;
                     }
                 }
                 here_any |= self.dirs.status(dir, cap) != Status::Missing;
                 errno = match &verdict {
-                    Verdict::NotADirectory => OpenError::NotDirectory,
-                    Verdict::Unreadable => OpenError::Denied,
+                    CandidateVerdict::NotADirectory => OpenError::NotDirectory,
+                    CandidateVerdict::Unreadable => OpenError::Denied,
                     _ => OpenError::Absent,
                 };
                 load.candidates.push(Candidate {
@@ -384,9 +408,11 @@ impl<'c> Model<'c> {
                     verdict: verdict.clone(),
                 });
                 match (verdict, opened) {
-                    (Verdict::Taken, Some(opened)) => return Listed::Found(path, opened),
-                    (Verdict::Fatal(why), _) => return Listed::Failed(format!("{path}: {why}")),
-                    (Verdict::Stops(why), _) => return Listed::Stops(path, why),
+                    (CandidateVerdict::Taken, Some(opened)) => return Listed::Found(path, opened),
+                    (CandidateVerdict::Fatal(why), _) => {
+                        return Listed::Failed(format!("{path}: {why}"))
+                    }
+                    (CandidateVerdict::Stops(why), _) => return Listed::Stops(path, why),
                     _ => {}
                 }
             }
@@ -412,20 +438,25 @@ impl<'c> Model<'c> {
     }
 
     /// `open_verify` on one path: the verdict, and the file when it is usable.
-    pub(super) fn try_file(&mut self, path: &[u8]) -> (Verdict, Option<Opened>) {
+    pub(super) fn try_file(&mut self, path: &[u8]) -> (CandidateVerdict, Option<Opened>) {
         let opened = match self.tree.open(path, &self.config.cwd) {
             Ok(opened) => opened,
-            Err(OpenError::Absent) => return (Verdict::Absent, None),
-            Err(OpenError::NotDirectory) => return (Verdict::NotADirectory, None),
-            Err(OpenError::Loop | OpenError::Denied) => return (Verdict::Unreadable, None),
+            Err(OpenError::Absent) => return (CandidateVerdict::Absent, None),
+            Err(OpenError::NotDirectory) => return (CandidateVerdict::NotADirectory, None),
+            Err(OpenError::Loop | OpenError::Denied) => {
+                return (CandidateVerdict::Unreadable, None)
+            }
         };
         if opened.is_dir {
-            return (Verdict::Fatal("cannot read file data".into()), None);
+            return (
+                CandidateVerdict::Fatal("cannot read file data".into()),
+                None,
+            );
         }
         match opened.special {
             // `open_verify` opens with O_RDONLY: a FIFO's open waits for a writer.
             Some(Special::Fifo) => return (
-                Verdict::Stops(
+                CandidateVerdict::Stops(
                     "a FIFO: the loader's open() waits here for a writer, and the program hangs"
                         .into(),
                 ),
@@ -441,7 +472,7 @@ impl<'c> Model<'c> {
                     "a block device"
                 };
                 return (
-                    Verdict::Stops(format!(
+                    CandidateVerdict::Stops(format!(
                         "{what}: the loader opens it and reads from it, and waits there (a terminal) or fails the load (no ELF header)"
                     )),
                     None,
@@ -451,13 +482,13 @@ impl<'c> Model<'c> {
         }
         let head = match self.tree.head(&opened, 64) {
             Ok(head) => head,
-            Err(_) => return (Verdict::Unreadable, None),
+            Err(_) => return (CandidateVerdict::Unreadable, None),
         };
         match elf::verify(&head, self.facts.target) {
-            Verified::Usable => (Verdict::Taken, Some(opened)),
-            Verified::WrongClass => (Verdict::WrongClass, None),
-            Verified::WrongMachine => (Verdict::WrongMachine, None),
-            Verified::Fatal(why) => (Verdict::Fatal(why.into()), None),
+            Verified::Usable => (CandidateVerdict::Taken, Some(opened)),
+            Verified::WrongClass => (CandidateVerdict::WrongClass, None),
+            Verified::WrongMachine => (CandidateVerdict::WrongMachine, None),
+            Verified::Fatal(why) => (CandidateVerdict::Fatal(why.into()), None),
         }
     }
 
@@ -509,12 +540,12 @@ fn read_cache_file(opened: &Opened) -> Result<Cache, String> {
 }
 
 impl Listed {
-    fn into_step(self, rule: Rule) -> Step {
+    fn into_step(self, rule: Rule) -> TierResult {
         match self {
-            Listed::Found(path, opened) => Step::Found { path, opened, rule },
-            Listed::Failed(why) => Step::Failed(why),
-            Listed::Stops(path, why) => Step::Stops(path, why),
-            Listed::Nothing { .. } => Step::Continue,
+            Listed::Found(path, opened) => TierResult::Found { path, opened, rule },
+            Listed::Failed(why) => TierResult::Failed(why),
+            Listed::Stops(path, why) => TierResult::Stops(path, why),
+            Listed::Nothing { .. } => TierResult::Continue,
         }
     }
 }

@@ -13,7 +13,8 @@ use super::fs::{Opened, Tree, ELF_OBJECT};
 use super::paths::{self, lexical_dir, Dir, DirMemory, Origin};
 use super::start::Rtld;
 use super::{
-    Bytes, Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, Outcome, Rule, Tier, TierNote,
+    Bytes, Candidate, Config, Dlopen, How, Load, LoaderFacts, Match, RequestOutcome, Rule, Tier,
+    TierNote,
 };
 
 /// A directory list of an object (`l_rpath_dirs`, `l_runpath_dirs`): not decomposed yet,
@@ -51,7 +52,7 @@ pub(super) struct Object {
 }
 
 /// Where a search got to after one tier.
-pub(super) enum Step {
+pub(super) enum TierResult {
     Found {
         path: Bytes,
         opened: Opened,
@@ -497,12 +498,12 @@ impl Model<'_> {
             name: Bytes::from(name),
             how,
             requested_by,
-            outcome: Outcome::NotFound,
+            outcome: RequestOutcome::NotFound,
             candidates: Vec::new(),
             notes: Vec::new(),
         };
         if let Some(object) = self.lookup(ns, name) {
-            load.outcome = Outcome::AlreadyLoaded {
+            load.outcome = RequestOutcome::AlreadyLoaded {
                 path: self.objects[object].display.clone(),
                 by: Match::Name,
             };
@@ -515,10 +516,10 @@ impl Model<'_> {
             self.search(loader, name, ns, &mut load)
         };
         let result = match step {
-            Step::Found { path, opened, rule } => match self.same_file(ns, opened.id) {
+            TierResult::Found { path, opened, rule } => match self.same_file(ns, opened.id) {
                 Some(object) => {
                     self.objects[object].names.push(Bytes::from(name));
-                    load.outcome = Outcome::AlreadyLoaded {
+                    load.outcome = RequestOutcome::AlreadyLoaded {
                         path: self.objects[object].display.clone(),
                         by: Match::SameFile,
                     };
@@ -528,26 +529,26 @@ impl Model<'_> {
                     let l_loader = if callmap { None } else { loader };
                     match self.new_object(&path, name, &opened, l_loader, ns) {
                         Ok(object) => {
-                            load.outcome = Outcome::Mapped { path, rule };
+                            load.outcome = RequestOutcome::Mapped { path, rule };
                             Ok(object)
                         }
                         Err(error) => {
-                            load.outcome = Outcome::Failed { error };
+                            load.outcome = RequestOutcome::Failed { error };
                             Err(Stopped)
                         }
                     }
                 }
             },
-            Step::Failed(error) => {
-                load.outcome = Outcome::Failed { error };
+            TierResult::Failed(error) => {
+                load.outcome = RequestOutcome::Failed { error };
                 Err(Stopped)
             }
-            Step::Stops(path, why) => {
-                load.outcome = Outcome::StopsAt { path, why };
+            TierResult::Stops(path, why) => {
+                load.outcome = RequestOutcome::StopsAt { path, why };
                 self.hung = true;
                 Err(Stopped)
             }
-            Step::Continue if self.config.trace => {
+            TierResult::Continue if self.config.trace => {
                 // ldd goes on with a stand-in that no later lookup matches.
                 Ok(self.map(Object {
                     ns,
@@ -565,7 +566,7 @@ impl Model<'_> {
                     is_program: false,
                 }))
             }
-            Step::Continue => Err(Stopped),
+            TierResult::Continue => Err(Stopped),
         };
         self.loads.push(load);
         result
@@ -594,19 +595,21 @@ impl Model<'_> {
     }
 
     /// A name with a slash: opened as it is (`open_verify`), no search.
-    fn open_named(&mut self, name: &[u8], load: &mut Load) -> Step {
+    fn open_named(&mut self, name: &[u8], load: &mut Load) -> TierResult {
         let (verdict, opened) = self.try_file(name);
         let step = match (&verdict, opened) {
-            (super::Verdict::Taken, Some(opened)) => Step::Found {
+            (super::CandidateVerdict::Taken, Some(opened)) => TierResult::Found {
                 path: Bytes::from(name),
                 opened,
                 rule: Rule::Path,
             },
-            (super::Verdict::Fatal(why), _) => {
-                Step::Failed(format!("{}: {why}", Bytes::from(name)))
+            (super::CandidateVerdict::Fatal(why), _) => {
+                TierResult::Failed(format!("{}: {why}", Bytes::from(name)))
             }
-            (super::Verdict::Stops(why), _) => Step::Stops(Bytes::from(name), why.clone()),
-            _ => Step::Continue,
+            (super::CandidateVerdict::Stops(why), _) => {
+                TierResult::Stops(Bytes::from(name), why.clone())
+            }
+            _ => TierResult::Continue,
         };
         load.candidates.push(Candidate {
             rule: Rule::Path,

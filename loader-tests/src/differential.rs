@@ -16,8 +16,8 @@ use serde::Serialize;
 use crate::probe::Invocation;
 use crate::trace::{self, Traced};
 use loader_model::{
-    Bytes, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, Outcome, PathList, RunningLoader,
-    Verdict,
+    Bytes, CandidateVerdict, Config, Cpu, Dlopen, Explanation, GlibcVersion, How, PathList,
+    RequestOutcome, RunningLoader,
 };
 use model::{Flavour, Target};
 
@@ -275,13 +275,14 @@ pub fn check_probe_records(
             let failed = x.loads[at..end].iter().any(|l| {
                 matches!(
                     l.outcome,
-                    Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+                    RequestOutcome::NotFound
+                        | RequestOutcome::Failed { .. }
+                        | RequestOutcome::StopsAt { .. }
                 )
             });
             let path = match &own.outcome {
-                Outcome::Mapped { path, .. } | Outcome::AlreadyLoaded { path, .. } => {
-                    Some(text(path))
-                }
+                RequestOutcome::Mapped { path, .. }
+                | RequestOutcome::AlreadyLoaded { path, .. } => Some(text(path)),
                 _ => None,
             }
             .filter(|_| !failed);
@@ -331,7 +332,9 @@ fn probe_dlopens_until_a_failure(
                 .any(|l| {
                     matches!(
                         l.outcome,
-                        Outcome::NotFound | Outcome::Failed { .. } | Outcome::StopsAt { .. }
+                        RequestOutcome::NotFound
+                            | RequestOutcome::Failed { .. }
+                            | RequestOutcome::StopsAt { .. }
                     )
                 });
         before = after;
@@ -583,7 +586,7 @@ pub(crate) fn predicted(x: &Explanation) -> Vec<Step> {
             ended_with: load
                 .candidates
                 .iter()
-                .find(|c| c.verdict == Verdict::Taken)
+                .find(|c| c.verdict == CandidateVerdict::Taken)
                 .map(|c| text(&c.path)),
         })
         .collect()

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// One directory of one search.
 #[derive(Debug)]
-struct Step {
+struct SearchedDir {
     source: String,
     dir: String,
     tried: Vec<String>,
@@ -17,7 +17,7 @@ struct Step {
 /// Explains every `find library=` search of the trace except for libc itself; `root` is the
 /// scenario root on the host, used to tell an absent file from one the loader rejected.
 pub(crate) fn explain(trace: &str, root: &Path) -> String {
-    let mut searches: Vec<(String, Vec<Step>)> = Vec::new();
+    let mut searches: Vec<(String, Vec<SearchedDir>)> = Vec::new();
     let mut initialised: Vec<String> = Vec::new();
     let mut source = String::new();
     let mut searching = false;
@@ -38,7 +38,7 @@ pub(crate) fn explain(trace: &str, root: &Path) -> String {
             source = source_label(label.trim());
         } else if let Some(cache) = text.strip_prefix("search cache=") {
             source = "cache".into();
-            searches.last_mut().expect("searching").1.push(Step {
+            searches.last_mut().expect("searching").1.push(SearchedDir {
                 source: source.clone(),
                 dir: cache.trim().to_string(),
                 tried: Vec::new(),
@@ -60,7 +60,7 @@ pub(crate) fn explain(trace: &str, root: &Path) -> String {
                     last.present |= present;
                     last.tried.push(path);
                 }
-                _ => steps.push(Step {
+                _ => steps.push(SearchedDir {
                     source: source.clone(),
                     dir,
                     tried: vec![path],
@@ -79,7 +79,7 @@ pub(crate) fn explain(trace: &str, root: &Path) -> String {
     out
 }
 
-fn render(out: &mut String, name: &str, steps: &[Step], initialised: &[String]) {
+fn render(out: &mut String, name: &str, steps: &[SearchedDir], initialised: &[String]) {
     let _ = writeln!(out, "{name}:");
     let width = steps.iter().map(|s| s.source.len()).max().unwrap_or(0);
     let dir_width = steps.iter().map(|s| s.dir.len()).max().unwrap_or(0);

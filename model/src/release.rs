@@ -572,7 +572,7 @@ mod tests {
         }
     }
 
-    /// Tables pad it like the text it replaced (`build-glibc list`).
+    /// Tables pad it like the text it replaced (`sysroot list`).
     #[test]
     fn a_release_pads_in_a_table() {
         let newest = Release::newest().version();

@@ -48,11 +48,11 @@ Exit status, the same for every command, status and check commands included:
 #[derive(Subcommand)]
 pub(crate) enum Command {
     /// Import glibc releases into the local source store and list them.
-    #[command(subcommand)]
-    Glibc(store::command::Command),
+    #[command(subcommand, visible_alias = "glibc")]
+    Store(store::command::Command),
     /// Inspect the patch series, or take one made elsewhere.
-    #[command(subcommand)]
-    Patches(series::command::Command),
+    #[command(subcommand, visible_alias = "patches")]
+    Series(series::command::Command),
     /// Format a series as a patch set to mail upstream (libc-alpha).
     FormatSeries(format_series::Args),
     /// Apply the series on top of nixpkgs' own glibc patches, as a Nix user would (docs/nix.md).
@@ -72,7 +72,8 @@ pub(crate) enum Command {
     /// update-release in scratch copies of the checkout and store; no source file may change.
     RehearseRelease(rehearse_release::Args),
     /// Build glibc, patched or not, into a cached sysroot.
-    BuildGlibc(sysroot::command::Args),
+    #[command(visible_alias = "build-glibc")]
+    Sysroot(sysroot::command::Args),
     /// Run the LD_FALLBACK_PATH resolution matrix against a built glibc.
     TestResolution(resolution::Args),
     /// Prove cells (release x target): series, builds, matrix, glibc's own tests; the support table.
@@ -207,8 +208,8 @@ fn values_printable(cmd: &clap::Command, matches: &clap::ArgMatches) -> Result<(
 fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
     let env = || global.resolve();
     match command {
-        Command::Glibc(cmd) => cmd.run(&env()?),
-        Command::Patches(cmd) => cmd.run(&env()?, &rebase::series_check::check_read),
+        Command::Store(cmd) => cmd.run(&env()?),
+        Command::Series(cmd) => cmd.run(&env()?, &rebase::series_check::check_read),
         Command::FormatSeries(args) => args.run(&env()?),
         Command::NixStack(args) => args.run(&env()?),
         Command::DebianStack(args) => args.run(&env()?),
@@ -219,7 +220,7 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
         Command::UpdateRelease(args) => args.run(&env()?, &regenerate::write_all),
         Command::RetireRelease(args) => args.run(&env()?, &regenerate::write_all),
         Command::RehearseRelease(args) => args.run(&env()?),
-        Command::BuildGlibc(args) => args.run(&env()?),
+        Command::Sysroot(args) => args.run(&env()?),
         Command::TestResolution(args) => args.run(&env()?),
         Command::Verify(args) => args.run(&env()?),
         Command::JetsonReplay(args) => args.run(&env()?),
@@ -236,11 +237,58 @@ fn run(Cli { global, command }: Cli) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// Commands whose module has another name, with the module: the rest live in
+    /// `xtask/src/<name>` (`-` written `_`), a directory or a file.
+    const MODULE_OF: &[(&str, &str)] = &[
+        ("rebase-glibc", "rebase"),
+        ("update-release", "update"),
+        ("retire-release", "update"),
+        ("test-resolution", "resolution"),
+    ];
+
+    /// The names users typed before a command was named for its module: each still runs it.
+    const OLD_NAMES: &[(&str, &str)] = &[
+        ("glibc", "store"),
+        ("patches", "series"),
+        ("build-glibc", "sysroot"),
+    ];
+
+    #[test]
+    fn each_command_lives_in_the_module_of_its_name() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for sub in Cli::command().get_subcommands() {
+            let name = sub.get_name();
+            let module = MODULE_OF
+                .iter()
+                .find(|(command, _)| *command == name)
+                .map_or_else(|| name.replace('-', "_"), |(_, module)| module.to_string());
+            assert!(
+                src.join(&module).is_dir() || src.join(format!("{module}.rs")).is_file(),
+                "the command {name} has no module xtask/src/{module}"
+            );
+        }
+    }
+
+    #[test]
+    fn old_command_names_are_aliases_of_the_new() {
+        let cli = Cli::command();
+        for (old, new) in OLD_NAMES {
+            let sub = cli
+                .find_subcommand(old)
+                .unwrap_or_else(|| panic!("{old} runs no command"));
+            assert_eq!(sub.get_name(), *new, "{old}");
+            assert!(
+                sub.get_visible_aliases().any(|alias| alias == *old),
+                "{old} is not shown in {new}'s help"
+            );
+        }
+    }
+
     #[test]
     fn counts_start_at_one() {
         for args in [
             &["format-series", "--version", "0"][..],
-            &["build-glibc", "--jobs", "0"],
+            &["sysroot", "--jobs", "0"],
             &["bench", "build", "--jobs", "0"],
         ] {
             let err =

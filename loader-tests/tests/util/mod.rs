@@ -2,7 +2,7 @@
 //! per test binary, and the rule for what counts as passing.
 //!
 //! Sysroots come from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when set, else, for
-//! x86_64, from `cargo xtask build-glibc --target x86_64 --flavour F --print-sysroot` (a cache
+//! x86_64, from `cargo xtask sysroot --target x86_64 --flavour F --print-sysroot` (a cache
 //! hit once built). aarch64 runs only with its variables set (building it from a test would
 //! take many minutes): without them the tests are ignored, and under CI they fail.
 
@@ -72,17 +72,17 @@ fn sysroot(target: Target, flavour: Flavour) -> Result<Sysroot> {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(workspace).args([
         "xtask",
-        "build-glibc",
+        "sysroot",
         "--target",
         target.name(),
         "--flavour",
         flavour.name(),
         "--print-sysroot",
     ]);
-    let out = cmd.output().context("cannot run cargo xtask build-glibc")?;
+    let out = cmd.output().context("cannot run cargo xtask sysroot")?;
     if !out.status.success() {
         bail!(
-            "no sysroot: ${var} is not set and `cargo xtask build-glibc --target {target} --flavour {flavour} --print-sysroot` failed ({}):\n{}",
+            "no sysroot: ${var} is not set and `cargo xtask sysroot --target {target} --flavour {flavour} --print-sysroot` failed ({}):\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );

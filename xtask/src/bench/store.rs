@@ -54,7 +54,7 @@ pub(crate) fn run(env: &Env) -> Result<()> {
         tarball.display()
     );
     outln!(
-        "  cargo xtask glibc import:                  {}",
+        "  cargo xtask store import:                  {}",
         summary(&mut ours)
     );
     outln!(

@@ -29,7 +29,7 @@ pub(crate) struct Args {
     pub check: bool,
 }
 
-struct Step {
+struct CiStep {
     /// What a developer types to rerun it.
     shown: String,
     command: Command,
@@ -41,13 +41,13 @@ struct Step {
     gates_the_rest: bool,
 }
 
-impl Step {
+impl CiStep {
     /// A check or a run of this binary: its failure is counted and the rest still run.
-    fn xtask(args: &[&str]) -> Result<Step> {
+    fn xtask(args: &[&str]) -> Result<CiStep> {
         let exe = std::env::current_exe().context("cannot find the xtask binary")?;
         let mut command = Command::new(exe);
         command.args(args);
-        Ok(Step {
+        Ok(CiStep {
             shown: format!("cargo xtask {}", args.join(" ")),
             command,
             wants_sysroots: false,
@@ -55,25 +55,20 @@ impl Step {
         })
     }
 
-    /// `build-glibc` of the newest release's `flavour` (`None`: both flavours) on `target`:
+    /// `sysroot` of the newest release's `flavour` (`None`: both flavours) on `target`:
     /// the steps after it need the build, so its failure ends the run.
-    fn build(target: Target, flavour: Option<Flavour>) -> Result<Step> {
+    fn build(target: Target, flavour: Option<Flavour>) -> Result<CiStep> {
         let flavour = flavour.map_or("both", Flavour::name);
-        let mut step = Step::xtask(&[
-            "build-glibc",
-            "--target",
-            target.name(),
-            "--flavour",
-            flavour,
-        ])?;
+        let mut step =
+            CiStep::xtask(&["sysroot", "--target", target.name(), "--flavour", flavour])?;
         step.gates_the_rest = true;
         Ok(step)
     }
 
-    fn cargo(args: &[&str]) -> Step {
+    fn cargo(args: &[&str]) -> CiStep {
         let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
         command.args(args);
-        Step {
+        CiStep {
             shown: format!("cargo {}", args.join(" ")),
             command,
             wants_sysroots: false,
@@ -144,18 +139,18 @@ const FUZZ_TRIALS: &str = "1000";
 const FUZZ_SEED: &str = "20261204";
 
 /// Every step of a CI run on `targets`, in order; `nix_stack`: with the nix-stack check.
-fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
+fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<CiStep>> {
     let mut steps = vec![
-        Step::cargo(&["test", "--package", "xtask", "--test", "it", "--", "tidy::"]),
+        CiStep::cargo(&["test", "--package", "xtask", "--test", "it", "--", "tidy::"]),
         // Every generated file and block: the workflow, the support page, the contract's
         // scenario list made and compared; those a run writes checked for their markers.
-        Step::xtask(&["regenerate", "--check"])?,
-        Step::xtask(&["verify", "check-support"])?,
+        CiStep::xtask(&["regenerate", "--check"])?,
+        CiStep::xtask(&["verify", "check-support"])?,
         // The check reads the store only; the builds after it need the releases anyway.
-        Step::xtask(&["rebase-glibc", "--check", "--import-missing"])?,
+        CiStep::xtask(&["rebase-glibc", "--check", "--import-missing"])?,
     ];
     if nix_stack {
-        steps.push(Step::xtask(&[
+        steps.push(CiStep::xtask(&[
             "nix-stack",
             "--release",
             "all",
@@ -164,12 +159,12 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
         ])?);
     }
     for target in targets {
-        steps.push(Step::build(*target, None)?);
+        steps.push(CiStep::build(*target, None)?);
     }
     // The second flavour came from the first one's tree with the series' headers kept:
     // a sample of the objects that kept them, compiled again, must be the same programs.
-    steps.push(Step::xtask(&[
-        "build-glibc",
+    steps.push(CiStep::xtask(&[
+        "sysroot",
         "--target",
         "x86_64",
         "--check-kept-headers",
@@ -177,7 +172,7 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
     // The loader model against the x86_64 loader on generated worlds: a fixed seed and a
     // budget of about two minutes; the long campaign is a documented command of its own
     // (docs/maintaining.md, "The model against the loader").
-    steps.push(Step::xtask(&[
+    steps.push(CiStep::xtask(&[
         "fuzz-model",
         "--target",
         "x86_64",
@@ -189,12 +184,15 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
     // The Jetson replay's approach 8 runs under the fallback-first variant (aarch64 only).
     let jetson = targets.contains(&Target::Aarch64);
     if jetson {
-        steps.push(Step::build(Target::Aarch64, Some(Flavour::FallbackFirst))?);
+        steps.push(CiStep::build(
+            Target::Aarch64,
+            Some(Flavour::FallbackFirst),
+        )?);
     }
     // --no-fail-fast: a failing test binary must not hide the failures of the binaries after
     // it (cargo stops at the first failing binary, and the unit tests run after the docs'
     // examples: one stale example would leave every unit test unreported).
-    let mut tests = Step::cargo(&["test", "--workspace", "--no-fail-fast"]);
+    let mut tests = CiStep::cargo(&["test", "--workspace", "--no-fail-fast"]);
     tests.wants_sysroots = true;
     steps.push(tests);
     // The default release's cells: the matrix patched and unpatched on each target, and
@@ -203,7 +201,7 @@ fn plan(targets: &[Target], nix_stack: bool) -> Result<Vec<Step>> {
         [one] => one.name(),
         _ => "all",
     };
-    steps.push(Step::xtask(&["verify", "--target", target])?);
+    steps.push(CiStep::xtask(&["verify", "--target", target])?);
     // No `jetson-replay --check`: the test step's loader-tests/tests/jetson.rs replays every
     // cuda_compat approach on every host and compares docs/jetson.md with it, and
     // `regenerate --check` checks the page's provenance line against patches/.
@@ -228,8 +226,8 @@ struct Counted {
 /// for that reason alone, and every step after it would write into it too, so the run ends
 /// there, quietly, as every command ends when its reader leaves.
 fn run_steps(
-    steps: Vec<Step>,
-    prepare: impl Fn(&mut Step),
+    steps: Vec<CiStep>,
+    prepare: impl Fn(&mut CiStep),
     reader_left: impl Fn() -> bool,
 ) -> Result<Ran> {
     let mut failed = Vec::new();
@@ -267,7 +265,7 @@ fn run_steps(
 /// `$LD_FALLBACK_SYSROOT*` for every sysroot of `targets` that is built (the build steps made
 /// them; a sysroot whose build failed is left out, and the tests then fail naming it).
 ///
-/// Found in this process rather than by running `build-glibc --print-sysroot`: an earlier
+/// Found in this process rather than by running `sysroot --print-sysroot`: an earlier
 /// step's `cargo test` may have rebuilt `target/debug/xtask`, and then `current_exe()` names
 /// a deleted file, which cannot be run.
 fn built_sysroots(targets: &[Target], env: &Env) -> Vec<(String, String)> {
@@ -290,10 +288,10 @@ mod tests {
     use super::*;
 
     /// `sh -c SCRIPT` as a step.
-    fn step(script: &str) -> Step {
+    fn step(script: &str) -> CiStep {
         let sh = crate::util::shell::here().unwrap();
         let command = Command::from(xshell::cmd!(sh, "sh -c {script}"));
-        Step {
+        CiStep {
             shown: script.to_string(),
             command,
             wants_sysroots: false,
@@ -346,16 +344,10 @@ mod tests {
             ("cargo xtask verify check-support", false),
             ("cargo xtask rebase-glibc --check --import-missing", false),
             ("cargo xtask nix-stack --release all --target all", false),
+            ("cargo xtask sysroot --target x86_64 --flavour both", true),
+            ("cargo xtask sysroot --target aarch64 --flavour both", true),
             (
-                "cargo xtask build-glibc --target x86_64 --flavour both",
-                true,
-            ),
-            (
-                "cargo xtask build-glibc --target aarch64 --flavour both",
-                true,
-            ),
-            (
-                "cargo xtask build-glibc --target x86_64 --check-kept-headers",
+                "cargo xtask sysroot --target x86_64 --check-kept-headers",
                 false,
             ),
             (
@@ -363,7 +355,7 @@ mod tests {
                 false,
             ),
             (
-                "cargo xtask build-glibc --target aarch64 --flavour fallback-first",
+                "cargo xtask sysroot --target aarch64 --flavour fallback-first",
                 true,
             ),
             ("cargo test --workspace --no-fail-fast", false),

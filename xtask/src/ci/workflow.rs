@@ -85,7 +85,7 @@ jobs:
       - name: Build cache key
         id: keys
         run: |
-          keys=$(cargo xtask build-glibc --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --flavour both --print-key | cut -c1-16 | paste -sd- -)
+          keys=$(cargo xtask sysroot --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --flavour both --print-key | cut -c1-16 | paste -sd- -)
           echo "keys=$keys" >> "$GITHUB_OUTPUT"
       - uses: actions/cache@v4
         with:
@@ -102,7 +102,7 @@ jobs:
       - name: The docs' example outputs, from a real run of the same loader
         if: ${{{{ !cancelled() && matrix.release == '{jetson_release}' && matrix.target == '{jetson_target}' }}}}
         run: |
-          sysroot=$(cargo xtask build-glibc --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --print-sysroot)
+          sysroot=$(cargo xtask sysroot --release ${{{{ matrix.release }}}} --target ${{{{ matrix.target }}}} --print-sysroot)
           LD_FALLBACK_SYSROOT_AARCH64="$sysroot" cargo test -p ld-fallback-explain --test examples
       - uses: actions/upload-artifact@v4
         if: always()

@@ -66,7 +66,7 @@ impl Args {
         let Some(sysroot) = cached_sysroot(env, release, target, flavour)? else {
             bail!(
                 "no cached glibc {release} {target} {flavour} sysroot (fuzz-model never builds \
-                 glibc): build it with `cargo xtask build-glibc --release {release} --target \
+                 glibc): build it with `cargo xtask sysroot --release {release} --target \
                  {target} --flavour {flavour}`, or name one in ${}",
                 model::sysroot_env_var(target, flavour)
             );
@@ -246,7 +246,7 @@ impl Campaign {
             let verdict = judged.with_context(|| format!("trial {trial}"))?;
             done += 1;
             match verdict {
-                Verdict::Agrees {
+                WorldVerdict::Agrees {
                     searches,
                     dlopens,
                     found,
@@ -261,7 +261,7 @@ impl Campaign {
                     )
                     .context("cannot write the log")?;
                 }
-                Verdict::Finding(kind, what) => {
+                WorldVerdict::Finding(kind, what) => {
                     writeln!(log, "trial {trial}: {kind:?}, shrinking:\n{what}")
                         .context("cannot write the log")?;
                     diagln!("fuzz-model: trial {trial}: {kind:?}; shrinking the world");
@@ -348,7 +348,7 @@ impl Campaign {
             tries += 1;
             let world = tree.current();
             let still = match fuzzer.judge(&world, self.model_flavour)? {
-                Verdict::Finding(k, what) if k == kind => Some(what),
+                WorldVerdict::Finding(k, what) if k == kind => Some(what),
                 _ => None,
             };
             match still {
@@ -399,7 +399,7 @@ fn runner(seed: u64, trial: u64) -> TestRunner {
 
 /// What one world gave.
 #[derive(Debug)]
-pub(crate) enum Verdict {
+pub(crate) enum WorldVerdict {
     /// Both sides made `searches` searches, `found` of which ended with a file.
     Agrees {
         searches: usize,
@@ -508,7 +508,7 @@ impl Fuzzer {
 
     /// Makes `world` into a root, runs it, and holds the `model` flavour against the trace.
     /// An error is the fuzzer's failure (a file it could not write), never a finding.
-    pub(crate) fn judge(&self, world: &World, model: Flavour) -> Result<Verdict> {
+    pub(crate) fn judge(&self, world: &World, model: Flavour) -> Result<WorldVerdict> {
         let n = self.roots.get();
         self.roots.set(n + 1);
         let root = self.scratch.path().join(format!("world-{n}"));
@@ -519,7 +519,7 @@ impl Fuzzer {
         verdict
     }
 
-    fn judge_in(&self, root: &Path, world: &World, model: Flavour) -> Result<Verdict> {
+    fn judge_in(&self, root: &Path, world: &World, model: Flavour) -> Result<WorldVerdict> {
         self.make_root(root, world)?;
         let mut env = Vec::new();
         if let Some(list) = &world.library_path {
@@ -558,13 +558,13 @@ impl Fuzzer {
         };
         let status = match ran.ended {
             Ended::TimedOut => {
-                return Ok(Verdict::Finding(
+                return Ok(WorldVerdict::Finding(
                     Kind::Hang,
                     format!("no end after {} s", self.limit.as_secs()),
                 ))
             }
             Ended::Signal(signal) => {
-                return Ok(Verdict::Finding(
+                return Ok(WorldVerdict::Finding(
                     Kind::Crash,
                     format!("killed by signal {signal}:\n{}", tail(&ran.stderr)),
                 ))
@@ -577,7 +577,7 @@ impl Fuzzer {
         // 0: the program ran; 127: the loader stopped at a library it did not find; 1: the
         // probe stopped at a call that failed.
         if status != 0 && status != 127 && !(calls && status == 1) {
-            return Ok(Verdict::Finding(
+            return Ok(WorldVerdict::Finding(
                 Kind::ExitStatus,
                 format!("exit status {status}:\n{}", tail(&ran.stderr)),
             ));
@@ -600,7 +600,7 @@ impl Fuzzer {
         }
         Ok(match checked.difference {
             // Without a trace, what the run printed is the evidence.
-            Some(difference) if world.secure => Verdict::Finding(
+            Some(difference) if world.secure => WorldVerdict::Finding(
                 Kind::Disagreement,
                 format!(
                     "{difference}\nthe probe's output (exit status {status}):\n{}{}",
@@ -608,8 +608,8 @@ impl Fuzzer {
                     tail(&ran.stderr)
                 ),
             ),
-            Some(difference) => Verdict::Finding(Kind::Disagreement, difference),
-            None => Verdict::Agrees {
+            Some(difference) => WorldVerdict::Finding(Kind::Disagreement, difference),
+            None => WorldVerdict::Agrees {
                 searches: checked.observed.len(),
                 dlopens: checked.observed.iter().filter(|s| s.dlopen).count(),
                 found: checked

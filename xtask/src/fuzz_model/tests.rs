@@ -167,14 +167,14 @@ fn fallback(dirs: &[Dir]) -> Option<List> {
 
 fn assert_agrees(fuzzer: &Fuzzer, world: &World, model: Flavour) {
     match fuzzer.judge(world, model).unwrap() {
-        Verdict::Agrees { .. } => {}
-        Verdict::Finding(kind, what) => panic!("{kind:?} ({model} model):\n{what}"),
+        WorldVerdict::Agrees { .. } => {}
+        WorldVerdict::Finding(kind, what) => panic!("{kind:?} ({model} model):\n{what}"),
     }
 }
 
 fn assert_disagrees(fuzzer: &Fuzzer, world: &World, model: Flavour) {
     match fuzzer.judge(world, model).unwrap() {
-        Verdict::Finding(Kind::Disagreement, _) => {}
+        WorldVerdict::Finding(Kind::Disagreement, _) => {}
         other => panic!("the {model} model does not disagree: {other:?}"),
     }
 }

@@ -1,7 +1,7 @@
 //! The 3-way apply engine, neutral between the stages that use it: cherry-pick a commit of a
 //! series onto another release with git's 3-way merge (NEWS entries placed by rule, see
 //! [`news`]), stopping at the first conflict. `rebase-glibc` builds its rebase on it (recorded
-//! resolutions, checks, a work tree to resolve); `patches status` asks it whether the newest
+//! resolutions, checks, a work tree to resolve); `series status` asks it whether the newest
 //! series would merge; the bench times it. It knows git and NEWS, and no stage.
 
 pub mod news;
@@ -34,7 +34,7 @@ pub enum Picked {
 
 /// Cherry-picks `commits[start..]` onto `head` ([`merge_commit`]), recording a [`PatchFate`] per
 /// commit until the first conflict. Nothing else: no recorded resolution, no check (the
-/// rebase itself does those; this is what `patches status` and the bench need).
+/// rebase itself does those; this is what `series status` and the bench need).
 pub fn pick(
     repo: &Repository,
     commits: &[Oid],

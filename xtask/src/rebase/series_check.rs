@@ -189,7 +189,7 @@ fn render_finding(text: &mut String, finding: &Finding, patches_dir: &Path) {
             }
             writeln!(
                 text,
-                "        the files differ from what the series' own commits export (edited by hand, or cut short?): restore them from git (`git diff -- {dir}` shows what changed),\n        or, if the edit is meant, take the files as they are:\n            cargo xtask patches import --release {release} --replace <the patch files, in order>"
+                "        the files differ from what the series' own commits export (edited by hand, or cut short?): restore them from git (`git diff -- {dir}` shows what changed),\n        or, if the edit is meant, take the files as they are:\n            cargo xtask series import --release {release} --replace <the patch files, in order>"
             )
         }
         SeriesVerdict::Missing { why } => writeln!(
@@ -431,7 +431,7 @@ pub(crate) fn check_release(ws: &Workspace, release: Release) -> Result<(Series,
 }
 
 /// [`check_release`] of a series read from `patches/<X.Y>/` already: the one judge of a
-/// series, whose verdict `patches status` and `verify check-support` report too (they are
+/// series, whose verdict `series status` and `verify check-support` report too (they are
 /// handed it as a [`crate::series::Judge`]).
 pub fn check_read(ws: &Workspace, series: Series) -> Result<(Series, Vec<String>)> {
     let release = series.base;
@@ -485,7 +485,7 @@ fn passing(
         return Ok(series);
     }
     Err(anyhow::anyhow!(
-        "{}; restore the files from git (`git diff -- {}` shows what changed), or, if the edit is meant, take the files as they are with `cargo xtask patches import --release {release} --replace <the patch files>`",
+        "{}; restore the files from git (`git diff -- {}` shows what changed), or, if the edit is meant, take the files as they are with `cargo xtask series import --release {release} --replace <the patch files>`",
         drift.join("; "),
         dir.display()
     )

@@ -83,7 +83,7 @@ pub(crate) fn run_matrix_with(
 }
 
 /// A sysroot from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` when it names one of `release`,
-/// else from `build-glibc` and its cache.
+/// else from `sysroot` and its cache.
 pub(crate) fn obtain_sysroot(
     env: &Env,
     release: Release,

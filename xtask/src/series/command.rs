@@ -1,4 +1,4 @@
-//! `cargo xtask patches status|import`: the series in `patches/`.
+//! `cargo xtask series status|import`: the series in `patches/`.
 
 use std::path::PathBuf;
 

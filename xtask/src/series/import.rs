@@ -1,4 +1,4 @@
-//! `cargo xtask patches import`: take a series written elsewhere (`git format-patch` output,
+//! `cargo xtask series import`: take a series written elsewhere (`git format-patch` output,
 //! say from a glibc checkout) as the series of one release, in the project's canonical form.
 //!
 //! The patches must apply exactly to the stored release, as `rebase-glibc --check` demands;

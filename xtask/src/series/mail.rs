@@ -45,7 +45,7 @@ impl PatchMail {
                 bail!("the patch's last line has no newline: was it cut short, or saved by an editor that drops it?");
             }
             bail!(
-                "the patch does not end with the trailer {TRAILER:?} (git format-patch writes `-- ` and a version there; `patches import` accepts that): was it edited by hand or cut short?"
+                "the patch does not end with the trailer {TRAILER:?} (git format-patch writes `-- ` and a version there; `series import` accepts that): was it edited by hand or cut short?"
             );
         };
         let (headers, rest) = text

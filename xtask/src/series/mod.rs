@@ -66,7 +66,7 @@ pub(crate) fn is_defect(err: &anyhow::Error) -> bool {
 
 /// The one judge of a series read from `patches/<X.Y>/`: `rebase-glibc --check`'s
 /// (`rebase::series_check::check_read`), handed down to the commands below it in the
-/// pipeline that report its verdict (`patches status`, `verify check-support`). Ok with the
+/// pipeline that report its verdict (`series status`, `verify check-support`). Ok with the
 /// lines its files drift by from what its commits export (none when it passes); else the
 /// series' defect, a release the store lacks, or a failure to read.
 pub type Judge<'a> = &'a dyn Fn(&Workspace, Series) -> Result<(Series, Vec<String>)>;
@@ -159,7 +159,7 @@ pub(crate) fn read_own(path: &Path, limit: Limit, head: Head) -> Result<String> 
 }
 
 /// A UTF-8 text file of at most `limit` whose first bytes are what `head` says (a patch a
-/// user names, too: `patches import` follows links there). A file that is not there, not a
+/// user names, too: `series import` follows links there). A file that is not there, not a
 /// regular file (a FIFO, `/dev/zero`), larger than the limit or of another kind is a defect
 /// of the series that lists it, said before the rest of it is read; a byte that is not UTF-8
 /// is named with its line.

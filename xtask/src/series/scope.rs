@@ -1,5 +1,5 @@
 //! What the series may change: `patches/scope`, a list of path globs. Every patch of every
-//! series is held to it by `rebase-glibc` (--onto, --continue, --check) and `patches import`:
+//! series is held to it by `rebase-glibc` (--onto, --continue, --check) and `series import`:
 //! a patch that touches another path, or deletes a file without a `delete` line allowing it,
 //! is refused. The guard does not trust the code that made the patch: whatever bug or stray
 //! file a rebase picks up, 239 deleted glibc files cannot become "ok".

@@ -1,4 +1,4 @@
-//! `cargo xtask patches status`: per release, whether its series applies, or whether the
+//! `cargo xtask series status`: per release, whether its series applies, or whether the
 //! newest series would merge onto it.
 //!
 //! Reads the store only, unless told to import what it lacks: a release that is not there
@@ -192,14 +192,14 @@ fn merge_newest(ws: &Workspace, release: Release, commits: &[git2::Oid]) -> Resu
     )
 }
 
-/// What `cargo xtask patches status` found: a row per release.
+/// What `cargo xtask series status` found: a row per release.
 pub struct StatusReport {
     pub rows: Vec<(Release, State)>,
     /// `patches/`, which the table names.
     pub patches_dir: PathBuf,
 }
 
-/// The rows of `cargo xtask patches status`, each release's own series judged by `judge`.
+/// The rows of `cargo xtask series status`, each release's own series judged by `judge`.
 pub fn status(ws: &Workspace, releases: &[Release], judge: Judge) -> Result<StatusReport> {
     // A file where patches/ should be is bad input (exit status 1, as `--check` ends), not
     // a finding about series: say what it is before any row would.
@@ -268,12 +268,12 @@ fn row(release: Release, state: &State) -> (&'static str, String) {
             State::NoSeries { why } => ("no series", why.clone()),
             State::NotImported { missing, why } if *missing == release => (
                 "not imported",
-                format!("{why}, or run `cargo xtask patches status --import-missing`"),
+                format!("{why}, or run `cargo xtask series status --import-missing`"),
             ),
             // The row's release is there; the series tried on it is what cannot be read.
             State::NotImported { missing, why } => (
                 "no series",
-                format!("no series of its own, and patches/{missing} cannot be tried on it: {why}, or run `cargo xtask patches status --import-missing`"),
+                format!("no series of its own, and patches/{missing} cannot be tried on it: {why}, or run `cargo xtask series status --import-missing`"),
             ),
             State::Error { why } => ("error", why.clone()),
     }

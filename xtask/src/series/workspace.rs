@@ -106,7 +106,7 @@ impl Workspace {
 
     /// The lock of `patches/<release>/` and of the rebase onto `release`: held for the whole
     /// of every command that writes that series or starts, continues or aborts that rebase
-    /// (`rebase-glibc`, `update-release`, `patches import`). A second one waits: an `--abort`
+    /// (`rebase-glibc`, `update-release`, `series import`). A second one waits: an `--abort`
     /// while a `--continue` writes would drop the state under it and say patches/ is
     /// unchanged. Released when dropped, or when the process dies.
     pub(crate) fn lock_release(&self, release: Release) -> Result<FileLock> {

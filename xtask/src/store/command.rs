@@ -1,4 +1,4 @@
-//! `cargo xtask glibc import|list`: the local store of glibc releases.
+//! `cargo xtask store import|list`: the local store of glibc releases.
 
 use anyhow::Result;
 use clap::Subcommand;

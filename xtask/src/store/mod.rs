@@ -5,7 +5,7 @@
 //! commit id is the same on every machine and patches exported against it are reproducible.
 //! The tag is the commit point of an import: objects written before it are unreferenced and
 //! harmless, and a tree that does not match the id pinned in data/releases.json is refused before
-//! anything is written (`glibc import` verifies before the store is even created, so rejected
+//! anything is written (`store import` verifies before the store is even created, so rejected
 //! input leaves no empty store behind). Checks and reports open the store read-only
 //! ([`Access::ReadOnly`]): they write nothing and import nothing.
 
@@ -60,7 +60,7 @@ impl std::fmt::Display for ReleaseNotImported {
         };
         write!(
             f,
-            "glibc {} is not in the store {}; import it with `cargo xtask{flag} glibc import {}`",
+            "glibc {} is not in the store {}; import it with `cargo xtask{flag} store import {}`",
             self.release,
             self.store.display(),
             self.release
@@ -206,7 +206,7 @@ fn verify_tarball(
     })
 }
 
-/// `cargo xtask glibc import`: verifies the release before the store is opened, so that
+/// `cargo xtask store import`: verifies the release before the store is opened, so that
 /// rejected input (a missing tarball, the wrong tree) never creates an empty store.
 pub(crate) fn import_into(dir: &Path, release: Release, source: &Source) -> Result<Oid> {
     recover_beside(dir);
@@ -424,6 +424,8 @@ impl SourceStore {
             .context("imported tree is missing")?;
         let sig = import_signature()?;
         let message = format!(
+            // The command's name before it was `store`: the message is part of every
+            // release's commit id, which must not change.
             "glibc {release}\n\nThe upstream tag {tag} without manual/, imported by `cargo xtask glibc import`.\n"
         );
         let commit = self

@@ -1,4 +1,4 @@
-//! `cargo xtask build-glibc [SELECTION]`, `build-glibc list`, `build-glibc prune`.
+//! `cargo xtask sysroot [SELECTION]`, `sysroot list`, `sysroot prune`.
 
 use anyhow::Result;
 use clap::Subcommand;

@@ -2,7 +2,7 @@
 //! release's series from `patches/` (read once, however many targets and flavours build
 //! from it), the releases whose series the guard passed, and each target's compiler (its
 //! tools found, `$CC --version` run). A `verify` cell asks its builder for the same inputs
-//! four times (two sysroots, the key and the tree of glibc's tests); `build-glibc --target
+//! four times (two sysroots, the key and the tree of glibc's tests); `sysroot --target
 //! all --flavour both` eight times.
 //!
 //! A series is kept by its `patches/` and release, so a builder given another `patches/`

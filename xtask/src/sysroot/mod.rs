@@ -1,4 +1,4 @@
-//! `cargo xtask build-glibc`: cached patched and unpatched glibc sysroots.
+//! `cargo xtask sysroot`: cached patched and unpatched glibc sysroots.
 //!
 //! A build writes the release (plus the series) into the persistent work directory of its
 //! release and target, which every flavour shares, rewriting only the files that differ from
@@ -63,7 +63,7 @@ impl Layout {
     }
 }
 
-/// Builds glibc from a store and a `patches/` into a cache (see `cargo xtask build-glibc`).
+/// Builds glibc from a store and a `patches/` into a cache (see `cargo xtask sysroot`).
 #[derive(Debug, Clone)]
 pub struct Builder {
     pub layout: Layout,

@@ -1,4 +1,4 @@
-//! `build-glibc --check-kept-headers`: the cheap, repeatable form of the proof that a header
+//! `sysroot --check-kept-headers`: the cheap, repeatable form of the proof that a header
 //! which kept its mtime across a flavour switch (see `declarations`) changed no object.
 //!
 //! The objects of the tree that depend on such a header were compiled against its other

@@ -37,7 +37,7 @@ const CONFIGURED_MARKER: &str = ".ld-fallback-configured";
 const SOURCE_TREE_MARKER: &str = "src.tree";
 
 /// In the work dir: the headers the last switch that kept any kept (one per line), whose
-/// includers may still be compiled against the other version (`build-glibc
+/// includers may still be compiled against the other version (`sysroot
 /// --check-kept-headers` compiles a sample of them again).
 const KEPT_HEADERS: &str = "kept-headers";
 

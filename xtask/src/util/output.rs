@@ -1,4 +1,4 @@
-//! Standard output and error that outlive their reader: `cargo xtask glibc list | head -1`.
+//! Standard output and error that outlive their reader: `cargo xtask store list | head -1`.
 //!
 //! Rust ignores SIGPIPE, so a write to a pipe whose reader is gone fails with EPIPE, and
 //! `println!` panics on that failure: exit 101, a panic message, a backtrace under

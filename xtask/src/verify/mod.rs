@@ -4,7 +4,8 @@
 //! (natively, or under QEMU for a foreign target: see emulated.rs). Cells run one at a time; a failing cell does not stop the others.
 //!
 //! A cell's report is cached under `<cache>/verify/`, keyed by every input of its verdict
-//! (series, both build keys, the harness and fixture sources, this module), so an interrupted
+//! (series, both build keys, the harness and fixture sources, the judging files here:
+//! cell.rs, outcome.rs, testsuite.rs, emulated.rs), so an interrupted
 //! run goes on where it stopped and an unchanged cell is reported with the date it was
 //! verified.
 
@@ -372,7 +373,8 @@ fn cell_key(series: &str, declared: &str, builds: &[String]) -> Result<String> {
 }
 
 /// The digest of the sources that decide how a cell is judged (the harness, the fixtures,
-/// this module, the resolution stage), as this binary was built from them (see build.rs).
+/// the resolution stage, this module's judging files), as this binary was built from them
+/// (see build.rs and `util/source_digest.rs`).
 fn harness_digest() -> Result<String> {
     Ok(include_str!(concat!(env!("OUT_DIR"), "/harness_digest")).to_string())
 }

@@ -1,5 +1,5 @@
 //! Real glibc builds: minutes each, so ignored by default. CI runs them once through
-//! `cargo xtask build-glibc`; run these by hand with `cargo test -p xtask --test it -- build_glibc:: --ignored`.
+//! `cargo xtask sysroot`; run these by hand with `cargo test -p xtask --test it -- build_glibc:: --ignored`.
 //! A cached build makes them return in seconds.
 
 use std::path::Path;

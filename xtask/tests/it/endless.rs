@@ -69,8 +69,8 @@ fn verify_merge_refuses_a_record_that_never_ends() {
 
 /// A file as large as a record may be (16 MiB) or a patch (64 MiB) that is of another kind
 /// altogether is refused from its first bytes, saying what it should start with, before the
-/// rest is read: `verify merge` (a record is a JSON object), `patches import` (a patch is a
-/// mail) and `glibc import --from tarball:` (a tarball is compressed or a tar archive).
+/// rest is read: `verify merge` (a record is a JSON object), `series import` (a patch is a
+/// mail) and `store import --from tarball:` (a tarball is compressed or a tar archive).
 #[test]
 fn a_large_file_of_another_kind_is_refused_from_its_head() {
     let p = Project::new();
@@ -82,7 +82,7 @@ fn a_large_file_of_another_kind_is_refused_from_its_head() {
             "it is not a support record (`cargo xtask verify --json` output): it does not start with `{`, as the JSON object of a record does",
         ),
         (
-            &["patches", "import", "--release", "2.41", "--replace", "{}"],
+            &["series", "import", "--release", "2.41", "--replace", "{}"],
             64 << 20,
             "it is not a mail as git format-patch writes one: it does not start with `From <commit> Mon Sep 17 00:00:00 2001`",
         ),
@@ -104,7 +104,7 @@ fn a_large_file_of_another_kind_is_refused_from_its_head() {
     // reader's complaint quoted its bytes, newlines and all).
     std::fs::write(&junk, "not a tarball\n".repeat(100)).unwrap();
     let from = format!("tarball:{}", junk.display());
-    let ran = within_a_second(p.command(&["glibc", "import", "2.44", "--from", &from])).expect(1);
+    let ran = within_a_second(p.command(&["store", "import", "2.44", "--from", &from])).expect(1);
     assert_eq!(
         ran.stderr.lines().last().unwrap(),
         format!(
@@ -118,7 +118,7 @@ fn a_large_file_of_another_kind_is_refused_from_its_head() {
 fn patches_import_refuses_a_patch_that_never_ends() {
     refused(
         &Project::new(),
-        &["patches", "import", "--release", "2.41", "--replace", "{}"],
+        &["series", "import", "--release", "2.41", "--replace", "{}"],
         "cannot read {}",
     );
 }
@@ -129,7 +129,7 @@ fn explain_refuses_a_program_that_never_ends() {
 }
 
 /// A patch of `patches/` that is a FIFO is the series' defect, found at once: `--check` and
-/// `patches status` report it and go on (exit status 2).
+/// `series status` report it and go on (exit status 2).
 #[test]
 fn a_series_file_that_never_ends_is_a_defect_of_the_series() {
     let p = Project::new();
@@ -140,7 +140,7 @@ fn a_series_file_that_never_ends_is_a_defect_of_the_series() {
     let said = format!("cannot read {}: {FIFO_IS}", patch.display());
     let ran = within_a_second(p.command(&["rebase-glibc", "--check"])).expect(2);
     assert!(ran.stdout.contains(&said), "{}", ran.both());
-    let ran = within_a_second(p.command(&["patches", "status"])).expect(2);
+    let ran = within_a_second(p.command(&["series", "status"])).expect(2);
     assert!(ran.stdout.contains(&said), "{}", ran.both());
 }
 
@@ -150,7 +150,7 @@ fn a_series_file_that_never_ends_is_a_defect_of_the_series() {
 fn glibc_import_refuses_a_tarball_that_never_ends() {
     refused(
         &Project::new(),
-        &["glibc", "import", "2.44", "--from", "tarball:{}"],
+        &["store", "import", "2.44", "--from", "tarball:{}"],
         "cannot read {}",
     );
 }
@@ -244,7 +244,7 @@ fn a_line_of_10_mb_is_refused_without_printing_it() {
         let path = p.patches().join("2.41").join(file);
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, edit(&text)).unwrap();
-        for args in [&["rebase-glibc", "--check"][..], &["patches", "status"]] {
+        for args in [&["rebase-glibc", "--check"][..], &["series", "status"]] {
             let ran = p.run(args);
             assert!(
                 ran.stdout.len() + ran.stderr.len() < 10_000,
@@ -286,8 +286,8 @@ fn a_git_configuration_that_never_ends_is_refused_at_once() {
         out.to_str().unwrap(),
     ];
     let commands = [
-        &["glibc", "list"][..],
-        &["patches", "status"],
+        &["store", "list"][..],
+        &["series", "status"],
         crate::common::project::CHECK,
         &format_series,
     ];

@@ -1,4 +1,4 @@
-//! Fault injection: `rebase-glibc --onto`, both `--continue`s and `glibc import` are killed
+//! Fault injection: `rebase-glibc --onto`, both `--continue`s and `store import` are killed
 //! (SIGKILL, no cleanup) at every named point they pass (`LD_FALLBACK_FAULT`, see
 //! `xtask::util::fault`), and at a few random moments, and after each kill:
 //!
@@ -302,7 +302,7 @@ fn a_rebase_killed_at_random_moments_recovers() {
 /// SIGKILL, as the fault hook and `Child::kill` send it.
 const SIGKILL: i32 = 9;
 
-// --- glibc import ------------------------------------------------------------------------
+// --- store import ------------------------------------------------------------------------
 
 /// Set in the environment of this test binary when it runs as the child of
 /// `an_import_killed_anywhere_recovers`: `<store>\n<tarball>\n<pinned tree>`.
@@ -565,7 +565,7 @@ fn unfinished_packs(store: &Path) -> Vec<String> {
         .collect()
 }
 
-/// A killed `glibc import` takes its decompressor with it (a `tar` left writing into a
+/// A killed `store import` takes its decompressor with it (a `tar` left writing into a
 /// staging directory filled 281 MB of /tmp in the report); and an import extracts nothing, so
 /// it leaves no staging directory behind either.
 #[test]
@@ -620,11 +620,11 @@ fn a_killed_import_leaves_no_decompressor_running() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(hidden_entries(&root), Vec::<String>::new());
-    run_in(&root, &["glibc", "list"]).expect(0);
+    run_in(&root, &["store", "list"]).expect(0);
     assert_eq!(hidden_entries(&root), Vec::<String>::new());
 }
 
-/// A killed `glibc import` takes all it started with it, the children of its children too:
+/// A killed `store import` takes all it started with it, the children of its children too:
 /// `apt-get update`, whose download methods wrote on into the cache after the import was
 /// killed. Played by an `apt-get` of the test's own (first in `$PATH`) that starts a child of
 /// its own and waits, as apt-get waits on its methods.
@@ -661,7 +661,7 @@ fn a_killed_import_takes_the_children_of_its_children_with_it() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut xtask = command_in(&root, &["glibc", "import", "2.44"])
+    let mut xtask = command_in(&root, &["store", "import", "2.44"])
         .env("PATH", path)
         .env("LD_FALLBACK_APT_SOURCES", &sources)
         .stdout(std::process::Stdio::null())

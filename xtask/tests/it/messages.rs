@@ -27,7 +27,7 @@ fn into_a_full_disk(mut cmd: Command) -> Ran {
 #[test]
 fn a_write_error_on_the_output_fails_the_command_with_its_cause() {
     let p = Project::new();
-    let ran = into_a_full_disk(p.command(&["glibc", "list"])).expect(1);
+    let ran = into_a_full_disk(p.command(&["store", "list"])).expect(1);
     assert_eq!(
         ran.stderr,
         "error: cannot write to standard output, so what the command printed there is cut short: No space left on device (os error 28)\n"
@@ -55,7 +55,7 @@ fn a_write_error_on_the_output_fails_the_command_with_its_cause() {
 fn the_file_size_limit_on_the_output_is_named() {
     let p = Project::new();
     let out = p.root().join("out.txt");
-    let mut cmd = p.command(&["glibc", "list"]);
+    let mut cmd = p.command(&["store", "list"]);
     cmd.stdout(std::fs::File::create(&out).unwrap());
     crate::common::limit_file_size(&mut cmd, 10, false);
     let out = cmd.stderr(Stdio::piped()).output().unwrap();
@@ -107,9 +107,9 @@ fn the_file_size_limit_is_named_where_git_says_nothing() {
     }
 }
 
-/// The table of `patches status` after `patches/` was replaced by `what`.
+/// The table of `series status` after `patches/` was replaced by `what`.
 fn status_with_patches(p: &Project, patches: &Path) -> Ran {
-    let mut cmd = p.command(&["patches", "status"]);
+    let mut cmd = p.command(&["series", "status"]);
     cmd.env("LD_FALLBACK_PATCHES", patches);
     let out = cmd.output().unwrap();
     Ran {
@@ -131,7 +131,7 @@ fn table_of(state: &str, detail: &str) -> String {
     table
 }
 
-/// `patches status` with no series at all says what `patches/` is, and needs attention, as
+/// `series status` with no series at all says what `patches/` is, and needs attention, as
 /// `rebase-glibc --check` does (it said "nothing in ..." and exited 0); a file in its place
 /// fails the command, as it fails `--check`, and so does a directory the environment names
 /// that does not exist
@@ -157,6 +157,25 @@ fn status_without_a_series_says_what_patches_is_and_exits_2() {
     );
 }
 
+/// The commands' old names (`glibc`, `patches`, `build-glibc`), in scripts and notes written
+/// before each was named for its module, run the same command and say the same.
+#[test]
+fn old_command_names_run_the_same_commands() {
+    let p = Project::new();
+    for (old, new) in [
+        (&["patches", "status"][..], &["series", "status"][..]),
+        (&["glibc", "list"], &["store", "list"]),
+        (
+            &["build-glibc", "--release", "9.99"],
+            &["sysroot", "--release", "9.99"],
+        ),
+    ] {
+        let (old_ran, new_ran) = (p.run(old), p.run(new));
+        assert_eq!(old_ran.code, new_ran.code, "{old:?}");
+        assert_eq!(old_ran.both(), new_ran.both(), "{old:?}");
+    }
+}
+
 /// A release that is imported but lost its series is not "not imported" when the release
 /// missing from the store is the one whose series was tried on it.
 #[test]
@@ -164,13 +183,13 @@ fn a_row_names_the_release_that_is_missing_not_its_own() {
     let p = Project::new();
     // The newest series is 2.43's, whose release the store lacks; 2.42 is there, series-less.
     p.add_series_of_a_release_not_imported();
-    let ran = p.run(&["patches", "status"]).expect(2);
+    let ran = p.run(&["series", "status"]).expect(2);
     let row = ran.stdout.lines().find(|l| l.starts_with("2.42 ")).unwrap();
     let store = p.store();
     assert_eq!(
         row,
         format!(
-            "2.42     no series        no series of its own, and patches/2.43 cannot be tried on it: glibc 2.43 is not in the store {}; import it with `cargo xtask --store {} glibc import 2.43`, or run `cargo xtask patches status --import-missing`",
+            "2.42     no series        no series of its own, and patches/2.43 cannot be tried on it: glibc 2.43 is not in the store {}; import it with `cargo xtask --store {} store import 2.43`, or run `cargo xtask series status --import-missing`",
             store.display(),
             store.display()
         )
@@ -336,8 +355,8 @@ fn a_patch_that_is_a_symlink_is_refused_by_every_command_naming_it() {
         (CHECK, 2),
         (&format_series[..], 1),
         (ONTO, 1),
-        (&["patches", "status"][..], 2),
-        (&["build-glibc", "--release", "2.41"][..], 1),
+        (&["series", "status"][..], 2),
+        (&["sysroot", "--release", "2.41"][..], 1),
     ]
     .into_iter()
     .map(|(args, code)| {
@@ -383,7 +402,7 @@ fn a_fifo_in_the_work_tree_is_not_ready_exit_2() {
     );
 }
 
-/// `build-glibc` runs the guard a rebase and `format-series` run: a series `--check`
+/// `sysroot` runs the guard a rebase and `format-series` run: a series `--check`
 /// refuses (here a patch edited by hand, which still applies) is not built.
 #[test]
 fn build_glibc_refuses_a_series_that_check_refuses() {
@@ -391,14 +410,14 @@ fn build_glibc_refuses_a_series_that_check_refuses() {
     p.edit_patch(PATCH_2, |text| {
         text.replace("Parse LD_FALLBACK_PATH", "Parse it")
     });
-    let ran = p.run(&["build-glibc", "--release", "2.41"]).expect(1);
+    let ran = p.run(&["sysroot", "--release", "2.41"]).expect(1);
     // The whole output: the refusal, and nothing built before it.
     insta::assert_snapshot!(scrubbed(&p, &ran.both()));
 }
 
 /// One judge of a series, `rebase-glibc --check`'s. A series file with CRLF
 /// line endings, and a patch that lost one of its file diffs, still apply, but are not what
-/// their commits export: DRIFT for `--check`, and the same verdict from `patches status`
+/// their commits export: DRIFT for `--check`, and the same verdict from `series status`
 /// (which said "applies cleanly", exit 0).
 #[test]
 fn status_and_check_judge_a_drifted_series_alike() {
@@ -425,7 +444,7 @@ fn status_and_check_judge_a_drifted_series_alike() {
             "{file}: {}",
             check.both()
         );
-        let status = p.run(&["patches", "status"]).expect(2);
+        let status = p.run(&["series", "status"]).expect(2);
         let row = status
             .stdout
             .lines()
@@ -464,7 +483,7 @@ fn a_patches_dir_the_environment_names_that_does_not_exist_fails_every_command()
     let p = Project::new();
     let gone = p.root().join("no-such-dir");
     for args in [
-        &["patches", "status"][..],
+        &["series", "status"][..],
         CHECK,
         &["verify", "check-support"],
     ] {
@@ -544,7 +563,7 @@ fn a_path_the_user_named_that_is_not_there_is_an_error() {
         ),
     ] {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-        cmd.args(["glibc", "list"])
+        cmd.args(["store", "list"])
             .env("LD_FALLBACK_CACHE", cache)
             .env_remove("LD_FALLBACK_STORE");
         let ran = Ran::of(cmd.output().unwrap()).expect(1);
@@ -571,7 +590,7 @@ fn a_store_that_is_another_repository_is_refused() {
     repo.commit(Some("HEAD"), &who, &who, "not glibc", &tree, &[])
         .unwrap();
     let branch = repo.head().unwrap().name().unwrap().to_string();
-    let ran = p.run_on_store(&other, &["glibc", "list"]).expect(1);
+    let ran = p.run_on_store(&other, &["store", "list"]).expect(1);
     assert_eq!(
         ran.stderr,
         format!(
@@ -582,7 +601,7 @@ fn a_store_that_is_another_repository_is_refused() {
     // An empty one is a store without releases yet, as a new store is.
     let empty = p.root().join("empty.git");
     git2::Repository::init_bare(&empty).unwrap();
-    p.run_on_store(&empty, &["glibc", "list"]).expect(0);
+    p.run_on_store(&empty, &["store", "list"]).expect(0);
 }
 
 /// Standard error is not the report. `explain` with stderr into a full
@@ -616,7 +635,7 @@ fn an_unreadable_git_configuration_is_not_blamed_on_the_store() {
     let home = p.root().join("home");
     std::fs::create_dir(&home).unwrap();
     std::fs::write(home.join(".gitconfig"), "[user\n bad").unwrap();
-    let mut cmd = p.command(&["glibc", "list"]);
+    let mut cmd = p.command(&["store", "list"]);
     cmd.env("HOME", &home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("GIT_CONFIG_GLOBAL");
@@ -701,7 +720,7 @@ fn a_patch_listed_twice_is_said_to_be() {
         series.display()
     );
     assert!(ran.stdout.contains(&said), "{}", ran.both());
-    let ran = p.run(&["patches", "status"]).expect(2);
+    let ran = p.run(&["series", "status"]).expect(2);
     assert!(
         ran.stdout.contains("twice: a series names each patch once"),
         "{}",
@@ -717,7 +736,7 @@ fn a_byte_order_mark_in_a_series_file_is_named_not_printed() {
     let series = p.patches().join("2.41/series");
     let text = std::fs::read_to_string(&series).unwrap();
     std::fs::write(&series, format!("\u{feff}{text}")).unwrap();
-    for args in [CHECK, &["patches", "status"]] {
+    for args in [CHECK, &["series", "status"]] {
         let ran = p.run(args).expect(2);
         assert!(!ran.both().contains('\u{feff}'), "{args:?}: {}", ran.both());
         assert!(
@@ -737,9 +756,7 @@ fn a_byte_order_mark_in_a_series_file_is_named_not_printed() {
 #[test]
 fn a_refused_option_value_is_quoted_escaped() {
     let p = Project::new();
-    let ran = p
-        .run(&["build-glibc", "--release", "2.4\x1b[31m\nX"])
-        .expect(1);
+    let ran = p.run(&["sysroot", "--release", "2.4\x1b[31m\nX"]).expect(1);
     assert!(
         ran.stderr
             .starts_with("error: invalid value '2.4\\u{1b}[31m\\nX' for '--release <X.Y>'\n"),
@@ -749,10 +766,10 @@ fn a_refused_option_value_is_quoted_escaped() {
     assert!(!ran.stderr.contains('\x1b'), "{}", ran.stderr);
 }
 
-/// `patches status`'s row of `release` and `rebase-glibc --check`'s line of `dir`, each
+/// `series status`'s row of `release` and `rebase-glibc --check`'s line of `dir`, each
 /// asserted to end in `code`.
 fn both_judges(p: &Project, release: &str, dir: &Path, code: i32) -> (String, String) {
-    let status = p.run(&["patches", "status"]).expect(code);
+    let status = p.run(&["series", "status"]).expect(code);
     let row = status
         .stdout
         .lines()
@@ -773,8 +790,8 @@ fn both_judges(p: &Project, release: &str, dir: &Path, code: i32) -> (String, St
 
 /// One judge of a series, also when what it is made of is not what it must be: `patches/scope`
 /// a FIFO or a directory (`--check` said it could not read it, exit 1, where resolutions are
-/// recorded; `patches status`, "does not apply", exit 2), a release's directory a symlink to
-/// a directory outside the repository (both said "ok") or a FIFO (`patches status` called the
+/// recorded; `series status`, "does not apply", exit 2), a release's directory a symlink to
+/// a directory outside the repository (both said "ok") or a FIFO (`series status` called the
 /// release "not imported"). Each is the series' defect, refused by both with exit status 2.
 #[test]
 fn status_and_check_refuse_an_unfit_scope_or_series_directory_alike() {
@@ -867,7 +884,7 @@ fn a_control_character_in_a_value_is_refused_and_said_escaped() {
     // `--store` on its own (the project's commands name theirs).
     let ran = Ran::of(
         Command::new(env!("CARGO_BIN_EXE_xtask"))
-            .args(["--store", weird, "glibc", "list"])
+            .args(["--store", weird, "store", "list"])
             .env("LD_FALLBACK_CACHE", p.cache())
             .output()
             .unwrap(),
@@ -883,7 +900,7 @@ fn a_control_character_in_a_value_is_refused_and_said_escaped() {
         (format_series(&["--upstream", weird, "--out", out]), weird),
         (format_series(&["--out", weird]), weird),
         (
-            ["glibc", "import", "2.44", "--from", &tarball]
+            ["store", "import", "2.44", "--from", &tarball]
                 .map(String::from)
                 .to_vec(),
             weird,

@@ -93,7 +93,7 @@ const DRIVER_DIR: &str = "/usr/lib/aarch64-linux-gnu/nvidia";
 /// The commands a block runs: the first word of each command (after `&&`, `||`, `;`, `do`,
 /// `then`), its lines joined where they continue, comments and `VAR=value` prefixes left out.
 /// What a pipe feeds is not counted: a synopsis' `|` separates alternatives
-/// (`build-glibc list | prune`).
+/// (`sysroot list | prune`).
 fn commands(text: &str) -> Vec<String> {
     let joined = text.replace("\\\n", " ");
     let mut words = Vec::new();

@@ -93,7 +93,7 @@ fn an_interrupted_import_leaves_no_half_store() {
     let dir = tmp.path().join("glibc.git");
     for delay in [50, 500, 2000, 5000] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-            .args(["glibc", "import", "2.41", "--store"])
+            .args(["store", "import", "2.41", "--store"])
             .arg(&dir)
             .arg(format!("--from=tarball:{}", tarball.display()))
             .spawn()

@@ -238,7 +238,7 @@ fn check_and_status_import_nothing_and_name_what_is_missing() {
     p.add_series_of_a_release_not_imported();
     let before = visible_files(&p.store());
     insta::assert_snapshot!("import_nothing_check", check_report(&p));
-    let ran = p.run(&["patches", "status"]).expect(2);
+    let ran = p.run(&["series", "status"]).expect(2);
     insta::assert_snapshot!(
         "import_nothing_status",
         releases_folded(&scrubbed(&p, &ran.both()), INVOLVED)
@@ -254,7 +254,7 @@ fn check_and_status_import_nothing_and_name_what_is_missing() {
 fn check_and_status_work_without_a_store_and_do_not_create_one() {
     let p = Project::new();
     let elsewhere = p.root().join("no-store.git");
-    let ran = p.run_on_store(&elsewhere, &["patches", "status"]);
+    let ran = p.run_on_store(&elsewhere, &["series", "status"]);
     assert_eq!(ran.code, 2, "{ran:?}");
     insta::assert_snapshot!(releases_folded(&scrubbed(&p, &ran.both()), INVOLVED));
     assert!(!elsewhere.exists());
@@ -301,7 +301,7 @@ fn check_and_status_work_on_a_read_only_store() {
         }
         cmd.output().unwrap()
     };
-    let probe = in_bwrap(&["glibc", "list"]);
+    let probe = in_bwrap(&["store", "list"]);
     if !probe.status.success() {
         // bwrap itself may be refused (no user namespaces in this container).
         assert!(!loader_tests::host::in_ci(), "{probe:?}");
@@ -318,7 +318,7 @@ fn check_and_status_work_on_a_read_only_store() {
         "{text}{}",
         String::from_utf8_lossy(&check.stderr)
     );
-    let status = in_bwrap(&["patches", "status"]);
+    let status = in_bwrap(&["series", "status"]);
     let text = String::from_utf8_lossy(&status.stdout);
     insta::assert_snapshot!(
         "read_only_status",
@@ -346,7 +346,7 @@ fn status_exits_2_when_a_series_does_not_apply() {
     p.edit_patch(PATCH_2, |text| {
         text.replace(" int rtld;\n", " int rtld2;\n")
     });
-    let ran = p.run(&["patches", "status"]).expect(2);
+    let ran = p.run(&["series", "status"]).expect(2);
     insta::assert_snapshot!(
         "does_not_apply_status",
         releases_folded(&scrubbed(&p, &ran.both()), INVOLVED)
@@ -455,7 +455,7 @@ fn the_scope_guard_refuses_deletions_and_paths_outside_it() {
     check_and_rebase_refuse(&p, &bad_series, why);
 }
 
-/// `patches import --release 2.41 --replace` of `series`' patches, written as mails outside
+/// `series import --release 2.41 --replace` of `series`' patches, written as mails outside
 /// `patches/` first.
 fn import_replacing(p: &Project, series: &xtask::series::Series) -> Ran {
     let outside = p.root().join("mails");
@@ -469,7 +469,7 @@ fn import_replacing(p: &Project, series: &xtask::series::Series) -> Ran {
             outside.join(&patch.name).display().to_string()
         })
         .collect();
-    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
+    let mut args = vec!["series", "import", "--release", "2.41", "--replace"];
     args.extend(files.iter().map(String::as_str));
     p.run(&args)
 }
@@ -488,7 +488,7 @@ fn an_interrupted_series_write_is_recovered_and_said() {
     let p = Project::new();
     // Killed between the two renames of the fallback: the series is aside.
     let (dir, before) = series_2_41_moved_aside(&p);
-    let ran = p.run(&["patches", "status"]);
+    let ran = p.run(&["series", "status"]);
     insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&dir), before);
     // Killed after: the old copy is left beside the new series.
@@ -572,7 +572,7 @@ fn a_series_write_deletes_no_file_it_did_not_write() {
     );
     insta::assert_snapshot!(refused);
 
-    // `patches import --replace` replaces the series, not what lies beside it.
+    // `series import --replace` replaces the series, not what lies beside it.
     let dir = p.patches().join("2.41");
     std::fs::write(dir.join("NOTES.md"), "why patch 2 exists\n").unwrap();
     std::fs::write(dir.join(".review-status"), "half done\n").unwrap();
@@ -621,7 +621,7 @@ fn with_reader_gone(mut cmd: std::process::Command, stream: &str) -> Ran {
 #[test]
 fn a_closed_pipe_ends_quietly_and_the_work_is_done() {
     let p = Project::new();
-    let ran = with_reader_gone(p.command(&["glibc", "list"]), "stdout");
+    let ran = with_reader_gone(p.command(&["store", "list"]), "stdout");
     assert_eq!(ran.code, 141, "{ran:?}");
     assert_eq!(ran.stderr, "", "{ran:?}");
     // A finding is the command's own status, read or not (the project lacks most series).
@@ -656,7 +656,7 @@ fn a_refused_thread_is_an_error_not_a_panic() {
     let top = source_dir(&p.root().join("src-new"), "2.43", &[("README", "2.43\n")]);
     let tar = tarball(&top, &p.root().join("glibc_2.43.tar.xz"));
     let from = format!("tarball:{}", tar.display());
-    let mut import = p.command(&["glibc", "import", "2.43", "--from", &from]);
+    let mut import = p.command(&["store", "import", "2.43", "--from", &from]);
     import.env("RUST_MIN_STACK", (1u64 << 60).to_string());
     let ran = failing_with_backtraces_on(import);
     assert_eq!(
@@ -784,7 +784,7 @@ fn every_form_of_a_marker_line_is_refused() {
 }
 
 /// A series whose patch adds a marker line (accepted by an older `--continue`, or written by
-/// hand) is refused by `--check`, by a rebase from it and by `patches import`.
+/// hand) is refused by `--check`, by a rebase from it and by `series import`.
 #[test]
 fn a_series_carrying_a_marker_is_refused_everywhere() {
     let p = Project::new();
@@ -860,7 +860,7 @@ fn a_symlink_or_a_mode_change_in_the_work_tree_is_refused() {
 }
 
 /// A series whose patch changes a file's mode, adds a symlink or adds a file with the FSF
-/// copyright line is refused by `--check`, a rebase from it, and `patches import`, like one
+/// copyright line is refused by `--check`, a rebase from it, and `series import`, like one
 /// that leaves the scope.
 #[test]
 fn a_series_changing_a_mode_or_adding_a_symlink_is_refused() {
@@ -944,7 +944,7 @@ fn a_rebase_refuses_a_source_series_that_check_does_not_pass() {
         .iter()
         .map(|patch| dir.join(&patch.name).display().to_string())
         .collect();
-    let mut args = vec!["patches", "import", "--release", "2.41", "--replace"];
+    let mut args = vec!["series", "import", "--release", "2.41", "--replace"];
     args.extend(files.iter().map(String::as_str));
     p.run(&args).expect(0);
     p.check();
@@ -1143,11 +1143,11 @@ fn recovery_leaves_a_series_alone_while_its_writer_works() {
     let p = Project::new();
     let (dir, before) = series_2_41_moved_aside(&p);
     let lock = xtask::util::lock::acquire(&p.cache().join("rebase/2.41.lock"), "test").unwrap();
-    let ran = p.run(&["patches", "status"]);
+    let ran = p.run(&["series", "status"]);
     insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert!(!dir.exists() && p.patches().join(".old-2.41").exists());
     drop(lock);
-    let ran = p.run(&["patches", "status"]);
+    let ran = p.run(&["series", "status"]);
     insta::assert_snapshot!(scrubbed(&p, &ran.stderr));
     assert_eq!(visible_files(&dir), before);
 }
@@ -1174,7 +1174,7 @@ fn check_and_rebase_refuse(p: &Project, series: &xtask::series::Series, why: &st
     );
 }
 
-/// What `patches import` of a bad series written as mails says (scrubbed) for `why`.
+/// What `series import` of a bad series written as mails says (scrubbed) for `why`.
 fn import_refused(why: &str) -> String {
     format!(
         "error: refusing to import the series; ROOT/patches/2.41 is unchanged: ROOT/mails/{why}\n"

@@ -172,7 +172,7 @@ fn filesystem_errors_carry_context() {
 }
 
 /// The commands print through `xtask::util::output`'s macros, which survive a closed pipe
-/// (`cargo xtask glibc list | head -1`); std's panic on it, in the middle of the work.
+/// (`cargo xtask store list | head -1`); std's panic on it, in the middle of the work.
 /// The files of `src/` that are code a user runs: not `tests/`, not a unit-test module of its
 /// own (`tests.rs`).
 fn production(rel: &str) -> bool {

@@ -130,7 +130,7 @@ fn every_command_is_one_cargo_xtask_accepts() {
             }
         }
     }
-    // build-glibc --print-key, verify, jetson-replay --check, build-glibc --print-sysroot
+    // sysroot --print-key, verify, jetson-replay --check, sysroot --print-sysroot
     // (the docs' examples), verify merge.
     assert_eq!(checked, 5, "the scan for commands found too few");
 }
@@ -161,7 +161,7 @@ fn each_cell_is_verified_cached_and_reported() {
     }
     assert!(
         runs(cell).iter().any(|r| r.contains("--print-key")),
-        "the cache is keyed by build-glibc's own keys"
+        "the cache is keyed by sysroot's own keys"
     );
     let table = job(&workflow, "support-table");
     assert_eq!(table.needs, ["cell"]);

@@ -16,7 +16,7 @@ use anyhow::{bail, Result};
 /// The directory every stored tree leaves out (see the module docs).
 pub(crate) const DROPPED_TOP_LEVEL: &str = "manual";
 
-/// Where `cargo xtask glibc import` takes a release from.
+/// Where `cargo xtask store import` takes a release from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
     /// Debian's `glibc_X.Y.orig.tar.xz`, downloaded through apt (kept in the downloads dir).
