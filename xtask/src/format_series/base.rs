@@ -233,7 +233,7 @@ pub(crate) fn nearest_release(ws: &Workspace, base: &Base) -> Result<Release> {
     }
     best.map(|(_, release)| release).with_context(|| {
         format!(
-            "no release with a series is in the store to move onto {}: import one (`cargo xtask glibc import X.Y`) or name it with --release",
+            "no release with a series is in the store to move onto {}: import one (`cargo xtask store import X.Y`) or name it with --release",
             base.name
         )
     })
