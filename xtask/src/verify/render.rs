@@ -403,7 +403,7 @@ pub(crate) fn details(report: &CellReport) -> String {
             None => {
                 let _ = writeln!(
                     out,
-                    "    without the patch, loaders: not recorded (the run kept the test container roots an earlier run left)"
+                    "    without the patch, loaders: not recorded: the run kept the test container roots an earlier, patched run had left, so a test that passed there is not shown to pass without the patch"
                 );
             }
         }
