@@ -26,6 +26,10 @@ pub(super) trait EditedCopy {
 
 impl EditedCopy for Root {
     fn edited_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
+        // Linked or made here, the same file: one step of a recipe.
+        if self.written_down(|| format!("edit of {} at {to}: {patchelf:?}", from.display())) {
+            return self;
+        }
         let shared = self
             .path
             .parent()
