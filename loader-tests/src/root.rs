@@ -292,7 +292,8 @@ impl Root {
     /// A private copy of the host file `from` at `to`, edited with `patchelf ARGS` (a RUNPATH
     /// or DT_NEEDED entry as Nix would set it); the original is not touched.
     pub(crate) fn patched_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
-        if self.written_down(|| format!("patched copy of {} at {to}: {patchelf:?}", from.display())) {
+        if self.written_down(|| format!("patched copy of {} at {to}: {patchelf:?}", from.display()))
+        {
             return self;
         }
         let dest = self.inside(to);

@@ -12,8 +12,8 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::fs;
-use std::io;
 use std::hash::{Hash, Hasher};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::root::Root;
