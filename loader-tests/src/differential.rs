@@ -23,7 +23,7 @@ use model::{Flavour, Target};
 
 /// One search as both sides tell it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Step {
+pub struct ComparedSearch {
     pub namespace: usize,
     pub name: String,
     /// Who asked (absent when the trace does not say).
@@ -55,8 +55,8 @@ pub struct Checked {
     /// The program, inside the root.
     pub program: Option<String>,
     pub root: PathBuf,
-    pub observed: Vec<Step>,
-    pub predicted: Vec<Step>,
+    pub observed: Vec<ComparedSearch>,
+    pub predicted: Vec<ComparedSearch>,
     /// The first difference, if any.
     pub difference: Option<String>,
 }
@@ -117,7 +117,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
             }
         };
         let seen = out.loads().pop().filter(|_| out.code == Some(0));
-        checked.observed = vec![Step {
+        checked.observed = vec![ComparedSearch {
             namespace: 0,
             name: "libcuda.so.1".into(),
             requested_by: None,
@@ -128,7 +128,7 @@ pub fn check(invocation: &Invocation, loader: LoaderUnderTest) -> Checked {
         match loader_model::explain(&config) {
             Ok(x) => {
                 let last = x.loads.iter().rev().find(|l| l.name == "libcuda.so.1");
-                checked.predicted = vec![Step {
+                checked.predicted = vec![ComparedSearch {
                     namespace: 0,
                     name: "libcuda.so.1".into(),
                     requested_by: None,
@@ -195,15 +195,8 @@ pub fn check_probe_trace(invocation: &Invocation, loader: LoaderUnderTest, trace
     };
     let searches = trace::searches(trace);
     checked.observed = observed(&searches, &config, loader.path);
-    match probe_dlopens_until_a_failure(&mut config, &invocation.argv) {
-        Ok(x) => checked.predicted = predicted(&x),
-        Err(err) => {
-            checked.difference = Some(format!("the model fails: {err:#}"));
-            return checked;
-        }
-    }
-    checked.difference = compare(&checked.predicted, &checked.observed);
-    checked
+    let answer = probe_dlopens_until_a_failure(&mut config, &invocation.argv);
+    with_the_model(checked, answer)
 }
 
 /// Holds the model against a run of the probe that printed no trace (secure mode drops
@@ -222,7 +215,7 @@ pub fn check_probe_records(
         return checked;
     };
     let program = text(&config.program);
-    let record = |how: &str, name: &str, path: Option<String>| Step {
+    let record = |how: &str, name: &str, path: Option<String>| ComparedSearch {
         namespace: 0,
         name: format!("{how} {name}"),
         requested_by: None,
@@ -230,7 +223,7 @@ pub fn check_probe_records(
         tried: Vec::new(),
         ended_with: path,
     };
-    let started = |yes: bool| Step {
+    let started = |yes: bool| ComparedSearch {
         dlopen: false,
         ..record("start", &program, yes.then(|| program.clone()))
     };
@@ -349,7 +342,14 @@ fn compare_trace(mut checked: Checked, mut config: Config, trace: &str, loader: 
     let searches = trace::searches(trace);
     config.dlopens = dlopens(&searches, &text(&config.program));
     checked.observed = observed(&searches, &config, loader);
-    match loader_model::explain(&config) {
+    let answer = loader_model::explain(&config);
+    with_the_model(checked, answer)
+}
+
+/// `checked`, its observed searches read, with the model's `answer` as its predicted ones and
+/// the first difference between the two (or why the model gave no answer).
+fn with_the_model(mut checked: Checked, answer: anyhow::Result<Explanation>) -> Checked {
+    match answer {
         Ok(x) => checked.predicted = predicted(&x),
         Err(err) => {
             checked.difference = Some(format!("the model fails: {err:#}"));
@@ -526,7 +526,7 @@ fn probe_calls(argv: &[String]) -> Vec<(Dlopen, bool)> {
 /// The trace's searches as steps: the file a search ended with is the last one it tried,
 /// when that one is a file the loader maps (a new map, or a loadable ELF file it found
 /// again).
-fn observed(searches: &[Traced], config: &Config, loader: &str) -> Vec<Step> {
+fn observed(searches: &[Traced], config: &Config, loader: &str) -> Vec<ComparedSearch> {
     let tree = loader_model::fs::Tree::new(&config.root);
     let identity = |path: &str| tree.open(path.as_bytes(), &config.cwd).ok().map(|f| f.id);
     let loader_id = identity(loader);
@@ -553,7 +553,7 @@ fn observed(searches: &[Traced], config: &Config, loader: &str) -> Vec<Step> {
                 |p: &str| s.namespace != 0 && loader_id.is_some() && identity(p) == loader_id;
             let ended_with = last
                 .filter(|p| s.mapped_new || (!s.last_from_cache && loadable(p)) || the_loader(p));
-            Step {
+            ComparedSearch {
                 namespace: s.namespace,
                 name: s.name.clone(),
                 requested_by: s.requested_by.clone(),
@@ -566,12 +566,12 @@ fn observed(searches: &[Traced], config: &Config, loader: &str) -> Vec<Step> {
 }
 
 /// The model's searches as steps.
-pub(crate) fn predicted(x: &Explanation) -> Vec<Step> {
+pub(crate) fn predicted(x: &Explanation) -> Vec<ComparedSearch> {
     // The loader maps an LD_AUDIT module without a `file=` request line: only its
     // dependencies show in a trace.
     x.searches()
         .filter(|load| load.how != How::Audit)
-        .map(|load| Step {
+        .map(|load| ComparedSearch {
             namespace: load.namespace,
             name: text(&load.name),
             requested_by: Some(text(&load.requested_by)),
@@ -595,15 +595,15 @@ pub(crate) fn predicted(x: &Explanation) -> Vec<Step> {
 /// The first difference between the model's steps and the trace's, or `None`. Namespaces
 /// are compared by the order they appear in (the real loader may have used numbers for
 /// namespaces the model does not have, such as an audit module's).
-pub(crate) fn compare(predicted: &[Step], observed: &[Step]) -> Option<String> {
-    let renumber = |steps: &[Step]| -> Vec<Step> {
+pub(crate) fn compare(predicted: &[ComparedSearch], observed: &[ComparedSearch]) -> Option<String> {
+    let renumber = |steps: &[ComparedSearch]| -> Vec<ComparedSearch> {
         let mut seen: HashMap<usize, usize> = HashMap::new();
         steps
             .iter()
             .map(|s| {
                 let next = seen.len();
                 let namespace = *seen.entry(s.namespace).or_insert(next);
-                Step {
+                ComparedSearch {
                     namespace,
                     ..s.clone()
                 }
@@ -647,7 +647,7 @@ pub(crate) fn compare(predicted: &[Step], observed: &[Step]) -> Option<String> {
     None
 }
 
-fn describe(s: &Step) -> String {
+fn describe(s: &ComparedSearch) -> String {
     format!(
         "[{}] {} ({} {}) -> {}; tried {}",
         s.namespace,
@@ -678,8 +678,8 @@ pub fn host_path(root: &Path, path: &str) -> PathBuf {
 mod tests {
     use super::*;
 
-    fn step(name: &str, tried: &[&str], ended: Option<&str>) -> Step {
-        Step {
+    fn step(name: &str, tried: &[&str], ended: Option<&str>) -> ComparedSearch {
+        ComparedSearch {
             namespace: 0,
             name: name.into(),
             requested_by: Some("/bin/p".into()),

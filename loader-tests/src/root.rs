@@ -191,8 +191,28 @@ impl<'b> Ctx<'b> {
 
     /// A fresh root with the sysroot's runtime, the probes and the shims in it.
     pub(crate) fn root(&self) -> Root {
-        let path = self.bench.next_root(&self.name);
-        let mut root = Root {
+        let mut root = self.unmade(None);
+        let result = root.populate(&self.bench.sysroot.path);
+        root.note(result);
+        root
+    }
+
+    /// A root that is only written down: every step that would change it is added to its
+    /// recipe ([`Root::recipe`]) instead, and nothing is made or run. Two roots of one bench
+    /// with equal recipes are built alike.
+    pub(crate) fn recipe_root(&self) -> Root {
+        let mut root = self.unmade(Some(RefCell::new(Vec::new())));
+        let result = root.populate(&self.bench.sysroot.path);
+        root.note(result);
+        root
+    }
+
+    fn unmade(&self, recipe: Option<RefCell<Vec<String>>>) -> Root {
+        let path = match recipe {
+            Some(_) => self.bench.scratch().join(format!("{}-recipe", self.name)),
+            None => self.bench.next_root(&self.name),
+        };
+        Root {
             path,
             bench_layout: self.layout.clone(),
             fixtures: self.bench.fixtures.clone(),
@@ -200,10 +220,8 @@ impl<'b> Ctx<'b> {
             placed: Vec::new(),
             error: None,
             last: self.last.clone(),
-        };
-        let result = root.populate(&self.bench.sysroot.path);
-        root.note(result);
-        root
+            recipe,
+        }
     }
 
     /// The last command a scenario ran, for a rerun with `LD_DEBUG=libs`.
@@ -223,6 +241,8 @@ pub(crate) struct Root {
     placed: Vec<(String, String)>,
     error: Option<anyhow::Error>,
     last: Rc<RefCell<Option<Invocation>>>,
+    /// A root only written down (`Ctx::recipe_root`): its steps, in order.
+    recipe: Option<RefCell<Vec<String>>>,
 }
 
 impl Root {
@@ -272,6 +292,10 @@ impl Root {
     /// A private copy of the host file `from` at `to`, edited with `patchelf ARGS` (a RUNPATH
     /// or DT_NEEDED entry as Nix would set it); the original is not touched.
     pub(crate) fn patched_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
+        if self.written_down(|| format!("patched copy of {} at {to}: {patchelf:?}", from.display()))
+        {
+            return self;
+        }
         let dest = self.inside(to);
         let result = (|| -> Result<()> {
             crate::host::require(&[crate::host::tools::PATCHELF])?;
@@ -317,6 +341,9 @@ impl Root {
 
     /// A symlink at `link` (absolute, inside the root) pointing to `target` as given.
     pub(crate) fn symlink(&mut self, target: &str, link: &str) -> &mut Root {
+        if self.written_down(|| format!("symlink {link} -> {target}")) {
+            return self;
+        }
         let result = self
             .fresh_at(link)
             .and_then(|dest| symlink(target, dest))
@@ -327,6 +354,9 @@ impl Root {
 
     /// A file of its own at `path` (absolute, inside the root) holding `text`.
     pub(crate) fn write(&mut self, path: &str, text: &str) -> &mut Root {
+        if self.written_down(|| format!("write {path}: {text:?}")) {
+            return self;
+        }
         let result = self
             .fresh_at(path)
             .and_then(|dest| fs::write(dest, text))
@@ -336,6 +366,9 @@ impl Root {
     }
 
     pub(crate) fn mkdir(&mut self, dir: &str) -> &mut Root {
+        if self.written_down(|| format!("mkdir {dir}")) {
+            return self;
+        }
         let result = fs::create_dir_all(self.inside(dir))
             .with_context(|| format!("cannot create {dir} in the root"));
         self.note(result);
@@ -345,6 +378,9 @@ impl Root {
     /// Writes `/etc/ld.so.conf` listing `dirs` and runs the sysroot's own `ldconfig` inside
     /// the root, so that `/etc/ld.so.cache` is in the format of the glibc under test.
     pub(crate) fn ldconfig(&mut self, dirs: &[&str]) -> &mut Root {
+        if self.written_down(|| format!("ldconfig of {dirs:?}")) {
+            return self;
+        }
         let mut conf = dirs.join("\n");
         conf.push('\n');
         let result = fs::create_dir_all(self.inside("/etc"))
@@ -407,6 +443,23 @@ impl Root {
         self.error.as_ref().map(|e| format!("{e:#}"))
     }
 
+    /// The steps of a root only written down, in order; `None` for a root that is made.
+    pub(crate) fn recipe(&self) -> Option<Vec<String>> {
+        self.recipe.as_ref().map(|steps| steps.borrow().clone())
+    }
+
+    /// For a root only written down: adds `step` to its recipe and says so (the caller then
+    /// makes nothing). Every step that changes a root, or reads it, goes through here first.
+    pub(crate) fn written_down(&self, step: impl FnOnce() -> String) -> bool {
+        match &self.recipe {
+            Some(steps) => {
+                steps.borrow_mut().push(step());
+                true
+            }
+            None => false,
+        }
+    }
+
     pub(crate) fn record(&self, invocation: Invocation) {
         *self.last.borrow_mut() = Some(invocation);
     }
@@ -416,6 +469,9 @@ impl Root {
     /// loader only in /lib, outside the default dirs, and an LD_AUDIT module's namespace then
     /// cannot load libc.so.6, which has the loader in DT_NEEDED.
     pub(crate) fn loader_in_slibdir(&mut self) -> &mut Root {
+        if self.written_down(|| "the loader in slibdir".into()) {
+            return self;
+        }
         let loader = self.bench_layout.loader();
         let name = loader.rsplit_once('/').map_or(loader, |(_, name)| name);
         let link = format!("{}/{name}", self.bench_layout.slibdir);
@@ -430,6 +486,9 @@ impl Root {
     /// The host's `/bin/bash` and the libraries it needs besides glibc's own, so that the
     /// sysroot's `ldd` script can run (native targets only).
     pub(crate) fn host_bash(&mut self) -> &mut Root {
+        if self.written_down(|| "the host's bash".into()) {
+            return self;
+        }
         let result = self.install_host_bash();
         self.note(result);
         self
@@ -463,6 +522,9 @@ impl Root {
 
     /// A setuid-root copy of the target's QEMU, for secure-mode runs under QEMU user mode.
     pub(crate) fn setuid_qemu(&mut self) -> &mut Root {
+        if self.written_down(|| "a setuid QEMU".into()) {
+            return self;
+        }
         let Some(qemu) = self.qemu.clone() else {
             return self;
         };
@@ -483,6 +545,9 @@ impl Root {
 
     /// A setuid-root copy of probe `name` at `to`, for secure-mode runs.
     pub(crate) fn setuid_copy(&mut self, name: &str, to: &str) -> &mut Root {
+        if self.written_down(|| format!("a setuid copy of {name} at {to}")) {
+            return self;
+        }
         let from = self.fixtures.file(name);
         let result = self
             .fresh_at(to)
@@ -521,12 +586,18 @@ impl Root {
     }
 
     fn install(&self, from: &Path, to: &str) -> Result<()> {
+        if self.written_down(|| format!("link {} at {to}", from.display())) {
+            return Ok(());
+        }
         let dest = self.inside(to);
         create_parent(&dest).with_context(|| format!("cannot create the directory of {to}"))?;
         link_or_copy(from, &dest).with_context(|| format!("cannot place {}", from.display()))
     }
 
     fn populate(&mut self, sysroot: &Path) -> Result<()> {
+        if self.written_down(|| format!("the runtime of {}", sysroot.display())) {
+            return Ok(());
+        }
         fs::create_dir_all(&self.path)
             .with_context(|| format!("cannot create {}", self.path.display()))?;
         // A setuid probe runs as nobody and must be able to walk the root.
@@ -699,6 +770,7 @@ impl<'r> Run<'r> {
 
     /// Runs it and remembers it as the scenario's last invocation.
     pub(crate) fn output(self) -> Result<Output> {
+        self.nothing_run_in_a_recipe()?;
         let invocation = self.invocation()?;
         self.root.record(invocation.clone());
         invocation.run(self.placements())
@@ -706,7 +778,16 @@ impl<'r> Run<'r> {
 
     /// Runs a setup step (not remembered for explanations).
     pub(crate) fn output_quiet(self) -> Result<Output> {
+        self.nothing_run_in_a_recipe()?;
         self.invocation()?.run(self.placements())
+    }
+
+    /// A root only written down has no files to run a command in.
+    fn nothing_run_in_a_recipe(&self) -> Result<()> {
+        match self.root.recipe {
+            Some(_) => bail!("a root only written down runs nothing"),
+            None => Ok(()),
+        }
     }
 
     fn placements(&self) -> Vec<(String, String)> {

@@ -5,7 +5,9 @@
 //! traced, and the model must name the same searches, files tried and files taken
 //! (`loader_tests::differential`); any difference fails. Runs whose roots, commands and
 //! variables are equal (`loader_tests::world`) are one world to the loader: each world is
-//! traced once, the worlds side by side, and its result is every such run's.
+//! traced once, the worlds side by side, and its result is every such run's. Runs of the
+//! replay whose roots are written down alike (`loader_tests::replay::recipe`) are one world
+//! before any is built: their root is built once.
 //!
 //! The same runs are given to the `lddtree` crate, side by side: the table of
 //! docs/explain.md is this test's (rewritten when out of date, and the test fails: commit it).
@@ -13,7 +15,7 @@
 //! Sysroots come only from `$LD_FALLBACK_SYSROOT[_AARCH64][_UNPATCHED]` (this test never
 //! builds glibc); without them its tests are ignored, and under CI they fail.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
@@ -206,9 +208,48 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         false => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let started = Instant::now();
+    // Runs of the replay whose roots are built alike (equal recipes, equal commands) are one
+    // world: each such root is built once, for the first run that names it.
+    let recipes = match every_run {
+        true => vec![None; runs.len()],
+        false => parallel_map(&runs, workers, |(_, run)| match run {
+            Run::Replay(approach, column, key) => replay::recipe(&testbed, approach, column, *key)
+                .map(|(steps, invocation)| {
+                    let Invocation {
+                        root: _,
+                        cwd,
+                        qemu,
+                        argv,
+                        env,
+                        secure,
+                        placed,
+                    } = invocation;
+                    (steps, cwd, qemu, argv, env, secure, placed)
+                }),
+            Run::Matrix(_) => None,
+        }),
+    };
+    let mut first_of_recipe = HashMap::new();
+    let built_as: Vec<Option<usize>> = recipes
+        .into_iter()
+        .enumerate()
+        .map(|(i, recipe)| {
+            let recipe = recipe?;
+            let first = *first_of_recipe.entry(recipe).or_insert(i);
+            (first != i).then_some(first)
+        })
+        .collect();
+    let to_build: Vec<(&Run, bool)> = runs
+        .iter()
+        .zip(&built_as)
+        .map(|((_, run), built_as)| (run, built_as.is_none()))
+        .collect();
+    let recipes_in = started.elapsed();
+    let started = Instant::now();
     // Every run's root built, side by side, and the command it runs: a scenario of the matrix
     // runs (its outcome says whether it is compared), a run of the replay is only built.
-    let built = parallel_map(&runs, workers, |(_, run)| match run {
+    let mut built = parallel_map(&to_build, workers, |&(run, build)| match run {
+        _ if !build => Err("built as another run".to_string()),
         Run::Matrix(scenario) => {
             let cx = Ctx::new(&bench, scenario.id);
             match scenario.run(&cx) {
@@ -229,14 +270,25 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
             .map_err(|outcome| format!("not run: {outcome}")),
     });
     let built_in = started.elapsed();
+    let roots_built = built_as.iter().filter(|first| first.is_none()).count();
+    for (i, first) in built_as.iter().enumerate() {
+        if let Some(first) = *first {
+            built[i] = built[first].clone();
+        }
+    }
     // Equal worlds (the same files, command and variables) get the same answer from this
     // loader: each is traced once, and its result is every run's that made it.
     let started = Instant::now();
     let mut worlds = Worlds::default();
     let mut traced: Vec<Invocation> = Vec::new();
-    let world_of: Vec<Result<usize, String>> = built
-        .into_iter()
-        .map(|invocation| {
+    let mut world_of: Vec<Result<usize, String>> = Vec::with_capacity(built.len());
+    for (i, invocation) in built.into_iter().enumerate() {
+        if let Some(first) = built_as[i] {
+            let same = world_of[first].clone();
+            world_of.push(same);
+            continue;
+        }
+        world_of.push((|| {
             let invocation = invocation?;
             if every_run {
                 traced.push(invocation);
@@ -248,8 +300,8 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
                 traced.push(invocation);
             }
             Ok(number)
-        })
-        .collect();
+        })());
+    }
     let numbered_in = started.elapsed();
     let started = Instant::now();
     let compared = parallel_map(&traced, workers, |invocation| {
@@ -261,11 +313,12 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         (checked, lddtree)
     });
     eprintln!(
-        "{target}::{flavour}: {} runs, {} distinct worlds, {} traced runs; set up in {:.1} s, roots built in {:.1} s, worlds read in {:.1} s, traced in {:.1} s, {workers} at a time",
+        "{target}::{flavour}: {} runs, {roots_built} roots built, {} distinct worlds, {} traced runs; set up in {:.1} s, recipes written in {:.1} s, roots built in {:.1} s, worlds read in {:.1} s, traced in {:.1} s, {workers} at a time",
         runs.len(),
         if every_run { "not sought".to_string() } else { worlds.len().to_string() },
         traced.len(),
         set_up_in.as_secs_f64(),
+        recipes_in.as_secs_f64(),
         built_in.as_secs_f64(),
         numbered_in.as_secs_f64(),
         started.elapsed().as_secs_f64(),

@@ -113,9 +113,6 @@ fn replayed() -> Result<&'static ReplayReport, String> {
                 made.push((flavour, bench, fixtures));
             }
             let release = made[0].1.sysroot.release;
-            // The benches live as long as the test binary: the report borrows nothing.
-            let made: &'static [(Flavour, Bench, JetsonFixtures)] =
-                Box::leak(made.into_boxed_slice());
             let benches = Benches {
                 target: TARGET,
                 release,
@@ -126,6 +123,15 @@ fn replayed() -> Result<&'static ReplayReport, String> {
                     .collect::<BTreeMap<_, _>>(),
             };
             let report = replay::run(&benches);
+            drop(benches);
+            // The report borrows nothing: the roots go now, side by side, not when the
+            // test binary's next run sweeps them (LD_FALLBACK_KEEP_ROOTS=1 keeps them).
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            for (flavour, bench, _) in made {
+                if let Err(err) = bench.remove_roots(cpus) {
+                    eprintln!("{flavour}: {err:#}");
+                }
+            }
             if report.has_unrun() {
                 return Err(format!(
                     "some runs could not be made:\n{}",

@@ -232,6 +232,11 @@ pub(super) fn make(
     let Some(declared) = declared else {
         return Ok(None);
     };
+    // What the hook reads and the ldconfig runs depend on is the root's earlier steps and
+    // these.
+    if root.written_down(|| format!("{declared:?} cache, {column:?}, {compat_entry:?}")) {
+        return Ok(None);
+    }
     let mut hook_did = None;
     let configured = match declared {
         DeclaredCache::ContainerToolkit => {

@@ -13,6 +13,7 @@
 use std::collections::hash_map::DefaultHasher;
 use std::fs;
 use std::hash::{Hash, Hasher};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::root::Root;
@@ -25,6 +26,10 @@ pub(super) trait EditedCopy {
 
 impl EditedCopy for Root {
     fn edited_copy(&mut self, from: &Path, to: &str, patchelf: &[&str]) -> &mut Root {
+        // Linked or made here, the same file: one step of a recipe.
+        if self.written_down(|| format!("edit of {} at {to}: {patchelf:?}", from.display())) {
+            return self;
+        }
         let shared = self
             .path
             .parent()
@@ -36,16 +41,34 @@ impl EditedCopy for Root {
             return self.host_file(&shared, to, None);
         }
         self.patched_copy(from, to, patchelf);
-        // Shared only when whole: a root whose setup failed keeps its files to itself. Best
-        // effort: where the link cannot be made, the next root makes the edit again (two
-        // roots racing for it both link the same content, and the second link fails).
+        // Shared only when whole: a root whose setup failed keeps its files to itself.
         if self.setup_error().is_none() {
-            if let Some(dir) = shared.parent() {
-                let _ =
-                    fs::create_dir_all(dir).and_then(|()| fs::hard_link(self.inside(to), &shared));
-            }
+            share(&self.inside(to), &shared);
         }
         self
+    }
+}
+
+/// Makes `own`, a root's fresh edit, the bench's `shared` one; where another root made it
+/// first (two roots racing for one edit), `own` becomes a link to that one instead. The
+/// file's identity is part of a root's world (`crate::world`): a root left with a copy of
+/// its own would be another world than the roots that link the shared edit, and which roots
+/// lose the race changes from run to run. Best effort: where neither link can be made, the
+/// root keeps its copy and the next root makes the edit again.
+fn share(own: &Path, shared: &Path) {
+    let Some(dir) = shared.parent() else {
+        return;
+    };
+    match fs::create_dir_all(dir).and_then(|()| fs::hard_link(own, shared)) {
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            // Linked beside the copy, then renamed over it: the root never lacks the file.
+            let beside = own.with_extension("shared-edit");
+            let linked = fs::hard_link(shared, &beside).and_then(|()| fs::rename(&beside, own));
+            if linked.is_err() {
+                let _ = fs::remove_file(&beside);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -65,6 +88,29 @@ fn shared_path(scratch: &Path, from: &Path, to: &str, patchelf: &[&str]) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// Two roots made the same edit at once: the one that shares it second ends with the
+    /// shared file, not a copy of its own (which made another world of it).
+    #[test]
+    fn the_root_that_loses_the_race_for_an_edit_links_the_shared_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join(".edited/0123-libcuda.so.1");
+        let first = dir.path().join("root-0/libcuda.so.1");
+        let second = dir.path().join("root-1/libcuda.so.1");
+        for own in [&first, &second] {
+            fs::create_dir_all(own.parent().unwrap()).unwrap();
+            fs::write(own, "edited").unwrap();
+        }
+        share(&first, &shared);
+        share(&second, &shared);
+        let inode = |path: &Path| fs::metadata(path).unwrap().ino();
+        assert_eq!(inode(&first), inode(&shared));
+        assert_eq!(inode(&second), inode(&shared));
+        assert_eq!(fs::read(&second).unwrap(), b"edited");
+        let left: Vec<_> = fs::read_dir(second.parent().unwrap()).unwrap().collect();
+        assert_eq!(left.len(), 1, "nothing left beside the file");
+    }
 
     #[test]
     fn an_edit_is_shared_between_roots_but_two_places_stay_two_files() {

@@ -1132,6 +1132,18 @@ pub fn world(
     scene::world(testbed, approach, column, key)
 }
 
+/// The recipe of [`world`]'s root and the command its run makes, without making either:
+/// two runs of one bench with equal recipes and commands are one world (built once);
+/// `None` where the recipe cannot say.
+pub fn recipe(
+    testbed: &Testbed,
+    approach: &Approach,
+    column: &Column,
+    key: RunKey,
+) -> Option<(Vec<String>, crate::probe::Invocation)> {
+    scene::recipe(testbed, approach, column, key)
+}
+
 /// The container row's run in `column` with the `enable-cuda-compat` hook's decision forced
 /// (its `00-compat-*.conf` written or not, whatever the versions): the same root but for that
 /// entry, to show that the cache it leads to is what decides.

@@ -123,6 +123,30 @@ pub(super) fn world(
         .map_err(|err| RunReport::not_run(key, &format!("{err:#}")).outcome)
 }
 
+/// [`world`]'s root only written down: its recipe, and the command the run would make in it
+/// (naming a root that is not there); `None` where the recipe cannot say (a step failed).
+/// Two runs of one bench with equal recipes and commands are one world.
+pub(super) fn recipe(
+    testbed: &Testbed,
+    approach: &Approach,
+    column: &Column,
+    key: RunKey,
+) -> Option<(Vec<String>, Invocation)> {
+    let cx = Ctx::new(testbed.bench, &run_name(approach, column, key));
+    let (scene, made) = Scene::build_with(
+        &cx,
+        true,
+        testbed,
+        approach,
+        column,
+        key,
+        CompatEntry::AsTheHookDecides,
+    );
+    made.ok()?;
+    let invocation = scene.command().invocation().ok()?;
+    Some((scene.root.recipe()?, invocation))
+}
+
 /// One run's root as built, with what its run needs.
 struct Scene {
     root: Root,
@@ -140,6 +164,20 @@ impl Scene {
     /// container row).
     fn build(
         cx: &Ctx,
+        testbed: &Testbed,
+        approach: &Approach,
+        column: &Column,
+        key: RunKey,
+        compat_entry: CompatEntry,
+    ) -> (Scene, Result<Option<cache::Hook>>) {
+        Scene::build_with(cx, false, testbed, approach, column, key, compat_entry)
+    }
+
+    /// [`Scene::build`], with `only_written_down` in a root only written down
+    /// (`Ctx::recipe_root`).
+    fn build_with(
+        cx: &Ctx,
+        only_written_down: bool,
         testbed: &Testbed,
         approach: &Approach,
         column: &Column,
@@ -165,7 +203,10 @@ impl Scene {
         } else {
             Paths::new(column, triplet)
         };
-        let mut root = cx.root();
+        let mut root = match only_written_down {
+            true => cx.recipe_root(),
+            false => cx.root(),
+        };
         let uses_compat_system_wide = approach.impure_binding
             && column.host == Host::NixOs
             && (column.board.driver < column.app_needs || column.opt_out);
