@@ -17,7 +17,7 @@ mod row;
 mod special;
 mod table;
 
-pub(crate) use row::{Cmd, Env, Look, Put, Row};
+pub(crate) use row::{Cmd, EnvVar, Look, Put, Row};
 pub use table::MATRIX;
 
 /// One scenario of the matrix.

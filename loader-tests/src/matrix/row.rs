@@ -106,7 +106,7 @@ pub enum List {
 
 /// A variable set for the run.
 #[derive(Debug, Clone, Copy)]
-pub struct Env(pub &'static str, pub Value);
+pub struct EnvVar(pub &'static str, pub Value);
 
 /// A variable's value.
 #[derive(Debug, Clone, Copy)]
@@ -120,13 +120,13 @@ pub enum Value {
 }
 
 /// `LD_FALLBACK_PATH=text`.
-pub(super) const fn fb(text: &'static str) -> Env {
-    Env("LD_FALLBACK_PATH", Value::Text(text))
+pub(super) const fn fb(text: &'static str) -> EnvVar {
+    EnvVar("LD_FALLBACK_PATH", Value::Text(text))
 }
 
 /// `LD_LIBRARY_PATH=text`.
-pub(super) const fn llp(text: &'static str) -> Env {
-    Env("LD_LIBRARY_PATH", Value::Text(text))
+pub(super) const fn llp(text: &'static str) -> EnvVar {
+    EnvVar("LD_LIBRARY_PATH", Value::Text(text))
 }
 
 /// How a run's output becomes the scenario's answer.
@@ -150,7 +150,7 @@ pub enum Look {
 pub struct Row {
     pub put: &'static [Put],
     pub run: Cmd,
-    pub env: &'static [Env],
+    pub env: &'static [EnvVar],
     pub look: Look,
 }
 
@@ -163,7 +163,7 @@ impl Row {
         }
         let mut run = self.command(&root, l);
         let mut values = Vec::new();
-        for Env(name, value) in self.env {
+        for EnvVar(name, value) in self.env {
             let value = value.render(l);
             run = run.env(name, &value);
             values.push((*name, value));

@@ -13,7 +13,7 @@ use super::special::*;
 use super::Answer::{NotFound, Wins};
 use super::Contract::{Row as R, Story};
 use super::Unpatched::{Gives, Same};
-use super::{says, Condition, Env, How, NotApplicable, Scenario, CUDA};
+use super::{says, Condition, EnvVar, How, NotApplicable, Scenario, CUDA};
 use crate::fixtures::Role;
 
 /// The probes and what they ask for (`c-fixtures/probe.c`): DT_NEEDED or dlopen of
@@ -23,11 +23,11 @@ const DLOPEN_RUNPATH: super::Cmd = Probe("probe-runpath", &["dlopen", CUDA]);
 const NEEDED: super::Cmd = Probe("needed", &["needed"]);
 const DLOPEN: super::Cmd = Probe("probe", &["dlopen", CUDA]);
 
-const FB_T: &[Env] = &[fb("{T}")];
+const FB_T: &[EnvVar] = &[fb("{T}")];
 /// The two copies of the user story: the newer one in C, the board's older one in T.
 const C_AND_T: &[super::Put] = &[Cuda(Role::Compat, Compat), Cuda(Role::Driver, Tegra)];
 
-const fn row(put: &'static [super::Put], run: super::Cmd, env: &'static [Env]) -> How {
+const fn row(put: &'static [super::Put], run: super::Cmd, env: &'static [EnvVar]) -> How {
     How::Row(Row {
         put,
         run,
@@ -40,7 +40,7 @@ const fn looking(
     look: super::Look,
     put: &'static [super::Put],
     run: super::Cmd,
-    env: &'static [Env],
+    env: &'static [EnvVar],
 ) -> How {
     How::Row(Row {
         put,
@@ -239,11 +239,11 @@ pub const MATRIX: &[Scenario] = &[
     Scenario { id: "19-dlopen-missing-dirs", contract: R(19), title: "dlopen, every FB dir missing",
         how: row(&[], Probe("probe", &["try", CUDA, "try", "libnvrm_mem.so", "dlopen", CUDA]), &[fb("/nope:/nope/too:/opt/nope")]), expected: NotFound, ..DEFAULT },
     Scenario { id: "19-many-entries", contract: R(19), title: "FB with 2000 missing dirs, then T",
-        how: row(&[Cuda(Role::Driver, Tegra)], DLOPEN, &[Env("LD_FALLBACK_PATH", Value::ManyMissing(2000, Tegra))]),
+        how: row(&[Cuda(Role::Driver, Tegra)], DLOPEN, &[EnvVar("LD_FALLBACK_PATH", Value::ManyMissing(2000, Tegra))]),
         expected: Wins(Role::Driver), unpatched: Gives(NotFound), ..DEFAULT },
     // Below the kernel's 128 KiB limit for one environment string.
     Scenario { id: "19-long-value", contract: R(19), title: "FB with a 100 KiB missing dir, then T",
-        how: row(&[Cuda(Role::Driver, Tegra)], DLOPEN, &[Env("LD_FALLBACK_PATH", Value::LongMissing(100 * 1024, Tegra))]),
+        how: row(&[Cuda(Role::Driver, Tegra)], DLOPEN, &[EnvVar("LD_FALLBACK_PATH", Value::LongMissing(100 * 1024, Tegra))]),
         expected: Wins(Role::Driver), unpatched: Gives(NotFound), ..DEFAULT },
 
     // 20. ld.so --fallback-path overrides the variable, for this run only.

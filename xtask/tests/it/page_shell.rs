@@ -35,7 +35,7 @@ const PATCHELF: Tool = Tool::new("patchelf", "patchelf");
 
 /// A scenario: runs a block's shell against the stubs, and says what is wrong with what it
 /// left, if anything.
-type Scenario = fn(&Bench, &Block) -> Result<(), String>;
+type Scenario = fn(&StubBench, &Block) -> Result<(), String>;
 
 /// The Nix blocks whose strings are shell, by the file their first line names.
 const NIX_SHELL: &[(&str, Scenario)] = &[
@@ -143,7 +143,7 @@ fn has_indented_string(nix: &str) -> bool {
 }
 
 /// What the scenarios run against.
-struct Bench {
+struct StubBench {
     scratch: PathBuf,
     nix: Nix,
     stubs: Stubs,
@@ -366,8 +366,8 @@ impl Stubs {
     }
 }
 
-impl Bench {
-    fn make(scratch: &Path) -> Option<Bench> {
+impl StubBench {
+    fn make(scratch: &Path) -> Option<StubBench> {
         let stubs = Stubs::make(scratch)?;
         let stand_in = StandIn {
             glibc_fallback: stubs.glibc.clone(),
@@ -377,7 +377,7 @@ impl Bench {
             ..StandIn::default()
         };
         let nix = Nix::new(scratch, &stand_in)?;
-        Some(Bench {
+        Some(StubBench {
             scratch: scratch.to_path_buf(),
             nix,
             stubs,
@@ -516,7 +516,7 @@ fn printed(ran: &Ran, loader: &Path, wrapper: &str, fallback: &str) -> Result<()
 /// troubleshooting.md's overlay: its `postFixup`, as Nix gives it to the builder, run with
 /// `$out` holding cuda_compat's library, must leave RUNPATH `$ORIGIN`, then the entries it
 /// had, in their order, and no empty entry (which the loader reads as the working directory).
-fn origin_first_in_cuda_compat(bench: &Bench, block: &Block) -> Result<(), String> {
+fn origin_first_in_cuda_compat(bench: &StubBench, block: &Block) -> Result<(), String> {
     let dir = write_block(&bench.scratch, block);
     let name = block.file_name().unwrap();
     let expr = format!(
@@ -528,7 +528,7 @@ fn origin_first_in_cuda_compat(bench: &Bench, block: &Block) -> Result<(), Strin
 }
 
 /// Runs a `postFixup` against both stub libraries, with each of `bash`'s `flags`.
-fn origin_first(bench: &Bench, script: &str, flags: &[&str]) -> Result<(), String> {
+fn origin_first(bench: &StubBench, script: &str, flags: &[&str]) -> Result<(), String> {
     for &flags in flags {
         for (library, before) in [
             (&bench.stubs.library, CUDA_COMPAT_RUNPATH),
@@ -568,7 +568,7 @@ fn origin_first(bench: &Bench, script: &str, flags: &[&str]) -> Result<(), Strin
 /// the PATH its `nativeBuildInputs` give, must leave in `$out/bin` each program of hello's
 /// `bin/` on the patched loader: the ELF ones re-pointed, the wrappers starting re-pointed
 /// copies with their variables; and each copy runs on that loader.
-fn nix_copies_the_programs(bench: &Bench, block: &Block) -> Result<(), String> {
+fn nix_copies_the_programs(bench: &StubBench, block: &Block) -> Result<(), String> {
     let dir = write_block(&bench.scratch, block);
     let name = block.file_name().unwrap();
     let built = bench.nix.eval(
@@ -628,7 +628,7 @@ fn nix_copies_the_programs(bench: &Bench, block: &Block) -> Result<(), String> {
 /// a stand-in that makes the out-link to what the file evaluates to (the stand-in's glibc
 /// is the stub), `app` on PATH through a profile's link to `program`. (cwd, PATH, env).
 fn users_directory(
-    bench: &Bench,
+    bench: &StubBench,
     program: &Path,
 ) -> (PathBuf, Vec<PathBuf>, Vec<(&'static str, String)>) {
     let cwd = bench.dir("home");
@@ -661,7 +661,7 @@ fn users_directory(
 /// `app` through a profile's link: the first two must leave `app-fallback/app` running on the
 /// patched loader (through the out-link) with the wrapper's variables and the user's list;
 /// the third must stop, saying why, and copy no `app`.
-fn the_copy_recipe(bench: &Bench, block: &Block) -> Result<(), String> {
+fn the_copy_recipe(bench: &StubBench, block: &Block) -> Result<(), String> {
     let script = with_checkout(&block.text);
     let package = bench.stubs.package.join("bin");
     for flags in ["-eu", "-e"] {
@@ -703,7 +703,7 @@ fn the_copy_recipe(bench: &Bench, block: &Block) -> Result<(), String> {
 
 /// nix.md's one run: the patched loader, given the list, starts the program (an ELF one, as
 /// the page says) and the program runs on it.
-fn the_loader_starts_it(bench: &Bench, block: &Block) -> Result<(), String> {
+fn the_loader_starts_it(bench: &StubBench, block: &Block) -> Result<(), String> {
     if !bench.stubs.patched_loader {
         eprintln!("SKIPPED: {}: needs the patched loader", block.at());
         return Ok(());
@@ -739,7 +739,7 @@ fn repository_nix_files() -> Vec<String> {
 #[test]
 fn every_shell_fragment_of_the_pages_runs_as_the_user_runs_it() {
     let scratch = tempfile::TempDir::new().unwrap();
-    let Some(bench) = Bench::make(scratch.path()) else {
+    let Some(bench) = StubBench::make(scratch.path()) else {
         return;
     };
     let mut failures = Vec::new();
@@ -810,7 +810,7 @@ fn every_shell_fragment_of_the_pages_runs_as_the_user_runs_it() {
 #[test]
 fn the_overlay_with_origin_in_double_quotes_is_refused() {
     let scratch = tempfile::TempDir::new().unwrap();
-    let Some(bench) = Bench::make(scratch.path()) else {
+    let Some(bench) = StubBench::make(scratch.path()) else {
         return;
     };
     let overlay = r#"final: prev: {
