@@ -77,7 +77,7 @@ pub struct Args {
     /// Model this loader instead of what the loader that runs the program is: `patched` (the
     /// series: what a patched loader would do), `unpatched` (the release as it is) or
     /// `fallback-first` (the variant that searches the fallback list right after DT_RUNPATH,
-    /// before ld.so.cache and the default directories, as NixOS/nixpkgs#248547 proposed)
+    /// before ld.so.cache and the default directories, as nixpkgs' earlier ld-fallback.patch did)
     /// [default: what that loader says it is (its --help lists --fallback-path), or, where
     /// it cannot run, what its file carries]
     #[arg(long, value_parser = flavour())]

@@ -10,7 +10,8 @@ pub enum Flavour {
     Patched,
     Unpatched,
     /// The series plus a patch that searches LD_FALLBACK_PATH before ld.so.cache and the
-    /// default directories (the placement of NixOS/nixpkgs#248547), for the Jetson replay.
+    /// default directories (where nixpkgs' earlier ld-fallback.patch placed it), for the
+    /// Jetson replay.
     FallbackFirst,
     /// The series' tests (and the support code they need) without its loader change: the
     /// unpatched loader under the series' own tests, which must fail there (`verify`).

@@ -104,7 +104,8 @@ impl Paths {
 /// Where a CUDA image keeps NVIDIA's compat package: `compat/` for `cuda-compat-<x>-<y>`,
 /// `compat_orin/` for `cuda-compat-orin-<x>-<y>` (the redistributable's own directory, as
 /// conda-forge's `cuda-compat-orin` recipe reads it, and where the toolkit looks on an Orin:
-/// nvidia-container-toolkit #1649 "The orin compat path in the container should be
+/// NVIDIA/nvidia-container-toolkit's review of its Orin support: "The orin compat path in the
+/// container should be
 /// `/usr/local/cuda/compat_orin`").
 pub(super) fn container_compat_dir(compat: Compat) -> &'static str {
     match compat.package {
