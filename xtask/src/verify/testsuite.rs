@@ -325,22 +325,7 @@ pub(crate) fn run_tests_in_clean_roots(
         "{}: the test container's root, installed from this tree",
         tree.label
     );
-    let status = match sandbox {
-        None => logged::run_to_end(
-            &mut cmd,
-            &tree.log,
-            &what,
-            crate::sysroot::recipe::make_status,
-            None,
-        )?,
-        Some(sandbox) => logged::run_to_end_started(
-            &mut sandbox.command(&cmd),
-            &tree.log,
-            &format!("{what} (QEMU, binfmt_misc)"),
-            crate::sysroot::recipe::make_status,
-            &mut |child| sandbox.start(child),
-        )?,
-    };
+    let status = run_make(tree, &mut cmd, &what, sandbox)?;
     if !status.success() {
         anyhow::bail!(
             "cannot install the test container's root from the tree ({status}); its log: {}",
@@ -482,22 +467,7 @@ fn run_tests_in(
         .recipe
         .tests_command(&tree.work.src(), &build, subdir, tests, jobs);
     let what = format!("{}: the series' tests ({})", tree.label, tests.len());
-    match sandbox {
-        None => logged::run_to_end(
-            &mut cmd,
-            &tree.log,
-            &what,
-            crate::sysroot::recipe::make_status,
-            None,
-        )?,
-        Some(sandbox) => logged::run_to_end_started(
-            &mut sandbox.command(&cmd),
-            &tree.log,
-            &format!("{what} (QEMU, binfmt_misc)"),
-            crate::sysroot::recipe::make_status,
-            &mut |child| sandbox.start(child),
-        )?,
-    };
+    run_make(tree, &mut cmd, &what, sandbox)?;
     let mut results = Results::new();
     for test in tests {
         let path = build.join(format!("{test}.test-result"));
@@ -910,6 +880,32 @@ impl SuiteFacts {
             self.expected_to_fail.len(),
             self.other_changes.len()
         )
+    }
+}
+
+/// Runs a make command of `tree` to its end, logged in the tree's log: natively, or in the
+/// QEMU sandbox where the target needs one.
+fn run_make(
+    tree: &BuiltTree,
+    cmd: &mut std::process::Command,
+    what: &str,
+    sandbox: Option<&Sandbox>,
+) -> Result<std::process::ExitStatus> {
+    match sandbox {
+        None => logged::run_to_end(
+            cmd,
+            &tree.log,
+            what,
+            crate::sysroot::recipe::make_status,
+            None,
+        ),
+        Some(sandbox) => logged::run_to_end_started(
+            &mut sandbox.command(cmd),
+            &tree.log,
+            &format!("{what} (QEMU, binfmt_misc)"),
+            crate::sysroot::recipe::make_status,
+            &mut |child| sandbox.start(child),
+        ),
     }
 }
 
