@@ -35,7 +35,7 @@ use model::Release;
 /// Where the compiled build tree comes from.
 pub enum Source {
     /// `Builder::tree` of the release's unpatched x86_64 build: built the first time.
-    Builder(Builder),
+    Builder(Box<Builder>),
     /// A compiled tree given as is (`<root>/src`, `<root>/build`), for tests.
     At(PathBuf),
 }
@@ -67,7 +67,7 @@ struct Job {
 /// built the first time, compiling with one job per CPU.
 pub(crate) fn for_rebase(env: &Env) -> Box<dyn CompileCheck> {
     Box::new(BuildCheck::new(
-        Source::Builder(Builder::new(env)),
+        Source::Builder(Box::new(Builder::new(env))),
         default_jobs(),
     ))
 }

@@ -12,6 +12,7 @@ pub(crate) mod cache;
 pub(crate) mod command;
 pub(crate) mod compare;
 pub mod compile_check;
+pub(crate) mod compiler_cache;
 pub(crate) mod declarations;
 pub(crate) mod memo;
 pub(crate) mod quick;
@@ -41,6 +42,8 @@ pub struct Layout {
     pub builds: PathBuf,
     pub work: PathBuf,
     pub logs: PathBuf,
+    /// ccache's directory, used when `LD_FALLBACK_CCACHE=1` (see `compiler_cache`).
+    pub ccache: PathBuf,
 }
 
 impl Layout {
@@ -49,6 +52,7 @@ impl Layout {
             builds: root.join("builds"),
             work: root.join("work"),
             logs: root.join("logs"),
+            ccache: root.join("ccache"),
         }
     }
 
@@ -238,7 +242,7 @@ impl Builder {
         let (machine_lock, _) = self.compile(&prepared, &work, &log, &label, None)?;
         Ok(BuiltTree {
             work,
-            recipe: prepared.recipe,
+            recipe: prepared.recipe.clone(),
             log,
             label,
             _work_lock: work_lock,
@@ -272,7 +276,7 @@ impl Builder {
             key,
             BuiltTree {
                 work,
-                recipe: prepared.recipe,
+                recipe: prepared.recipe.clone(),
                 log,
                 label,
                 _work_lock: work_lock,
@@ -345,7 +349,12 @@ impl Builder {
         target: Target,
         flavour: Flavour,
     ) -> Result<Prepared> {
-        let recipe = Recipe::for_target(target).configured(self.configuration);
+        let recipe = Recipe::for_target(target)
+            .configured(self.configuration)
+            .compiled_through(compiler_cache::CompilerCache::from_env(
+                &self.layout.ccache,
+                &self.layout.work,
+            )?);
         let compiler = self.memo.compiler(target, || {
             recipe.require()?;
             recipe.compiler_version()
@@ -434,6 +443,9 @@ impl Builder {
             inputs.environment,
             work.src().display()
         );
+        if let Some(cache) = &recipe.compiler_cache {
+            diagln!("{label}: compiling {}", cache.describe());
+        }
         let base = base.filter(|_| work.is_configured(&fingerprint));
         if !work.is_configured(&fingerprint) {
             work.reset_build()?;

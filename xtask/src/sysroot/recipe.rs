@@ -8,6 +8,7 @@ use loader_tests::host::{self, tools, Tool, Toolchain};
 use model::Target;
 use xshell::cmd;
 
+use super::compiler_cache::CompilerCache;
 use crate::util::{logged, shell};
 
 /// Bump when anything in the recipe changes the installed result without changing the other
@@ -61,10 +62,13 @@ impl Configuration {
 }
 
 /// How glibc is built for one target, with the target's toolchain.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Recipe {
     pub toolchain: Toolchain,
     pub configuration: Configuration,
+    /// What configure and make compile through, if anything: never part of a build's key
+    /// (the objects are the same; see `compiler_cache`).
+    pub compiler_cache: Option<CompilerCache>,
 }
 
 impl Recipe {
@@ -72,12 +76,20 @@ impl Recipe {
         Recipe {
             toolchain: Toolchain::for_target(target),
             configuration: Configuration::Default,
+            compiler_cache: None,
         }
     }
 
     pub(crate) fn configured(self, configuration: Configuration) -> Recipe {
         Recipe {
             configuration,
+            ..self
+        }
+    }
+
+    pub(crate) fn compiled_through(self, compiler_cache: Option<CompilerCache>) -> Recipe {
+        Recipe {
+            compiler_cache,
             ..self
         }
     }
@@ -158,6 +170,16 @@ impl Recipe {
         cmd
     }
 
+    /// `cmd` as [`Recipe::command`] makes it, through the compiler cache if there is one:
+    /// for configure and the make steps that compile and install, not for test runs.
+    fn compile_command(&self, cmd: impl Into<Command>) -> Result<Command> {
+        let mut cmd = self.command(cmd);
+        if let Some(cache) = &self.compiler_cache {
+            cache.apply(&mut cmd)?;
+        }
+        Ok(cmd)
+    }
+
     pub(crate) fn configure(
         &self,
         src: &Path,
@@ -168,7 +190,7 @@ impl Recipe {
         let configure = src.join("configure");
         let flags = self.configure_flags();
         let sh = shell::in_dir(build)?;
-        let mut cmd = self.command(cmd!(sh, "{configure} {flags...}"));
+        let mut cmd = self.compile_command(cmd!(sh, "{configure} {flags...}"))?;
         logged::run_timed(
             &mut cmd,
             log,
@@ -235,7 +257,7 @@ impl Recipe {
     ) -> Result<()> {
         let jobs = jobs.to_string();
         let sh = shell::in_dir(build)?;
-        let mut cmd = self.command(cmd!(sh, "make -j{jobs} {args...}"));
+        let mut cmd = self.compile_command(cmd!(sh, "make -j{jobs} {args...}"))?;
         let timeline = timeline(build, step);
         logged::run_timed(&mut cmd, log, what, make_status, Some(&timeline))
     }
@@ -457,6 +479,7 @@ mod tests {
                 ..Toolchain::for_target(Target::X86_64)
             },
             configuration: Configuration::Default,
+            compiler_cache: None,
         };
         let err = chain.require().unwrap_err().to_string();
         assert!(
