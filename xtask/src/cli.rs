@@ -39,6 +39,8 @@ pub struct Env {
     pub patches: PathBuf,
     /// The cache root (`$LD_FALLBACK_CACHE`, ...): builds, work directories, logs, rebases.
     pub cache: PathBuf,
+    /// Whether glibc is compiled through ccache (`$LD_FALLBACK_CCACHE=1`).
+    pub compiler_cache: bool,
 }
 
 impl Global {
@@ -51,6 +53,7 @@ impl Global {
             store: paths::store_dir(self.store.as_deref())?,
             patches: paths::patches_dir(),
             cache: paths::cache_dir()?,
+            compiler_cache: paths::compiler_cache_asked()?,
         })
     }
 }

@@ -330,7 +330,7 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn minutes(time: Duration) -> String {
+pub(super) fn minutes(time: Duration) -> String {
     let secs = time.as_secs();
     format!("{}:{:02} min", secs / 60, secs % 60)
 }

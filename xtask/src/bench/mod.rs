@@ -2,6 +2,7 @@
 //! it times (a bench may take several: the build bench's inner loop runs the matrix).
 
 pub(crate) mod build;
+pub(crate) mod compiler_cache;
 pub(crate) mod differential;
 pub mod rebase;
 pub(crate) mod resolution;
@@ -21,6 +22,8 @@ pub(crate) enum Command {
     Rebase,
     /// Time cold, cached and incremental glibc builds.
     Build(build::BenchArgs),
+    /// Time a second configuration's build of the same sources through ccache and without.
+    CompilerCache(compiler_cache::Args),
     /// Time the resolution matrix once builds are cached.
     Resolution(resolution::Args),
     /// Time the search model's differential test: every run on its own, then each world once.
@@ -35,6 +38,7 @@ impl Command {
             Command::Store => store::run(env),
             Command::Rebase => rebase::run(env),
             Command::Build(args) => args.run(env),
+            Command::CompilerCache(args) => args.run(env),
             Command::Resolution(args) => args.run(env),
             Command::Suite(args) => args.run(env),
             Command::Differential(args) => args.run(env),

@@ -15,16 +15,14 @@
 //! runs (`make check`, single tests) are not given the cache: they compile only tests, and the
 //! foreign target's run in a sandbox that does not see the cache's directory.
 
-use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use loader_tests::host::{find_program, non_empty_env, Tool};
+use loader_tests::host::{find_program, Tool};
 
-/// The variable that asks for the cache: `1` to compile through it, unset or `0` not to.
-pub(crate) const SWITCH: &str = "LD_FALLBACK_CCACHE";
+use crate::util::paths::COMPILER_CACHE_VAR;
 
 pub(crate) const CCACHE: Tool = Tool::new("ccache", "ccache");
 
@@ -55,38 +53,21 @@ pub(crate) struct CompilerCache {
 }
 
 impl CompilerCache {
-    /// The cache in `dir` for the work trees under `base` if the environment asks for it: none
-    /// unless `LD_FALLBACK_CCACHE=1`; an error, naming the package, if it asks for one and
+    /// The cache in `dir` for the work trees under `base`; an error naming the package when
     /// `ccache` is not installed.
-    pub(crate) fn from_env(dir: &Path, base: &Path) -> Result<Option<CompilerCache>> {
-        let asked = non_empty_env(SWITCH).map(PathBuf::into_os_string);
-        Self::asked(asked, dir, base)
-    }
-
-    fn asked(value: Option<OsString>, dir: &Path, base: &Path) -> Result<Option<CompilerCache>> {
-        let Some(value) = value else {
-            return Ok(None);
-        };
-        match value.to_str() {
-            Some("0") => return Ok(None),
-            Some("1") => {}
-            _ => bail!(
-                "{SWITCH}={value:?}: set it to 1 to compile glibc through ccache, or to 0 (or \
-                 leave it unset) not to"
-            ),
-        }
+    pub(crate) fn new(dir: &Path, base: &Path) -> Result<CompilerCache> {
         let Some(ccache) = find_program(CCACHE.program) else {
             bail!(
-                "{SWITCH}=1 asks to compile glibc through ccache, which is not installed: \
-                 apt-get install {} (or unset {SWITCH})",
+                "compiling glibc through ccache ({COMPILER_CACHE_VAR}=1), which is not installed: \
+                 apt-get install {} (or unset {COMPILER_CACHE_VAR})",
                 CCACHE.package
             );
         };
-        Ok(Some(CompilerCache {
+        Ok(CompilerCache {
             ccache,
             dir: dir.to_path_buf(),
             base: base.to_path_buf(),
-        }))
+        })
     }
 
     /// The directory of links, put first on `PATH`.
@@ -138,31 +119,6 @@ impl CompilerCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_one_asks_for_the_cache_and_anything_else_is_refused() {
-        let root = Path::new("/cache/ccache");
-        let work = Path::new("/cache/work");
-        assert_eq!(CompilerCache::asked(None, root, work).unwrap(), None);
-        assert_eq!(
-            CompilerCache::asked(Some("0".into()), root, work).unwrap(),
-            None
-        );
-        let err = CompilerCache::asked(Some("yes".into()), root, work)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("\"yes\"") && err.contains("set it to 1"),
-            "{err}"
-        );
-        if find_program("ccache").is_some() {
-            let cache = CompilerCache::asked(Some("1".into()), root, work)
-                .unwrap()
-                .unwrap();
-            assert_eq!(cache.dir, root);
-            assert_eq!(cache.base, work);
-        }
-    }
 
     /// The compilers configure and make find first are links to ccache; a link that points
     /// elsewhere is replaced, and the command is told where the cache and the base are.

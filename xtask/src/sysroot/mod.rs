@@ -78,6 +78,8 @@ pub struct Builder {
     pub rebuild: bool,
     /// How the tests are linked; every configuration has build trees of its own.
     pub configuration: recipe::Configuration,
+    /// Whether configure and make compile through ccache (in `layout.ccache`).
+    pub compiler_cache: bool,
     /// What this builder has read and checked already (a clone's starts empty).
     pub(crate) memo: memo::Memo,
 }
@@ -122,6 +124,7 @@ impl Builder {
             jobs: default_jobs(),
             rebuild: false,
             configuration: recipe::Configuration::Default,
+            compiler_cache: env.compiler_cache,
             memo: memo::Memo::default(),
         }
     }
@@ -351,10 +354,14 @@ impl Builder {
     ) -> Result<Prepared> {
         let recipe = Recipe::for_target(target)
             .configured(self.configuration)
-            .compiled_through(compiler_cache::CompilerCache::from_env(
-                &self.layout.ccache,
-                &self.layout.work,
-            )?);
+            .compiled_through(if self.compiler_cache {
+                Some(compiler_cache::CompilerCache::new(
+                    &self.layout.ccache,
+                    &self.layout.work,
+                )?)
+            } else {
+                None
+            });
         let compiler = self.memo.compiler(target, || {
             recipe.require()?;
             recipe.compiler_version()

@@ -127,6 +127,7 @@ fn a_builder_reads_each_series_once() {
         jobs: 1,
         rebuild: false,
         configuration: Default::default(),
+        compiler_cache: false,
         memo: Default::default(),
     };
     let first = builder.series_for(release, Flavour::Patched).unwrap();

@@ -6,6 +6,29 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use loader_tests::host::non_empty_env;
 
+/// The variable that asks to compile glibc through ccache (`sysroot::compiler_cache`).
+pub(crate) const COMPILER_CACHE_VAR: &str = "LD_FALLBACK_CCACHE";
+
+/// Whether the environment asks for the compiler cache: `LD_FALLBACK_CCACHE=1` yes, unset or
+/// `0` no, anything else an error (a typo must not silently build without it).
+pub(crate) fn compiler_cache_asked() -> Result<bool> {
+    compiler_cache_asked_by(non_empty_env(COMPILER_CACHE_VAR).map(PathBuf::into_os_string))
+}
+
+fn compiler_cache_asked_by(value: Option<std::ffi::OsString>) -> Result<bool> {
+    let Some(value) = value else {
+        return Ok(false);
+    };
+    match value.to_str() {
+        Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        _ => anyhow::bail!(
+            "{COMPILER_CACHE_VAR}={value:?}: set it to 1 to compile glibc through ccache, or to \
+             0 (or leave it unset) not to"
+        ),
+    }
+}
+
 /// The cache root (`loader_tests::host::cache_dir`: `$LD_FALLBACK_CACHE`, else under
 /// `$XDG_CACHE_HOME` or `$HOME`). A `$LD_FALLBACK_CACHE` that leads to something other than
 /// a directory (a file, a symlink loop) is bad input, said naming the variable: every store
@@ -151,4 +174,23 @@ pub(crate) fn sorted_entry_names(dir: &Path) -> Option<Vec<String>> {
         .collect();
     names.sort();
     Some(names)
+}
+
+#[cfg(test)]
+mod compiler_cache_tests {
+    use super::*;
+
+    #[test]
+    fn only_one_asks_for_the_compiler_cache_and_anything_else_is_refused() {
+        assert!(!compiler_cache_asked_by(None).unwrap());
+        assert!(!compiler_cache_asked_by(Some("0".into())).unwrap());
+        assert!(compiler_cache_asked_by(Some("1".into())).unwrap());
+        let err = compiler_cache_asked_by(Some("yes".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"yes\"") && err.contains("set it to 1"),
+            "{err}"
+        );
+    }
 }
