@@ -35,6 +35,10 @@ use model::{parallel_map, sysroot_env_var, Flavour, Sysroot, Target};
 
 const FLAVOURS: [Flavour; 2] = [Flavour::Patched, Flavour::Unpatched];
 
+/// One in this many of the runs that share another run's root builds its own as well, and the
+/// two must be one world: the permanent check that equal recipes build equal roots.
+const SHARING_SAMPLE: usize = 16;
+
 /// `1`: every run made, run and traced on its own, one at a time per loader (no world shared).
 const EVERY_RUN: &str = "LD_FALLBACK_EXPLAIN_EVERY_RUN";
 
@@ -239,10 +243,22 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
             (first != i).then_some(first)
         })
         .collect();
+    // Sharing rests on equal recipes building equal roots. A sample of the runs that share a
+    // root build their own too, and its world must be the shared one's (below).
+    let mut shared = 0;
+    let sampled: Vec<bool> = built_as
+        .iter()
+        .map(|first| {
+            first.is_some() && {
+                shared += 1;
+                shared % SHARING_SAMPLE == 1
+            }
+        })
+        .collect();
     let to_build: Vec<(&Run, bool)> = runs
         .iter()
-        .zip(&built_as)
-        .map(|((_, run), built_as)| (run, built_as.is_none()))
+        .zip(built_as.iter().zip(&sampled))
+        .map(|((_, run), (built_as, sampled))| (run, built_as.is_none() || *sampled))
         .collect();
     let recipes_in = started.elapsed();
     let started = Instant::now();
@@ -271,8 +287,37 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
     });
     let built_in = started.elapsed();
     let roots_built = built_as.iter().filter(|first| first.is_none()).count();
+    let (mut sharing_checked, mut sharing_equal) = (0, 0);
+    let mut unsound_sharing: Vec<Option<String>> = vec![None; built.len()];
     for (i, first) in built_as.iter().enumerate() {
         if let Some(first) = *first {
+            let unsound = match (sampled[i], &built[i], &built[first]) {
+                (true, Ok(own), Ok(shared)) => {
+                    sharing_checked += 1;
+                    match (World::of(own), World::of(shared)) {
+                        (Ok(own), Ok(shared)) if own == shared => {
+                            sharing_equal += 1;
+                            None
+                        }
+                        (Ok(_), Ok(_)) => Some(format!(
+                            "its root, built from a recipe equal to {}'s, is another world: \
+                             sharing that root would have hidden a difference",
+                            runs[first].0
+                        )),
+                        (own, shared) => own.and(shared).err().map(|e| format!("{e:#}")),
+                    }
+                }
+                (true, Err(why), Ok(_)) => Some(format!(
+                    "its own root, from a recipe equal to {}'s, could not be built ({why}) where that one's was",
+                    runs[first].0
+                )),
+                (true, Ok(_), Err(why)) => Some(format!(
+                    "its own root, from a recipe equal to {}'s, was built where that one's was not ({why})",
+                    runs[first].0
+                )),
+                _ => None,
+            };
+            unsound_sharing[i] = unsound;
             built[i] = built[first].clone();
         }
     }
@@ -284,7 +329,10 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
     let mut world_of: Vec<Result<usize, String>> = Vec::with_capacity(built.len());
     for (i, invocation) in built.into_iter().enumerate() {
         if let Some(first) = built_as[i] {
-            let same = world_of[first].clone();
+            let same = match unsound_sharing[i].take() {
+                Some(why) => Err(why),
+                None => world_of[first].clone(),
+            };
             world_of.push(same);
             continue;
         }
@@ -313,7 +361,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
         (checked, lddtree)
     });
     eprintln!(
-        "{target}::{flavour}: {} runs, {roots_built} roots built, {} distinct worlds, {} traced runs; set up in {:.1} s, recipes written in {:.1} s, roots built in {:.1} s, worlds read in {:.1} s, traced in {:.1} s, {workers} at a time",
+        "{target}::{flavour}: {} runs, {roots_built} roots built (and {sharing_checked} of the shared ones again: {sharing_equal} the same world), {} distinct worlds, {} traced runs; set up in {:.1} s, recipes written in {:.1} s, roots built in {:.1} s, worlds read in {:.1} s, traced in {:.1} s, {workers} at a time",
         runs.len(),
         if every_run { "not sought".to_string() } else { worlds.len().to_string() },
         traced.len(),
