@@ -83,12 +83,7 @@ impl BenchArgs {
         let mut rows = Vec::new();
         let timed = |what: &str, flavour: Flavour| -> Result<(Duration, PathBuf)> {
             diagln!("==== bench build: {label} {flavour} ({what})");
-            let started = Instant::now();
-            let outcome = builder.ensure(release, target, flavour)?;
-            Ok((
-                started.elapsed().saturating_sub(outcome.lock_wait),
-                outcome.sysroot.path,
-            ))
+            timed_build(&builder, release, target, flavour)
         };
 
         let (cold, _) = timed("cold", Flavour::Unpatched)?;
@@ -328,6 +323,21 @@ fn load_average() -> String {
     fs::read_to_string("/proc/loadavg")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// `builder.ensure` timed, the wait for other builds' locks left out: the time and the sysroot.
+pub(super) fn timed_build(
+    builder: &Builder,
+    release: Release,
+    target: Target,
+    flavour: Flavour,
+) -> Result<(Duration, PathBuf)> {
+    let started = Instant::now();
+    let outcome = builder.ensure(release, target, flavour)?;
+    Ok((
+        started.elapsed().saturating_sub(outcome.lock_wait),
+        outcome.sysroot.path,
+    ))
 }
 
 pub(super) fn minutes(time: Duration) -> String {

@@ -14,12 +14,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use model::Flavour;
 
-use super::build::minutes;
+use super::build::{minutes, timed_build};
 use crate::cli::{self, Env, OneRelease, OneTarget};
 use crate::sysroot::compiler_cache::CCACHE;
 use crate::sysroot::recipe::Configuration;
@@ -70,12 +70,7 @@ impl Args {
         let label = format!("glibc {release} {} {flavour}", target.name());
         let timed = |what: &str, builder: &Builder| -> Result<(Duration, PathBuf)> {
             diagln!("==== bench compiler-cache: {label}, {what}");
-            let started = Instant::now();
-            let outcome = builder.ensure(release, target, flavour)?;
-            Ok((
-                started.elapsed().saturating_sub(outcome.lock_wait),
-                outcome.sysroot.path,
-            ))
+            timed_build(builder, release, target, flavour)
         };
 
         let layout = Layout::under(cached_root.path());
