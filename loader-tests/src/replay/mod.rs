@@ -1055,48 +1055,145 @@ pub struct Benches<'a> {
 
 /// Runs every cell, row by row.
 ///
-/// The cells run side by side, one per CPU (as the matrix's scenarios do): each run has its
-/// own root, and one at a time left a core idle while the other waited on the file system.
+/// Runs whose roots are written down alike under one loader (equal recipes and commands:
+/// [`recipe`]) are one world, and the loader's answer in it is one: each world is built and
+/// run once, and every run of it is reported from that run, with its own cell's reading of
+/// it. That equal recipes build equal worlds is checked on a sample of them by the search
+/// model's differential test (`loader-tests/tests/explain.rs`), which shares roots the same
+/// way; `cargo xtask bench replay` runs the replay this way and with every run on its own,
+/// and compares the two reports.
 pub fn run(benches: &Benches<'_>) -> ReplayReport {
-    let cells: Vec<(&Approach, &Column)> = APPROACHES
-        .iter()
-        .flat_map(|approach| COLUMNS.iter().map(move |column| (approach, column)))
-        .collect();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut reports = parallel_map(&cells, cpus, |(approach, column)| {
-        run_cell(benches, approach, column)
-    })
-    .into_iter();
-    let rows = APPROACHES
-        .iter()
-        .map(|approach| RowReport::new(approach, reports.by_ref().take(COLUMNS.len()).collect()))
-        .collect();
-    ReplayReport::new(benches, rows)
+    run_with(benches, Worlds::Shared)
 }
 
-fn run_cell(benches: &Benches<'_>, approach: &Approach, column: &Column) -> CellReport {
-    let runs = RunKey::all(approach, column)
+/// [`run`] with every run's root built and run on its own.
+pub fn run_every_one(benches: &Benches<'_>) -> ReplayReport {
+    run_with(benches, Worlds::EachRunItsOwn)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Worlds {
+    Shared,
+    EachRunItsOwn,
+}
+
+/// What makes two runs of one bench one world: the recipe of the root and the command, but
+/// for the root's own path.
+type WorldKey = (
+    Flavour,
+    Vec<String>,
+    String,
+    Option<std::path::PathBuf>,
+    Vec<String>,
+    Vec<(String, String)>,
+    bool,
+    Vec<(String, String)>,
+);
+
+fn run_with(benches: &Benches<'_>, worlds: Worlds) -> ReplayReport {
+    let runs: Vec<(&Approach, &Column, RunKey)> = APPROACHES
+        .iter()
+        .flat_map(|approach| {
+            COLUMNS.iter().flat_map(move |column| {
+                RunKey::all(approach, column)
+                    .into_iter()
+                    .map(move |key| (approach, column, key))
+            })
+        })
+        .collect();
+    let testbed = |flavour: Flavour| -> Result<Testbed<'_>, String> {
+        match benches.benches.get(&flavour) {
+            Some(Ok((bench, fixtures))) => Ok(Testbed {
+                bench,
+                fixtures,
+                host: &benches.host,
+            }),
+            Some(Err(why)) => Err(why.clone()),
+            None => Err("no sysroot of this flavour".to_string()),
+        }
+    };
+    // The runs go side by side, one per CPU (as the matrix's scenarios do): each run has its
+    // own root, and one at a time left a core idle while the other waited on the file system.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let keys: Vec<Option<WorldKey>> = match worlds {
+        Worlds::EachRunItsOwn => vec![None; runs.len()],
+        Worlds::Shared => parallel_map(&runs, cpus, |&(approach, column, key)| {
+            let testbed = testbed(key.flavour).ok()?;
+            let (steps, invocation) = recipe(&testbed, approach, column, key)?;
+            let crate::probe::Invocation {
+                root: _,
+                cwd,
+                qemu,
+                argv,
+                env,
+                secure,
+                placed,
+            } = invocation;
+            Some((key.flavour, steps, cwd, qemu, argv, env, secure, placed))
+        }),
+    };
+    let mut first_of_world = std::collections::HashMap::new();
+    let same_world_as: Vec<Option<usize>> = keys
         .into_iter()
-        .map(|key| match benches.benches.get(&key.flavour) {
-            Some(Ok((bench, fixtures))) => {
-                let testbed = Testbed {
-                    bench,
-                    fixtures,
-                    host: &benches.host,
-                };
-                scene::run(
+        .enumerate()
+        .map(|(i, world)| {
+            let first = *first_of_world.entry(world?).or_insert(i);
+            (first != i).then_some(first)
+        })
+        .collect();
+    let indices: Vec<usize> = (0..runs.len()).collect();
+    let made = parallel_map(&indices, cpus, |&i| {
+        let (approach, column, key) = runs[i];
+        match (same_world_as[i], testbed(key.flavour)) {
+            (Some(_), _) => None,
+            (None, Ok(testbed)) => {
+                let (report, met) = scene::run_keeping(
                     &testbed,
                     approach,
                     column,
                     key,
                     CompatEntry::AsTheHookDecides,
+                );
+                Some((report, Some(met)))
+            }
+            (None, Err(why)) => Some((RunReport::not_run(key, &why), None)),
+        }
+    });
+    let mut reports = parallel_map(&indices, cpus, |&i| {
+        let (approach, column, key) = runs[i];
+        match same_world_as[i] {
+            None => made[i].as_ref().expect("a run of its own").0.clone(),
+            Some(first) => {
+                let met = made[first].as_ref().and_then(|(_, met)| met.as_ref());
+                let testbed = testbed(key.flavour).expect("the bench of a shared world");
+                scene::report_shared(
+                    &testbed,
+                    approach,
+                    column,
+                    key,
+                    met.expect("its world's run"),
                 )
             }
-            Some(Err(why)) => RunReport::not_run(key, why),
-            None => RunReport::not_run(key, "no sysroot of this flavour"),
+        }
+    })
+    .into_iter();
+    let rows = APPROACHES
+        .iter()
+        .map(|approach| {
+            let cells = COLUMNS
+                .iter()
+                .map(|column| {
+                    let runs = reports
+                        .by_ref()
+                        .take(RunKey::all(approach, column).len())
+                        .collect();
+                    CellReport::new(approach, column, runs)
+                })
+                .collect();
+            RowReport::new(approach, cells)
         })
         .collect();
-    CellReport::new(approach, column, runs)
+    ReplayReport::new(benches, rows)
 }
 
 /// What every run is built from: the loader under test, the fixtures compiled for it, and

@@ -17,7 +17,7 @@ use super::{
     DeclaredCache, Host, HostLibs, JetsonFixtures, Kernel, Launcher, OptOut, Origin, Program,
     RunKey, RunReport, Testbed,
 };
-use crate::probe::Invocation;
+use crate::probe::{Invocation, Output};
 use crate::root::{Ctx, Root, Run};
 
 /// The name of a run's root, unique within the bench.
@@ -61,44 +61,67 @@ pub(super) fn run(
     key: RunKey,
     compat_entry: CompatEntry,
 ) -> RunReport {
+    run_keeping(testbed, approach, column, key, compat_entry).0
+}
+
+/// What one run met in its root: the app's output (or why it could not run), the hook's
+/// decision, the command. A run whose root is written down as this one's was (equal recipes
+/// and commands: one world) meets the same, and is reported from it ([`report_shared`]).
+#[derive(Clone)]
+pub(super) struct Met {
+    result: Result<Output, String>,
+    hook: Option<cache::Hook>,
+    invocation: Option<Invocation>,
+}
+
+/// [`run`], and what the run met.
+pub(super) fn run_keeping(
+    testbed: &Testbed,
+    approach: &Approach,
+    column: &Column,
+    key: RunKey,
+    compat_entry: CompatEntry,
+) -> (RunReport, Met) {
     let cx = Ctx::new(testbed.bench, &run_name(approach, column, key));
     let (scene, made) = Scene::build(&cx, testbed, approach, column, key, compat_entry);
-    let run = scene.command();
     let (hook, made) = match made {
         Ok(hook) => (hook, Ok(())),
         Err(err) => (None, Err(err)),
     };
     let result = made
         .and_then(|()| loader_reads_as_declared(&scene.root.path, approach.cache))
-        .and_then(|()| run.output());
-    let invocation = cx.last_invocation();
-    let command = invocation.as_ref().map(|i| i.display()).unwrap_or_default();
-    match result {
-        Ok(out) => {
-            let mut seen = outcome::classify(&out, &scene.places, &scene.column);
-            // A forced entry is the test's choice, not the hook's: no rule of the hook.
-            if let Some(rule) = hook.as_ref().and_then(cache::toolkit_rule) {
-                seen.basis = seen.basis.max(rule.basis());
-            }
-            RunReport {
-                key,
-                action: scene.action,
-                outcome: seen.text,
-                works: seen.works,
-                jit: seen.jit,
-                basis: seen.basis,
-                command,
-                loaded: seen.loaded,
-                invocation,
-            }
-        }
-        Err(err) => {
-            let mut report = RunReport::not_run(key, &format!("{err:#}"));
-            report.action = scene.action;
-            report.command = command;
-            report
-        }
-    }
+        .and_then(|()| scene.command().output())
+        .map_err(|err| format!("{err:#}"));
+    let met = Met {
+        result,
+        hook,
+        invocation: cx.last_invocation(),
+    };
+    (scene.report(key, &met), met)
+}
+
+/// The report of a run whose world is the one `met` was met in (its recipe and command equal
+/// that run's: [`recipe`]). Its root is only written down, not built: what the report takes
+/// from the run's own scene (the places it names, the host as the app sees it, what the user
+/// sets) is this run's; what the loader did is the shared world's.
+pub(super) fn report_shared(
+    testbed: &Testbed,
+    approach: &Approach,
+    column: &Column,
+    key: RunKey,
+    met: &Met,
+) -> RunReport {
+    let cx = Ctx::new(testbed.bench, &run_name(approach, column, key));
+    let (scene, _) = Scene::build_with(
+        &cx,
+        true,
+        testbed,
+        approach,
+        column,
+        key,
+        CompatEntry::AsTheHookDecides,
+    );
+    scene.report(key, met)
 }
 
 /// The run's root built and its command, not run: what [`run`] would run, or the outcome of
@@ -259,6 +282,41 @@ impl Scene {
             run = run.env(name, value);
         }
         run
+    }
+
+    /// What the app's run in this scene showed, from what it `met`.
+    fn report(&self, key: RunKey, met: &Met) -> RunReport {
+        let command = met
+            .invocation
+            .as_ref()
+            .map(|i| i.display())
+            .unwrap_or_default();
+        match &met.result {
+            Ok(out) => {
+                let mut seen = outcome::classify(out, &self.places, &self.column);
+                // A forced entry is the test's choice, not the hook's: no rule of the hook.
+                if let Some(rule) = met.hook.as_ref().and_then(cache::toolkit_rule) {
+                    seen.basis = seen.basis.max(rule.basis());
+                }
+                RunReport {
+                    key,
+                    action: self.action.clone(),
+                    outcome: seen.text,
+                    works: seen.works,
+                    jit: seen.jit,
+                    basis: seen.basis,
+                    command,
+                    loaded: seen.loaded,
+                    invocation: met.invocation.clone(),
+                }
+            }
+            Err(err) => {
+                let mut report = RunReport::not_run(key, err);
+                report.action = self.action.clone();
+                report.command = command;
+                report
+            }
+        }
     }
 }
 

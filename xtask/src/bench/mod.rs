@@ -5,6 +5,7 @@ pub(crate) mod build;
 pub(crate) mod compiler_cache;
 pub(crate) mod differential;
 pub mod rebase;
+pub(crate) mod replay;
 pub(crate) mod resolution;
 pub(crate) mod store;
 pub(crate) mod suite;
@@ -28,6 +29,8 @@ pub(crate) enum Command {
     Resolution(resolution::Args),
     /// Time the search model's differential test: every run on its own, then each world once.
     Differential(differential::Args),
+    /// Time the Jetson replay: every run on its own, then each world once (the reports compared).
+    Replay(replay::Args),
     /// Time glibc's elf suite in the x86_64 tree (natively) and the aarch64 tree (under QEMU).
     Suite(suite::Args),
 }
@@ -42,6 +45,7 @@ impl Command {
             Command::Resolution(args) => args.run(env),
             Command::Suite(args) => args.run(env),
             Command::Differential(args) => args.run(env),
+            Command::Replay(args) => args.run(env),
         }
     }
 }

@@ -90,49 +90,10 @@ impl Args {
             // Before the replay: a stale page fails without building anything.
             check_provenance(&doc::doc_path(), release)?;
         }
-        host::require(&[tools::BWRAP, tools::PATCHELF])?;
-        let cache = host::cache_dir()?;
         let started = Instant::now();
-        let host_libs = HostLibs::ensure(target, &cache)
-            .map_err(|why| anyhow::anyhow!("{}", why.reason()))
-            .context("cannot fetch the host libraries the replay places")?;
-        let mut prepared = Vec::new();
-        for flavour in FLAVOURS {
-            let bench = || -> Result<(Bench, JetsonFixtures)> {
-                let sysroot = crate::resolution::obtain_sysroot(env, release, target, flavour)?;
-                let bench = Bench::new(sysroot, &cache)
-                    .with_context(|| format!("cannot prepare the {flavour} bench"))?;
-                let fixtures =
-                    JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host_libs)
-                        .with_context(|| {
-                            format!("cannot compile the Jetson fixtures ({flavour})")
-                        })?;
-                Ok((bench, fixtures))
-            };
-            // The patched loader is every row's: without it there is no table. The others'
-            // rows (or lines) are reported as not run, with the reason, and the run fails.
-            let bench = match bench() {
-                Err(err) if flavour == Flavour::Patched => return Err(err),
-                other => other.map_err(|err| format!("{err:#}")),
-            };
-            prepared.push((flavour, bench));
-        }
+        let prepared = Prepared::new(env, release, target)?;
         let preparation = started.elapsed();
-        let benches = Benches {
-            target,
-            release,
-            host: host_libs.clone(),
-            benches: prepared
-                .iter()
-                .map(|(flavour, bench)| {
-                    let bench = match bench {
-                        Ok((bench, fixtures)) => Ok((bench, fixtures.clone())),
-                        Err(why) => Err(why.clone()),
-                    };
-                    (*flavour, bench)
-                })
-                .collect::<BTreeMap<_, _>>(),
-        };
+        let benches = prepared.benches();
         let mut report = replay::run(&benches);
         report.provenance = Some(provenance(release, target, &report.host_libraries)?);
         diagln!(
@@ -167,6 +128,76 @@ impl Args {
             diagln!("jetson-replay: {} is up to date", doc.display());
         }
         Ok(())
+    }
+}
+
+/// The host libraries, and the bench of each flavour the replay runs under (or why it is
+/// missing: its runs are then reported as not run, and the command fails).
+pub(crate) struct Prepared {
+    release: Release,
+    target: Target,
+    host: HostLibs,
+    flavours: Vec<(Flavour, Result<FlavourBench, String>)>,
+}
+
+/// One flavour's bench, and the Jetson fixtures compiled for its sysroot.
+type FlavourBench = (Bench, JetsonFixtures);
+
+impl Prepared {
+    /// The sysroots taken from `$LD_FALLBACK_SYSROOT_*` or built (and cached), the fixtures
+    /// compiled for each, and the host libraries fetched once.
+    pub(crate) fn new(env: &Env, release: Release, target: Target) -> Result<Prepared> {
+        host::require(&[tools::BWRAP, tools::PATCHELF])?;
+        let cache = host::cache_dir()?;
+        let host_libs = HostLibs::ensure(target, &cache)
+            .map_err(|why| anyhow::anyhow!("{}", why.reason()))
+            .context("cannot fetch the host libraries the replay places")?;
+        let mut flavours = Vec::new();
+        for flavour in FLAVOURS {
+            let bench = || -> Result<(Bench, JetsonFixtures)> {
+                let sysroot = crate::resolution::obtain_sysroot(env, release, target, flavour)?;
+                let bench = Bench::new(sysroot, &cache)
+                    .with_context(|| format!("cannot prepare the {flavour} bench"))?;
+                let fixtures =
+                    JetsonFixtures::ensure(&bench.sysroot, &bench.layout, &cache, &host_libs)
+                        .with_context(|| {
+                            format!("cannot compile the Jetson fixtures ({flavour})")
+                        })?;
+                Ok((bench, fixtures))
+            };
+            // The patched loader is every row's: without it there is no table. The others'
+            // rows (or lines) are reported as not run, with the reason, and the run fails.
+            let bench = match bench() {
+                Err(err) if flavour == Flavour::Patched => return Err(err),
+                other => other.map_err(|err| format!("{err:#}")),
+            };
+            flavours.push((flavour, bench));
+        }
+        Ok(Prepared {
+            release,
+            target,
+            host: host_libs,
+            flavours,
+        })
+    }
+
+    pub(crate) fn benches(&self) -> Benches<'_> {
+        Benches {
+            target: self.target,
+            release: self.release,
+            host: self.host.clone(),
+            benches: self
+                .flavours
+                .iter()
+                .map(|(flavour, bench)| {
+                    let bench = match bench {
+                        Ok((bench, fixtures)) => Ok((bench, fixtures.clone())),
+                        Err(why) => Err(why.clone()),
+                    };
+                    (*flavour, bench)
+                })
+                .collect::<BTreeMap<_, _>>(),
+        }
     }
 }
 
