@@ -175,7 +175,27 @@ impl Output {
         if self.write_support {
             let cells = doc.cells.clone();
             let written = match record_to_extend(root, &cells)? {
-                Some(record) => record.with_cells(doc.provenance.clone(), cells),
+                Some(record) => {
+                    // Said, so that a merge of fewer cells than the table holds is not taken
+                    // for a record of only these.
+                    let kept: Vec<String> = record
+                        .cells
+                        .iter()
+                        .filter(|k| {
+                            !cells
+                                .iter()
+                                .any(|c| (c.release, c.target) == (k.release, k.target))
+                        })
+                        .map(|k| format!("{} {}", k.release, k.target))
+                        .collect();
+                    if !kept.is_empty() {
+                        diagln!(
+                            "kept the record's rows of the cells this run does not have: {}",
+                            kept.join(", ")
+                        );
+                    }
+                    record.with_cells(doc.provenance.clone(), cells)
+                }
                 None => SupportDoc::new(doc.provenance.clone(), cells),
             };
             let [json, page] = written.write(root)?;
