@@ -217,19 +217,7 @@ fn compute(target: Target, flavour: Flavour) -> Result<Results, String> {
     let recipes = match every_run {
         true => vec![None; runs.len()],
         false => parallel_map(&runs, workers, |(_, run)| match run {
-            Run::Replay(approach, column, key) => replay::recipe(&testbed, approach, column, *key)
-                .map(|(steps, invocation)| {
-                    let Invocation {
-                        root: _,
-                        cwd,
-                        qemu,
-                        argv,
-                        env,
-                        secure,
-                        placed,
-                    } = invocation;
-                    (steps, cwd, qemu, argv, env, secure, placed)
-                }),
+            Run::Replay(approach, column, key) => replay::recipe(&testbed, approach, column, *key),
             Run::Matrix(_) => None,
         }),
     };

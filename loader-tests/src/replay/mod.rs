@@ -1077,19 +1077,6 @@ enum Worlds {
     EachRunItsOwn,
 }
 
-/// What makes two runs of one bench one world: the recipe of the root and the command, but
-/// for the root's own path.
-type WorldKey = (
-    Flavour,
-    Vec<String>,
-    String,
-    Option<std::path::PathBuf>,
-    Vec<String>,
-    Vec<(String, String)>,
-    bool,
-    Vec<(String, String)>,
-);
-
 fn run_with(benches: &Benches<'_>, worlds: Worlds) -> ReplayReport {
     let runs: Vec<(&Approach, &Column, RunKey)> = APPROACHES
         .iter()
@@ -1115,21 +1102,11 @@ fn run_with(benches: &Benches<'_>, worlds: Worlds) -> ReplayReport {
     // The runs go side by side, one per CPU (as the matrix's scenarios do): each run has its
     // own root, and one at a time left a core idle while the other waited on the file system.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let keys: Vec<Option<WorldKey>> = match worlds {
+    let keys: Vec<Option<(Flavour, WorldRecipe)>> = match worlds {
         Worlds::EachRunItsOwn => vec![None; runs.len()],
         Worlds::Shared => parallel_map(&runs, cpus, |&(approach, column, key)| {
             let testbed = testbed(key.flavour).ok()?;
-            let (steps, invocation) = recipe(&testbed, approach, column, key)?;
-            let crate::probe::Invocation {
-                root: _,
-                cwd,
-                qemu,
-                argv,
-                env,
-                secure,
-                placed,
-            } = invocation;
-            Some((key.flavour, steps, cwd, qemu, argv, env, secure, placed))
+            Some((key.flavour, recipe(&testbed, approach, column, key)?))
         }),
     };
     let mut first_of_world = std::collections::HashMap::new();
@@ -1229,16 +1206,47 @@ pub fn world(
     scene::world(testbed, approach, column, key)
 }
 
+/// What makes two runs of one bench one world: the recipe of the root (every step that
+/// makes it, written down) and the command the run makes in it, but for the root's own path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WorldRecipe {
+    steps: Vec<String>,
+    cwd: String,
+    qemu: Option<std::path::PathBuf>,
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+    secure: bool,
+    placed: Vec<(String, String)>,
+}
+
 /// The recipe of [`world`]'s root and the command its run makes, without making either:
-/// two runs of one bench with equal recipes and commands are one world (built once);
-/// `None` where the recipe cannot say.
+/// two runs of one bench with equal recipes are one world (built once); `None` where the
+/// recipe cannot say.
 pub fn recipe(
     testbed: &Testbed,
     approach: &Approach,
     column: &Column,
     key: RunKey,
-) -> Option<(Vec<String>, crate::probe::Invocation)> {
-    scene::recipe(testbed, approach, column, key)
+) -> Option<WorldRecipe> {
+    let (steps, invocation) = scene::recipe(testbed, approach, column, key)?;
+    let crate::probe::Invocation {
+        root: _,
+        cwd,
+        qemu,
+        argv,
+        env,
+        secure,
+        placed,
+    } = invocation;
+    Some(WorldRecipe {
+        steps,
+        cwd,
+        qemu,
+        argv,
+        env,
+        secure,
+        placed,
+    })
 }
 
 /// The container row's run in `column` with the `enable-cuda-compat` hook's decision forced
