@@ -47,13 +47,15 @@ mod verify;
 
 pub mod ci;
 
-pub mod bench;
 mod explain;
 pub mod format_series;
 mod fuzz_model;
 mod jetson_replay;
 mod rehearse_release;
 mod update;
+
+// Times the stages and the commands above.
+pub mod bench;
 
 mod regenerate;
 
