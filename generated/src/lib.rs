@@ -76,7 +76,7 @@ pub const JETSON_SUMMARY: Part = block(
 pub const JETSON_TABLE: Part = block(
     "docs/jetson.md",
     "jetson-replay",
-    "cargo xtask jetson-replay --markdown",
+    "cargo xtask jetson-replay --write-doc",
 );
 /// docs/jetson.md's Sources table, from the replay's registry of sources (no run needed).
 pub const JETSON_SOURCES: Part =

@@ -194,7 +194,7 @@ SKIPPED  docs/explain.md (block explain-example-full): written by a run of the l
 SKIPPED  docs/explain.md (block explain-json-example): written by a run of the loaders, `cargo test -p ld-fallback-explain --test examples`; not made here
 SKIPPED  docs/explain.md (block lddtree): written by a run of the loaders, `cargo test -p loader-tests --test explain`; not made here
 SKIPPED  docs/jetson.md (block jetson-replay summary): written by a run of the loaders, `cargo xtask jetson-replay --write-doc`; not made here
-SKIPPED  docs/jetson.md (block jetson-replay): written by a run of the loaders, `cargo xtask jetson-replay --markdown`; not made here
+SKIPPED  docs/jetson.md (block jetson-replay): written by a run of the loaders, `cargo xtask jetson-replay --write-doc`; not made here
 fresh    docs/jetson.md (block jetson-sources)
 fresh    docs/support.md
 fresh    docs/troubleshooting.md (block jit-mismatch)
@@ -227,7 +227,7 @@ SKIPPED  docs/troubleshooting.md (block ld-so-help-example): written by a run of
             report.text,
             format!("\
 STALE    docs/contract.md (block scenarios): differs from line {changed} on; run `cargo xtask regenerate`
-STALE    docs/jetson.md (block jetson-replay): its block's markers are missing; run `cargo xtask jetson-replay --markdown`
+STALE    docs/jetson.md (block jetson-replay): its block's markers are missing; run `cargo xtask jetson-replay --write-doc`
 ")
         );
         assert_eq!(report.stale, 2);
@@ -255,7 +255,7 @@ STALE    docs/jetson.md (block jetson-replay): its block's markers are missing; 
         let report = run(copy.path(), &[generated::JETSON_TABLE], true).unwrap();
         assert_eq!(
             report.text,
-            format!("STALE    docs/jetson.md (block jetson-replay): it was made from patches/{release} 000000000000, which is now {id}; run `cargo xtask jetson-replay --markdown`\n")
+            format!("STALE    docs/jetson.md (block jetson-replay): it was made from patches/{release} 000000000000, which is now {id}; run `cargo xtask jetson-replay --write-doc`\n")
         );
         assert_eq!(report.stale, 1);
     }
