@@ -92,13 +92,71 @@ impl Comparison {
 
 /// Compares the trees `first` and `second` (symlinks by target, files by content).
 pub(crate) fn compare_trees(first: &Path, second: &Path) -> Result<Comparison> {
+    compare_trees_built_in(first, second, None)
+}
+
+/// Two builds' directories, spelled alike: each path as the other build spelled it.
+/// The two must be as long, so that writing one for the other moves no byte of a file.
+#[derive(Debug, Clone)]
+pub(crate) struct BuiltIn {
+    first: Vec<u8>,
+    second: Vec<u8>,
+}
+
+impl BuiltIn {
+    /// `first` and `second`, the directories the two builds ran in; an error when their
+    /// paths are not as long.
+    pub(crate) fn new(first: &Path, second: &Path) -> Result<BuiltIn> {
+        use std::os::unix::ffi::OsStrExt;
+        let (first, second) = (first.as_os_str().as_bytes(), second.as_os_str().as_bytes());
+        if first.len() != second.len() || first.is_empty() {
+            anyhow::bail!(
+                "builds compared across directories need paths of one length: {} and {}",
+                String::from_utf8_lossy(first),
+                String::from_utf8_lossy(second)
+            );
+        }
+        Ok(BuiltIn {
+            first: first.to_vec(),
+            second: second.to_vec(),
+        })
+    }
+
+    /// `data` of the first build, with its directory spelled as the second's.
+    fn as_second(&self, data: &[u8]) -> Vec<u8> {
+        let mut out = data.to_vec();
+        let n = self.first.len();
+        let mut i = 0;
+        while i + n <= out.len() {
+            if out[i..i + n] == self.first[..] {
+                out[i..i + n].copy_from_slice(&self.second);
+                i += n;
+            } else {
+                i += 1;
+            }
+        }
+        out
+    }
+}
+
+/// [`compare_trees`] for two builds whose directories are written into what they install
+/// (`--enable-hardcoded-path-in-tests` gives the modules glibc installs, the gconv modules
+/// and `sotruss-lib.so`, a DT_RPATH into the build tree): with `built_in`, each file of
+/// `first` that differs is compared again with its build's directory spelled as `second`'s.
+pub(crate) fn compare_trees_built_in(
+    first: &Path,
+    second: &Path,
+    built_in: Option<&BuiltIn>,
+) -> Result<Comparison> {
     let (a, b) = (list(first)?, list(second)?);
     let mut comparison = Comparison::default();
     for (path, kind) in &a {
         let verdict = match (kind, b.get(path)) {
             (_, None) => FileVerdict::OnlyInFirst,
             (Kind::Link(x), Some(Kind::Link(y))) if x == y => FileVerdict::Identical,
-            (Kind::File, Some(Kind::File)) => compare_files(&first.join(path), &second.join(path))?,
+            (Kind::File, Some(Kind::File)) => {
+                compare_files(&first.join(path), &second.join(path), built_in)?
+            }
             (x, Some(y)) => FileVerdict::Different(format!("{x:?} against {y:?}")),
         };
         comparison.files.insert(path.clone(), verdict);
@@ -143,11 +201,14 @@ fn list(root: &Path) -> Result<BTreeMap<PathBuf, Kind>> {
     Ok(found)
 }
 
-fn compare_files(a: &Path, b: &Path) -> Result<FileVerdict> {
+fn compare_files(a: &Path, b: &Path, built_in: Option<&BuiltIn>) -> Result<FileVerdict> {
     let read = |p: &Path| fs::read(p).with_context(|| format!("cannot read {}", p.display()));
-    let (x, y) = (read(a)?, read(b)?);
+    let (mut x, y) = (read(a)?, read(b)?);
     if x == y {
         return Ok(FileVerdict::Identical);
+    }
+    if let Some(built_in) = built_in {
+        x = built_in.as_second(&x);
     }
     Ok(compare_binaries(&x, &y))
 }
@@ -270,6 +331,41 @@ mod tests {
             text.starts_with("4 files: 2 identical, 0 differ only in debug information, 2 differ"),
             "{text}"
         );
+    }
+
+    /// A module linked with a DT_RPATH into its build directory, built in two directories of
+    /// one length: different as they are, the same program with one spelled as the other.
+    #[test]
+    fn a_build_directory_in_what_is_installed_is_spelled_as_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let build = |root: &str| -> PathBuf {
+            let d = dir.path().join(root);
+            fs::create_dir_all(d.join("build")).unwrap();
+            fs::write(d.join("build/m.c"), "int value (void) { return 1; }\n").unwrap();
+            let sh = crate::util::shell::in_dir(&d.join("build")).unwrap();
+            let rpath = format!("-Wl,-rpath,{}", d.join("build").display());
+            xshell::cmd!(
+                sh,
+                "gcc -shared -fPIC -g -O2 -Wl,--disable-new-dtags {rpath} m.c -o m.so"
+            )
+            .run()
+            .expect("gcc links");
+            let tree = d.join("installed");
+            fs::create_dir_all(&tree).unwrap();
+            fs::copy(d.join("build/m.so"), tree.join("m.so")).unwrap();
+            tree
+        };
+        let (one, two) = (build("root-one"), build("root-two"));
+        let plain = compare_trees(&one, &two).unwrap();
+        assert!(
+            matches!(&plain.files[Path::new("m.so")], FileVerdict::Different(why) if why.contains(".dynstr")),
+            "{plain:?}"
+        );
+        let built_in =
+            BuiltIn::new(&dir.path().join("root-one"), &dir.path().join("root-two")).unwrap();
+        let spelled = compare_trees_built_in(&one, &two, Some(&built_in)).unwrap();
+        assert!(spelled.same_programs(), "{}", spelled.render(5));
+        assert!(BuiltIn::new(Path::new("/a"), Path::new("/bb")).is_err());
     }
 
     /// Two builds of one C file in two directories: the same program, other debug info; and
