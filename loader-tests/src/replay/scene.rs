@@ -112,15 +112,7 @@ pub(super) fn report_shared(
     met: &Met,
 ) -> RunReport {
     let cx = Ctx::new(testbed.bench, &run_name(approach, column, key));
-    let (scene, _) = Scene::build_with(
-        &cx,
-        true,
-        testbed,
-        approach,
-        column,
-        key,
-        CompatEntry::AsTheHookDecides,
-    );
+    let (scene, _) = Scene::written_down(&cx, testbed, approach, column, key);
     scene.report(key, met)
 }
 
@@ -156,15 +148,7 @@ pub(super) fn recipe(
     key: RunKey,
 ) -> Option<(Vec<String>, Invocation)> {
     let cx = Ctx::new(testbed.bench, &run_name(approach, column, key));
-    let (scene, made) = Scene::build_with(
-        &cx,
-        true,
-        testbed,
-        approach,
-        column,
-        key,
-        CompatEntry::AsTheHookDecides,
-    );
+    let (scene, made) = Scene::written_down(&cx, testbed, approach, column, key);
     made.ok()?;
     let invocation = scene.command().invocation().ok()?;
     Some((scene.root.recipe()?, invocation))
@@ -194,6 +178,19 @@ impl Scene {
         compat_entry: CompatEntry,
     ) -> (Scene, Result<Option<cache::Hook>>) {
         Scene::build_with(cx, false, testbed, approach, column, key, compat_entry)
+    }
+
+    /// The scene of a replay run (the hook deciding) in a root only written down: its recipe,
+    /// and what a report reads from the scene, without a file made.
+    fn written_down(
+        cx: &Ctx,
+        testbed: &Testbed,
+        approach: &Approach,
+        column: &Column,
+        key: RunKey,
+    ) -> (Scene, Result<Option<cache::Hook>>) {
+        let hook = CompatEntry::AsTheHookDecides;
+        Scene::build_with(cx, true, testbed, approach, column, key, hook)
     }
 
     /// [`Scene::build`], with `only_written_down` in a root only written down
