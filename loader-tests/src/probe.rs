@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 pub const SETUID_QEMU: &str = "/qemu-setuid";
 
 /// Everything needed to run a command again (with `LD_DEBUG=libs` to explain a miss).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Invocation {
     pub root: PathBuf,
     pub cwd: String,

@@ -1207,16 +1207,12 @@ pub fn world(
 }
 
 /// What makes two runs of one bench one world: the recipe of the root (every step that
-/// makes it, written down) and the command the run makes in it, but for the root's own path.
+/// makes it, written down) and the command the run makes in it, but for the root's own path
+/// (emptied: a field the command gains later is part of the key unless said otherwise).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WorldRecipe {
     steps: Vec<String>,
-    cwd: String,
-    qemu: Option<std::path::PathBuf>,
-    argv: Vec<String>,
-    env: Vec<(String, String)>,
-    secure: bool,
-    placed: Vec<(String, String)>,
+    command: crate::probe::Invocation,
 }
 
 /// The recipe of [`world`]'s root and the command its run makes, without making either:
@@ -1228,25 +1224,9 @@ pub fn recipe(
     column: &Column,
     key: RunKey,
 ) -> Option<WorldRecipe> {
-    let (steps, invocation) = scene::recipe(testbed, approach, column, key)?;
-    let crate::probe::Invocation {
-        root: _,
-        cwd,
-        qemu,
-        argv,
-        env,
-        secure,
-        placed,
-    } = invocation;
-    Some(WorldRecipe {
-        steps,
-        cwd,
-        qemu,
-        argv,
-        env,
-        secure,
-        placed,
-    })
+    let (steps, mut command) = scene::recipe(testbed, approach, column, key)?;
+    command.root = std::path::PathBuf::new();
+    Some(WorldRecipe { steps, command })
 }
 
 /// The container row's run in `column` with the `enable-cuda-compat` hook's decision forced

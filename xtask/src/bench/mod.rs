@@ -10,6 +10,8 @@ pub(crate) mod resolution;
 pub(crate) mod store;
 pub(crate) mod suite;
 
+use std::time::Duration;
+
 use anyhow::Result;
 use clap::Subcommand;
 
@@ -48,4 +50,10 @@ impl Command {
             Command::Replay(args) => args.run(env),
         }
     }
+}
+
+/// The median of `times`, in seconds (`times` sorted in place; at least one).
+pub(crate) fn median_secs(times: &mut [Duration]) -> f64 {
+    times.sort();
+    times[times.len() / 2].as_secs_f64()
 }

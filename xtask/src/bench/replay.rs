@@ -73,12 +73,8 @@ impl Args {
                 times[i].push(time);
             }
         }
-        let median = |times: &mut Vec<Duration>| {
-            times.sort();
-            times[times.len() / 2].as_secs_f64()
-        };
-        let plain = median(&mut times[0]);
-        let shared = median(&mut times[1]);
+        let plain = super::median_secs(&mut times[0]);
+        let shared = super::median_secs(&mut times[1]);
         outln!(
             "  median: every run on its own {plain:.1} s, each world run once {shared:.1} s ({:.1}x); the reports are the same",
             plain / shared.max(0.001)
